@@ -1,0 +1,180 @@
+//! The frame header and splitting a byte stream into frames.
+//!
+//! ```text
+//! +----------------+-------------+-------------------+------------------+
+//! | length u32 LE  | kind u16 LE | request id u32 LE | payload ...      |
+//! +----------------+-------------+-------------------+------------------+
+//!   length counts every byte after itself: 6 + payload length
+//! ```
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::wire::WireError;
+
+/// Bytes before the payload: length (4), kind (2), request id (4).
+pub const HEADER_LEN: usize = 10;
+
+/// Every frame kind. Requests have the high bit clear, responses and pushes have it set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum FrameKind {
+    /// Request: open a session.
+    Connect = 0x0001,
+    /// Request: end the session.
+    Disconnect = 0x0002,
+    /// Request: liveness check.
+    Ping = 0x0003,
+    /// Request: create a queue.
+    CreateQueue = 0x0010,
+    /// Request: delete a queue.
+    DeleteQueue = 0x0011,
+    /// Request: list queues.
+    ListQueues = 0x0012,
+    /// Request: send one message.
+    Send = 0x0020,
+    /// Request: send many messages, each on its own.
+    SendBatch = 0x0021,
+    /// Request: receive one message.
+    Receive = 0x0030,
+    /// Request: settle client-ack deliveries.
+    Ack = 0x0031,
+    /// Request: return or drop client-ack deliveries.
+    Nack = 0x0032,
+    /// Request: which queues hold messages for me.
+    WaitingQueues = 0x0033,
+    /// Request: start a push subscription.
+    Subscribe = 0x0040,
+    /// Request: grant a subscription more credit.
+    Credit = 0x0041,
+    /// Request: end a subscription.
+    Cancel = 0x0042,
+    /// Reply to connect.
+    Connected = 0x8001,
+    /// Reply: success without data.
+    Ok = 0x8002,
+    /// Reply: failure.
+    Error = 0x8003,
+    /// Reply to ping.
+    Pong = 0x8004,
+    /// Reply to list queues.
+    Queues = 0x8012,
+    /// Reply to send.
+    Sent = 0x8020,
+    /// Reply to send batch.
+    BatchSent = 0x8021,
+    /// Reply to receive.
+    Received = 0x8030,
+    /// Reply to waiting queues.
+    WaitingQueuesList = 0x8033,
+    /// Reply to subscribe.
+    Subscribed = 0x8040,
+    /// Push: a delivery on a subscription (request id 0).
+    Deliver = 0x8041,
+    /// Push: the broker ended a subscription (request id 0).
+    SubscriptionClosed = 0x8042,
+}
+
+impl FrameKind {
+    /// Every kind.
+    pub const ALL: [FrameKind; 27] = [
+        FrameKind::Connect,
+        FrameKind::Disconnect,
+        FrameKind::Ping,
+        FrameKind::CreateQueue,
+        FrameKind::DeleteQueue,
+        FrameKind::ListQueues,
+        FrameKind::Send,
+        FrameKind::SendBatch,
+        FrameKind::Receive,
+        FrameKind::Ack,
+        FrameKind::Nack,
+        FrameKind::WaitingQueues,
+        FrameKind::Subscribe,
+        FrameKind::Credit,
+        FrameKind::Cancel,
+        FrameKind::Connected,
+        FrameKind::Ok,
+        FrameKind::Error,
+        FrameKind::Pong,
+        FrameKind::Queues,
+        FrameKind::Sent,
+        FrameKind::BatchSent,
+        FrameKind::Received,
+        FrameKind::WaitingQueuesList,
+        FrameKind::Subscribed,
+        FrameKind::Deliver,
+        FrameKind::SubscriptionClosed,
+    ];
+
+    /// The kind for a wire number, if known.
+    pub fn from_u16(n: u16) -> Option<FrameKind> {
+        FrameKind::ALL.iter().copied().find(|k| *k as u16 == n)
+    }
+}
+
+/// One frame cut from the stream, payload not yet decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    /// The kind number (may be unknown to this side).
+    pub kind: u16,
+    /// Chosen by the client per request and echoed in the reply; 0 on pushes.
+    pub request_id: u32,
+    /// The payload.
+    pub payload: Bytes,
+}
+
+/// Cuts the next complete frame off the front of `buf`.
+///
+/// Returns `Ok(None)` when `buf` does not hold a whole frame yet (nothing is consumed). The length
+/// prefix is checked against `max_frame_bytes` before anything is allocated, so an oversized
+/// announcement fails at once instead of making the reader wait for (and buffer) its bytes.
+pub fn split_frame(buf: &mut BytesMut, max_frame_bytes: u32) -> Result<Option<RawFrame>, WireError> {
+    let Some(prefix) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let mut len_bytes = [0u8; 4];
+    len_bytes.copy_from_slice(prefix);
+    let len = u32::from_le_bytes(len_bytes);
+    if (len as usize) < HEADER_LEN - 4 {
+        return Err(WireError::FrameTooShort(len));
+    }
+    let total = u64::from(len) + 4;
+    if total > u64::from(max_frame_bytes) {
+        return Err(WireError::FrameTooLarge {
+            len: total,
+            max: max_frame_bytes,
+        });
+    }
+    let total = total as usize;
+    if buf.len() < total {
+        // Reserve the rest of this frame so the next read can fill it in one go.
+        buf.reserve(total - buf.len());
+        return Ok(None);
+    }
+    let mut frame = buf.split_to(total);
+    frame.advance(4);
+    let kind = frame.get_u16_le();
+    let request_id = frame.get_u32_le();
+    Ok(Some(RawFrame {
+        kind,
+        request_id,
+        payload: frame.freeze(),
+    }))
+}
+
+/// Writes a header with a placeholder length; returns where the frame starts for [`end_frame`].
+pub fn begin_frame(out: &mut BytesMut, kind: FrameKind, request_id: u32) -> usize {
+    let start = out.len();
+    out.put_u32_le(0);
+    out.put_u16_le(kind as u16);
+    out.put_u32_le(request_id);
+    start
+}
+
+/// Patches the length of the frame begun at `start` now that its payload is written.
+pub fn end_frame(out: &mut BytesMut, start: usize) {
+    let len = (out.len() - start - 4) as u32;
+    if let Some(slot) = out.get_mut(start..start + 4) {
+        slot.copy_from_slice(&len.to_le_bytes());
+    }
+}

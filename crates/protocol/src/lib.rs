@@ -1,0 +1,34 @@
+//! Ferry's native wire protocol, sans-IO: no sockets, no runtime, only bytes in and bytes out.
+//!
+//! Shared by the broker and every Rust client so that both ends encode and decode with the same
+//! code. Modules:
+//! - [`frame`]: the frame header (length, kind, request id) and splitting a byte stream into frames;
+//! - [`wire`]: checked little-endian readers and writers for the primitive field types;
+//! - [`types`]: the values that travel in frames (messages, deliveries, properties, orders);
+//! - [`requests`]: every request a client sends, with its encoder and decoder;
+//! - [`responses`]: every reply and pushed delivery the broker sends;
+//! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
+//! - [`limits`]: the server limits advertised in the connect reply;
+//! - [`version`]: the protocol version negotiated in the handshake.
+//!
+//! The byte layout of every frame is drawn in `docs/protocol.md`.
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
+
+pub mod codes;
+pub mod frame;
+pub mod limits;
+pub mod requests;
+pub mod responses;
+pub mod types;
+pub mod version;
+pub mod wire;
+
+pub use codes::ErrorCode;
+pub use frame::{split_frame, FrameKind, RawFrame, HEADER_LEN};
+pub use limits::Limits;
+pub use requests::Request;
+pub use responses::{ErrorReply, Response};
+pub use types::*;
+pub use version::PROTOCOL_VERSION;
+pub use wire::WireError;

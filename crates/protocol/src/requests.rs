@@ -1,0 +1,344 @@
+//! Every request a client sends, with its encoder and decoder.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
+use crate::types::{AckMode, DeliveryId, Order, OutgoingMessage, ReceiveMode, Source, SubscriptionId};
+use crate::wire::{
+    put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, put_u64s, Reader,
+    WireError,
+};
+
+/// Opens a session. Must be the first request on a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connect {
+    /// The protocol version the client speaks.
+    pub version: u16,
+    /// The client name (`[A-Za-z0-9._-]`, 1 to 200 characters).
+    pub client: String,
+    /// Credentials; empty when the broker needs none.
+    pub credentials: String,
+}
+
+/// Asks for one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receive {
+    /// A queue, or a sender across all queues.
+    pub source: Source,
+    /// Priority or time order.
+    pub order: Order,
+    /// Take or peek.
+    pub mode: ReceiveMode,
+    /// Auto or client ack (ignored for peeks).
+    pub ack: AckMode,
+    /// How long to wait for a message when none is ready, in ms; 0 answers at once.
+    pub wait_ms: u32,
+}
+
+/// Starts a push subscription on a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscribe {
+    /// The queue.
+    pub queue: String,
+    /// Priority or time order.
+    pub order: Order,
+    /// Auto or client ack.
+    pub ack: AckMode,
+    /// Most deliveries pushed and not yet settled (client ack) or credited back (auto ack).
+    pub prefetch: u32,
+}
+
+/// A request, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Open a session.
+    Connect(Connect),
+    /// End the session; unsettled deliveries return to their queues.
+    Disconnect,
+    /// Liveness check, answered with `Pong`.
+    Ping,
+    /// Create a queue.
+    CreateQueue {
+        /// Its name.
+        name: String,
+    },
+    /// Delete a queue.
+    DeleteQueue {
+        /// Its name.
+        name: String,
+        /// Delete even when it holds messages (they are dropped).
+        force: bool,
+    },
+    /// List every queue with its depth.
+    ListQueues,
+    /// Send one message to one or more queues, atomically.
+    Send(OutgoingMessage),
+    /// Send many messages; each succeeds or fails on its own.
+    SendBatch(Vec<OutgoingMessage>),
+    /// Receive one message.
+    Receive(Receive),
+    /// Settle client-ack deliveries.
+    Ack {
+        /// Delivery ids.
+        ids: Vec<DeliveryId>,
+    },
+    /// Return (or drop) client-ack deliveries.
+    Nack {
+        /// Delivery ids.
+        ids: Vec<DeliveryId>,
+        /// `true`: back to the queue, flagged redelivered; `false`: dropped.
+        requeue: bool,
+    },
+    /// Names of the queues holding messages addressed to this client.
+    WaitingQueues,
+    /// Start a push subscription.
+    Subscribe(Subscribe),
+    /// Grant an auto-ack subscription more credit (client-ack subscriptions are credited by
+    /// settling their deliveries).
+    Credit {
+        /// The subscription.
+        subscription: SubscriptionId,
+        /// How many more deliveries may be pushed.
+        credit: u32,
+    },
+    /// End a subscription; its unsettled deliveries stay leased to the session.
+    Cancel {
+        /// The subscription.
+        subscription: SubscriptionId,
+    },
+}
+
+fn put_order(out: &mut BytesMut, o: Order) {
+    out.put_u8(match o {
+        Order::Priority => 0,
+        Order::Time => 1,
+    });
+}
+
+fn put_ack(out: &mut BytesMut, a: AckMode) {
+    out.put_u8(match a {
+        AckMode::Auto => 0,
+        AckMode::Client => 1,
+    });
+}
+
+fn read_order(r: &mut Reader<'_>) -> Result<Order, WireError> {
+    match r.u8()? {
+        0 => Ok(Order::Priority),
+        1 => Ok(Order::Time),
+        v => Err(WireError::InvalidValue {
+            field: "order",
+            value: u64::from(v),
+        }),
+    }
+}
+
+fn read_ack(r: &mut Reader<'_>) -> Result<AckMode, WireError> {
+    match r.u8()? {
+        0 => Ok(AckMode::Auto),
+        1 => Ok(AckMode::Client),
+        v => Err(WireError::InvalidValue {
+            field: "ack mode",
+            value: u64::from(v),
+        }),
+    }
+}
+
+/// Writes an outgoing message (send payload, and each item of a batch).
+pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
+    put_strings(out, &m.queues);
+    put_opt_string(out, m.receiver.as_deref());
+    out.put_u8(m.priority);
+    out.put_u64_le(m.context);
+    put_properties(out, &m.properties);
+    put_bytes(out, &m.body);
+}
+
+/// Reads an outgoing message.
+pub fn read_outgoing(r: &mut Reader<'_>) -> Result<OutgoingMessage, WireError> {
+    Ok(OutgoingMessage {
+        queues: r.strings("queue name")?,
+        receiver: r.opt_string("receiver")?,
+        priority: r.u8()?,
+        context: r.u64()?,
+        properties: r.properties()?,
+        body: r.bytes()?,
+    })
+}
+
+/// Smallest encoding of an outgoing message: counts and fixed fields only.
+const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4;
+
+impl Request {
+    /// The frame kind of this request.
+    pub fn kind(&self) -> FrameKind {
+        match self {
+            Request::Connect(_) => FrameKind::Connect,
+            Request::Disconnect => FrameKind::Disconnect,
+            Request::Ping => FrameKind::Ping,
+            Request::CreateQueue { .. } => FrameKind::CreateQueue,
+            Request::DeleteQueue { .. } => FrameKind::DeleteQueue,
+            Request::ListQueues => FrameKind::ListQueues,
+            Request::Send(_) => FrameKind::Send,
+            Request::SendBatch(_) => FrameKind::SendBatch,
+            Request::Receive(_) => FrameKind::Receive,
+            Request::Ack { .. } => FrameKind::Ack,
+            Request::Nack { .. } => FrameKind::Nack,
+            Request::WaitingQueues => FrameKind::WaitingQueues,
+            Request::Subscribe(_) => FrameKind::Subscribe,
+            Request::Credit { .. } => FrameKind::Credit,
+            Request::Cancel { .. } => FrameKind::Cancel,
+        }
+    }
+
+    /// Appends this request as one frame with `request_id` to `out`.
+    pub fn encode(&self, request_id: u32, out: &mut BytesMut) {
+        let start = begin_frame(out, self.kind(), request_id);
+        match self {
+            Request::Connect(c) => {
+                out.put_u16_le(c.version);
+                put_string(out, &c.client);
+                put_string(out, &c.credentials);
+            }
+            Request::Disconnect | Request::Ping | Request::ListQueues | Request::WaitingQueues => {}
+            Request::CreateQueue { name } => put_string(out, name),
+            Request::DeleteQueue { name, force } => {
+                put_string(out, name);
+                put_bool(out, *force);
+            }
+            Request::Send(m) => put_outgoing(out, m),
+            Request::SendBatch(items) => {
+                out.put_u32_le(items.len() as u32);
+                for m in items {
+                    put_outgoing(out, m);
+                }
+            }
+            Request::Receive(r) => {
+                match &r.source {
+                    Source::Queue(q) => {
+                        out.put_u8(0);
+                        put_string(out, q);
+                    }
+                    Source::Sender(s) => {
+                        out.put_u8(1);
+                        put_string(out, s);
+                    }
+                }
+                put_order(out, r.order);
+                out.put_u8(match r.mode {
+                    ReceiveMode::Take => 0,
+                    ReceiveMode::Peek => 1,
+                });
+                put_ack(out, r.ack);
+                out.put_u32_le(r.wait_ms);
+            }
+            Request::Ack { ids } => put_u64s(out, ids),
+            Request::Nack { ids, requeue } => {
+                put_u64s(out, ids);
+                put_bool(out, *requeue);
+            }
+            Request::Subscribe(s) => {
+                put_string(out, &s.queue);
+                put_order(out, s.order);
+                put_ack(out, s.ack);
+                out.put_u32_le(s.prefetch);
+            }
+            Request::Credit {
+                subscription,
+                credit,
+            } => {
+                out.put_u64_le(*subscription);
+                out.put_u32_le(*credit);
+            }
+            Request::Cancel { subscription } => out.put_u64_le(*subscription),
+        }
+        end_frame(out, start);
+    }
+
+    /// Decodes a request frame. Unknown kinds give [`WireError::UnknownKind`]; every other error
+    /// means the frame is malformed.
+    pub fn decode(frame: &RawFrame) -> Result<Request, WireError> {
+        let kind = FrameKind::from_u16(frame.kind).ok_or(WireError::UnknownKind(frame.kind))?;
+        let mut r = Reader::new(&frame.payload);
+        let req = match kind {
+            FrameKind::Connect => Request::Connect(Connect {
+                version: r.u16()?,
+                client: r.string("client name")?,
+                credentials: r.string("credentials")?,
+            }),
+            FrameKind::Disconnect => Request::Disconnect,
+            FrameKind::Ping => Request::Ping,
+            FrameKind::CreateQueue => Request::CreateQueue {
+                name: r.string("queue name")?,
+            },
+            FrameKind::DeleteQueue => Request::DeleteQueue {
+                name: r.string("queue name")?,
+                force: r.bool("force")?,
+            },
+            FrameKind::ListQueues => Request::ListQueues,
+            FrameKind::Send => Request::Send(read_outgoing(&mut r)?),
+            FrameKind::SendBatch => {
+                let n = r.count32("batch", MIN_OUTGOING_BYTES)?;
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(read_outgoing(&mut r)?);
+                }
+                Request::SendBatch(items)
+            }
+            FrameKind::Receive => {
+                let source = match r.u8()? {
+                    0 => Source::Queue(r.string("queue name")?),
+                    1 => Source::Sender(r.string("sender name")?),
+                    v => {
+                        return Err(WireError::InvalidValue {
+                            field: "source",
+                            value: u64::from(v),
+                        })
+                    }
+                };
+                let order = read_order(&mut r)?;
+                let mode = match r.u8()? {
+                    0 => ReceiveMode::Take,
+                    1 => ReceiveMode::Peek,
+                    v => {
+                        return Err(WireError::InvalidValue {
+                            field: "receive mode",
+                            value: u64::from(v),
+                        })
+                    }
+                };
+                Request::Receive(Receive {
+                    source,
+                    order,
+                    mode,
+                    ack: read_ack(&mut r)?,
+                    wait_ms: r.u32()?,
+                })
+            }
+            FrameKind::Ack => Request::Ack {
+                ids: r.u64s("delivery ids")?,
+            },
+            FrameKind::Nack => Request::Nack {
+                ids: r.u64s("delivery ids")?,
+                requeue: r.bool("requeue")?,
+            },
+            FrameKind::WaitingQueues => Request::WaitingQueues,
+            FrameKind::Subscribe => Request::Subscribe(Subscribe {
+                queue: r.string("queue name")?,
+                order: read_order(&mut r)?,
+                ack: read_ack(&mut r)?,
+                prefetch: r.u32()?,
+            }),
+            FrameKind::Credit => Request::Credit {
+                subscription: r.u64()?,
+                credit: r.u32()?,
+            },
+            FrameKind::Cancel => Request::Cancel {
+                subscription: r.u64()?,
+            },
+            other => return Err(WireError::UnknownKind(other as u16)),
+        };
+        r.finish()?;
+        Ok(req)
+    }
+}

@@ -1,0 +1,329 @@
+//! Every reply and pushed delivery the broker sends, with its encoder and decoder.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::codes::ErrorCode;
+use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
+use crate::limits::Limits;
+use crate::types::{Delivery, Message, MessageId, QueueInfo, SubscriptionId};
+use crate::wire::{
+    put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, Reader, WireError,
+};
+
+/// A failure: the code and a human-readable message naming the thing at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorReply {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// For people: `queue 'orders' does not exist`.
+    pub message: String,
+}
+
+impl ErrorReply {
+    /// An error reply.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorReply {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorReply {}
+
+/// The reply to a successful connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connected {
+    /// The protocol version the broker speaks.
+    pub version: u16,
+    /// The client name the session runs under.
+    pub client: String,
+    /// The broker's limits.
+    pub limits: Limits,
+}
+
+/// A reply or push, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Response {
+    /// Connect succeeded.
+    Connected(Connected),
+    /// Success without data.
+    Ok,
+    /// Failure.
+    Error(ErrorReply),
+    /// Answer to ping.
+    Pong,
+    /// Queue listing.
+    Queues(Vec<QueueInfo>),
+    /// A send was stored under this id.
+    Sent {
+        /// The message id.
+        id: MessageId,
+    },
+    /// One result per batch item, in order.
+    BatchSent(Vec<Result<MessageId, ErrorReply>>),
+    /// A receive's result: a delivery or none.
+    Received(Option<Delivery>),
+    /// Queues holding messages addressed to this client.
+    WaitingQueues(Vec<String>),
+    /// A subscription started.
+    Subscribed {
+        /// Its id, carried by each pushed delivery.
+        subscription: SubscriptionId,
+    },
+    /// Push: a delivery on a subscription.
+    Deliver {
+        /// The subscription.
+        subscription: SubscriptionId,
+        /// The delivery.
+        delivery: Delivery,
+    },
+    /// Push: the broker ended a subscription (e.g. its queue was deleted).
+    SubscriptionClosed {
+        /// The subscription.
+        subscription: SubscriptionId,
+        /// Why.
+        error: ErrorReply,
+    },
+}
+
+fn put_error(out: &mut BytesMut, e: &ErrorReply) {
+    out.put_u16_le(e.code.as_u16());
+    put_string(out, &e.message);
+}
+
+fn read_error(r: &mut Reader<'_>) -> Result<ErrorReply, WireError> {
+    let n = r.u16()?;
+    // A code this build does not know (from a newer broker) is still an error: keep its text.
+    let code = ErrorCode::from_u16(n).unwrap_or(ErrorCode::Internal);
+    Ok(ErrorReply {
+        code,
+        message: r.string("error message")?,
+    })
+}
+
+fn put_limits(out: &mut BytesMut, l: &Limits) {
+    out.put_u32_le(l.max_frame_bytes);
+    out.put_u32_le(l.max_body_bytes);
+    out.put_u16_le(l.max_name_len);
+    out.put_u32_le(l.max_connections);
+    out.put_u32_le(l.max_queues);
+    out.put_u32_le(l.max_in_flight_per_session);
+    out.put_u32_le(l.max_prefetch);
+    out.put_u32_le(l.max_batch);
+    out.put_u16_le(l.max_queues_per_send);
+    out.put_u16_le(l.max_properties);
+    out.put_u32_le(l.lease_ms);
+}
+
+fn read_limits(r: &mut Reader<'_>) -> Result<Limits, WireError> {
+    Ok(Limits {
+        max_frame_bytes: r.u32()?,
+        max_body_bytes: r.u32()?,
+        max_name_len: r.u16()?,
+        max_connections: r.u32()?,
+        max_queues: r.u32()?,
+        max_in_flight_per_session: r.u32()?,
+        max_prefetch: r.u32()?,
+        max_batch: r.u32()?,
+        max_queues_per_send: r.u16()?,
+        max_properties: r.u16()?,
+        lease_ms: r.u32()?,
+    })
+}
+
+/// Writes a delivery: delivery id, then the message.
+pub fn put_delivery(out: &mut BytesMut, d: &Delivery) {
+    out.put_u64_le(d.delivery_id);
+    let m = &d.message;
+    out.put_u64_le(m.id);
+    put_string(out, &m.queue);
+    put_string(out, &m.sender);
+    put_opt_string(out, m.receiver.as_deref());
+    out.put_u8(m.priority);
+    out.put_u64_le(m.context);
+    out.put_u64_le(m.created_at);
+    out.put_u32_le(m.delivery_count);
+    put_properties(out, &m.properties);
+    put_bytes(out, &m.body);
+}
+
+/// Reads a delivery.
+pub fn read_delivery(r: &mut Reader<'_>) -> Result<Delivery, WireError> {
+    Ok(Delivery {
+        delivery_id: r.u64()?,
+        message: Message {
+            id: r.u64()?,
+            queue: r.string("queue name")?,
+            sender: r.string("sender")?,
+            receiver: r.opt_string("receiver")?,
+            priority: r.u8()?,
+            context: r.u64()?,
+            created_at: r.u64()?,
+            delivery_count: r.u32()?,
+            properties: r.properties()?,
+            body: r.bytes()?,
+        },
+    })
+}
+
+impl Response {
+    /// The frame kind of this response.
+    pub fn kind(&self) -> FrameKind {
+        match self {
+            Response::Connected(_) => FrameKind::Connected,
+            Response::Ok => FrameKind::Ok,
+            Response::Error(_) => FrameKind::Error,
+            Response::Pong => FrameKind::Pong,
+            Response::Queues(_) => FrameKind::Queues,
+            Response::Sent { .. } => FrameKind::Sent,
+            Response::BatchSent(_) => FrameKind::BatchSent,
+            Response::Received(_) => FrameKind::Received,
+            Response::WaitingQueues(_) => FrameKind::WaitingQueuesList,
+            Response::Subscribed { .. } => FrameKind::Subscribed,
+            Response::Deliver { .. } => FrameKind::Deliver,
+            Response::SubscriptionClosed { .. } => FrameKind::SubscriptionClosed,
+        }
+    }
+
+    /// An error response.
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+        Response::Error(ErrorReply::new(code, message))
+    }
+
+    /// Appends this response as one frame with `request_id` (0 for pushes) to `out`.
+    pub fn encode(&self, request_id: u32, out: &mut BytesMut) {
+        let start = begin_frame(out, self.kind(), request_id);
+        match self {
+            Response::Connected(c) => {
+                out.put_u16_le(c.version);
+                put_string(out, &c.client);
+                put_limits(out, &c.limits);
+            }
+            Response::Ok | Response::Pong => {}
+            Response::Error(e) => put_error(out, e),
+            Response::Queues(qs) => {
+                out.put_u32_le(qs.len() as u32);
+                for q in qs {
+                    put_string(out, &q.name);
+                    out.put_u64_le(q.ready);
+                    out.put_u64_le(q.in_flight);
+                }
+            }
+            Response::Sent { id } => out.put_u64_le(*id),
+            Response::BatchSent(results) => {
+                out.put_u32_le(results.len() as u32);
+                for res in results {
+                    match res {
+                        Ok(id) => {
+                            out.put_u8(0);
+                            out.put_u64_le(*id);
+                        }
+                        Err(e) => {
+                            out.put_u8(1);
+                            put_error(out, e);
+                        }
+                    }
+                }
+            }
+            Response::Received(d) => match d {
+                Some(d) => {
+                    put_bool(out, true);
+                    put_delivery(out, d);
+                }
+                None => put_bool(out, false),
+            },
+            Response::WaitingQueues(names) => put_strings(out, names),
+            Response::Subscribed { subscription } => out.put_u64_le(*subscription),
+            Response::Deliver {
+                subscription,
+                delivery,
+            } => {
+                out.put_u64_le(*subscription);
+                put_delivery(out, delivery);
+            }
+            Response::SubscriptionClosed {
+                subscription,
+                error,
+            } => {
+                out.put_u64_le(*subscription);
+                put_error(out, error);
+            }
+        }
+        end_frame(out, start);
+    }
+
+    /// Decodes a response frame.
+    pub fn decode(frame: &RawFrame) -> Result<Response, WireError> {
+        let kind = FrameKind::from_u16(frame.kind).ok_or(WireError::UnknownKind(frame.kind))?;
+        let mut r = Reader::new(&frame.payload);
+        let resp = match kind {
+            FrameKind::Connected => Response::Connected(Connected {
+                version: r.u16()?,
+                client: r.string("client name")?,
+                limits: read_limits(&mut r)?,
+            }),
+            FrameKind::Ok => Response::Ok,
+            FrameKind::Error => Response::Error(read_error(&mut r)?),
+            FrameKind::Pong => Response::Pong,
+            FrameKind::Queues => {
+                let n = r.count32("queues", 2 + 8 + 8)?;
+                let mut qs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    qs.push(QueueInfo {
+                        name: r.string("queue name")?,
+                        ready: r.u64()?,
+                        in_flight: r.u64()?,
+                    });
+                }
+                Response::Queues(qs)
+            }
+            FrameKind::Sent => Response::Sent { id: r.u64()? },
+            FrameKind::BatchSent => {
+                let n = r.count32("batch results", 1 + 2 + 2)?;
+                let mut results = Vec::with_capacity(n);
+                for _ in 0..n {
+                    results.push(match r.u8()? {
+                        0 => Ok(r.u64()?),
+                        1 => Err(read_error(&mut r)?),
+                        v => {
+                            return Err(WireError::InvalidValue {
+                                field: "batch result",
+                                value: u64::from(v),
+                            })
+                        }
+                    });
+                }
+                Response::BatchSent(results)
+            }
+            FrameKind::Received => {
+                if r.bool("present")? {
+                    Response::Received(Some(read_delivery(&mut r)?))
+                } else {
+                    Response::Received(None)
+                }
+            }
+            FrameKind::WaitingQueuesList => Response::WaitingQueues(r.strings("queue name")?),
+            FrameKind::Subscribed => Response::Subscribed {
+                subscription: r.u64()?,
+            },
+            FrameKind::Deliver => Response::Deliver {
+                subscription: r.u64()?,
+                delivery: read_delivery(&mut r)?,
+            },
+            FrameKind::SubscriptionClosed => Response::SubscriptionClosed {
+                subscription: r.u64()?,
+                error: read_error(&mut r)?,
+            },
+            other => return Err(WireError::UnknownKind(other as u16)),
+        };
+        r.finish()?;
+        Ok(resp)
+    }
+}

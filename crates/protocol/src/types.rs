@@ -1,0 +1,152 @@
+//! The values that travel inside frames: messages, deliveries, properties and receive options.
+
+use bytes::Bytes;
+
+/// A message id: unique within a store, increasing in arrival order.
+pub type MessageId = u64;
+/// A delivery id: names one client-ack delivery until it is settled. 0 means "nothing to settle".
+pub type DeliveryId = u64;
+/// A subscription id, unique within a session.
+pub type SubscriptionId = u64;
+
+/// Lowest message priority.
+pub const MIN_PRIORITY: u8 = 1;
+/// Highest message priority.
+pub const MAX_PRIORITY: u8 = 10;
+/// Priority of a message whose sender did not choose one.
+pub const DEFAULT_PRIORITY: u8 = 5;
+
+/// A message property value, as selectors see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PropertyValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A 64-bit signed integer.
+    Int(i64),
+    /// A 64-bit float.
+    Float(f64),
+    /// A UTF-8 string.
+    Str(String),
+}
+
+/// Message properties in the order the sender gave them. Names are unique.
+pub type Properties = Vec<(String, PropertyValue)>;
+
+/// The order in which a receive picks among ready messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Highest priority first, oldest first within a priority.
+    Priority,
+    /// Oldest first.
+    Time,
+}
+
+/// Whether a receive removes the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReceiveMode {
+    /// Hand the message out (removed or leased, depending on [`AckMode`]).
+    Take,
+    /// Return the message and leave it in place; no lease.
+    Peek,
+}
+
+/// How a taken message is settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AckMode {
+    /// Removed when handed out (at most once).
+    Auto,
+    /// In flight until acked; returned on nack, lease expiry or disconnect (at least once).
+    Client,
+}
+
+/// Where a receive looks.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// One queue, by name.
+    Queue(String),
+    /// Every queue, restricted to messages from this sender.
+    Sender(String),
+}
+
+/// A message as a sender hands it to the broker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingMessage {
+    /// The queues to place it on, atomically: all or none.
+    pub queues: Vec<String>,
+    /// If set, only this client may receive it.
+    pub receiver: Option<String>,
+    /// 1 (lowest) to 10 (highest).
+    pub priority: u8,
+    /// Free for the application, typically to pair requests and replies; 0 = none.
+    pub context: u64,
+    /// Named values for selectors and applications.
+    pub properties: Properties,
+    /// The payload.
+    pub body: Bytes,
+}
+
+impl OutgoingMessage {
+    /// A message for one queue with default priority and no receiver, context or properties.
+    pub fn new(queue: impl Into<String>, body: impl Into<Bytes>) -> Self {
+        OutgoingMessage {
+            queues: vec![queue.into()],
+            receiver: None,
+            priority: DEFAULT_PRIORITY,
+            context: 0,
+            properties: Vec::new(),
+            body: body.into(),
+        }
+    }
+}
+
+/// A message as a receiver gets it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Broker-assigned id, unique within the store.
+    pub id: MessageId,
+    /// The queue it was taken or peeked from.
+    pub queue: String,
+    /// The sending client's name.
+    pub sender: String,
+    /// The addressed client, if any.
+    pub receiver: Option<String>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// As set by the sender.
+    pub context: u64,
+    /// As set by the sender.
+    pub properties: Properties,
+    /// The payload.
+    pub body: Bytes,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+    /// How often it was handed out (client ack) before this delivery.
+    pub delivery_count: u32,
+}
+
+impl Message {
+    /// Whether the message may have been seen by a consumer before.
+    pub fn redelivered(&self) -> bool {
+        self.delivery_count > 0
+    }
+}
+
+/// A message handed to a receiver, with the id to settle it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// The id to ack or nack; 0 for peeks and auto-ack takes.
+    pub delivery_id: DeliveryId,
+    /// The message.
+    pub message: Message,
+}
+
+/// One queue in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// The queue name.
+    pub name: String,
+    /// Messages ready to be taken.
+    pub ready: u64,
+    /// Messages handed out with client ack and not yet settled.
+    pub in_flight: u64,
+}

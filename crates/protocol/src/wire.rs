@@ -1,0 +1,301 @@
+//! Checked little-endian field readers and writers. Nothing here can panic on peer bytes, and no
+//! count read from the peer can make us allocate more than the bytes that are actually there.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use thiserror::Error;
+
+use crate::types::{Properties, PropertyValue};
+
+/// Why bytes from a peer could not be decoded. Any of these closes the connection, except
+/// [`WireError::UnknownKind`], which the broker answers with `UnknownRequest`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    /// The frame ended before a field did.
+    #[error("frame truncated: needed {needed} more bytes")]
+    Truncated {
+        /// Bytes missing.
+        needed: usize,
+    },
+    /// The length prefix is above the limit.
+    #[error("frame of {len} bytes exceeds the limit of {max}")]
+    FrameTooLarge {
+        /// Announced length (header included).
+        len: u64,
+        /// The limit.
+        max: u32,
+    },
+    /// The length prefix is below the header size.
+    #[error("frame length {0} is shorter than the header")]
+    FrameTooShort(u32),
+    /// The frame kind is not one this side knows.
+    #[error("unknown frame kind {0:#06x}")]
+    UnknownKind(u16),
+    /// A field holds a value outside its domain.
+    #[error("invalid {field}: {value}")]
+    InvalidValue {
+        /// The field.
+        field: &'static str,
+        /// The offending value.
+        value: u64,
+    },
+    /// A string field is not UTF-8.
+    #[error("{0} is not valid UTF-8")]
+    InvalidUtf8(&'static str),
+    /// A count announces more elements than the remaining bytes can hold.
+    #[error("{field} count {count} exceeds the {remaining} bytes left")]
+    CountTooLarge {
+        /// The field.
+        field: &'static str,
+        /// Announced count.
+        count: u64,
+        /// Bytes left in the frame.
+        remaining: usize,
+    },
+    /// Bytes left over after the last field.
+    #[error("{0} trailing bytes after the last field")]
+    TrailingBytes(usize),
+}
+
+/// A cursor over one frame's payload. Byte fields are zero-copy slices of the frame.
+pub struct Reader<'a> {
+    buf: &'a Bytes,
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Reads `buf` from its start.
+    pub fn new(buf: &'a Bytes) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// Fails unless every byte was read.
+    pub fn finish(&self) -> Result<(), WireError> {
+        match self.remaining() {
+            0 => Ok(()),
+            n => Err(WireError::TrailingBytes(n)),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        let end = self.pos.checked_add(n).ok_or(WireError::Truncated { needed: n })?;
+        match self.buf.get(self.pos..end) {
+            Some(s) => {
+                self.pos = end;
+                Ok(s)
+            }
+            None => Err(WireError::Truncated {
+                needed: end - self.buf.len().min(end),
+            }),
+        }
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    /// One byte.
+    pub fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.array::<1>()?[0])
+    }
+    /// Little-endian u16.
+    pub fn u16(&mut self) -> Result<u16, WireError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    /// Little-endian u32.
+    pub fn u32(&mut self) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    /// Little-endian u64.
+    pub fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    /// Little-endian i64.
+    pub fn i64(&mut self) -> Result<i64, WireError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    /// Little-endian IEEE-754 f64.
+    pub fn f64(&mut self) -> Result<f64, WireError> {
+        Ok(f64::from_le_bytes(self.array()?))
+    }
+    /// A byte that must be 0 or 1.
+    pub fn bool(&mut self, field: &'static str) -> Result<bool, WireError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(WireError::InvalidValue {
+                field,
+                value: u64::from(v),
+            }),
+        }
+    }
+    /// A string: u16 length, then UTF-8 bytes.
+    pub fn string(&mut self, field: &'static str) -> Result<String, WireError> {
+        let len = usize::from(self.u16()?);
+        let bytes = self.take(len)?;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| WireError::InvalidUtf8(field))
+    }
+    /// An optional string: a presence byte (0 or 1), then the string if present.
+    pub fn opt_string(&mut self, field: &'static str) -> Result<Option<String>, WireError> {
+        if self.bool(field)? {
+            Ok(Some(self.string(field)?))
+        } else {
+            Ok(None)
+        }
+    }
+    /// A byte string: u32 length, then the bytes (a zero-copy slice of the frame).
+    pub fn bytes(&mut self) -> Result<Bytes, WireError> {
+        let len = self.u32()? as usize;
+        let start = self.pos;
+        self.take(len)?;
+        Ok(self.buf.slice(start..start + len))
+    }
+    /// A u16 element count, checked against the bytes left: each element takes at least
+    /// `min_elem_bytes`, so a hostile count cannot force a large allocation.
+    pub fn count16(&mut self, field: &'static str, min_elem_bytes: usize) -> Result<usize, WireError> {
+        let n = u64::from(self.u16()?);
+        self.check_count(field, n, min_elem_bytes)
+    }
+    /// A u32 element count, checked like [`Reader::count16`].
+    pub fn count32(&mut self, field: &'static str, min_elem_bytes: usize) -> Result<usize, WireError> {
+        let n = u64::from(self.u32()?);
+        self.check_count(field, n, min_elem_bytes)
+    }
+    fn check_count(&self, field: &'static str, n: u64, min_elem_bytes: usize) -> Result<usize, WireError> {
+        let need = n.saturating_mul(min_elem_bytes.max(1) as u64);
+        if need > self.remaining() as u64 {
+            return Err(WireError::CountTooLarge {
+                field,
+                count: n,
+                remaining: self.remaining(),
+            });
+        }
+        Ok(n as usize)
+    }
+    /// Message properties: u16 count, then per property a name, a type tag and a value.
+    pub fn properties(&mut self) -> Result<Properties, WireError> {
+        // name length (2) + tag (1) + smallest value (1)
+        let n = self.count16("properties", 4)?;
+        let mut props = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = self.string("property name")?;
+            let value = match self.u8()? {
+                0 => PropertyValue::Bool(self.bool("property value")?),
+                1 => PropertyValue::Int(self.i64()?),
+                2 => PropertyValue::Float(self.f64()?),
+                3 => PropertyValue::Str(self.string("property value")?),
+                t => {
+                    return Err(WireError::InvalidValue {
+                        field: "property type",
+                        value: u64::from(t),
+                    })
+                }
+            };
+            props.push((name, value));
+        }
+        Ok(props)
+    }
+    /// A list of strings: u16 count, then the strings.
+    pub fn strings(&mut self, field: &'static str) -> Result<Vec<String>, WireError> {
+        let n = self.count16(field, 2)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(self.string(field)?);
+        }
+        Ok(v)
+    }
+    /// A list of u64: u32 count, then the values.
+    pub fn u64s(&mut self, field: &'static str) -> Result<Vec<u64>, WireError> {
+        let n = self.count32(field, 8)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(self.u64()?);
+        }
+        Ok(v)
+    }
+}
+
+/// Writes a string: u16 length, then UTF-8 bytes. Strings longer than 65535 bytes are cut at
+/// the last character boundary that fits (names are far shorter; only error texts can be long).
+pub fn put_string(out: &mut BytesMut, s: &str) {
+    let mut end = s.len().min(usize::from(u16::MAX));
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let s = s.get(..end).unwrap_or_default();
+    out.put_u16_le(s.len() as u16);
+    out.put_slice(s.as_bytes());
+}
+
+/// Writes an optional string: presence byte, then the string.
+pub fn put_opt_string(out: &mut BytesMut, s: Option<&str>) {
+    match s {
+        Some(s) => {
+            out.put_u8(1);
+            put_string(out, s);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+/// Writes a byte string: u32 length, then the bytes.
+pub fn put_bytes(out: &mut BytesMut, b: &[u8]) {
+    out.put_u32_le(b.len() as u32);
+    out.put_slice(b);
+}
+
+/// Writes a bool as one byte.
+pub fn put_bool(out: &mut BytesMut, b: bool) {
+    out.put_u8(u8::from(b));
+}
+
+/// Writes properties: u16 count, then name, type tag and value for each.
+pub fn put_properties(out: &mut BytesMut, props: &Properties) {
+    out.put_u16_le(props.len() as u16);
+    for (name, value) in props {
+        put_string(out, name);
+        match value {
+            PropertyValue::Bool(b) => {
+                out.put_u8(0);
+                put_bool(out, *b);
+            }
+            PropertyValue::Int(i) => {
+                out.put_u8(1);
+                out.put_i64_le(*i);
+            }
+            PropertyValue::Float(f) => {
+                out.put_u8(2);
+                out.put_f64_le(*f);
+            }
+            PropertyValue::Str(s) => {
+                out.put_u8(3);
+                put_string(out, s);
+            }
+        }
+    }
+}
+
+/// Writes a list of strings: u16 count, then the strings.
+pub fn put_strings(out: &mut BytesMut, v: &[String]) {
+    out.put_u16_le(v.len() as u16);
+    for s in v {
+        put_string(out, s);
+    }
+}
+
+/// Writes a list of u64: u32 count, then the values.
+pub fn put_u64s(out: &mut BytesMut, v: &[u64]) {
+    out.put_u32_le(v.len() as u32);
+    for x in v {
+        out.put_u64_le(*x);
+    }
+}

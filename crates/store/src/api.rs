@@ -1,0 +1,127 @@
+//! The [`Store`] trait: what every storage engine offers the broker, in queue operations.
+//!
+//! The trait speaks in queue operations rather than bytes because the PostgreSQL engine keeps its
+//! state in the database, shared by every node, while the embedded engine keeps indexes in memory
+//! and only a log on disk. The broker validates names, sizes and limits before calling the store;
+//! the store checks existence (queues, clients) and keeps the guarantees of `docs/semantics.md`.
+//!
+//! Every mutating call returns only once its effect is as durable as the engine's fsync policy
+//! promises (with `always`: on stable storage).
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use ferry_protocol::{
+    AckMode, Delivery, DeliveryId, MessageId, Order, Properties, QueueInfo, ReceiveMode, Source,
+};
+
+use crate::error::StoreError;
+
+/// Identifies the session that holds leases. Chosen by the broker, unique per store while the
+/// broker runs (engines shared by several nodes qualify it with the node).
+pub type SessionId = u64;
+
+/// A message to store, with the fields the broker sets (sender, time) filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    /// Queues to place it on: all or none. Non-empty, no duplicates (the broker ensures it).
+    pub queues: Vec<String>,
+    /// The sending client.
+    pub sender: String,
+    /// If set, only this client may receive it; must be a known client.
+    pub receiver: Option<String>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// Application context.
+    pub context: u64,
+    /// Properties.
+    pub properties: Properties,
+    /// Payload.
+    pub body: Bytes,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+}
+
+/// What a receive asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiveSpec {
+    /// A queue, or a sender across all queues.
+    pub source: Source,
+    /// Priority or time order.
+    pub order: Order,
+    /// Take or peek.
+    pub mode: ReceiveMode,
+    /// Auto or client ack (ignored for peeks).
+    pub ack: AckMode,
+    /// The receiving client: only messages addressed to it or to nobody are eligible.
+    pub client: String,
+    /// The session that will hold the lease (client ack).
+    pub session: SessionId,
+    /// When a client-ack lease expires, ms since the Unix epoch.
+    pub lease_until_ms: u64,
+}
+
+/// The storage interface. Implementations are shared between sessions (`Arc<dyn Store>`).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Registers a client name; idempotent.
+    async fn register_client(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Whether a client name was ever registered.
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Creates a queue. `QueueExists` if it does.
+    async fn create_queue(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Deletes a queue. `QueueNotFound`; `QueueNotEmpty` when it holds ready or in-flight
+    /// messages and `force` is false. With `force`, its messages are dropped from it (a message
+    /// also on other queues stays there) and its in-flight deliveries become unknown.
+    async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError>;
+
+    /// Every queue with its depth, sorted by name.
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError>;
+
+    /// Stores one message on every named queue atomically. `QueueNotFound` names the first
+    /// missing queue, `ClientNotFound` an unknown receiver; either way nothing changes.
+    async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError>;
+
+    /// Stores many messages; each succeeds or fails on its own. One durability wait covers all.
+    async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>>;
+
+    /// Receives up to `max` messages (at least one is asked for) matching `spec`, in order.
+    /// Takes with auto ack remove the message from that queue; takes with client ack lease it to
+    /// `spec.session` until acked, nacked, released or expired. Peeks change nothing.
+    /// `QueueNotFound` for an unknown queue; `ClientNotFound` for an unknown sender.
+    async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError>;
+
+    /// Settles deliveries held by `session`. Known ids are settled even when some are unknown;
+    /// then `DeliveriesNotFound` lists the unknown ones.
+    async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError>;
+
+    /// Returns deliveries held by `session` to their queues in their old position, flagged
+    /// redelivered (`requeue`), or drops them (`!requeue`). Returns the queues that got messages
+    /// back. Unknown ids as for [`Store::ack`].
+    async fn nack(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+        requeue: bool,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Returns every delivery `session` holds to its queue (disconnect). Returns those queues.
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError>;
+
+    /// Returns every delivery whose lease ended at or before `now_ms`. Returns those queues.
+    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError>;
+
+    /// The earliest lease deadline, if any delivery is leased (so the expiry job can sleep).
+    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError>;
+
+    /// Names of the queues holding ready messages addressed to `client`, sorted.
+    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError>;
+
+    /// Background upkeep (compaction of dead log space and the like); cheap when there is none.
+    async fn maintain(&self) -> Result<(), StoreError>;
+
+    /// Makes everything written so far durable, whatever the fsync policy (shutdown).
+    async fn flush(&self) -> Result<(), StoreError>;
+}

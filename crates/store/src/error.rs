@@ -1,0 +1,58 @@
+//! Store errors and how they map to the wire's error codes.
+
+use ferry_protocol::{DeliveryId, ErrorCode};
+use thiserror::Error;
+
+/// Why a store operation failed. Each variant names the thing at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// A named queue does not exist.
+    #[error("queue '{0}' does not exist")]
+    QueueNotFound(String),
+    /// The queue exists already.
+    #[error("queue '{0}' already exists")]
+    QueueExists(String),
+    /// The queue holds messages and the delete was not forced.
+    #[error("queue '{name}' is not empty ({depth} messages)")]
+    QueueNotEmpty {
+        /// The queue.
+        name: String,
+        /// Messages ready plus in flight.
+        depth: u64,
+    },
+    /// A named client has never connected.
+    #[error("client '{0}' does not exist")]
+    ClientNotFound(String),
+    /// Unknown or already settled delivery ids (the others in the same request were settled).
+    #[error("unknown or already settled delivery ids: {0:?}")]
+    DeliveriesNotFound(Vec<DeliveryId>),
+    /// An argument the store cannot accept.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A count limit of the store (e.g. number of queues) is reached.
+    #[error("{0}")]
+    LimitExceeded(String),
+    /// The store cannot write: disk full, failed fsync (poisoned), database unreachable.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// A bug or an impossible state.
+    #[error("internal store error: {0}")]
+    Internal(String),
+}
+
+impl StoreError {
+    /// The wire error code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            StoreError::QueueNotFound(_) => ErrorCode::QueueNotFound,
+            StoreError::QueueExists(_) => ErrorCode::QueueExists,
+            StoreError::QueueNotEmpty { .. } => ErrorCode::QueueNotEmpty,
+            StoreError::ClientNotFound(_) => ErrorCode::ClientNotFound,
+            StoreError::DeliveriesNotFound(_) => ErrorCode::NotFound,
+            StoreError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            StoreError::LimitExceeded(_) => ErrorCode::LimitExceeded,
+            StoreError::Unavailable(_) => ErrorCode::StoreUnavailable,
+            StoreError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Ferry's storage: the [`Store`] trait, spoken in queue operations, and its engines.
+//!
+//! Modules:
+//! - [`api`]: the trait, its argument and result types;
+//! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
+//! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
+//! - [`conformance`]: the suite every engine must pass, written against the trait only.
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
+
+pub mod api;
+pub mod error;
+
+pub use api::*;
+pub use error::StoreError;
