@@ -110,6 +110,16 @@ impl FrameKind {
     pub fn from_u16(n: u16) -> Option<FrameKind> {
         FrameKind::ALL.iter().copied().find(|k| *k as u16 == n)
     }
+
+    /// The wire number.
+    pub fn as_u16(self) -> u16 {
+        self as u16
+    }
+
+    /// Whether a client sends this kind (high bit clear) rather than the broker (high bit set).
+    pub fn is_request(self) -> bool {
+        self.as_u16() & 0x8000 == 0
+    }
 }
 
 /// One frame cut from the stream, payload not yet decoded.
@@ -128,7 +138,10 @@ pub struct RawFrame {
 /// Returns `Ok(None)` when `buf` does not hold a whole frame yet (nothing is consumed). The length
 /// prefix is checked against `max_frame_bytes` before anything is allocated, so an oversized
 /// announcement fails at once instead of making the reader wait for (and buffer) its bytes.
-pub fn split_frame(buf: &mut BytesMut, max_frame_bytes: u32) -> Result<Option<RawFrame>, WireError> {
+pub fn split_frame(
+    buf: &mut BytesMut,
+    max_frame_bytes: u32,
+) -> Result<Option<RawFrame>, WireError> {
     let Some(prefix) = buf.get(..4) else {
         return Ok(None);
     };

@@ -3,7 +3,10 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
-use crate::types::{AckMode, DeliveryId, Order, OutgoingMessage, ReceiveMode, Source, SubscriptionId};
+use crate::types::{
+    AckMode, DeliveryId, Order, OutgoingMessage, ReceiveMode, Source, SubscriptionId,
+};
+use crate::version::PROTOCOL_VERSION;
 use crate::wire::{
     put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, put_u64s, Reader,
     WireError,
@@ -169,6 +172,37 @@ pub fn read_outgoing(r: &mut Reader<'_>) -> Result<OutgoingMessage, WireError> {
 /// Smallest encoding of an outgoing message: counts and fixed fields only.
 const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4;
 
+/// Decodes a connect payload.
+///
+/// The version is the first field of the first frame in every protocol version, now and later,
+/// so that a broker can always answer a client it cannot understand with `UnsupportedVersion`
+/// instead of closing the connection on a frame it cannot parse. So when the version is not
+/// [`PROTOCOL_VERSION`], the rest of the payload is decoded only if it happens to have this
+/// version's layout; otherwise the name and credentials come back empty and the caller, which
+/// must check the version first, refuses the session.
+fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
+    let version = r.u16()?;
+    let rest = (|| {
+        let client = r.string("client name")?;
+        let credentials = r.string("credentials")?;
+        r.finish()?;
+        Ok::<_, WireError>((client, credentials))
+    })();
+    match rest {
+        Ok((client, credentials)) => Ok(Request::Connect(Connect {
+            version,
+            client,
+            credentials,
+        })),
+        Err(_) if version != PROTOCOL_VERSION => Ok(Request::Connect(Connect {
+            version,
+            client: String::new(),
+            credentials: String::new(),
+        })),
+        Err(e) => Err(e),
+    }
+}
+
 impl Request {
     /// The frame kind of this request.
     pub fn kind(&self) -> FrameKind {
@@ -255,17 +289,17 @@ impl Request {
         end_frame(out, start);
     }
 
-    /// Decodes a request frame. Unknown kinds give [`WireError::UnknownKind`]; every other error
-    /// means the frame is malformed.
+    /// Decodes a request frame. Unknown kinds (and response kinds) give
+    /// [`WireError::UnknownKind`]; every other error means the frame is malformed.
+    ///
+    /// A `Connect` whose version is not [`PROTOCOL_VERSION`] decodes from its version field
+    /// alone when the rest does not parse, so the broker can refuse it with `UnsupportedVersion`:
+    /// check the version before using the other fields.
     pub fn decode(frame: &RawFrame) -> Result<Request, WireError> {
         let kind = FrameKind::from_u16(frame.kind).ok_or(WireError::UnknownKind(frame.kind))?;
         let mut r = Reader::new(&frame.payload);
         let req = match kind {
-            FrameKind::Connect => Request::Connect(Connect {
-                version: r.u16()?,
-                client: r.string("client name")?,
-                credentials: r.string("credentials")?,
-            }),
+            FrameKind::Connect => return decode_connect(&mut r),
             FrameKind::Disconnect => Request::Disconnect,
             FrameKind::Ping => Request::Ping,
             FrameKind::CreateQueue => Request::CreateQueue {

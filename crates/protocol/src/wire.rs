@@ -82,7 +82,10 @@ impl<'a> Reader<'a> {
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        let end = self.pos.checked_add(n).ok_or(WireError::Truncated { needed: n })?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or(WireError::Truncated { needed: n })?;
         match self.buf.get(self.pos..end) {
             Some(s) => {
                 self.pos = end;
@@ -161,16 +164,29 @@ impl<'a> Reader<'a> {
     }
     /// A u16 element count, checked against the bytes left: each element takes at least
     /// `min_elem_bytes`, so a hostile count cannot force a large allocation.
-    pub fn count16(&mut self, field: &'static str, min_elem_bytes: usize) -> Result<usize, WireError> {
+    pub fn count16(
+        &mut self,
+        field: &'static str,
+        min_elem_bytes: usize,
+    ) -> Result<usize, WireError> {
         let n = u64::from(self.u16()?);
         self.check_count(field, n, min_elem_bytes)
     }
     /// A u32 element count, checked like [`Reader::count16`].
-    pub fn count32(&mut self, field: &'static str, min_elem_bytes: usize) -> Result<usize, WireError> {
+    pub fn count32(
+        &mut self,
+        field: &'static str,
+        min_elem_bytes: usize,
+    ) -> Result<usize, WireError> {
         let n = u64::from(self.u32()?);
         self.check_count(field, n, min_elem_bytes)
     }
-    fn check_count(&self, field: &'static str, n: u64, min_elem_bytes: usize) -> Result<usize, WireError> {
+    fn check_count(
+        &self,
+        field: &'static str,
+        n: u64,
+        min_elem_bytes: usize,
+    ) -> Result<usize, WireError> {
         let need = n.saturating_mul(min_elem_bytes.max(1) as u64);
         if need > self.remaining() as u64 {
             return Err(WireError::CountTooLarge {
@@ -224,10 +240,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The longest string a string field can carry, in bytes (its length prefix is a u16).
+/// [`put_string`] cuts longer strings, so senders check user-supplied text against this first.
+pub const MAX_STRING_BYTES: usize = u16::MAX as usize;
+
 /// Writes a string: u16 length, then UTF-8 bytes. Strings longer than 65535 bytes are cut at
 /// the last character boundary that fits (names are far shorter; only error texts can be long).
 pub fn put_string(out: &mut BytesMut, s: &str) {
-    let mut end = s.len().min(usize::from(u16::MAX));
+    let mut end = s.len().min(MAX_STRING_BYTES);
     while !s.is_char_boundary(end) {
         end -= 1;
     }

@@ -1,0 +1,556 @@
+//! Shared by the protocol tests: sample values of every request and response variant, proptest
+//! strategies that generate arbitrary ones, and small helpers.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use bytes::{Bytes, BytesMut};
+use ferry_protocol::requests::{Connect, Receive, Subscribe};
+use ferry_protocol::responses::Connected;
+use ferry_protocol::{
+    split_frame, AckMode, Delivery, ErrorCode, ErrorReply, FrameKind, Limits, Message, Order,
+    OutgoingMessage, PropertyValue, QueueInfo, RawFrame, ReceiveMode, Request, Response, Source,
+};
+use proptest::prelude::*;
+
+/// The request id every sample frame is encoded with.
+pub const RID: u32 = 7;
+
+/// A frame limit comfortably above every sample.
+pub const LIMIT: u32 = 1 << 20;
+
+/// Parses hex digits, ignoring whitespace and `|` (used to separate fields in pinned layouts).
+pub fn hex(s: &str) -> Vec<u8> {
+    let digits: Vec<u8> = s
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'|')
+        .collect();
+    assert!(
+        digits.len().is_multiple_of(2),
+        "odd number of hex digits in {s:?}"
+    );
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+        .collect()
+}
+
+/// Encodes a request as one frame.
+pub fn req_bytes(r: &Request, id: u32) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    r.encode(id, &mut out);
+    out.to_vec()
+}
+
+/// Encodes a response as one frame.
+pub fn resp_bytes(r: &Response, id: u32) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    r.encode(id, &mut out);
+    out.to_vec()
+}
+
+/// Cuts exactly one whole frame out of `bytes`, asserting nothing is left over.
+pub fn one_frame(bytes: &[u8]) -> RawFrame {
+    let mut buf = BytesMut::from(bytes);
+    let frame = split_frame(&mut buf, LIMIT)
+        .expect("valid frame")
+        .expect("complete frame");
+    assert!(buf.is_empty(), "{} bytes left after the frame", buf.len());
+    frame
+}
+
+/// A message with every optional field set.
+pub fn full_message() -> OutgoingMessage {
+    OutgoingMessage {
+        queues: vec!["a".into(), "b".into()],
+        receiver: Some("r".into()),
+        priority: 7,
+        context: 0x0102_0304_0506_0708,
+        properties: vec![("k".into(), PropertyValue::Int(-2))],
+        body: Bytes::from_static(b"hi"),
+    }
+}
+
+/// A message with one property of each remaining type.
+pub fn typed_properties_message() -> OutgoingMessage {
+    OutgoingMessage {
+        queues: vec!["q".into()],
+        receiver: None,
+        priority: 10,
+        context: 0,
+        properties: vec![
+            ("b".into(), PropertyValue::Bool(true)),
+            ("f".into(), PropertyValue::Float(1.5)),
+            ("s".into(), PropertyValue::Str("ok".into())),
+        ],
+        body: Bytes::new(),
+    }
+}
+
+/// A delivery as a client-ack receive returns it.
+pub fn sample_delivery() -> Delivery {
+    Delivery {
+        delivery_id: 0x11,
+        message: Message {
+            id: 0x22,
+            queue: "q".into(),
+            sender: "s".into(),
+            receiver: None,
+            priority: 5,
+            context: 0,
+            properties: vec![],
+            body: Bytes::from_static(b"x"),
+            created_at: 1000,
+            delivery_count: 1,
+        },
+    }
+}
+
+/// A pushed auto-ack delivery with a receiver and a property.
+pub fn pushed_delivery() -> Delivery {
+    Delivery {
+        delivery_id: 0,
+        message: Message {
+            id: 7,
+            queue: "q".into(),
+            sender: "s".into(),
+            receiver: Some("me".into()),
+            priority: 9,
+            context: 1,
+            properties: vec![("n".into(), PropertyValue::Str("v".into()))],
+            body: Bytes::new(),
+            created_at: 0,
+            delivery_count: 0,
+        },
+    }
+}
+
+/// The requests whose byte layout is pinned in `layout.rs`: one of every variant, and a second
+/// `Receive` to pin the other value of each of its enums.
+pub fn pinned_requests() -> Vec<Request> {
+    vec![
+        Request::Connect(Connect {
+            version: 1,
+            client: "app".into(),
+            credentials: "pw".into(),
+        }),
+        Request::Disconnect,
+        Request::Ping,
+        Request::CreateQueue { name: "q1".into() },
+        Request::DeleteQueue {
+            name: "q1".into(),
+            force: true,
+        },
+        Request::ListQueues,
+        Request::Send(full_message()),
+        Request::SendBatch(vec![
+            OutgoingMessage::new("q", Bytes::from_static(b"x")),
+            typed_properties_message(),
+        ]),
+        Request::Receive(Receive {
+            source: Source::Queue("q".into()),
+            order: Order::Priority,
+            mode: ReceiveMode::Take,
+            ack: AckMode::Client,
+            wait_ms: 1000,
+        }),
+        Request::Receive(Receive {
+            source: Source::Sender("s".into()),
+            order: Order::Time,
+            mode: ReceiveMode::Peek,
+            ack: AckMode::Auto,
+            wait_ms: 0,
+        }),
+        Request::Ack {
+            ids: vec![1, 0x100],
+        },
+        Request::Nack {
+            ids: vec![3],
+            requeue: false,
+        },
+        Request::WaitingQueues,
+        Request::Subscribe(Subscribe {
+            queue: "q".into(),
+            order: Order::Time,
+            ack: AckMode::Auto,
+            prefetch: 100,
+        }),
+        Request::Credit {
+            subscription: 2,
+            credit: 50,
+        },
+        Request::Cancel { subscription: 2 },
+    ]
+}
+
+/// The responses whose byte layout is pinned in `layout.rs`: one of every variant, and both
+/// shapes of `Received`.
+pub fn pinned_responses() -> Vec<Response> {
+    vec![
+        Response::Connected(Connected {
+            version: 1,
+            client: "app".into(),
+            limits: Limits::DEFAULT,
+        }),
+        Response::Ok,
+        Response::error(ErrorCode::QueueNotFound, "no q"),
+        Response::Pong,
+        Response::Queues(vec![QueueInfo {
+            name: "q".into(),
+            ready: 5,
+            in_flight: 1,
+        }]),
+        Response::Sent { id: 42 },
+        Response::BatchSent(vec![
+            Ok(9),
+            Err(ErrorReply::new(ErrorCode::TooLarge, "big")),
+        ]),
+        Response::Received(None),
+        Response::Received(Some(sample_delivery())),
+        Response::WaitingQueues(vec!["a".into(), "bc".into()]),
+        Response::Subscribed { subscription: 3 },
+        Response::Deliver {
+            subscription: 3,
+            delivery: pushed_delivery(),
+        },
+        Response::SubscriptionClosed {
+            subscription: 3,
+            error: ErrorReply::new(ErrorCode::QueueNotFound, "gone"),
+        },
+    ]
+}
+
+/// Every pinned sample plus edge cases: empty lists, extreme numbers, non-ASCII text.
+pub fn all_requests() -> Vec<Request> {
+    let mut v = pinned_requests();
+    v.extend([
+        Request::Connect(Connect {
+            version: u16::MAX,
+            client: String::new(),
+            credentials: "päss wörd ✓".into(),
+        }),
+        Request::Send(OutgoingMessage {
+            queues: vec![],
+            receiver: Some(String::new()),
+            priority: 0,
+            context: u64::MAX,
+            properties: vec![
+                ("min".into(), PropertyValue::Int(i64::MIN)),
+                ("inf".into(), PropertyValue::Float(f64::NEG_INFINITY)),
+                ("no".into(), PropertyValue::Bool(false)),
+                ("".into(), PropertyValue::Str(String::new())),
+            ],
+            body: Bytes::from(vec![0xAB; 3000]),
+        }),
+        Request::SendBatch(vec![]),
+        Request::Ack { ids: vec![] },
+        Request::Nack {
+            ids: vec![u64::MAX, 0],
+            requeue: true,
+        },
+        Request::Subscribe(Subscribe {
+            queue: "orders.eu-1_x".into(),
+            order: Order::Priority,
+            ack: AckMode::Client,
+            prefetch: u32::MAX,
+        }),
+    ]);
+    v
+}
+
+/// Every pinned sample plus edge cases.
+pub fn all_responses() -> Vec<Response> {
+    let mut v = pinned_responses();
+    v.extend([
+        Response::Connected(Connected {
+            version: 9,
+            client: "ünïcode".into(),
+            limits: Limits {
+                max_frame_bytes: u32::MAX,
+                max_body_bytes: 0,
+                max_name_len: u16::MAX,
+                max_connections: 1,
+                max_queues: 2,
+                max_in_flight_per_session: 3,
+                max_prefetch: 4,
+                max_batch: 5,
+                max_queues_per_send: 6,
+                max_properties: 7,
+                lease_ms: 8,
+            },
+        }),
+        Response::Queues(vec![]),
+        Response::BatchSent(vec![]),
+        Response::WaitingQueues(vec![]),
+        Response::Error(ErrorReply::new(ErrorCode::LimitExceeded, "")),
+        Response::Deliver {
+            subscription: u64::MAX,
+            delivery: Delivery {
+                delivery_id: u64::MAX,
+                message: Message {
+                    body: Bytes::from(vec![1u8; 5000]),
+                    delivery_count: u32::MAX,
+                    created_at: u64::MAX,
+                    ..full_delivery_message()
+                },
+            },
+        },
+    ]);
+    v.extend(ErrorCode::ALL.iter().map(|c| Response::error(*c, c.name())));
+    v
+}
+
+fn full_delivery_message() -> Message {
+    Message {
+        id: 1,
+        queue: "q".into(),
+        sender: "s".into(),
+        receiver: Some("r".into()),
+        priority: 1,
+        context: 2,
+        properties: vec![
+            ("a".into(), PropertyValue::Bool(true)),
+            ("b".into(), PropertyValue::Int(3)),
+            ("c".into(), PropertyValue::Float(-0.25)),
+            ("d".into(), PropertyValue::Str("e".into())),
+        ],
+        body: Bytes::new(),
+        created_at: 3,
+        delivery_count: 4,
+    }
+}
+
+// ---- proptest strategies ----
+
+fn name() -> impl Strategy<Value = String> {
+    // Any Unicode, not only valid names: the codec carries whatever it is given.
+    ".{0,12}"
+}
+
+fn property_value() -> impl Strategy<Value = PropertyValue> {
+    prop_oneof![
+        any::<bool>().prop_map(PropertyValue::Bool),
+        any::<i64>().prop_map(PropertyValue::Int),
+        // NaN is carried bit for bit but is not equal to itself, which a roundtrip test needs.
+        any::<f64>()
+            .prop_filter("NaN != NaN", |f| !f.is_nan())
+            .prop_map(PropertyValue::Float),
+        name().prop_map(PropertyValue::Str),
+    ]
+}
+
+fn properties() -> impl Strategy<Value = Vec<(String, PropertyValue)>> {
+    prop::collection::vec((name(), property_value()), 0..4)
+}
+
+fn body() -> impl Strategy<Value = Bytes> {
+    prop::collection::vec(any::<u8>(), 0..64).prop_map(Bytes::from)
+}
+
+/// Any outgoing message.
+pub fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
+    (
+        prop::collection::vec(name(), 0..4),
+        prop::option::of(name()),
+        any::<u8>(),
+        any::<u64>(),
+        properties(),
+        body(),
+    )
+        .prop_map(
+            |(queues, receiver, priority, context, properties, body)| OutgoingMessage {
+                queues,
+                receiver,
+                priority,
+                context,
+                properties,
+                body,
+            },
+        )
+}
+
+fn order() -> impl Strategy<Value = Order> {
+    prop_oneof![Just(Order::Priority), Just(Order::Time)]
+}
+
+fn ack_mode() -> impl Strategy<Value = AckMode> {
+    prop_oneof![Just(AckMode::Auto), Just(AckMode::Client)]
+}
+
+/// Any request.
+pub fn request() -> impl Strategy<Value = Request> {
+    let ids = || prop::collection::vec(any::<u64>(), 0..8);
+    prop_oneof![
+        (any::<u16>(), name(), name()).prop_map(|(version, client, credentials)| {
+            Request::Connect(Connect {
+                version,
+                client,
+                credentials,
+            })
+        }),
+        Just(Request::Disconnect),
+        Just(Request::Ping),
+        name().prop_map(|name| Request::CreateQueue { name }),
+        (name(), any::<bool>()).prop_map(|(name, force)| Request::DeleteQueue { name, force }),
+        Just(Request::ListQueues),
+        outgoing().prop_map(Request::Send),
+        prop::collection::vec(outgoing(), 0..4).prop_map(Request::SendBatch),
+        (
+            prop_oneof![
+                name().prop_map(Source::Queue),
+                name().prop_map(Source::Sender)
+            ],
+            order(),
+            prop_oneof![Just(ReceiveMode::Take), Just(ReceiveMode::Peek)],
+            ack_mode(),
+            any::<u32>(),
+        )
+            .prop_map(|(source, order, mode, ack, wait_ms)| {
+                Request::Receive(Receive {
+                    source,
+                    order,
+                    mode,
+                    ack,
+                    wait_ms,
+                })
+            }),
+        ids().prop_map(|ids| Request::Ack { ids }),
+        (ids(), any::<bool>()).prop_map(|(ids, requeue)| Request::Nack { ids, requeue }),
+        Just(Request::WaitingQueues),
+        (name(), order(), ack_mode(), any::<u32>()).prop_map(|(queue, order, ack, prefetch)| {
+            Request::Subscribe(Subscribe {
+                queue,
+                order,
+                ack,
+                prefetch,
+            })
+        }),
+        (any::<u64>(), any::<u32>()).prop_map(|(subscription, credit)| Request::Credit {
+            subscription,
+            credit,
+        }),
+        any::<u64>().prop_map(|subscription| Request::Cancel { subscription }),
+    ]
+}
+
+fn error_reply() -> impl Strategy<Value = ErrorReply> {
+    (prop::sample::select(ErrorCode::ALL.to_vec()), name())
+        .prop_map(|(code, message)| ErrorReply { code, message })
+}
+
+/// Any delivery.
+pub fn delivery() -> impl Strategy<Value = Delivery> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        (name(), name(), prop::option::of(name())),
+        (any::<u8>(), any::<u64>(), any::<u64>(), any::<u32>()),
+        properties(),
+        body(),
+    )
+        .prop_map(
+            |(
+                delivery_id,
+                id,
+                (queue, sender, receiver),
+                (priority, context, created_at, delivery_count),
+                properties,
+                body,
+            )| Delivery {
+                delivery_id,
+                message: Message {
+                    id,
+                    queue,
+                    sender,
+                    receiver,
+                    priority,
+                    context,
+                    properties,
+                    body,
+                    created_at,
+                    delivery_count,
+                },
+            },
+        )
+}
+
+fn limits() -> impl Strategy<Value = Limits> {
+    (
+        (any::<u32>(), any::<u32>(), any::<u16>(), any::<u32>()),
+        (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
+        (any::<u16>(), any::<u16>(), any::<u32>()),
+    )
+        .prop_map(|((a, b, c, d), (e, f, g, h), (i, j, k))| Limits {
+            max_frame_bytes: a,
+            max_body_bytes: b,
+            max_name_len: c,
+            max_connections: d,
+            max_queues: e,
+            max_in_flight_per_session: f,
+            max_prefetch: g,
+            max_batch: h,
+            max_queues_per_send: i,
+            max_properties: j,
+            lease_ms: k,
+        })
+}
+
+/// Any response.
+pub fn response() -> impl Strategy<Value = Response> {
+    prop_oneof![
+        (any::<u16>(), name(), limits()).prop_map(|(version, client, limits)| {
+            Response::Connected(Connected {
+                version,
+                client,
+                limits,
+            })
+        }),
+        Just(Response::Ok),
+        error_reply().prop_map(Response::Error),
+        Just(Response::Pong),
+        prop::collection::vec(
+            (name(), any::<u64>(), any::<u64>()).prop_map(|(name, ready, in_flight)| QueueInfo {
+                name,
+                ready,
+                in_flight
+            }),
+            0..4
+        )
+        .prop_map(Response::Queues),
+        any::<u64>().prop_map(|id| Response::Sent { id }),
+        prop::collection::vec(
+            prop_oneof![any::<u64>().prop_map(Ok), error_reply().prop_map(Err)],
+            0..6
+        )
+        .prop_map(Response::BatchSent),
+        prop::option::of(delivery()).prop_map(Response::Received),
+        prop::collection::vec(name(), 0..4).prop_map(Response::WaitingQueues),
+        any::<u64>().prop_map(|subscription| Response::Subscribed { subscription }),
+        (any::<u64>(), delivery()).prop_map(|(subscription, delivery)| Response::Deliver {
+            subscription,
+            delivery
+        }),
+        (any::<u64>(), error_reply()).prop_map(|(subscription, error)| {
+            Response::SubscriptionClosed {
+                subscription,
+                error,
+            }
+        }),
+    ]
+}
+
+/// Request kinds (high bit clear).
+pub fn request_kinds() -> Vec<FrameKind> {
+    FrameKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| k.as_u16() & 0x8000 == 0)
+        .collect()
+}
+
+/// Response and push kinds (high bit set).
+pub fn response_kinds() -> Vec<FrameKind> {
+    FrameKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| k.as_u16() & 0x8000 != 0)
+        .collect()
+}

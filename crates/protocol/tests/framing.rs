@@ -1,0 +1,135 @@
+//! `split_frame`: incomplete input, limits checked on the length prefix before any buffering,
+//! lengths below the header size, and back-to-back frames.
+
+mod common;
+
+use bytes::{BufMut, BytesMut};
+use common::*;
+use ferry_protocol::{split_frame, Request, WireError, HEADER_LEN};
+
+#[test]
+fn header_is_ten_bytes() {
+    assert_eq!(HEADER_LEN, 10);
+    assert_eq!(req_bytes(&Request::Ping, 1).len(), HEADER_LEN);
+}
+
+#[test]
+fn fewer_than_four_bytes_are_incomplete() {
+    for n in 0..4 {
+        let mut buf = BytesMut::from(&[0xffu8; 4][..n]);
+        assert_eq!(split_frame(&mut buf, 64), Ok(None));
+        assert_eq!(buf.len(), n);
+    }
+}
+
+#[test]
+fn oversized_frame_is_rejected_from_its_length_prefix_alone() {
+    // Only the four length bytes have arrived: the announcement alone is enough to refuse it,
+    // so the reader neither waits for nor buffers the rest.
+    let mut buf = BytesMut::new();
+    buf.put_u32_le(1000);
+    let cap_before = buf.capacity();
+    assert_eq!(
+        split_frame(&mut buf, 1000),
+        Err(WireError::FrameTooLarge {
+            len: 1004,
+            max: 1000
+        })
+    );
+    assert_eq!(
+        buf.capacity(),
+        cap_before,
+        "nothing may be reserved for a refused frame"
+    );
+    assert_eq!(buf.len(), 4);
+}
+
+#[test]
+fn frame_limit_counts_the_length_prefix() {
+    // A Ping is 10 bytes on the wire in all.
+    let ping = req_bytes(&Request::Ping, 1);
+    let mut buf = BytesMut::from(&ping[..]);
+    assert!(split_frame(&mut buf, 10).unwrap().is_some());
+    let mut buf = BytesMut::from(&ping[..]);
+    assert_eq!(
+        split_frame(&mut buf, 9),
+        Err(WireError::FrameTooLarge { len: 10, max: 9 })
+    );
+}
+
+#[test]
+fn largest_length_prefix_does_not_overflow() {
+    let mut buf = BytesMut::new();
+    buf.put_u32_le(u32::MAX);
+    assert_eq!(
+        split_frame(&mut buf, u32::MAX),
+        Err(WireError::FrameTooLarge {
+            len: u64::from(u32::MAX) + 4,
+            max: u32::MAX
+        })
+    );
+}
+
+#[test]
+fn length_below_the_header_is_frame_too_short() {
+    for len in 0..6u32 {
+        let mut buf = BytesMut::new();
+        buf.put_u32_le(len);
+        buf.put_slice(&[0; 16]);
+        assert_eq!(
+            split_frame(&mut buf, 1 << 20),
+            Err(WireError::FrameTooShort(len))
+        );
+    }
+    // Six is exactly a header with an empty payload.
+    let mut buf = BytesMut::new();
+    buf.put_u32_le(6);
+    buf.put_u16_le(0x0003);
+    buf.put_u32_le(5);
+    let f = split_frame(&mut buf, 1 << 20).unwrap().unwrap();
+    assert_eq!((f.kind, f.request_id, f.payload.len()), (3, 5, 0));
+}
+
+#[test]
+fn an_incomplete_frame_reserves_room_for_itself_only() {
+    let mut buf = BytesMut::new();
+    buf.put_u32_le(4000 - 4);
+    buf.put_u16_le(0x0020);
+    assert_eq!(split_frame(&mut buf, 4000), Ok(None));
+    assert!(buf.capacity() >= 4000, "room for the announced frame");
+    assert!(buf.capacity() <= 2 * 4000, "and not much more");
+    assert_eq!(buf.len(), 6);
+}
+
+#[test]
+fn back_to_back_frames_split_one_at_a_time_leaving_the_partial_tail() {
+    let a = req_bytes(&Request::Ping, 1);
+    let b = req_bytes(&Request::CreateQueue { name: "q".into() }, 2);
+    let mut buf = BytesMut::new();
+    buf.put_slice(&a);
+    buf.put_slice(&b);
+    buf.put_slice(&a[..5]);
+    assert_eq!(split_frame(&mut buf, 64).unwrap().unwrap().request_id, 1);
+    assert_eq!(split_frame(&mut buf, 64).unwrap().unwrap().request_id, 2);
+    assert_eq!(split_frame(&mut buf, 64), Ok(None));
+    assert_eq!(&buf[..], &a[..5]);
+    buf.put_slice(&a[5..]);
+    assert_eq!(split_frame(&mut buf, 64).unwrap().unwrap().request_id, 1);
+    assert!(buf.is_empty());
+}
+
+#[test]
+fn wire_errors_say_what_is_wrong() {
+    assert_eq!(
+        WireError::FrameTooLarge { len: 20, max: 10 }.to_string(),
+        "frame of 20 bytes exceeds the limit of 10"
+    );
+    assert_eq!(
+        WireError::FrameTooShort(3).to_string(),
+        "frame length 3 is shorter than the header"
+    );
+    assert_eq!(
+        WireError::UnknownKind(0x1234).to_string(),
+        "unknown frame kind 0x1234"
+    );
+}

@@ -1,0 +1,194 @@
+//! The exact bytes of one instance of every frame, written out by hand from `docs/protocol.md`.
+//! A change here is a wire-format change: every broker and client in the field must agree.
+//!
+//! Each layout reads: header (length | kind | request id) || payload fields separated by `|`.
+//! All samples use request id 7 (`07 00 00 00`).
+
+mod common;
+
+use common::*;
+use ferry_protocol::{Request, Response};
+
+/// Pinned bytes of `pinned_requests()`, in the same order.
+const REQUESTS: &[(&str, &str)] = &[
+    (
+        "Connect v1 'app' creds 'pw'",
+        "11 00 00 00 | 01 00 | 07 00 00 00 || 01 00 | 03 00 61 70 70 | 02 00 70 77",
+    ),
+    ("Disconnect", "06 00 00 00 | 02 00 | 07 00 00 00"),
+    ("Ping", "06 00 00 00 | 03 00 | 07 00 00 00"),
+    (
+        "CreateQueue 'q1'",
+        "0a 00 00 00 | 10 00 | 07 00 00 00 || 02 00 71 31",
+    ),
+    (
+        "DeleteQueue 'q1' force",
+        "0b 00 00 00 | 11 00 | 07 00 00 00 || 02 00 71 31 | 01",
+    ),
+    ("ListQueues", "06 00 00 00 | 12 00 | 07 00 00 00"),
+    (
+        "Send to a,b for r, priority 7, context 0x0102030405060708, k=Int(-2), body 'hi'",
+        "2f 00 00 00 | 20 00 | 07 00 00 00 ||
+         02 00 | 01 00 61 | 01 00 62 |
+         01 | 01 00 72 |
+         07 |
+         08 07 06 05 04 03 02 01 |
+         01 00 | 01 00 6b | 01 | fe ff ff ff ff ff ff ff |
+         02 00 00 00 | 68 69",
+    ),
+    (
+        "SendBatch [q 'x'] [q prio 10, b=true f=1.5 s='ok', empty body]",
+        "4e 00 00 00 | 21 00 | 07 00 00 00 ||
+         02 00 00 00 |
+         01 00 | 01 00 71 | 00 | 05 | 00 00 00 00 00 00 00 00 | 00 00 | 01 00 00 00 78 |
+         01 00 | 01 00 71 | 00 | 0a | 00 00 00 00 00 00 00 00 |
+           03 00 | 01 00 62 | 00 | 01
+                 | 01 00 66 | 02 | 00 00 00 00 00 00 f8 3f
+                 | 01 00 73 | 03 | 02 00 6f 6b |
+           00 00 00 00",
+    ),
+    (
+        "Receive queue 'q', priority order, take, client ack, wait 1000 ms",
+        "11 00 00 00 | 30 00 | 07 00 00 00 || 00 | 01 00 71 | 00 | 00 | 01 | e8 03 00 00",
+    ),
+    (
+        "Receive sender 's', time order, peek, auto ack, no wait",
+        "11 00 00 00 | 30 00 | 07 00 00 00 || 01 | 01 00 73 | 01 | 01 | 00 | 00 00 00 00",
+    ),
+    (
+        "Ack [1, 256]",
+        "1a 00 00 00 | 31 00 | 07 00 00 00 ||
+         02 00 00 00 | 01 00 00 00 00 00 00 00 | 00 01 00 00 00 00 00 00",
+    ),
+    (
+        "Nack [3] drop",
+        "13 00 00 00 | 32 00 | 07 00 00 00 || 01 00 00 00 | 03 00 00 00 00 00 00 00 | 00",
+    ),
+    ("WaitingQueues", "06 00 00 00 | 33 00 | 07 00 00 00"),
+    (
+        "Subscribe 'q', time order, auto ack, prefetch 100",
+        "0f 00 00 00 | 40 00 | 07 00 00 00 || 01 00 71 | 01 | 00 | 64 00 00 00",
+    ),
+    (
+        "Credit subscription 2 +50",
+        "12 00 00 00 | 41 00 | 07 00 00 00 || 02 00 00 00 00 00 00 00 | 32 00 00 00",
+    ),
+    (
+        "Cancel subscription 2",
+        "0e 00 00 00 | 42 00 | 07 00 00 00 || 02 00 00 00 00 00 00 00",
+    ),
+];
+
+/// Pinned bytes of `pinned_responses()`, in the same order.
+const RESPONSES: &[(&str, &str)] = &[
+    (
+        "Connected v1 'app' with the default limits",
+        "33 00 00 00 | 01 80 | 07 00 00 00 ||
+         01 00 | 03 00 61 70 70 |
+         00 00 00 01 | 00 00 10 00 | c8 00 | 00 04 00 00 | a0 86 01 00 | a0 86 01 00 |
+         10 27 00 00 | 10 27 00 00 | 64 00 | 40 00 | 60 ea 00 00",
+    ),
+    ("Ok", "06 00 00 00 | 02 80 | 07 00 00 00"),
+    (
+        "Error QueueNotFound 'no q'",
+        "0e 00 00 00 | 03 80 | 07 00 00 00 || 01 00 | 04 00 6e 6f 20 71",
+    ),
+    ("Pong", "06 00 00 00 | 04 80 | 07 00 00 00"),
+    (
+        "Queues [q ready 5 in flight 1]",
+        "1d 00 00 00 | 12 80 | 07 00 00 00 ||
+         01 00 00 00 | 01 00 71 | 05 00 00 00 00 00 00 00 | 01 00 00 00 00 00 00 00",
+    ),
+    (
+        "Sent 42",
+        "0e 00 00 00 | 20 80 | 07 00 00 00 || 2a 00 00 00 00 00 00 00",
+    ),
+    (
+        "BatchSent [Ok 9, Err TooLarge 'big']",
+        "1b 00 00 00 | 21 80 | 07 00 00 00 ||
+         02 00 00 00 | 00 | 09 00 00 00 00 00 00 00 | 01 | 08 00 | 03 00 62 69 67",
+    ),
+    ("Received none", "07 00 00 00 | 30 80 | 07 00 00 00 || 00"),
+    (
+        "Received delivery 0x11 of message 0x22",
+        "3a 00 00 00 | 30 80 | 07 00 00 00 ||
+         01 |
+         11 00 00 00 00 00 00 00 | 22 00 00 00 00 00 00 00 |
+         01 00 71 | 01 00 73 | 00 | 05 |
+         00 00 00 00 00 00 00 00 | e8 03 00 00 00 00 00 00 | 01 00 00 00 |
+         00 00 | 01 00 00 00 78",
+    ),
+    (
+        "WaitingQueues [a, bc]",
+        "0f 00 00 00 | 33 80 | 07 00 00 00 || 02 00 | 01 00 61 | 02 00 62 63",
+    ),
+    (
+        "Subscribed 3",
+        "0e 00 00 00 | 40 80 | 07 00 00 00 || 03 00 00 00 00 00 00 00",
+    ),
+    (
+        "Deliver on 3: auto-ack delivery of message 7 for 'me', n='v', empty body",
+        "4b 00 00 00 | 41 80 | 07 00 00 00 ||
+         03 00 00 00 00 00 00 00 |
+         00 00 00 00 00 00 00 00 | 07 00 00 00 00 00 00 00 |
+         01 00 71 | 01 00 73 | 01 02 00 6d 65 | 09 |
+         01 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 | 00 00 00 00 |
+         01 00 | 01 00 6e | 03 | 01 00 76 |
+         00 00 00 00",
+    ),
+    (
+        "SubscriptionClosed 3 QueueNotFound 'gone'",
+        "16 00 00 00 | 42 80 | 07 00 00 00 ||
+         03 00 00 00 00 00 00 00 | 01 00 | 04 00 67 6f 6e 65",
+    ),
+];
+
+fn show(b: &[u8]) -> String {
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn request_layouts_are_pinned() {
+    let samples = pinned_requests();
+    assert_eq!(samples.len(), REQUESTS.len());
+    for (req, (what, layout)) in samples.iter().zip(REQUESTS) {
+        let expected = hex(layout);
+        let actual = req_bytes(req, RID);
+        assert_eq!(show(&actual), show(&expected), "{what}: encoding changed");
+        // And the pinned bytes decode to the value (not only the value to the bytes).
+        assert_eq!(
+            &Request::decode(&one_frame(&expected)).unwrap(),
+            req,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn response_layouts_are_pinned() {
+    let samples = pinned_responses();
+    assert_eq!(samples.len(), RESPONSES.len());
+    for (resp, (what, layout)) in samples.iter().zip(RESPONSES) {
+        let expected = hex(layout);
+        let actual = resp_bytes(resp, RID);
+        assert_eq!(show(&actual), show(&expected), "{what}: encoding changed");
+        assert_eq!(
+            &Response::decode(&one_frame(&expected)).unwrap(),
+            resp,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn pushes_carry_request_id_zero_in_the_header() {
+    let push = Response::Deliver {
+        subscription: 3,
+        delivery: pushed_delivery(),
+    };
+    let bytes = resp_bytes(&push, 0);
+    assert_eq!(show(&bytes[..10]), "4b 00 00 00 41 80 00 00 00 00");
+}
