@@ -1,1 +1,31 @@
-//! placeholder
+//! Ferry's broker as a library: the `ferry serve` binary and the tests run it the same way.
+//!
+//! Modules, in the order a request flows through them:
+//! - [`server`]: the listener (connection limit, `ServerFull`) and the broker's life cycle;
+//! - [`connection`]: frames in and out of one connection, pipelined request execution;
+//! - [`session`]: one client's session, its unsettled deliveries and subscriptions;
+//! - [`dispatch`]: the `match` from request to handler;
+//! - [`handlers`]: one handler per operation;
+//! - [`delivery`]: wakers for long-poll receivers and subscriptions;
+//! - [`subscription`]: push subscriptions with prefetch credit;
+//! - [`jobs`]: lease expiry and store upkeep;
+//! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
+//! - [`shutdown`]: SIGTERM/SIGINT; [`runtime_file`]: the bound addresses for tools and tests;
+//! - [`shared`], [`stats`]: state and counters shared by all connections.
+
+pub mod config;
+pub mod connection;
+pub mod delivery;
+pub mod dispatch;
+pub mod handlers;
+pub mod jobs;
+pub mod runtime_file;
+pub mod server;
+pub mod session;
+pub mod shared;
+pub mod shutdown;
+pub mod stats;
+pub mod subscription;
+
+pub use config::{BrokerConfig, ConfigError, ConfigLayer};
+pub use server::{Broker, BrokerError, RunningBroker};

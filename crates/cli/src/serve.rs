@@ -1,17 +1,99 @@
-//! `ferry serve`: runs the broker. Owned by the broker maintainers; the rest of the CLI only
-//! calls [`run`].
+//! `ferry serve`: runs the broker until SIGTERM or SIGINT.
+//!
+//! Settings come from defaults, then `--config FILE`, then `FERRY_*` environment variables, then
+//! these flags. `--check-config` prints the resolved configuration and exits.
 
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::Args;
+use ferry_broker::{shutdown, Broker, BrokerConfig, ConfigLayer};
+use tracing_subscriber::EnvFilter;
 
 /// Flags of `ferry serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Directory of the embedded store and of runtime.toml.
+    /// Data directory: the embedded store, its lock and runtime.toml [default: ferry-data]
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Native protocol address [default: 127.0.0.1:6730]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// When the store fsyncs: always | interval:MS | never [default: always]
+    #[arg(long, value_name = "POLICY")]
+    pub fsync: Option<String>,
+    /// Most concurrent connections [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<u32>,
+    /// Largest message body in bytes [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<u32>,
+    /// Client-ack lease in milliseconds [default: 60000]
+    #[arg(long, value_name = "MS")]
+    pub lease_ms: Option<u32>,
+    /// TOML configuration file
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Validate the configuration, print it and exit
     #[arg(long)]
-    pub data_dir: Option<std::path::PathBuf>,
+    pub check_config: bool,
+    /// Log format: text or json (log level from FERRY_LOG, default info)
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+impl ServeArgs {
+    fn layer(&self) -> ConfigLayer {
+        ConfigLayer {
+            listen: self.listen.clone(),
+            data_dir: self.data_dir.clone(),
+            fsync: self.fsync.clone(),
+            max_connections: self.max_connections,
+            max_body_bytes: self.max_body_bytes,
+            lease_ms: self.lease_ms,
+            ..ConfigLayer::default()
+        }
+    }
+}
+
+fn resolve(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
+    let file = match &args.config {
+        Some(path) => Some(ConfigLayer::from_file(path)?),
+        None => None,
+    };
+    let env = ConfigLayer::from_env(std::env::vars())?;
+    Ok(BrokerConfig::resolve(file.as_ref(), &env, &args.layer())?)
+}
+
+fn init_logs(format: &str) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        "text" => builder.init(),
+        "json" => builder.json().init(),
+        other => anyhow::bail!("unknown log format '{other}': use text or json"),
+    }
+    Ok(())
 }
 
 /// Runs the broker until SIGTERM or SIGINT.
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not yet wired")
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let config = resolve(&args)?;
+    if args.check_config {
+        print!("{}", config.to_toml());
+        println!("# configuration is valid");
+        return Ok(());
+    }
+    init_logs(&args.log_format)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("ferry")
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let broker = Broker::start(config).await?;
+        shutdown::signal().await;
+        broker.shutdown().await?;
+        Ok(())
+    })
 }

@@ -1,0 +1,355 @@
+//! Broker configuration: defaults in code, then a TOML file, then `FERRY_*` environment
+//! variables, then command-line flags. Each layer is a [`ConfigLayer`] of optional values;
+//! [`BrokerConfig::resolve`] applies them in that order and validates the result.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ferry_protocol::Limits;
+use ferry_store::FsyncPolicy;
+use serde::Deserialize;
+use thiserror::Error;
+
+/// Default native protocol address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:6730";
+/// Default data directory, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "ferry-data";
+
+/// A configuration problem, naming the setting and where it came from.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML for this schema.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (names the key and line).
+        message: String,
+    },
+    /// A value is out of range or malformed.
+    #[error("invalid {key} = '{value}' (from {origin}): {reason}")]
+    Invalid {
+        /// The setting.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// File, environment or flag.
+        origin: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// One layer of settings; `None` leaves the value of the layer below.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigLayer {
+    /// Native protocol listen address.
+    pub listen: Option<String>,
+    /// Data directory.
+    pub data_dir: Option<PathBuf>,
+    /// `always`, `interval:<ms>` or `never`.
+    pub fsync: Option<String>,
+    /// Most concurrent connections.
+    pub max_connections: Option<u32>,
+    /// Largest message body in bytes.
+    pub max_body_bytes: Option<u32>,
+    /// Largest frame in bytes.
+    pub max_frame_bytes: Option<u32>,
+    /// Most queues.
+    pub max_queues: Option<u32>,
+    /// Most unsettled client-ack deliveries per session.
+    pub max_in_flight_per_session: Option<u32>,
+    /// Largest subscription prefetch.
+    pub max_prefetch: Option<u32>,
+    /// Most messages per batch send.
+    pub max_batch: Option<u32>,
+    /// Client-ack lease in ms.
+    pub lease_ms: Option<u32>,
+    /// Most requests processed at once per connection (pipelining depth).
+    pub max_pipelined: Option<u32>,
+    /// Seconds to let in-flight requests finish on shutdown.
+    pub shutdown_grace_secs: Option<u64>,
+}
+
+/// Every environment variable the broker reads, with the setting it fills.
+pub const ENV_VARS: &[&str] = &[
+    "FERRY_LISTEN",
+    "FERRY_DATA_DIR",
+    "FERRY_FSYNC",
+    "FERRY_MAX_CONNECTIONS",
+    "FERRY_MAX_BODY_BYTES",
+    "FERRY_MAX_FRAME_BYTES",
+    "FERRY_MAX_QUEUES",
+    "FERRY_MAX_IN_FLIGHT_PER_SESSION",
+    "FERRY_MAX_PREFETCH",
+    "FERRY_MAX_BATCH",
+    "FERRY_LEASE_MS",
+    "FERRY_MAX_PIPELINED",
+    "FERRY_SHUTDOWN_GRACE_SECS",
+];
+
+fn parse_env_u32(key: &'static str, v: &str) -> Result<u32, ConfigError> {
+    v.trim().parse().map_err(|e: std::num::ParseIntError| ConfigError::Invalid {
+        key,
+        value: v.to_owned(),
+        origin: "environment",
+        reason: e.to_string(),
+    })
+}
+
+impl ConfigLayer {
+    /// Reads a TOML config file.
+    pub fn from_file(path: &Path) -> Result<ConfigLayer, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads the `FERRY_*` variables of [`ENV_VARS`] from `vars` (other variables are ignored:
+    /// `FERRY_SERVER` and `FERRY_NAME` belong to the client commands).
+    pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Result<ConfigLayer, ConfigError> {
+        let mut layer = ConfigLayer::default();
+        for (k, v) in vars {
+            match k.as_str() {
+                "FERRY_LISTEN" => layer.listen = Some(v),
+                "FERRY_DATA_DIR" => layer.data_dir = Some(PathBuf::from(v)),
+                "FERRY_FSYNC" => layer.fsync = Some(v),
+                "FERRY_MAX_CONNECTIONS" => layer.max_connections = Some(parse_env_u32("max_connections", &v)?),
+                "FERRY_MAX_BODY_BYTES" => layer.max_body_bytes = Some(parse_env_u32("max_body_bytes", &v)?),
+                "FERRY_MAX_FRAME_BYTES" => layer.max_frame_bytes = Some(parse_env_u32("max_frame_bytes", &v)?),
+                "FERRY_MAX_QUEUES" => layer.max_queues = Some(parse_env_u32("max_queues", &v)?),
+                "FERRY_MAX_IN_FLIGHT_PER_SESSION" => {
+                    layer.max_in_flight_per_session = Some(parse_env_u32("max_in_flight_per_session", &v)?)
+                }
+                "FERRY_MAX_PREFETCH" => layer.max_prefetch = Some(parse_env_u32("max_prefetch", &v)?),
+                "FERRY_MAX_BATCH" => layer.max_batch = Some(parse_env_u32("max_batch", &v)?),
+                "FERRY_LEASE_MS" => layer.lease_ms = Some(parse_env_u32("lease_ms", &v)?),
+                "FERRY_MAX_PIPELINED" => layer.max_pipelined = Some(parse_env_u32("max_pipelined", &v)?),
+                "FERRY_SHUTDOWN_GRACE_SECS" => {
+                    layer.shutdown_grace_secs = Some(u64::from(parse_env_u32("shutdown_grace_secs", &v)?))
+                }
+                _ => {}
+            }
+        }
+        Ok(layer)
+    }
+
+    fn apply(&self, cfg: &mut BrokerConfig, origin: &'static str) -> Result<(), ConfigError> {
+        if let Some(v) = &self.listen {
+            cfg.listen = v.clone();
+        }
+        if let Some(v) = &self.data_dir {
+            cfg.data_dir = v.clone();
+        }
+        if let Some(v) = &self.fsync {
+            cfg.fsync = v.parse::<FsyncPolicy>().map_err(|e| ConfigError::Invalid {
+                key: "fsync",
+                value: v.clone(),
+                origin,
+                reason: e.to_string(),
+            })?;
+        }
+        let l = &mut cfg.limits;
+        let set = |slot: &mut u32, v: Option<u32>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(&mut l.max_connections, self.max_connections);
+        set(&mut l.max_body_bytes, self.max_body_bytes);
+        set(&mut l.max_frame_bytes, self.max_frame_bytes);
+        set(&mut l.max_queues, self.max_queues);
+        set(&mut l.max_in_flight_per_session, self.max_in_flight_per_session);
+        set(&mut l.max_prefetch, self.max_prefetch);
+        set(&mut l.max_batch, self.max_batch);
+        set(&mut l.lease_ms, self.lease_ms);
+        set(&mut cfg.max_pipelined, self.max_pipelined);
+        if let Some(v) = self.shutdown_grace_secs {
+            cfg.shutdown_grace = Duration::from_secs(v);
+        }
+        Ok(())
+    }
+}
+
+/// The resolved broker configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerConfig {
+    /// Native protocol listen address (`HOST:PORT`; port 0 picks a free port).
+    pub listen: String,
+    /// Data directory: the embedded store's files, the lock file and `runtime.toml`.
+    pub data_dir: PathBuf,
+    /// When the store fsyncs.
+    pub fsync: FsyncPolicy,
+    /// Limits enforced and advertised.
+    pub limits: Limits,
+    /// Most requests processed at once per connection; reading pauses beyond it.
+    pub max_pipelined: u32,
+    /// How long shutdown lets in-flight requests finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            listen: DEFAULT_LISTEN.to_owned(),
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            fsync: FsyncPolicy::Always,
+            limits: Limits::DEFAULT,
+            max_pipelined: 4096,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// Applies the layers in order (file, environment, flags) over the defaults and validates.
+    pub fn resolve(
+        file: Option<&ConfigLayer>,
+        env: &ConfigLayer,
+        flags: &ConfigLayer,
+    ) -> Result<BrokerConfig, ConfigError> {
+        let mut cfg = BrokerConfig::default();
+        if let Some(f) = file {
+            f.apply(&mut cfg, "config file")?;
+        }
+        env.apply(&mut cfg, "environment")?;
+        flags.apply(&mut cfg, "command line")?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks ranges and relations between settings.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &'static str, value: String, reason: &str| ConfigError::Invalid {
+            key,
+            value,
+            origin: "resolved configuration",
+            reason: reason.to_owned(),
+        };
+        if self.listen.parse::<std::net::SocketAddr>().is_err() && !self.listen.contains(':') {
+            return Err(invalid("listen", self.listen.clone(), "expected HOST:PORT"));
+        }
+        let l = &self.limits;
+        if l.max_connections == 0 {
+            return Err(invalid("max_connections", "0".into(), "must be at least 1"));
+        }
+        if l.max_body_bytes == 0 {
+            return Err(invalid("max_body_bytes", "0".into(), "must be at least 1"));
+        }
+        // A frame must be able to carry one maximal message with its header and names.
+        let min_frame = u64::from(l.max_body_bytes) + 64 * 1024;
+        if u64::from(l.max_frame_bytes) < min_frame {
+            return Err(invalid(
+                "max_frame_bytes",
+                l.max_frame_bytes.to_string(),
+                &format!("must be at least max_body_bytes + 65536 = {min_frame}"),
+            ));
+        }
+        if l.lease_ms == 0 {
+            return Err(invalid("lease_ms", "0".into(), "must be at least 1"));
+        }
+        for (key, v) in [
+            ("max_queues", l.max_queues),
+            ("max_in_flight_per_session", l.max_in_flight_per_session),
+            ("max_prefetch", l.max_prefetch),
+            ("max_batch", l.max_batch),
+            ("max_pipelined", self.max_pipelined),
+        ] {
+            if v == 0 {
+                return Err(invalid(key, "0".into(), "must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration as TOML, for `--check-config` and the logs.
+    pub fn to_toml(&self) -> String {
+        let l = &self.limits;
+        format!(
+            "listen = \"{}\"\ndata_dir = \"{}\"\nfsync = \"{}\"\nmax_connections = {}\nmax_body_bytes = {}\n\
+             max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
+             max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n",
+            self.listen,
+            self.data_dir.display(),
+            self.fsync,
+            l.max_connections,
+            l.max_body_bytes,
+            l.max_frame_bytes,
+            l.max_queues,
+            l.max_in_flight_per_session,
+            l.max_prefetch,
+            l.max_batch,
+            l.lease_ms,
+            self.max_pipelined,
+            self.shutdown_grace.as_secs(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order_file_env_flags() {
+        let file: ConfigLayer = toml::from_str("listen = \"127.0.0.1:1\"\nfsync = \"never\"\nlease_ms = 5").unwrap();
+        let env = ConfigLayer::from_env([
+            ("FERRY_FSYNC".to_owned(), "interval:10".to_owned()),
+            ("FERRY_SERVER".to_owned(), "ignored".to_owned()),
+        ])
+        .unwrap();
+        let flags = ConfigLayer {
+            lease_ms: Some(7),
+            ..ConfigLayer::default()
+        };
+        let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
+        assert_eq!(cfg.listen, "127.0.0.1:1");
+        assert_eq!(cfg.fsync, FsyncPolicy::Interval(Duration::from_millis(10)));
+        assert_eq!(cfg.limits.lease_ms, 7);
+    }
+
+    #[test]
+    fn unknown_file_key_is_an_error_naming_it() {
+        let err = toml::from_str::<ConfigLayer>("lisen = \"x\"").unwrap_err();
+        assert!(err.to_string().contains("lisen"), "{err}");
+    }
+
+    #[test]
+    fn bad_env_number_names_the_setting() {
+        let err = ConfigLayer::from_env([("FERRY_MAX_CONNECTIONS".to_owned(), "many".to_owned())]).unwrap_err();
+        assert!(err.to_string().contains("max_connections"), "{err}");
+    }
+
+    #[test]
+    fn bad_fsync_policy_is_rejected() {
+        let flags = ConfigLayer {
+            fsync: Some("sometimes".into()),
+            ..ConfigLayer::default()
+        };
+        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+        assert!(err.to_string().contains("fsync"), "{err}");
+    }
+
+    #[test]
+    fn frame_limit_must_hold_a_body() {
+        let flags = ConfigLayer {
+            max_frame_bytes: Some(1024),
+            ..ConfigLayer::default()
+        };
+        assert!(BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).is_err());
+    }
+}

@@ -1,0 +1,317 @@
+//! One client connection: frames in, responses and pushes out.
+//!
+//! The reader loop cuts frames with [`split_frame`] (which checks the length against the limit
+//! before buffering), decodes them and runs each request as a future. Requests run concurrently
+//! (pipelining), up to `max_pipelined` at a time; each future is polled once as soon as it is
+//! created, so requests that take effect on their first poll (embedded-store sends) do so in
+//! arrival order. Responses and pushes go to a writer task that writes whatever has queued up in
+//! one system call, so pipelined clients are not throttled by one write per frame.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use ferry_protocol::requests::Connect;
+use ferry_protocol::responses::Connected;
+use ferry_protocol::{split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tracing::{debug, info, warn};
+
+use crate::dispatch::dispatch;
+use crate::handlers::validate;
+use crate::session::{Outbound, Session};
+use crate::shared::Shared;
+use crate::stats::Stats;
+
+/// How long a new connection may take to send its connect request.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Writer batches are cut at about this size.
+const WRITE_BATCH_BYTES: usize = 1 << 20;
+
+type RequestFuture = Pin<Box<dyn Future<Output = (u32, Response)> + Send>>;
+
+/// Why a connection ended, for the logs.
+#[derive(Debug)]
+enum CloseReason {
+    PeerClosed,
+    Disconnected,
+    Malformed(WireError),
+    Io(std::io::Error),
+    HandshakeTimeout,
+    Refused(ErrorCode),
+    Shutdown,
+}
+
+/// Writes everything queued on `rx` to the socket, batching frames that queued up meanwhile.
+async fn write_loop(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Bytes>) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    while let Some(first) = rx.recv().await {
+        buf.extend_from_slice(&first);
+        while buf.len() < WRITE_BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(more) => buf.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = wr.write_all(&buf).await {
+            debug!(error = %e, "write failed; dropping the connection's output");
+            return;
+        }
+        buf.clear();
+    }
+    let _ = wr.shutdown().await;
+}
+
+fn encode(buf: &mut BytesMut, request_id: u32, response: &Response) {
+    response.encode(request_id, buf);
+}
+
+/// Serves one accepted connection until it closes. `_permit` holds a connection slot.
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, _permit: tokio::sync::OwnedSemaphorePermit) {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let _ = stream.set_nodelay(true);
+    let (mut rd, wr) = stream.into_split();
+    let (out, rx) = unbounded_channel::<Bytes>();
+    let writer = tokio::spawn(write_loop(wr, rx));
+    let mut rbuf = BytesMut::with_capacity(64 * 1024);
+    let max_frame = shared.limits.max_frame_bytes;
+
+    // Handshake: the first frame must be a connect.
+    let session = match handshake(&shared, &mut rd, &mut rbuf, &out).await {
+        Ok(s) => s,
+        Err(reason) => {
+            log_close(&shared, &peer, None, &reason);
+            drop(out);
+            let _ = writer.await;
+            return;
+        }
+    };
+    debug!(%peer, client = %session.client, session = session.id, "session started");
+
+    let mut inflight: FuturesUnordered<RequestFuture> = FuturesUnordered::new();
+    let mut replies = BytesMut::with_capacity(64 * 1024);
+    let mut closing: Option<CloseReason> = None;
+    let mut disconnect_id: Option<u32> = None;
+    let max_pipelined = shared.max_pipelined;
+    loop {
+        if closing.is_some() && inflight.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some((rid, resp)) = inflight.next(), if !inflight.is_empty() => {
+                encode(&mut replies, rid, &resp);
+                while let Some(Some((rid, resp))) = inflight.next().now_or_never() {
+                    encode(&mut replies, rid, &resp);
+                }
+            }
+            read = rd.read_buf(&mut rbuf), if closing.is_none() && inflight.len() < max_pipelined => {
+                match read {
+                    Ok(0) => closing = Some(CloseReason::PeerClosed),
+                    Err(e) => closing = Some(CloseReason::Io(e)),
+                    Ok(_) => loop {
+                        if inflight.len() >= max_pipelined {
+                            break; // the rest stays buffered until requests finish
+                        }
+                        match split_frame(&mut rbuf, max_frame) {
+                            Ok(Some(frame)) => {
+                                if let Some(reason) = handle_frame(&shared, &session, frame, &mut inflight, &mut replies, &mut disconnect_id).await {
+                                    closing = Some(reason);
+                                    break;
+                                }
+                            }
+                            Ok(None) => {
+                                rbuf.reserve(16 * 1024);
+                                break;
+                            }
+                            Err(e) => {
+                                closing = Some(CloseReason::Malformed(e));
+                                break;
+                            }
+                        }
+                    },
+                }
+            }
+            _ = shared.shutdown.cancelled(), if closing.is_none() => {
+                closing = Some(CloseReason::Shutdown);
+            }
+        }
+        if !replies.is_empty() {
+            Stats::add(&shared.stats.requests, 1);
+            let _ = out.send(replies.split().freeze());
+        }
+    }
+    if let Some(rid) = disconnect_id {
+        encode(&mut replies, rid, &Response::Ok);
+        let _ = out.send(replies.split().freeze());
+    }
+    // Session teardown: stop pushing, hand unsettled deliveries back, free the name.
+    session.cancel_all().await;
+    match shared.store.release_session(session.id).await {
+        Ok(queues) => shared.wakers.notify(&queues),
+        Err(e) => warn!(client = %session.client, error = %e, "could not release the session's deliveries; they return when their leases expire"),
+    }
+    shared.release_client(&session.client, session.id);
+    let reason = closing.unwrap_or(CloseReason::PeerClosed);
+    log_close(&shared, &peer, Some(&session.client), &reason);
+    drop(session);
+    drop(out);
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+}
+
+/// Decodes and starts one request. Returns a reason when the connection must close.
+async fn handle_frame(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    frame: RawFrame,
+    inflight: &mut FuturesUnordered<RequestFuture>,
+    replies: &mut BytesMut,
+    disconnect_id: &mut Option<u32>,
+) -> Option<CloseReason> {
+    let rid = frame.request_id;
+    let request = match Request::decode(&frame) {
+        Ok(r) => r,
+        Err(WireError::UnknownKind(kind)) => {
+            encode(
+                replies,
+                rid,
+                &Response::error(ErrorCode::UnknownRequest, format!("unknown request type {kind:#06x}")),
+            );
+            return None;
+        }
+        Err(e) => return Some(CloseReason::Malformed(e)),
+    };
+    if let Request::Disconnect = request {
+        *disconnect_id = Some(rid);
+        return Some(CloseReason::Disconnected);
+    }
+    let mut fut: RequestFuture = Box::pin({
+        let shared = shared.clone();
+        let session = session.clone();
+        async move { (rid, dispatch(shared, session, request).await) }
+    });
+    // Poll once now, so the request takes effect in arrival order; most finish right here or
+    // wait only for the store's group commit.
+    match futures::poll!(fut.as_mut()) {
+        Poll::Ready((rid, resp)) => encode(replies, rid, &resp),
+        Poll::Pending => inflight.push(fut),
+    }
+    None
+}
+
+/// Reads frames until the connect request and answers it. Frames before connect get
+/// `Unauthorized`; a refused connect keeps the connection open for another try, except
+/// `UnsupportedVersion`, which closes it.
+async fn handshake(
+    shared: &Arc<Shared>,
+    rd: &mut tokio::net::tcp::OwnedReadHalf,
+    rbuf: &mut BytesMut,
+    out: &Outbound,
+) -> Result<Arc<Session>, CloseReason> {
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    loop {
+        let frame = loop {
+            match split_frame(rbuf, shared.limits.max_frame_bytes) {
+                Ok(Some(f)) => break f,
+                Ok(None) => {}
+                Err(e) => return Err(CloseReason::Malformed(e)),
+            }
+            tokio::select! {
+                r = rd.read_buf(rbuf) => match r {
+                    Ok(0) => return Err(CloseReason::PeerClosed),
+                    Ok(_) => {}
+                    Err(e) => return Err(CloseReason::Io(e)),
+                },
+                _ = tokio::time::sleep_until(deadline) => return Err(CloseReason::HandshakeTimeout),
+                _ = shared.shutdown.cancelled() => return Err(CloseReason::Shutdown),
+            }
+        };
+        let rid = frame.request_id;
+        let reply = |resp: Response| {
+            let mut b = BytesMut::new();
+            resp.encode(rid, &mut b);
+            let _ = out.send(b.freeze());
+        };
+        match Request::decode(&frame) {
+            Ok(Request::Connect(c)) => match connect(shared, c, out).await {
+                Ok(session) => {
+                    reply(Response::Connected(Connected {
+                        version: PROTOCOL_VERSION,
+                        client: session.client.clone(),
+                        limits: shared.limits,
+                    }));
+                    return Ok(session);
+                }
+                Err(resp) => {
+                    let fatal = matches!(&resp, Response::Error(e) if e.code == ErrorCode::UnsupportedVersion);
+                    reply(resp);
+                    if fatal {
+                        return Err(CloseReason::Refused(ErrorCode::UnsupportedVersion));
+                    }
+                }
+            },
+            Ok(Request::Disconnect) => {
+                reply(Response::Ok);
+                return Err(CloseReason::Disconnected);
+            }
+            Ok(Request::Ping) => reply(Response::Pong),
+            Ok(_) => reply(Response::error(ErrorCode::Unauthorized, "connect first: this connection has no session")),
+            Err(WireError::UnknownKind(kind)) => reply(Response::error(
+                ErrorCode::UnknownRequest,
+                format!("unknown request type {kind:#06x}"),
+            )),
+            Err(e) => return Err(CloseReason::Malformed(e)),
+        }
+    }
+}
+
+/// Checks a connect request and starts the session, or returns the error response.
+async fn connect(shared: &Arc<Shared>, c: Connect, out: &Outbound) -> Result<Arc<Session>, Response> {
+    if c.version != PROTOCOL_VERSION {
+        return Err(Response::error(
+            ErrorCode::UnsupportedVersion,
+            format!(
+                "protocol version {} is not supported; this broker speaks version {PROTOCOL_VERSION}",
+                c.version
+            ),
+        ));
+    }
+    validate::name("client", &c.client, &shared.limits).map_err(Response::Error)?;
+    let Some(session_id) = shared.claim_client(&c.client) else {
+        return Err(Response::error(
+            ErrorCode::AlreadyOnline,
+            format!("client '{}' is already online", c.client),
+        ));
+    };
+    if let Err(e) = shared.store.register_client(&c.client).await {
+        shared.release_client(&c.client, session_id);
+        return Err(crate::handlers::store_error(&e));
+    }
+    Ok(Arc::new(Session::new(session_id, c.client, out.clone())))
+}
+
+fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseReason) {
+    let client = client.unwrap_or("-");
+    match reason {
+        CloseReason::Malformed(e) => {
+            Stats::add(&shared.stats.connections_closed_malformed, 1);
+            warn!(%peer, %client, reason = %e, "closing connection: malformed frame");
+        }
+        CloseReason::Io(e) => info!(%peer, %client, error = %e, "connection closed by I/O error"),
+        CloseReason::HandshakeTimeout => info!(%peer, "closing connection: no connect request in time"),
+        CloseReason::Refused(code) => info!(%peer, %code, "closing connection: connect refused"),
+        CloseReason::PeerClosed | CloseReason::Disconnected | CloseReason::Shutdown => {
+            debug!(%peer, %client, ?reason, "connection closed")
+        }
+    }
+}

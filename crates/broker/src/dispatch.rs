@@ -1,0 +1,34 @@
+//! A plain `match` from a decoded request to its handler.
+
+use std::sync::Arc;
+
+use ferry_protocol::{ErrorCode, Request, Response};
+
+use crate::handlers::{queues, receive, send, settle, subscribe};
+use crate::session::Session;
+use crate::shared::Shared;
+
+/// Runs one request of a connected session. `Connect` and `Disconnect` are handled by the
+/// connection itself and never reach here.
+pub async fn dispatch(shared: Arc<Shared>, session: Arc<Session>, request: Request) -> Response {
+    match request {
+        Request::Ping => Response::Pong,
+        Request::CreateQueue { name } => queues::create(&shared, name).await,
+        Request::DeleteQueue { name, force } => queues::delete(&shared, name, force).await,
+        Request::ListQueues => queues::list(&shared).await,
+        Request::WaitingQueues => queues::waiting(&shared, &session).await,
+        Request::Send(m) => send::send(&shared, &session, m).await,
+        Request::SendBatch(items) => send::send_batch(&shared, &session, items).await,
+        Request::Receive(r) => receive::receive(&shared, &session, r).await,
+        Request::Ack { ids } => settle::ack(&shared, &session, ids).await,
+        Request::Nack { ids, requeue } => settle::nack(&shared, &session, ids, requeue).await,
+        Request::Subscribe(s) => subscribe::subscribe(&shared, &session, s).await,
+        Request::Credit {
+            subscription,
+            credit,
+        } => subscribe::credit(&session, subscription, credit),
+        Request::Cancel { subscription } => subscribe::cancel(&session, subscription).await,
+        Request::Connect(_) => Response::error(ErrorCode::InvalidArgument, "the session is already connected"),
+        Request::Disconnect => Response::Ok,
+    }
+}

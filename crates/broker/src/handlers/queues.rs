@@ -1,0 +1,60 @@
+//! create_queue, delete_queue, list_queues and waiting_queues.
+
+use ferry_protocol::{ErrorCode, Response};
+
+use super::{store_error, validate};
+use crate::session::Session;
+use crate::shared::Shared;
+
+/// create_queue: `InvalidArgument` for a bad name, `LimitExceeded` at the queue limit,
+/// `QueueExists`.
+pub async fn create(shared: &Shared, name: String) -> Response {
+    if let Err(e) = validate::name("queue", &name, &shared.limits) {
+        return Response::Error(e);
+    }
+    match shared.store.list_queues().await {
+        Ok(qs) if qs.len() >= shared.limits.max_queues as usize => {
+            return Response::error(
+                ErrorCode::LimitExceeded,
+                format!("the broker holds its limit of {} queues", shared.limits.max_queues),
+            )
+        }
+        Ok(_) => {}
+        Err(e) => return store_error(&e),
+    }
+    match shared.store.create_queue(&name).await {
+        Ok(()) => Response::Ok,
+        Err(e) => store_error(&e),
+    }
+}
+
+/// delete_queue: `QueueNotFound`, `QueueNotEmpty` unless forced. Wakes the queue's waiters so
+/// that they see it gone.
+pub async fn delete(shared: &Shared, name: String, force: bool) -> Response {
+    if let Err(e) = validate::name("queue", &name, &shared.limits) {
+        return Response::Error(e);
+    }
+    match shared.store.delete_queue(&name, force).await {
+        Ok(()) => {
+            shared.wakers.remove(&name);
+            Response::Ok
+        }
+        Err(e) => store_error(&e),
+    }
+}
+
+/// list_queues.
+pub async fn list(shared: &Shared) -> Response {
+    match shared.store.list_queues().await {
+        Ok(qs) => Response::Queues(qs),
+        Err(e) => store_error(&e),
+    }
+}
+
+/// waiting_queues: queues holding messages addressed to this session's client.
+pub async fn waiting(shared: &Shared, session: &Session) -> Response {
+    match shared.store.waiting_queues(&session.client).await {
+        Ok(qs) => Response::WaitingQueues(qs),
+        Err(e) => store_error(&e),
+    }
+}

@@ -1,0 +1,78 @@
+//! receive: one message by queue or by sender, optionally waiting for one to arrive.
+//!
+//! A waiting receive is a long poll woken by arrivals: it registers with the queue's notifier
+//! (or the any-queue notifier for by-sender receives) before it looks at the store, and looks
+//! again each time it is woken, until a message is there, the wait ends or the broker stops.
+
+use std::time::Duration;
+
+use ferry_protocol::requests::Receive;
+use ferry_protocol::{AckMode, ErrorCode, ReceiveMode, Response, Source};
+use ferry_store::ReceiveSpec;
+use tokio::time::Instant;
+
+use super::{store_error, validate};
+use crate::session::Session;
+use crate::shared::{now_ms, Shared};
+use crate::stats::Stats;
+
+/// receive.
+pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response {
+    let (what, name) = match &r.source {
+        Source::Queue(q) => ("queue", q),
+        Source::Sender(s) => ("sender", s),
+    };
+    if let Err(e) = validate::name(what, name, &shared.limits) {
+        return Response::Error(e);
+    }
+    let leases = r.mode == ReceiveMode::Take && r.ack == AckMode::Client;
+    if leases && session.in_flight() >= shared.limits.max_in_flight_per_session as usize {
+        return Response::error(
+            ErrorCode::LimitExceeded,
+            format!(
+                "the session holds {} unsettled deliveries, the limit; ack or nack some first",
+                shared.limits.max_in_flight_per_session
+            ),
+        );
+    }
+    let notify = match &r.source {
+        Source::Queue(q) => shared.wakers.queue(q),
+        Source::Sender(_) => shared.wakers.any(),
+    };
+    let deadline = Instant::now() + Duration::from_millis(u64::from(r.wait_ms));
+    let mut spec = ReceiveSpec {
+        source: r.source,
+        order: r.order,
+        mode: r.mode,
+        ack: r.ack,
+        client: session.client.clone(),
+        session: session.id,
+        lease_until_ms: 0,
+    };
+    loop {
+        let arrived = notify.notified();
+        tokio::pin!(arrived);
+        arrived.as_mut().enable();
+        spec.lease_until_ms = now_ms() + u64::from(shared.limits.lease_ms);
+        match shared.store.receive(&spec, 1).await {
+            Ok(mut ds) => {
+                if let Some(d) = ds.pop() {
+                    if leases {
+                        session.track([d.delivery_id], None);
+                    }
+                    Stats::add(&shared.stats.deliveries, 1);
+                    return Response::Received(Some(d));
+                }
+            }
+            Err(e) => return store_error(&e),
+        }
+        if r.wait_ms == 0 {
+            return Response::Received(None);
+        }
+        tokio::select! {
+            _ = &mut arrived => {}
+            _ = tokio::time::sleep_until(deadline) => return Response::Received(None),
+            _ = shared.shutdown.cancelled() => return Response::Received(None),
+        }
+    }
+}

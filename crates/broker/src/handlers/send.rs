@@ -1,0 +1,100 @@
+//! send and send_batch.
+
+use ferry_protocol::{ErrorCode, OutgoingMessage, Response};
+use ferry_store::NewMessage;
+
+use super::{store_error, validate};
+use crate::session::Session;
+use crate::shared::{now_ms, Shared};
+use crate::stats::Stats;
+
+fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
+    NewMessage {
+        queues: m.queues,
+        sender: session.client.clone(),
+        receiver: m.receiver,
+        priority: m.priority,
+        context: m.context,
+        properties: m.properties,
+        body: m.body,
+        created_at,
+    }
+}
+
+/// send: one message on every named queue, all or none.
+pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Response {
+    if let Err(e) = validate::message(&m, &shared.limits) {
+        return Response::Error(e);
+    }
+    let queues = m.queues.clone();
+    match shared.store.send(to_new(m, session, now_ms())).await {
+        Ok(id) => {
+            Stats::add(&shared.stats.messages_sent, 1);
+            shared.wakers.notify(&queues);
+            Response::Sent { id }
+        }
+        Err(e) => store_error(&e),
+    }
+}
+
+/// send_batch: each item succeeds or fails on its own; one durability wait covers them all.
+pub async fn send_batch(shared: &Shared, session: &Session, items: Vec<OutgoingMessage>) -> Response {
+    if items.len() > shared.limits.max_batch as usize {
+        return Response::error(
+            ErrorCode::TooLarge,
+            format!(
+                "a batch of {} messages exceeds the limit of {}",
+                items.len(),
+                shared.limits.max_batch
+            ),
+        );
+    }
+    let now = now_ms();
+    // Items that fail validation keep their slot with the error; the rest go to the store.
+    let mut results: Vec<Option<Result<u64, ferry_protocol::ErrorReply>>> = Vec::with_capacity(items.len());
+    let mut valid = Vec::with_capacity(items.len());
+    let mut touched: Vec<String> = Vec::new();
+    for m in items {
+        match validate::message(&m, &shared.limits) {
+            Ok(()) => {
+                for q in &m.queues {
+                    if !touched.contains(q) {
+                        touched.push(q.clone());
+                    }
+                }
+                results.push(None);
+                valid.push(to_new(m, session, now));
+            }
+            Err(e) => results.push(Some(Err(e))),
+        }
+    }
+    let stored = if valid.is_empty() {
+        Vec::new()
+    } else {
+        shared.store.send_batch(valid).await
+    };
+    let mut stored = stored.into_iter();
+    let mut ok = 0u64;
+    let results = results
+        .into_iter()
+        .map(|slot| match slot {
+            Some(r) => r,
+            None => match stored.next() {
+                Some(Ok(id)) => {
+                    ok += 1;
+                    Ok(id)
+                }
+                Some(Err(e)) => Err(ferry_protocol::ErrorReply::new(e.code(), e.to_string())),
+                None => Err(ferry_protocol::ErrorReply::new(
+                    ErrorCode::Internal,
+                    "the store returned fewer results than messages",
+                )),
+            },
+        })
+        .collect();
+    if ok > 0 {
+        Stats::add(&shared.stats.messages_sent, ok);
+        shared.wakers.notify(&touched);
+    }
+    Response::BatchSent(results)
+}

@@ -1,0 +1,52 @@
+//! ack and nack of client-ack deliveries.
+
+use ferry_protocol::{DeliveryId, ErrorCode, Response};
+use ferry_store::StoreError;
+
+use super::store_error;
+use crate::session::Session;
+use crate::shared::Shared;
+
+fn empty() -> Response {
+    Response::error(ErrorCode::InvalidArgument, "no delivery ids given")
+}
+
+/// ack: settles deliveries. Known ids are settled even when some are unknown; then the reply is
+/// `NotFound` naming the unknown ones.
+pub async fn ack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>) -> Response {
+    if ids.is_empty() {
+        return empty();
+    }
+    let result = shared.store.ack(session.id, &ids).await;
+    settle_result(session, &ids, result.map(|()| Vec::new()), shared)
+}
+
+/// nack: returns deliveries to their queues (flagged redelivered) or drops them.
+pub async fn nack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>, requeue: bool) -> Response {
+    if ids.is_empty() {
+        return empty();
+    }
+    let result = shared.store.nack(session.id, &ids, requeue).await;
+    settle_result(session, &ids, result, shared)
+}
+
+fn settle_result(
+    session: &Session,
+    ids: &[DeliveryId],
+    result: Result<Vec<String>, StoreError>,
+    shared: &Shared,
+) -> Response {
+    match result {
+        Ok(queues) => {
+            session.settled(ids);
+            shared.wakers.notify(&queues);
+            Response::Ok
+        }
+        Err(e @ StoreError::DeliveriesNotFound(_)) => {
+            // The known ids were settled; unknown ones are gone too (expired, never ours).
+            session.settled(ids);
+            store_error(&e)
+        }
+        Err(e) => store_error(&e),
+    }
+}

@@ -1,0 +1,24 @@
+//! Periodic store upkeep: the embedded engine compacts mostly-dead log segments here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::warn;
+
+use crate::shared::Shared;
+
+/// Time between upkeep runs.
+pub const INTERVAL: Duration = Duration::from_secs(5);
+
+/// Runs until shutdown.
+pub async fn run(shared: Arc<Shared>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(INTERVAL) => {}
+            _ = shared.shutdown.cancelled() => return,
+        }
+        if let Err(e) = shared.store.maintain().await {
+            warn!(error = %e, "store upkeep failed; will retry");
+        }
+    }
+}

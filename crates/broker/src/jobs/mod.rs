@@ -1,0 +1,4 @@
+//! Background jobs: lease expiry and store upkeep (compaction).
+
+pub mod leases;
+pub mod maintenance;

@@ -1,0 +1,237 @@
+//! The listener and the broker's life cycle: start, accept, shut down gracefully.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferry_protocol::{split_frame, ErrorCode, Response};
+use ferry_store::{EmbeddedConfig, EmbeddedStore, Store, StoreError};
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::config::BrokerConfig;
+use crate::shared::Shared;
+use crate::stats::Stats;
+use crate::{connection, jobs, runtime_file};
+
+/// Why the broker could not start or stop cleanly.
+#[derive(Debug, Error)]
+pub enum BrokerError {
+    /// The data directory could not be created or locked.
+    #[error("data directory {path}: {message}")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The store could not be opened or flushed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The runtime file could not be written.
+    #[error("cannot write {path}: {source}")]
+    RuntimeFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Starts brokers.
+pub struct Broker;
+
+/// A running broker. Dropping it does not stop it; call [`RunningBroker::shutdown`].
+pub struct RunningBroker {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    connections: TaskTracker,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    data_dir: PathBuf,
+    grace: Duration,
+    _lock: Option<File>,
+}
+
+fn lock_data_dir(dir: &std::path::Path) -> Result<File, BrokerError> {
+    let err = |message: String| BrokerError::DataDir {
+        path: dir.to_owned(),
+        message,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create it: {e}")))?;
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))
+        .map_err(|e| err(format!("cannot open its LOCK file: {e}")))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(err("in use by another ferry process".into())),
+        Err(std::fs::TryLockError::Error(e)) => Err(err(format!("cannot lock it: {e}"))),
+    }
+}
+
+impl Broker {
+    /// Opens the embedded store in `config.data_dir` and starts serving.
+    pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
+        let lock = lock_data_dir(&config.data_dir)?;
+        let mut store_cfg = EmbeddedConfig::new(config.data_dir.join("store"));
+        store_cfg.fsync = config.fsync;
+        let store = EmbeddedStore::open(store_cfg).await?;
+        let mut running = Broker::start_with_store(config, store).await?;
+        running._lock = Some(lock);
+        Ok(running)
+    }
+
+    /// Starts serving over an already opened store (tests inject faulty stores this way).
+    /// The data directory holds only `runtime.toml` then.
+    pub async fn start_with_store(config: BrokerConfig, store: Arc<dyn Store>) -> Result<RunningBroker, BrokerError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
+            path: config.data_dir.clone(),
+            message: format!("cannot create it: {e}"),
+        })?;
+        let listener = TcpListener::bind(&config.listen)
+            .await
+            .map_err(|source| BrokerError::Bind {
+                addr: config.listen.clone(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+            addr: config.listen.clone(),
+            source,
+        })?;
+        runtime_file::write(&config.data_dir, addr).map_err(|source| BrokerError::RuntimeFile {
+            path: runtime_file::path(&config.data_dir),
+            source,
+        })?;
+        let shared = Arc::new(Shared::new(store, config.limits, config.max_pipelined as usize));
+        let connections = TaskTracker::new();
+        let tasks = vec![
+            tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
+            tokio::spawn(jobs::leases::run(shared.clone())),
+            tokio::spawn(jobs::maintenance::run(shared.clone())),
+        ];
+        info!(%addr, data_dir = %config.data_dir.display(), fsync = %config.fsync, "ferry broker listening");
+        Ok(RunningBroker {
+            addr,
+            shared,
+            connections,
+            tasks,
+            data_dir: config.data_dir,
+            grace: config.shutdown_grace,
+            _lock: None,
+        })
+    }
+}
+
+impl RunningBroker {
+    /// The bound native protocol address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The broker's counters.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// Live sessions.
+    pub fn online_sessions(&self) -> usize {
+        self.shared.online_count()
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to the grace period), closes every
+    /// connection (returning unsettled deliveries), flushes the store and removes the runtime
+    /// file.
+    pub async fn shutdown(self) -> Result<(), BrokerError> {
+        info!("shutting down: no new connections, draining in-flight requests");
+        self.shared.shutdown.cancel();
+        self.connections.close();
+        if tokio::time::timeout(self.grace, self.connections.wait()).await.is_err() {
+            warn!(grace = ?self.grace, "connections still open after the grace period; closing anyway");
+        }
+        for t in self.tasks {
+            t.abort();
+            let _ = t.await;
+        }
+        self.shared.store.flush().await?;
+        let _ = std::fs::remove_file(runtime_file::path(&self.data_dir));
+        info!("ferry broker stopped");
+        Ok(())
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: TaskTracker) {
+    let slots = Arc::new(Semaphore::new(shared.limits.max_connections as usize));
+    let mut backoff = Duration::from_millis(1);
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shared.shutdown.cancelled() => return,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                backoff = Duration::from_millis(1);
+                match slots.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        Stats::add(&shared.stats.connections_accepted, 1);
+                        connections.spawn(connection::serve(shared.clone(), stream, permit));
+                    }
+                    Err(_) => {
+                        Stats::add(&shared.stats.connections_refused_full, 1);
+                        connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, shared.limits.max_connections));
+                    }
+                }
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                warn!(error = %e, ?backoff, "accept failed");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// Answers the first request of a connection over the limit with `ServerFull`, then closes.
+async fn refuse_full(mut stream: TcpStream, max_frame: u32, max_connections: u32) {
+    let mut buf = BytesMut::with_capacity(1024);
+    let request_id = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            match split_frame(&mut buf, max_frame) {
+                Ok(Some(f)) => return f.request_id,
+                Ok(None) => {}
+                Err(_) => return 0,
+            }
+            match stream.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return 0,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or(0);
+    let mut out = BytesMut::new();
+    Response::error(
+        ErrorCode::ServerFull,
+        format!("the broker is at its limit of {max_connections} connections"),
+    )
+    .encode(request_id, &mut out);
+    let _ = stream.write_all(&out).await;
+    let _ = stream.shutdown().await;
+}

@@ -1,0 +1,142 @@
+//! A session: who the client is, its unsettled client-ack deliveries and its subscriptions.
+//!
+//! Shared as `Arc<Session>` between the connection task, the request futures it runs and the
+//! subscription tasks. Its maps sit behind std mutexes that are never held across an `.await`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
+use ferry_protocol::{AckMode, DeliveryId, SubscriptionId};
+use ferry_store::SessionId;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+use crate::subscription::SubscriptionHandle;
+
+/// Sends encoded frames to the connection's writer task. Unbounded because what flows through it
+/// is bounded elsewhere: replies by the pipelining limit, pushes by subscription credit.
+pub type Outbound = UnboundedSender<Bytes>;
+
+/// One live session.
+pub struct Session {
+    /// Broker-unique id; owns the session's leases in the store.
+    pub id: SessionId,
+    /// The client name.
+    pub client: String,
+    /// Frames to the client.
+    pub out: Outbound,
+    /// Unsettled client-ack deliveries, and the subscription each came through (if any).
+    deliveries: Mutex<HashMap<DeliveryId, Option<SubscriptionId>>>,
+    subscriptions: Mutex<HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>>,
+    next_subscription: AtomicU64,
+}
+
+impl Session {
+    /// A new session.
+    pub fn new(id: SessionId, client: String, out: Outbound) -> Session {
+        Session {
+            id,
+            client,
+            out,
+            deliveries: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(HashMap::new()),
+            next_subscription: AtomicU64::new(1),
+        }
+    }
+
+    fn deliveries(&self) -> MutexGuard<'_, HashMap<DeliveryId, Option<SubscriptionId>>> {
+        self.deliveries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn subs(&self) -> MutexGuard<'_, HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>> {
+        self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Unsettled client-ack deliveries.
+    pub fn in_flight(&self) -> usize {
+        self.deliveries().len()
+    }
+
+    /// Records client-ack deliveries handed out (through `subscription`, if any).
+    pub fn track(&self, ids: impl IntoIterator<Item = DeliveryId>, subscription: Option<SubscriptionId>) {
+        let mut d = self.deliveries();
+        for id in ids {
+            d.insert(id, subscription);
+        }
+    }
+
+    /// Forgets settled (or unknown) deliveries and gives their subscriptions credit back.
+    pub fn settled(&self, ids: &[DeliveryId]) {
+        let mut credit: HashMap<SubscriptionId, u32> = HashMap::new();
+        {
+            let mut d = self.deliveries();
+            for id in ids {
+                if let Some(Some(sub)) = d.remove(id) {
+                    *credit.entry(sub).or_default() += 1;
+                }
+            }
+        }
+        if credit.is_empty() {
+            return;
+        }
+        let subs = self.subs();
+        for (sub, n) in credit {
+            if let Some((h, _)) = subs.get(&sub) {
+                if h.ack == AckMode::Client {
+                    h.add_credit(n);
+                }
+            }
+        }
+    }
+
+    /// A fresh subscription id.
+    pub fn next_subscription_id(&self) -> SubscriptionId {
+        self.next_subscription.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers a running subscription.
+    pub fn add_subscription(&self, handle: SubscriptionHandle, task: JoinHandle<()>) {
+        self.subs().insert(handle.id, (handle, task));
+    }
+
+    /// Grants credit to an auto-ack subscription. False if there is no such subscription.
+    pub fn credit(&self, sub: SubscriptionId, n: u32) -> bool {
+        match self.subs().get(&sub) {
+            Some((h, _)) => {
+                h.add_credit(n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops a subscription and waits for its task, so that it takes no more leases.
+    /// False if there is no such subscription.
+    pub async fn cancel(&self, sub: SubscriptionId) -> bool {
+        let entry = self.subs().remove(&sub);
+        match entry {
+            Some((h, task)) => {
+                h.cancel.cancel();
+                let _ = task.await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every subscription (disconnect) and waits for their tasks.
+    pub async fn cancel_all(&self) {
+        let all: Vec<_> = self.subs().drain().collect();
+        for (_, (h, task)) in all {
+            h.cancel.cancel();
+            let _ = task.await;
+        }
+    }
+
+    /// Forgets a subscription whose task ended on its own (queue deleted).
+    pub fn forget_subscription(&self, sub: SubscriptionId) {
+        self.subs().remove(&sub);
+    }
+}

@@ -1,0 +1,87 @@
+//! State shared by every connection of one broker: the store, limits, who is online, wakers and
+//! counters. Cloned as `Arc<Shared>`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ferry_protocol::Limits;
+use ferry_store::{SessionId, Store};
+use tokio_util::sync::CancellationToken;
+
+use crate::delivery::Wakers;
+use crate::stats::Stats;
+
+/// Everything sessions share.
+pub struct Shared {
+    /// The storage engine.
+    pub store: Arc<dyn Store>,
+    /// Limits enforced and advertised.
+    pub limits: Limits,
+    /// Most requests processed at once per connection.
+    pub max_pipelined: usize,
+    /// Client names with a live session, to enforce one session per name. A std mutex: it is
+    /// never held across an `.await`.
+    online: Mutex<HashMap<String, SessionId>>,
+    next_session: AtomicU64,
+    /// Wakes long-poll receivers and subscriptions when queues change.
+    pub wakers: Wakers,
+    /// Cancelled when the broker starts shutting down.
+    pub shutdown: CancellationToken,
+    /// Counters for operators and tests.
+    pub stats: Arc<Stats>,
+}
+
+impl Shared {
+    /// New shared state around a store.
+    pub fn new(store: Arc<dyn Store>, limits: Limits, max_pipelined: usize) -> Shared {
+        Shared {
+            store,
+            limits,
+            max_pipelined,
+            online: Mutex::new(HashMap::new()),
+            next_session: AtomicU64::new(1),
+            wakers: Wakers::default(),
+            shutdown: CancellationToken::new(),
+            stats: Arc::new(Stats::default()),
+        }
+    }
+
+    fn online(&self) -> MutexGuard<'_, HashMap<String, SessionId>> {
+        // A poisoned map is still consistent (every update is a single insert or remove).
+        self.online.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Claims `client` for a new session; `None` when another session holds it.
+    pub fn claim_client(&self, client: &str) -> Option<SessionId> {
+        let mut online = self.online();
+        if online.contains_key(client) {
+            return None;
+        }
+        let id = self.next_session.fetch_add(1, Ordering::Relaxed);
+        online.insert(client.to_owned(), id);
+        Some(id)
+    }
+
+    /// Releases `client` if `session` holds it.
+    pub fn release_client(&self, client: &str, session: SessionId) {
+        let mut online = self.online();
+        if online.get(client) == Some(&session) {
+            online.remove(client);
+        }
+    }
+
+    /// Number of live sessions.
+    pub fn online_count(&self) -> usize {
+        self.online().len()
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

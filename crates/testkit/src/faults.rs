@@ -1,0 +1,99 @@
+//! A store wrapper that fails chosen operations on demand: the test seam for broker-level error
+//! paths (`StoreUnavailable`, `Internal`) without touching the engine. Disk-level faults (failed
+//! fsync, disk full) are injected below the engine with the store crate's faulty backend.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
+use ferry_store::{NewMessage, ReceiveSpec, SessionId, Store, StoreError};
+
+/// Delegates to an inner store, except that while a fault is set every data operation (send,
+/// receive, ack, nack, queue changes) fails with it.
+pub struct FaultInjectingStore {
+    inner: Arc<dyn Store>,
+    fault: Mutex<Option<StoreError>>,
+}
+
+impl FaultInjectingStore {
+    /// Wraps `inner` with no fault set.
+    pub fn new(inner: Arc<dyn Store>) -> Arc<FaultInjectingStore> {
+        Arc::new(FaultInjectingStore {
+            inner,
+            fault: Mutex::new(None),
+        })
+    }
+
+    /// Makes every data operation fail with `fault` (or succeed again with `None`).
+    pub fn set_fault(&self, fault: Option<StoreError>) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        match &*self.fault.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for FaultInjectingStore {
+    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.register_client(name).await
+    }
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        self.inner.client_exists(name).await
+    }
+    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.create_queue(name).await
+    }
+    async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.delete_queue(name, force).await
+    }
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
+        self.inner.list_queues().await
+    }
+    async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
+        self.check()?;
+        self.inner.send(msg).await
+    }
+    async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
+        if let Err(e) = self.check() {
+            return msgs.iter().map(|_| Err(e.clone())).collect();
+        }
+        self.inner.send_batch(msgs).await
+    }
+    async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
+        self.check()?;
+        self.inner.receive(spec, max).await
+    }
+    async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.ack(session, ids).await
+    }
+    async fn nack(&self, session: SessionId, ids: &[DeliveryId], requeue: bool) -> Result<Vec<String>, StoreError> {
+        self.check()?;
+        self.inner.nack(session, ids, requeue).await
+    }
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        self.inner.release_session(session).await
+    }
+    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.expire_leases(now_ms).await
+    }
+    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
+        self.inner.next_lease_deadline().await
+    }
+    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
+        self.inner.waiting_queues(client).await
+    }
+    async fn maintain(&self) -> Result<(), StoreError> {
+        self.inner.maintain().await
+    }
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.inner.flush().await
+    }
+}

@@ -1,0 +1,93 @@
+//! A raw protocol connection for tests that need to send exactly the bytes they choose:
+//! malformed frames, requests before connect, unknown kinds, old protocol versions.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferry_protocol::requests::Connect;
+use ferry_protocol::{split_frame, Request, Response, PROTOCOL_VERSION};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A TCP connection speaking frames by hand.
+pub struct RawConn {
+    stream: TcpStream,
+    buf: BytesMut,
+}
+
+impl RawConn {
+    /// Connects without a handshake.
+    pub async fn open(addr: &str) -> std::io::Result<RawConn> {
+        Ok(RawConn {
+            stream: TcpStream::connect(addr).await?,
+            buf: BytesMut::new(),
+        })
+    }
+
+    /// Connects and completes the handshake as `client`; returns the connect reply too.
+    pub async fn connect(addr: &str, client: &str) -> std::io::Result<(RawConn, Response)> {
+        let mut c = RawConn::open(addr).await?;
+        c.send(
+            1,
+            &Request::Connect(Connect {
+                version: PROTOCOL_VERSION,
+                client: client.into(),
+                credentials: String::new(),
+            }),
+        )
+        .await?;
+        let (_, reply) = c.recv().await?;
+        Ok((c, reply))
+    }
+
+    /// Sends one request.
+    pub async fn send(&mut self, request_id: u32, request: &Request) -> std::io::Result<()> {
+        let mut b = BytesMut::new();
+        request.encode(request_id, &mut b);
+        self.stream.write_all(&b).await
+    }
+
+    /// Sends raw bytes.
+    pub async fn send_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    /// Receives the next frame (reply or push), waiting up to 10 s. `UnexpectedEof` when the
+    /// broker closed the connection.
+    pub async fn recv(&mut self) -> std::io::Result<(u32, Response)> {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match split_frame(&mut self.buf, u32::MAX) {
+                    Ok(Some(f)) => {
+                        let resp = Response::decode(&f)
+                            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+                        return Ok((f.request_id, resp));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+                }
+                if self.stream.read_buf(&mut self.buf).await? == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+        })
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+    }
+
+    /// Whether the broker closed the connection (reads EOF or reset within 10 s, discarding
+    /// any frames before).
+    pub async fn closed_by_peer(&mut self) -> bool {
+        let res = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut scratch = [0u8; 4096];
+            loop {
+                match self.stream.read(&mut scratch).await {
+                    Ok(0) | Err(_) => return true,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        res.unwrap_or(false)
+    }
+}
