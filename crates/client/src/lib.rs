@@ -1,1 +1,61 @@
-//! placeholder
+//! The async Rust client for Ferry, on tokio.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), ferry_client::ClientError> {
+//! use ferry_client::{Client, OutgoingMessage, Receive, Source, Order, ReceiveMode, AckMode};
+//!
+//! let client = Client::connect("127.0.0.1:6730", "app-1").await?;
+//! client.create_queue("orders").await?;
+//! let id = client.send(OutgoingMessage::new("orders", "hello")).await?;
+//! let got = client
+//!     .receive(Receive {
+//!         source: Source::Queue("orders".into()),
+//!         order: Order::Priority,
+//!         mode: ReceiveMode::Take,
+//!         ack: AckMode::Client,
+//!         wait_ms: 1000,
+//!     })
+//!     .await?;
+//! if let Some(d) = got {
+//!     assert_eq!(d.message.id, id);
+//!     client.ack(&[d.delivery_id]).await?;
+//! }
+//! client.disconnect().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! One [`Client`] is one connection and one session. It is cheap to clone, and its methods may
+//! be called from many tasks at once: requests are pipelined over the connection, written in
+//! batches, and replies are matched to callers by request id, in whatever order they come.
+//!
+//! Modules:
+//! - `client`: [`Client`], one method per broker operation;
+//! - `connection`: the reader and writer tasks and the table of waiting calls;
+//! - `subscription`: [`Subscription`], pushed deliveries as a stream, with automatic credit;
+//! - `checks`: client-side checks against the limits the broker advertised;
+//! - `options`: [`ConnectOptions`];
+//! - `error`: [`ClientError`].
+//!
+//! The protocol types used in this API are re-exported from `ferry-protocol`, which is also
+//! available whole as [`protocol`].
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+mod checks;
+mod client;
+mod connection;
+mod error;
+mod options;
+mod subscription;
+
+pub use client::Client;
+pub use error::ClientError;
+pub use options::ConnectOptions;
+pub use subscription::Subscription;
+
+pub use ferry_protocol as protocol;
+pub use ferry_protocol::requests::{Receive, Subscribe};
+pub use ferry_protocol::{
+    AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message, MessageId, Order,
+    OutgoingMessage, Properties, PropertyValue, QueueInfo, ReceiveMode, Source, SubscriptionId,
+    WireError,
+};

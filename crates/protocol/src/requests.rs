@@ -4,12 +4,12 @@ use bytes::{BufMut, BytesMut};
 
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
 use crate::types::{
-    AckMode, DeliveryId, Order, OutgoingMessage, ReceiveMode, Source, SubscriptionId,
+    AckMode, DeliveryId, Order, OutgoingMessage, PropertyValue, ReceiveMode, Source, SubscriptionId,
 };
 use crate::version::PROTOCOL_VERSION;
 use crate::wire::{
     put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, put_u64s, Reader,
-    WireError,
+    WireError, MAX_STRING_BYTES,
 };
 
 /// Opens a session. Must be the first request on a connection.
@@ -155,6 +155,28 @@ pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
     out.put_u64_le(m.context);
     put_properties(out, &m.properties);
     put_bytes(out, &m.body);
+}
+
+/// The number of bytes [`put_outgoing`] writes for `m`, without writing them: lets a sender
+/// split a batch into frames that fit the broker's frame limit.
+pub fn outgoing_encoded_len(m: &OutgoingMessage) -> usize {
+    let string = |s: &str| 2 + s.len().min(MAX_STRING_BYTES);
+    let queues: usize = m.queues.iter().map(|q| string(q)).sum();
+    let receiver = 1 + m.receiver.as_deref().map_or(0, string);
+    let properties: usize = m
+        .properties
+        .iter()
+        .map(|(name, value)| {
+            string(name)
+                + 1
+                + match value {
+                    PropertyValue::Bool(_) => 1,
+                    PropertyValue::Int(_) | PropertyValue::Float(_) => 8,
+                    PropertyValue::Str(s) => string(s),
+                }
+        })
+        .sum();
+    2 + queues + receiver + 1 + 8 + 2 + properties + 4 + m.body.len()
 }
 
 /// Reads an outgoing message.

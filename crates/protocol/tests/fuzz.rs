@@ -359,6 +359,13 @@ proptest! {
     }
 
     #[test]
+    fn outgoing_encoded_len_is_exact(m in outgoing()) {
+        let mut out = BytesMut::new();
+        ferry_protocol::requests::put_outgoing(&mut out, &m);
+        prop_assert_eq!(ferry_protocol::requests::outgoing_encoded_len(&m), out.len());
+    }
+
+    #[test]
     fn generated_requests_roundtrip(req in request(), id in any::<u32>()) {
         let frame = one_frame(&req_bytes(&req, id));
         prop_assert_eq!(frame.request_id, id);

@@ -1,0 +1,126 @@
+//! Client-side checks against the limits the broker advertised, so that an oversized request
+//! fails at once with [`ClientError::TooLarge`] instead of costing a round trip (or, for a frame
+//! over the limit, the connection).
+
+use ferry_protocol::wire::MAX_STRING_BYTES;
+use ferry_protocol::{Limits, OutgoingMessage, PropertyValue};
+
+use crate::error::ClientError;
+
+/// A string field must fit its u16 length prefix.
+pub(crate) fn check_str(what: &str, s: &str) -> Result<(), ClientError> {
+    if s.len() > MAX_STRING_BYTES {
+        return Err(ClientError::TooLarge(format!(
+            "{what} of {} bytes exceeds the {MAX_STRING_BYTES} bytes a string field can carry",
+            s.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A message must respect the body, queue-count and property-count limits.
+pub(crate) fn check_message(m: &OutgoingMessage, limits: &Limits) -> Result<(), ClientError> {
+    if m.body.len() > limits.max_body_bytes as usize {
+        return Err(ClientError::TooLarge(format!(
+            "message body of {} bytes exceeds the broker's limit of {} bytes",
+            m.body.len(),
+            limits.max_body_bytes
+        )));
+    }
+    if m.queues.len() > usize::from(limits.max_queues_per_send) {
+        return Err(ClientError::TooLarge(format!(
+            "a send to {} queues exceeds the broker's limit of {} queues",
+            m.queues.len(),
+            limits.max_queues_per_send
+        )));
+    }
+    if m.properties.len() > usize::from(limits.max_properties) {
+        return Err(ClientError::TooLarge(format!(
+            "{} properties exceed the broker's limit of {}",
+            m.properties.len(),
+            limits.max_properties
+        )));
+    }
+    for q in &m.queues {
+        check_str("queue name", q)?;
+    }
+    if let Some(r) = &m.receiver {
+        check_str("receiver name", r)?;
+    }
+    for (name, value) in &m.properties {
+        check_str("property name", name)?;
+        if let PropertyValue::Str(s) = value {
+            check_str(&format!("property '{name}'"), s)?;
+        }
+    }
+    Ok(())
+}
+
+/// A batch must not hold more messages than the broker takes in one request.
+pub(crate) fn check_batch_len(n: usize, limits: &Limits) -> Result<(), ClientError> {
+    if n > limits.max_batch as usize {
+        return Err(ClientError::TooLarge(format!(
+            "a batch of {n} messages exceeds the broker's limit of {}",
+            limits.max_batch
+        )));
+    }
+    Ok(())
+}
+
+/// An encoded frame must fit the broker's frame limit.
+pub(crate) fn check_frame(len: usize, max_frame_bytes: u32) -> Result<(), ClientError> {
+    if len > max_frame_bytes as usize {
+        return Err(ClientError::TooLarge(format!(
+            "a request of {len} bytes exceeds the broker's frame limit of {max_frame_bytes} bytes"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            max_body_bytes: 4,
+            max_queues_per_send: 1,
+            max_properties: 1,
+            max_batch: 2,
+            ..Limits::DEFAULT
+        }
+    }
+
+    #[test]
+    fn messages_within_limits_pass() {
+        let m = OutgoingMessage::new("q", &b"1234"[..]);
+        assert!(check_message(&m, &limits()).is_ok());
+        assert!(check_batch_len(2, &limits()).is_ok());
+        assert!(check_frame(100, 100).is_ok());
+    }
+
+    #[test]
+    fn each_limit_is_enforced() {
+        let l = limits();
+        let too_big = |r: Result<(), ClientError>| matches!(r, Err(ClientError::TooLarge(_)));
+        assert!(too_big(check_message(
+            &OutgoingMessage::new("q", &b"12345"[..]),
+            &l
+        )));
+        let mut m = OutgoingMessage::new("q", &b""[..]);
+        m.queues.push("r".into());
+        assert!(too_big(check_message(&m, &l)));
+        let mut m = OutgoingMessage::new("q", &b""[..]);
+        m.properties = vec![
+            ("a".into(), PropertyValue::Bool(true)),
+            ("b".into(), PropertyValue::Bool(true)),
+        ];
+        assert!(too_big(check_message(&m, &l)));
+        let mut m = OutgoingMessage::new("q", &b""[..]);
+        m.properties = vec![("a".into(), PropertyValue::Str("x".repeat(70_000)))];
+        assert!(too_big(check_message(&m, &l)));
+        assert!(too_big(check_batch_len(3, &l)));
+        assert!(too_big(check_frame(101, 100)));
+        assert!(too_big(check_str("name", &"n".repeat(65_536))));
+    }
+}

@@ -1,0 +1,348 @@
+//! [`Client`]: the connection handle and one method per broker operation.
+
+use std::sync::Arc;
+
+use ferry_protocol::requests::{outgoing_encoded_len, Connect, Receive, Subscribe};
+use ferry_protocol::{
+    Delivery, DeliveryId, Limits, MessageId, OutgoingMessage, QueueInfo, Request, Response,
+    WireError, HEADER_LEN, PROTOCOL_VERSION,
+};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use crate::checks::{check_batch_len, check_message, check_str};
+use crate::connection::{InFlight, Shared};
+use crate::error::ClientError;
+use crate::options::ConnectOptions;
+use crate::subscription::Subscription;
+
+/// A session with a broker over one TCP connection.
+///
+/// Cheap to clone (an `Arc` inside); every clone uses the same connection and session. All
+/// methods take `&self` and may run concurrently from any number of tasks: their requests are
+/// pipelined on the connection and each reply is matched to its caller by request id.
+///
+/// The connection closes when the last clone (and the last [`Subscription`]) is dropped, or on
+/// [`Client::disconnect`]. Once it is closed, every call fails with [`ClientError::Closed`] (or
+/// with the error the broker gave for closing it).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Conn,
+    name: String,
+    limits: Limits,
+}
+
+/// Owns the connection: closes it when dropped, even half-way through the handshake.
+struct Conn(Arc<Shared>);
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.inner.name)
+            .field("closed", &self.shared().is_closed())
+            .finish()
+    }
+}
+
+/// Fails unless the reply is the expected kind.
+macro_rules! expect_reply {
+    ($resp:expr, $pat:pat => $out:expr) => {
+        match $resp {
+            $pat => Ok($out),
+            other => Err(ClientError::unexpected(other.kind())),
+        }
+    };
+}
+
+impl Client {
+    /// Connects to `addr` (`host:port`) as client `name`, without credentials.
+    pub async fn connect(addr: &str, name: &str) -> Result<Client, ClientError> {
+        Client::connect_with(ConnectOptions::new(addr, name)).await
+    }
+
+    /// Connects with explicit options: TCP connect (TCP_NODELAY on), then the `Connect`
+    /// handshake with [`PROTOCOL_VERSION`], both within `connect_timeout`.
+    ///
+    /// Fails with [`ClientError::Server`] when the broker refuses the session (`AlreadyOnline`,
+    /// `ServerFull`, `Unauthorized`, `UnsupportedVersion`, `InvalidArgument` for a bad name),
+    /// [`ClientError::Timeout`] when it takes too long.
+    pub async fn connect_with(opts: ConnectOptions) -> Result<Client, ClientError> {
+        check_str("client name", &opts.name)?;
+        check_str("credentials", &opts.credentials)?;
+        let handshake = async {
+            let stream = TcpStream::connect(&opts.addr).await?;
+            stream.set_nodelay(true)?;
+            let conn = Conn(Shared::start(stream));
+            let reply = conn
+                .0
+                .call(&Request::Connect(Connect {
+                    version: PROTOCOL_VERSION,
+                    client: opts.name.clone(),
+                    credentials: opts.credentials.clone(),
+                }))
+                .await?;
+            let connected = expect_reply!(reply, Response::Connected(c) => c)?;
+            if connected.version != PROTOCOL_VERSION {
+                return Err(ClientError::Protocol(WireError::InvalidValue {
+                    field: "protocol version",
+                    value: u64::from(connected.version),
+                }));
+            }
+            conn.0.set_limits(&connected.limits);
+            Ok(Client {
+                inner: Arc::new(Inner {
+                    conn,
+                    name: connected.client,
+                    limits: connected.limits,
+                }),
+            })
+        };
+        match tokio::time::timeout(opts.connect_timeout, handshake).await {
+            Ok(res) => res,
+            Err(_) => Err(ClientError::Timeout),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.conn.0
+    }
+
+    /// The client name the session runs under.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The limits the broker advertised in the connect reply.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    /// Whether the connection has ended (every call would fail).
+    pub fn is_closed(&self) -> bool {
+        self.shared().is_closed()
+    }
+
+    async fn call(&self, req: Request) -> Result<Response, ClientError> {
+        self.shared().call(&req).await
+    }
+
+    async fn call_ok(&self, req: Request) -> Result<(), ClientError> {
+        let reply = self.call(req).await?;
+        expect_reply!(reply, Response::Ok => ())
+    }
+
+    /// Round trip to the broker.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        let reply = self.call(Request::Ping).await?;
+        expect_reply!(reply, Response::Pong => ())
+    }
+
+    /// Creates a queue. `QueueExists` if it exists, `InvalidArgument` for a bad name.
+    pub async fn create_queue(&self, name: &str) -> Result<(), ClientError> {
+        check_str("queue name", name)?;
+        self.call_ok(Request::CreateQueue { name: name.into() })
+            .await
+    }
+
+    /// Deletes a queue. `QueueNotEmpty` if it holds messages and `force` is false;
+    /// `QueueNotFound` if it does not exist.
+    pub async fn delete_queue(&self, name: &str, force: bool) -> Result<(), ClientError> {
+        check_str("queue name", name)?;
+        self.call_ok(Request::DeleteQueue {
+            name: name.into(),
+            force,
+        })
+        .await
+    }
+
+    /// Every queue with its depth.
+    pub async fn list_queues(&self) -> Result<Vec<QueueInfo>, ClientError> {
+        let reply = self.call(Request::ListQueues).await?;
+        expect_reply!(reply, Response::Queues(q) => q)
+    }
+
+    /// Sends one message to all its queues, atomically; returns its id once the broker has
+    /// stored it. [`ClientError::TooLarge`] without a round trip when it breaks an advertised
+    /// limit.
+    pub async fn send(&self, msg: OutgoingMessage) -> Result<MessageId, ClientError> {
+        check_message(&msg, &self.inner.limits)?;
+        let reply = self.call(Request::Send(msg)).await?;
+        expect_reply!(reply, Response::Sent { id } => id)
+    }
+
+    /// Sends many messages; each succeeds or fails on its own, and the results come back in
+    /// order.
+    ///
+    /// More messages than the broker's `max_batch` fail the whole call with
+    /// [`ClientError::TooLarge`]. A message over a limit gets its own `TooLarge` result and the
+    /// others are still sent. A batch whose encoding exceeds the frame limit is split into
+    /// several requests, pipelined; if all of them fail as a whole (nothing was stored), the call
+    /// fails with that error, otherwise each message of a failed request carries the error.
+    pub async fn send_batch(
+        &self,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Result<Vec<Result<MessageId, ClientError>>, ClientError> {
+        let limits = &self.inner.limits;
+        check_batch_len(msgs.len(), limits)?;
+        let mut results: Vec<Option<Result<MessageId, ClientError>>> =
+            Vec::with_capacity(msgs.len());
+        // Requests to send: (positions in `results`, messages).
+        let mut chunks: Vec<(Vec<usize>, Vec<OutgoingMessage>)> = Vec::new();
+        let room = (limits.max_frame_bytes as usize).saturating_sub(HEADER_LEN + 4);
+        let mut used = usize::MAX; // forces a new chunk for the first message
+        for (i, m) in msgs.into_iter().enumerate() {
+            if let Err(e) = check_message(&m, limits) {
+                results.push(Some(Err(e)));
+                continue;
+            }
+            let len = outgoing_encoded_len(&m);
+            if len > room {
+                results.push(Some(Err(ClientError::TooLarge(format!(
+                    "a message of {len} encoded bytes does not fit the broker's frame limit of {} bytes",
+                    limits.max_frame_bytes
+                )))));
+                continue;
+            }
+            results.push(None);
+            match chunks.last_mut() {
+                Some((pos, items)) if used.saturating_add(len) <= room => {
+                    pos.push(i);
+                    items.push(m);
+                    used += len;
+                }
+                _ => {
+                    chunks.push((vec![i], vec![m]));
+                    used = len;
+                }
+            }
+        }
+        // Submit every request before awaiting any: they travel together.
+        let mut in_flight: Vec<(Vec<usize>, Result<InFlight, ClientError>)> = Vec::new();
+        for (pos, items) in chunks {
+            let f = self.shared().submit(&Request::SendBatch(items));
+            in_flight.push((pos, f));
+        }
+        let mut whole_failures: Vec<(Vec<usize>, ClientError)> = Vec::new();
+        let mut any_succeeded = false;
+        for (pos, f) in in_flight {
+            let reply = match f {
+                Ok(f) => f.reply().await,
+                Err(e) => Err(e),
+            };
+            match reply {
+                Ok(Response::BatchSent(items)) if items.len() == pos.len() => {
+                    any_succeeded = true;
+                    for (i, r) in pos.into_iter().zip(items) {
+                        if let Some(slot) = results.get_mut(i) {
+                            *slot = Some(r.map_err(ClientError::Server));
+                        }
+                    }
+                }
+                Ok(Response::BatchSent(_)) => {
+                    whole_failures.push((
+                        pos,
+                        ClientError::Protocol(WireError::InvalidValue {
+                            field: "batch result count",
+                            value: 0,
+                        }),
+                    ));
+                }
+                Ok(other) => whole_failures.push((pos, ClientError::unexpected(other.kind()))),
+                Err(e) => whole_failures.push((pos, e)),
+            }
+        }
+        if !any_succeeded {
+            if let Some((_, e)) = whole_failures.into_iter().next() {
+                return Err(e);
+            }
+        } else {
+            for (pos, e) in whole_failures {
+                for i in pos {
+                    if let Some(slot) = results.get_mut(i) {
+                        *slot = Some(Err(e.duplicate()));
+                    }
+                }
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(ClientError::Closed)))
+            .collect())
+    }
+
+    /// Receives one message, or `None` if none arrived within `req.wait_ms`.
+    pub async fn receive(&self, req: Receive) -> Result<Option<Delivery>, ClientError> {
+        match &req.source {
+            ferry_protocol::Source::Queue(n) | ferry_protocol::Source::Sender(n) => {
+                check_str("name", n)?
+            }
+        }
+        let reply = self.call(Request::Receive(req)).await?;
+        expect_reply!(reply, Response::Received(d) => d)
+    }
+
+    /// Settles client-ack deliveries. `NotFound` if one is unknown or already settled.
+    pub async fn ack(&self, ids: &[DeliveryId]) -> Result<(), ClientError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.call_ok(Request::Ack { ids: ids.to_vec() }).await
+    }
+
+    /// Returns client-ack deliveries to their queues (`requeue`, flagged redelivered) or drops
+    /// them.
+    pub async fn nack(&self, ids: &[DeliveryId], requeue: bool) -> Result<(), ClientError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.call_ok(Request::Nack {
+            ids: ids.to_vec(),
+            requeue,
+        })
+        .await
+    }
+
+    /// Names of the queues holding messages addressed to this client.
+    pub async fn waiting_queues(&self) -> Result<Vec<String>, ClientError> {
+        let reply = self.call(Request::WaitingQueues).await?;
+        expect_reply!(reply, Response::WaitingQueues(q) => q)
+    }
+
+    /// Starts a push subscription; read its deliveries from the returned [`Subscription`].
+    pub async fn subscribe(&self, sub: Subscribe) -> Result<Subscription, ClientError> {
+        check_str("queue name", &sub.queue)?;
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let ack = sub.ack;
+        let prefetch = sub.prefetch;
+        let reply = self
+            .shared()
+            .submit_subscribe(&Request::Subscribe(sub), events_tx)?
+            .reply()
+            .await?;
+        let id = expect_reply!(reply, Response::Subscribed { subscription } => subscription)?;
+        Ok(Subscription::new(id, self.clone(), events, ack, prefetch))
+    }
+
+    /// Ends the session: the broker returns unsettled deliveries to their queues and closes the
+    /// connection. Every later call on this client fails with [`ClientError::Closed`]. Succeeds
+    /// too if the connection was already gone (the session has ended either way).
+    pub async fn disconnect(&self) -> Result<(), ClientError> {
+        let res = match self.call(Request::Disconnect).await {
+            Ok(Response::Ok) | Err(ClientError::Closed) => Ok(()),
+            Ok(other) => Err(ClientError::unexpected(other.kind())),
+            Err(e) => Err(e),
+        };
+        self.shared().close();
+        res
+    }
+}

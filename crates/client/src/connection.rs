@@ -1,0 +1,489 @@
+//! One TCP connection to a broker: a reader task, a writer task, and the table of calls waiting
+//! for their replies.
+//!
+//! - Callers encode their request into a frame, register a oneshot under a fresh request id and
+//!   hand the frame to the writer through an unbounded channel; any number of callers may do
+//!   this at once (pipelining).
+//! - The writer drains everything queued into one buffer and writes it with one `write_all`, so
+//!   a burst of concurrent requests costs one syscall, not one per frame (TCP_NODELAY is on, so
+//!   nothing else delays them).
+//! - The reader cuts frames with `split_frame`, decodes them and completes the oneshot of the
+//!   request id each reply carries; replies may come in any order. Pushes (request id 0) go to
+//!   the channel of their subscription.
+//! - When the connection ends, for whatever reason, every waiting call and every subscription is
+//!   failed with the reason, and every later call fails at once: nothing hangs.
+//!
+//! Memory held by the unbounded channels is bounded elsewhere: outgoing frames by the callers
+//! awaiting them, pushed deliveries by subscription credit.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::{Bytes, BytesMut};
+use ferry_protocol::{
+    split_frame, DeliveryId, ErrorReply, Limits, RawFrame, Request, Response, SubscriptionId,
+    WireError,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::checks::check_frame;
+use crate::error::ClientError;
+
+/// What the reader hands a subscription.
+pub(crate) enum SubEvent {
+    /// A pushed delivery.
+    Deliver(ferry_protocol::Delivery),
+    /// The subscription ended: closed by the broker, or the connection is gone.
+    Closed(ClientError),
+}
+
+/// The reply (or the failure) a caller waits for.
+type ReplySender = oneshot::Sender<Result<Response, ClientError>>;
+
+/// A registered request id.
+enum Pending {
+    /// A caller awaits the reply.
+    Call(ReplySender),
+    /// A subscribe: on `Subscribed` the reader registers the channel before it reads the next
+    /// frame, so a delivery pushed right behind the reply is never missed.
+    Subscribe(ReplySender, mpsc::UnboundedSender<SubEvent>),
+    /// Nobody waits (credit, a cancel on drop, returning unwanted deliveries); an error reply is
+    /// logged.
+    Ignore(&'static str),
+}
+
+/// Why the connection ended.
+#[derive(Clone)]
+enum CloseReason {
+    /// Closed by either side, or an I/O error.
+    Closed,
+    /// The broker said why before closing (request id 0): `ServerFull`, for instance.
+    Server(ErrorReply),
+    /// The broker sent a frame this client cannot decode.
+    Protocol(WireError),
+}
+
+impl CloseReason {
+    fn to_error(&self) -> ClientError {
+        match self {
+            CloseReason::Closed => ClientError::Closed,
+            CloseReason::Server(e) => ClientError::Server(e.clone()),
+            CloseReason::Protocol(e) => ClientError::Protocol(e.clone()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<u32, Pending>,
+    subscriptions: HashMap<SubscriptionId, mpsc::UnboundedSender<SubEvent>>,
+    closed: Option<CloseReason>,
+    tasks: Vec<AbortHandle>,
+}
+
+/// Slack over the advertised frame limit for frames from the broker: a delivery repeats a
+/// message whose send fitted the limit, plus a sender name and a few fixed fields.
+const RECV_SLACK: u32 = 64 * 1024;
+
+/// Stop draining the channel into one write past this many bytes.
+const MAX_WRITE_BATCH: usize = 256 * 1024;
+
+/// The state shared by the client handles, the subscriptions and the two tasks.
+pub(crate) struct Shared {
+    // std mutex: held only to look up, insert or take entries, never across an await.
+    state: Mutex<State>,
+    out: mpsc::UnboundedSender<Bytes>,
+    next_id: AtomicU32,
+    /// Largest frame we send (the broker's advertised limit once connected).
+    send_limit: AtomicU32,
+    /// Largest frame we accept from the broker.
+    recv_limit: AtomicU32,
+}
+
+/// A request registered and handed to the writer; await [`InFlight::reply`].
+pub(crate) struct InFlight {
+    shared: Arc<Shared>,
+    id: u32,
+    rx: Option<oneshot::Receiver<Result<Response, ClientError>>>,
+}
+
+impl InFlight {
+    /// The reply: an error reply becomes [`ClientError::Server`].
+    pub(crate) async fn reply(mut self) -> Result<Response, ClientError> {
+        let Some(rx) = self.rx.as_mut() else {
+            return Err(ClientError::Closed);
+        };
+        let res = rx.await;
+        // Answered: nothing left for `drop` to forget. (If this future is dropped before, the
+        // receiver is still here and `drop` forgets the id.)
+        self.rx = None;
+        match res {
+            Ok(Ok(Response::Error(e))) => Err(ClientError::Server(e)),
+            Ok(res) => res,
+            // The sender was dropped without an answer: only when the connection ended.
+            Err(_) => Err(self.shared.close_error()),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // The caller gave up (its future was dropped): forget the id. A late reply is then
+        // handled as one for an unknown id.
+        if self.rx.is_some() {
+            self.shared.lock().pending.remove(&self.id);
+        }
+    }
+}
+
+impl Shared {
+    /// Starts the reader and writer tasks on `stream`.
+    pub(crate) fn start(stream: TcpStream) -> Arc<Shared> {
+        let (rd, wr) = stream.into_split();
+        let (out, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            out,
+            next_id: AtomicU32::new(1),
+            send_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes),
+            recv_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes.saturating_add(RECV_SLACK)),
+        });
+        let reader = tokio::spawn(read_loop(shared.clone(), rd));
+        let writer = tokio::spawn(write_loop(shared.clone(), wr, rx));
+        {
+            let mut st = shared.lock();
+            if st.closed.is_some() {
+                // The connection already ended (the reader found it closed at once).
+                reader.abort();
+                writer.abort();
+            } else {
+                st.tasks
+                    .extend([reader.abort_handle(), writer.abort_handle()]);
+            }
+        }
+        shared
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adopts the limits from the connect reply.
+    pub(crate) fn set_limits(&self, limits: &Limits) {
+        self.send_limit
+            .store(limits.max_frame_bytes, Ordering::Relaxed);
+        let recv = limits
+            .max_frame_bytes
+            .max(Limits::DEFAULT.max_frame_bytes)
+            .saturating_add(RECV_SLACK);
+        self.recv_limit.store(recv, Ordering::Relaxed);
+    }
+
+    /// The error every call gets once the connection has ended.
+    pub(crate) fn close_error(&self) -> ClientError {
+        match &self.lock().closed {
+            Some(reason) => reason.to_error(),
+            None => ClientError::Closed,
+        }
+    }
+
+    /// Whether the connection has ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed.is_some()
+    }
+
+    fn next_id(&self) -> u32 {
+        loop {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            // 0 is reserved for pushes; after 2^32 requests the counter wraps past it.
+            if id != 0 {
+                return id;
+            }
+        }
+    }
+
+    /// Encodes `req`, registers `pending` under a fresh request id and queues the frame.
+    fn submit_with(&self, req: &Request, pending: Pending) -> Result<u32, ClientError> {
+        let mut id = self.next_id();
+        let mut frame = BytesMut::new();
+        req.encode(id, &mut frame);
+        check_frame(frame.len(), self.send_limit.load(Ordering::Relaxed))?;
+        {
+            let mut st = self.lock();
+            if let Some(reason) = &st.closed {
+                return Err(reason.to_error());
+            }
+            // Only after 2^32 requests could an id still be waiting; then take the next one.
+            while st.pending.contains_key(&id) {
+                id = self.next_id();
+                if let Some(slot) = frame.get_mut(6..10) {
+                    slot.copy_from_slice(&id.to_le_bytes());
+                }
+            }
+            st.pending.insert(id, pending);
+        }
+        if self.out.send(frame.freeze()).is_err() {
+            self.lock().pending.remove(&id);
+            return Err(self.close_error());
+        }
+        Ok(id)
+    }
+
+    /// Sends `req`; await the returned [`InFlight`] for the reply. Submitting several before
+    /// awaiting any pipelines them.
+    pub(crate) fn submit(self: &Arc<Self>, req: &Request) -> Result<InFlight, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let id = self.submit_with(req, Pending::Call(tx))?;
+        Ok(InFlight {
+            shared: self.clone(),
+            id,
+            rx: Some(rx),
+        })
+    }
+
+    /// Sends `req` and waits for its reply.
+    pub(crate) async fn call(self: &Arc<Self>, req: &Request) -> Result<Response, ClientError> {
+        self.submit(req)?.reply().await
+    }
+
+    /// Sends a subscribe whose deliveries go to `events` once the broker accepts it.
+    pub(crate) fn submit_subscribe(
+        self: &Arc<Self>,
+        req: &Request,
+        events: mpsc::UnboundedSender<SubEvent>,
+    ) -> Result<InFlight, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let id = self.submit_with(req, Pending::Subscribe(tx, events))?;
+        Ok(InFlight {
+            shared: self.clone(),
+            id,
+            rx: Some(rx),
+        })
+    }
+
+    /// Sends `req` without waiting for its reply; an error reply is logged as `what`.
+    pub(crate) fn send_and_forget(&self, req: &Request, what: &'static str) {
+        if let Err(e) = self.submit_with(req, Pending::Ignore(what)) {
+            tracing::debug!("{what} not sent: {e}");
+        }
+    }
+
+    /// Stops routing deliveries to a subscription.
+    pub(crate) fn forget_subscription(&self, id: SubscriptionId) {
+        self.lock().subscriptions.remove(&id);
+    }
+
+    /// Ends the connection: fails every waiting call and subscription with `reason` and stops
+    /// both tasks (dropping the socket). Later calls fail at once. Idempotent.
+    fn shutdown(&self, reason: CloseReason) {
+        let (pending, subscriptions, tasks) = {
+            let mut st = self.lock();
+            if st.closed.is_some() {
+                return;
+            }
+            st.closed = Some(reason.clone());
+            (
+                std::mem::take(&mut st.pending),
+                std::mem::take(&mut st.subscriptions),
+                std::mem::take(&mut st.tasks),
+            )
+        };
+        for (_, p) in pending {
+            match p {
+                Pending::Call(tx) | Pending::Subscribe(tx, _) => {
+                    let _ = tx.send(Err(reason.to_error()));
+                }
+                Pending::Ignore(_) => {}
+            }
+        }
+        for (_, sub) in subscriptions {
+            let _ = sub.send(SubEvent::Closed(reason.to_error()));
+        }
+        for t in tasks {
+            t.abort();
+        }
+    }
+
+    /// Closes the connection from this side (the client was dropped or disconnected).
+    pub(crate) fn close(&self) {
+        self.shutdown(CloseReason::Closed);
+    }
+
+    /// Hands deliveries nobody will consume back to the broker, so that they need not wait for
+    /// their lease to expire.
+    fn give_back(&self, ids: Vec<DeliveryId>) {
+        if !ids.is_empty() {
+            self.send_and_forget(
+                &Request::Nack { ids, requeue: true },
+                "returning deliveries",
+            );
+        }
+    }
+
+    /// Routes one frame from the broker. An error ends the connection with that reason.
+    fn dispatch(&self, frame: RawFrame) -> Result<(), CloseReason> {
+        let resp = match Response::decode(&frame) {
+            Ok(r) => r,
+            Err(WireError::UnknownKind(kind)) => {
+                // A newer broker's frame kind: fail the call it answers, skip it if a push.
+                tracing::debug!(
+                    "unknown frame kind {kind:#06x} (request id {})",
+                    frame.request_id
+                );
+                if frame.request_id != 0 {
+                    self.complete(frame.request_id, Err(WireError::UnknownKind(kind).into()));
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(CloseReason::Protocol(e)),
+        };
+        if frame.request_id != 0 {
+            self.complete_response(frame.request_id, resp);
+            return Ok(());
+        }
+        match resp {
+            Response::Deliver {
+                subscription,
+                delivery,
+            } => {
+                let sub = self.lock().subscriptions.get(&subscription).cloned();
+                let delivery_id = delivery.delivery_id;
+                let routed = sub.is_some_and(|s| s.send(SubEvent::Deliver(delivery)).is_ok());
+                if !routed {
+                    tracing::debug!("delivery for unknown subscription {subscription}");
+                    if delivery_id != 0 {
+                        self.give_back(vec![delivery_id]);
+                    }
+                }
+            }
+            Response::SubscriptionClosed {
+                subscription,
+                error,
+            } => {
+                let sub = self.lock().subscriptions.remove(&subscription);
+                if let Some(s) = sub {
+                    let _ = s.send(SubEvent::Closed(ClientError::Server(error)));
+                }
+            }
+            // An error not tied to a request: the broker is closing the connection and says why.
+            Response::Error(e) => return Err(CloseReason::Server(e)),
+            other => tracing::debug!("ignoring unexpected push {:?}", other.kind()),
+        }
+        Ok(())
+    }
+
+    fn complete_response(&self, id: u32, resp: Response) {
+        let pending = self.lock().pending.remove(&id);
+        match pending {
+            Some(Pending::Call(tx)) => {
+                let _ = tx.send(Ok(resp));
+            }
+            Some(Pending::Subscribe(tx, events)) => {
+                if let Response::Subscribed { subscription } = resp {
+                    self.lock().subscriptions.insert(subscription, events);
+                }
+                if let Err(Ok(Response::Subscribed { subscription })) = tx.send(Ok(resp)) {
+                    // The caller gave up meanwhile: end the subscription it will never read.
+                    self.forget_subscription(subscription);
+                    self.send_and_forget(&Request::Cancel { subscription }, "cancel");
+                }
+            }
+            Some(Pending::Ignore(what)) => {
+                if let Response::Error(e) = resp {
+                    tracing::warn!("{what} failed: {e}");
+                }
+            }
+            None => {
+                // The caller gave up. A client-ack delivery it will never see goes back now.
+                tracing::debug!("reply for unknown request id {id}");
+                match resp {
+                    Response::Received(Some(d)) if d.delivery_id != 0 => {
+                        self.give_back(vec![d.delivery_id]);
+                    }
+                    Response::Subscribed { subscription } => {
+                        self.send_and_forget(&Request::Cancel { subscription }, "cancel");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn complete(&self, id: u32, res: Result<Response, ClientError>) {
+        let pending = self.lock().pending.remove(&id);
+        if let Some(Pending::Call(tx) | Pending::Subscribe(tx, _)) = pending {
+            let _ = tx.send(res);
+        }
+    }
+}
+
+async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let reason = 'conn: loop {
+        loop {
+            match split_frame(&mut buf, shared.recv_limit.load(Ordering::Relaxed)) {
+                Ok(Some(frame)) => {
+                    if let Err(reason) = shared.dispatch(frame) {
+                        break 'conn reason;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => break 'conn CloseReason::Protocol(e),
+            }
+        }
+        if buf.capacity() - buf.len() < 8 * 1024 {
+            buf.reserve(64 * 1024);
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(0) => break CloseReason::Closed,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!("read failed: {e}");
+                break CloseReason::Closed;
+            }
+        }
+    };
+    match &reason {
+        CloseReason::Protocol(e) => tracing::warn!("closing connection: broker sent {e}"),
+        CloseReason::Server(e) => tracing::debug!("broker closed the connection: {e}"),
+        CloseReason::Closed => tracing::debug!("connection closed"),
+    }
+    shared.shutdown(reason);
+}
+
+async fn write_loop(
+    shared: Arc<Shared>,
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+) {
+    let mut batch = BytesMut::new();
+    while let Some(first) = rx.recv().await {
+        let result = match rx.try_recv() {
+            // A lone frame goes out as it is, without a copy.
+            Err(_) => wr.write_all(&first).await,
+            Ok(second) => {
+                batch.extend_from_slice(&first);
+                batch.extend_from_slice(&second);
+                while batch.len() < MAX_WRITE_BATCH {
+                    match rx.try_recv() {
+                        Ok(frame) => batch.extend_from_slice(&frame),
+                        Err(_) => break,
+                    }
+                }
+                let r = wr.write_all(&batch).await;
+                batch.clear();
+                r
+            }
+        };
+        if let Err(e) = result {
+            tracing::debug!("write failed: {e}");
+            shared.shutdown(CloseReason::Closed);
+            return;
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! [`Subscription`]: the deliveries the broker pushes for one `subscribe`, as an async stream.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use ferry_protocol::{AckMode, Delivery, DeliveryId, Request, SubscriptionId};
+use futures_core::Stream;
+use tokio::sync::mpsc;
+
+use crate::client::Client;
+use crate::connection::SubEvent;
+use crate::error::ClientError;
+
+/// A push subscription on one queue.
+///
+/// Read it with [`Subscription::next`] or as a [`Stream`]. The broker pushes at most `prefetch`
+/// deliveries ahead of the application:
+/// - with [`AckMode::Auto`], this subscription grants credit back by itself as deliveries are
+///   consumed (a `Credit` request each time half the prefetch has been taken);
+/// - with [`AckMode::Client`], settling deliveries ([`Client::ack`], [`Client::nack`], or
+///   [`Subscription::ack`]) restores the credit.
+///
+/// The stream ends (`None`) after an error item: the broker closed the subscription (its queue
+/// was deleted, for instance: [`ClientError::Server`]) or the connection is gone
+/// ([`ClientError::Closed`]). Deliveries that arrived before are still yielded first.
+///
+/// [`Subscription::cancel`] ends it; dropping it cancels it too, without waiting. Either way,
+/// auto-ack deliveries already pushed but not yet read are lost (they were taken from the queue
+/// when pushed: at most once), and client-ack ones go back to their queue.
+pub struct Subscription {
+    id: SubscriptionId,
+    client: Client,
+    events: mpsc::UnboundedReceiver<SubEvent>,
+    ack: AckMode,
+    prefetch: u32,
+    /// Auto ack: deliveries consumed since the last credit grant.
+    consumed: u32,
+    /// The stream has ended, or the subscription was cancelled: nothing left to do on drop.
+    finished: bool,
+}
+
+impl Subscription {
+    pub(crate) fn new(
+        id: SubscriptionId,
+        client: Client,
+        events: mpsc::UnboundedReceiver<SubEvent>,
+        ack: AckMode,
+        prefetch: u32,
+    ) -> Self {
+        Subscription {
+            id,
+            client,
+            events,
+            ack,
+            prefetch,
+            consumed: 0,
+            finished: false,
+        }
+    }
+
+    /// The broker's id for this subscription.
+    pub fn id(&self) -> SubscriptionId {
+        self.id
+    }
+
+    /// How deliveries are settled.
+    pub fn ack_mode(&self) -> AckMode {
+        self.ack
+    }
+
+    /// Most deliveries pushed ahead of the application.
+    pub fn prefetch(&self) -> u32 {
+        self.prefetch
+    }
+
+    /// The next delivery; `None` once the subscription has ended (after an `Err` item saying
+    /// why).
+    pub async fn next(&mut self) -> Option<Result<Delivery, ClientError>> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
+    }
+
+    /// Settles client-ack deliveries (same as [`Client::ack`]), giving their credit back.
+    pub async fn ack(&self, ids: &[DeliveryId]) -> Result<(), ClientError> {
+        self.client.ack(ids).await
+    }
+
+    /// Ends the subscription and waits until the broker has confirmed it. Errors are logged
+    /// (see [`Subscription::try_cancel`] to get them).
+    pub async fn cancel(self) {
+        let id = self.id;
+        if let Err(e) = self.try_cancel().await {
+            tracing::debug!("cancel of subscription {id}: {e}");
+        }
+    }
+
+    /// Ends the subscription and waits until the broker has confirmed it. Succeeds at once if
+    /// it had already ended.
+    pub async fn try_cancel(mut self) -> Result<(), ClientError> {
+        let shared = self.client.shared().clone();
+        shared.forget_subscription(self.id);
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        shared
+            .call(&Request::Cancel {
+                subscription: self.id,
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Auto ack: grants credit back once half the prefetch has been consumed.
+    fn consumed_one(&mut self) {
+        if self.ack != AckMode::Auto {
+            return;
+        }
+        self.consumed += 1;
+        if self.consumed >= (self.prefetch / 2).max(1) {
+            let credit = std::mem::take(&mut self.consumed);
+            self.client.shared().send_and_forget(
+                &Request::Credit {
+                    subscription: self.id,
+                    credit,
+                },
+                "credit",
+            );
+        }
+    }
+}
+
+impl Stream for Subscription {
+    type Item = Result<Delivery, ClientError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.finished {
+            return Poll::Ready(None);
+        }
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(SubEvent::Deliver(d))) => {
+                self.consumed_one();
+                Poll::Ready(Some(Ok(d)))
+            }
+            Poll::Ready(Some(SubEvent::Closed(e))) => {
+                self.finished = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Ready(None) => {
+                self.finished = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let shared = self.client.shared();
+        shared.forget_subscription(self.id);
+        if !self.finished && !shared.is_closed() {
+            shared.send_and_forget(
+                &Request::Cancel {
+                    subscription: self.id,
+                },
+                "cancel",
+            );
+        }
+        // Client-ack deliveries received but never read go back to their queue.
+        let mut unread = Vec::new();
+        while let Ok(event) = self.events.try_recv() {
+            if let SubEvent::Deliver(d) = event {
+                if d.delivery_id != 0 {
+                    unread.push(d.delivery_id);
+                }
+            }
+        }
+        if !unread.is_empty() && !shared.is_closed() {
+            shared.send_and_forget(
+                &Request::Nack {
+                    ids: unread,
+                    requeue: true,
+                },
+                "returning deliveries",
+            );
+        }
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("id", &self.id)
+            .field("ack", &self.ack)
+            .field("prefetch", &self.prefetch)
+            .field("finished", &self.finished)
+            .finish()
+    }
+}
