@@ -9,7 +9,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod api;
+pub mod conformance;
+pub mod embedded;
 pub mod error;
 
 pub use api::*;
+pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 pub use error::StoreError;

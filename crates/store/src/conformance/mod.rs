@@ -1,0 +1,1 @@
+//! The conformance suite every engine must pass, written only against `Arc<dyn Store>`.

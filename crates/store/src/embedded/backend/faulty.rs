@@ -1,0 +1,383 @@
+//! [`FaultyBackend`]: in-memory files for tests, with injected failures and crash images.
+//!
+//! Each file remembers how many of its bytes were synced, and whether its name was made durable
+//! by a directory sync. A test can make the next writes or syncs fail (with `ENOSPC` or `EIO`),
+//! and can ask for the image a crash would leave: after `kill -9` everything written survives;
+//! after a machine crash the synced bytes survive, plus any prefix of the unsynced tail, which may
+//! also come back garbled. It is public so that broker tests can use it as well.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{Backend, BackendFile};
+
+/// `ENOSPC` on Linux.
+const ENOSPC: i32 = 28;
+/// `EIO` on Linux.
+const EIO: i32 = 5;
+
+/// What an injected failure reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// No space left on device (`ENOSPC`).
+    NoSpace,
+    /// Input/output error (`EIO`).
+    Io,
+}
+
+impl FaultKind {
+    fn error(self) -> io::Error {
+        match self {
+            FaultKind::NoSpace => io::Error::from_raw_os_error(ENOSPC),
+            FaultKind::Io => io::Error::from_raw_os_error(EIO),
+        }
+    }
+}
+
+/// Which file image [`FaultyBackend::crash`] leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// The process was killed: the kernel still had every written byte, so all of it survives.
+    Process,
+    /// The machine crashed: synced bytes survive, plus a prefix (chosen by `seed`) of each
+    /// file's unsynced tail; files whose creation was never made durable may vanish.
+    Machine {
+        /// Chooses the prefixes; the same seed gives the same image.
+        seed: u64,
+    },
+    /// Like [`CrashMode::Machine`], but some bytes of each surviving unsynced tail are
+    /// overwritten with garbage, as a half-written sector would leave them.
+    MachineGarbled {
+        /// Chooses the prefixes and the garbage.
+        seed: u64,
+    },
+}
+
+/// One in-memory file.
+#[derive(Debug, Clone, Default)]
+struct FileImage {
+    data: Vec<u8>,
+    /// Bytes known to be on stable storage.
+    synced: usize,
+    /// Whether the file's name survives a machine crash (a directory sync happened since its
+    /// creation).
+    name_durable: bool,
+}
+
+/// The whole simulated disk.
+#[derive(Debug, Default)]
+struct Disk {
+    files: BTreeMap<PathBuf, FileImage>,
+    /// Failures still to inject into appends.
+    failing_writes: u32,
+    write_fault: Option<FaultKind>,
+    /// Failures still to inject into file and directory syncs.
+    failing_syncs: u32,
+    sync_fault: Option<FaultKind>,
+    writes: u64,
+    syncs: u64,
+}
+
+/// In-memory files with fault injection; cheap to clone (clones share the same disk).
+#[derive(Debug, Clone, Default)]
+pub struct FaultyBackend {
+    disk: Arc<Mutex<Disk>>,
+}
+
+impl FaultyBackend {
+    /// An empty disk.
+    pub fn new() -> Self {
+        FaultyBackend::default()
+    }
+
+    fn disk(&self) -> MutexGuard<'_, Disk> {
+        // A panicking test thread must not hide the disk from the others.
+        self.disk.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the next `n` appends fail with `kind`, each after writing half of its bytes.
+    pub fn fail_writes(&self, n: u32, kind: FaultKind) {
+        let mut d = self.disk();
+        d.failing_writes = n;
+        d.write_fault = Some(kind);
+    }
+
+    /// Makes the next `n` syncs (of files or directories) fail with `kind`; the unsynced bytes
+    /// stay unsynced.
+    pub fn fail_syncs(&self, n: u32, kind: FaultKind) {
+        let mut d = self.disk();
+        d.failing_syncs = n;
+        d.sync_fault = Some(kind);
+    }
+
+    /// Number of appends attempted so far.
+    pub fn write_count(&self) -> u64 {
+        self.disk().writes
+    }
+
+    /// Number of file and directory syncs attempted so far.
+    pub fn sync_count(&self) -> u64 {
+        self.disk().syncs
+    }
+
+    /// Every file with its length, in path order.
+    pub fn files(&self) -> Vec<(PathBuf, usize)> {
+        self.disk()
+            .files
+            .iter()
+            .map(|(p, f)| (p.clone(), f.data.len()))
+            .collect()
+    }
+
+    /// A copy of one file's bytes.
+    pub fn file(&self, path: &Path) -> Option<Vec<u8>> {
+        self.disk().files.get(path).map(|f| f.data.clone())
+    }
+
+    /// Replaces (or creates) a file; its content counts as synced and its name as durable.
+    pub fn set_file(&self, path: &Path, data: Vec<u8>) {
+        let synced = data.len();
+        self.disk().files.insert(
+            path.to_path_buf(),
+            FileImage {
+                data,
+                synced,
+                name_durable: true,
+            },
+        );
+    }
+
+    /// Bytes written to `path` but not yet synced.
+    pub fn unsynced_bytes(&self, path: &Path) -> usize {
+        self.disk()
+            .files
+            .get(path)
+            .map_or(0, |f| f.data.len().saturating_sub(f.synced))
+    }
+
+    /// A new, independent disk holding what a crash of kind `mode` would leave of this one.
+    /// Stores still running on `self` keep writing to the old disk, not to the image.
+    pub fn crash(&self, mode: CrashMode) -> FaultyBackend {
+        let d = self.disk();
+        let mut files = BTreeMap::new();
+        let (seed, garble) = match mode {
+            CrashMode::Process => {
+                for (path, f) in &d.files {
+                    let data = f.data.clone();
+                    let image = FileImage {
+                        synced: data.len(),
+                        data,
+                        name_durable: true,
+                    };
+                    files.insert(path.clone(), image);
+                }
+                return FaultyBackend::from_files(files);
+            }
+            CrashMode::Machine { seed } => (seed, false),
+            CrashMode::MachineGarbled { seed } => (seed, true),
+        };
+        let mut rng = SplitMix(seed);
+        for (path, f) in &d.files {
+            if !f.name_durable && rng.next().is_multiple_of(2) {
+                continue;
+            }
+            let synced = f.synced.min(f.data.len());
+            let tail = f.data.len() - synced;
+            let keep = if tail == 0 {
+                0
+            } else {
+                (rng.next() % (tail as u64 + 1)) as usize
+            };
+            let mut data = f.data.get(..synced + keep).unwrap_or_default().to_vec();
+            if garble && keep > 0 {
+                // Garble a few bytes of the surviving unsynced tail.
+                for _ in 0..1 + rng.next() % 4 {
+                    let at = synced + (rng.next() % keep as u64) as usize;
+                    if let Some(b) = data.get_mut(at) {
+                        *b ^= (rng.next() % 255 + 1) as u8;
+                    }
+                }
+            }
+            let image = FileImage {
+                synced: data.len(),
+                data,
+                name_durable: true,
+            };
+            files.insert(path.clone(), image);
+        }
+        FaultyBackend::from_files(files)
+    }
+
+    fn from_files(files: BTreeMap<PathBuf, FileImage>) -> FaultyBackend {
+        FaultyBackend {
+            disk: Arc::new(Mutex::new(Disk {
+                files,
+                ..Disk::default()
+            })),
+        }
+    }
+}
+
+/// A small deterministic generator, so crash images need no dependency.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} does not exist", path.display()),
+    )
+}
+
+impl Disk {
+    /// Consumes one injected sync failure, if any is due.
+    fn sync_fault(&mut self) -> io::Result<()> {
+        self.syncs += 1;
+        if self.failing_syncs > 0 {
+            self.failing_syncs -= 1;
+            return Err(self.sync_fault.unwrap_or(FaultKind::Io).error());
+        }
+        Ok(())
+    }
+}
+
+impl Backend for FaultyBackend {
+    fn create_dir_all(&self, _dir: &Path) -> io::Result<()> {
+        // Directories are implicit: a file's path is its key.
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        Ok(self
+            .disk()
+            .files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .collect())
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.file(path).ok_or_else(|| not_found(path))
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {
+        let mut d = self.disk();
+        let name_durable = d.files.get(path).is_some_and(|f| f.name_durable);
+        d.files.insert(
+            path.to_path_buf(),
+            FileImage {
+                data: Vec::new(),
+                synced: 0,
+                name_durable,
+            },
+        );
+        Ok(Box::new(FaultyFile {
+            backend: self.clone(),
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {
+        if !self.disk().files.contains_key(path) {
+            return Err(not_found(path));
+        }
+        Ok(Box::new(FaultyFile {
+            backend: self.clone(),
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        match self.disk().files.remove(path) {
+            Some(_) => Ok(()),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut d = self.disk();
+        d.sync_fault()?;
+        for (path, f) in d.files.iter_mut() {
+            if path.parent() == Some(dir) {
+                f.name_durable = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn lock_dir(&self, _dir: &Path) -> io::Result<Box<dyn Send + Sync>> {
+        // Crash tests open a new store on a crash image while the old one still runs on the
+        // old disk: they never share files, so there is nothing to lock.
+        Ok(Box::new(()))
+    }
+}
+
+/// A handle on one in-memory file.
+struct FaultyFile {
+    backend: FaultyBackend,
+    path: PathBuf,
+}
+
+impl BackendFile for FaultyFile {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut d = self.backend.disk();
+        d.writes += 1;
+        let fault = if d.failing_writes > 0 {
+            d.failing_writes -= 1;
+            Some(d.write_fault.unwrap_or(FaultKind::NoSpace))
+        } else {
+            None
+        };
+        let f = d
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        match fault {
+            Some(kind) => {
+                // A real disk filling up usually takes part of the write first.
+                f.data
+                    .extend_from_slice(buf.get(..buf.len() / 2).unwrap_or_default());
+                Err(kind.error())
+            }
+            None => {
+                f.data.extend_from_slice(buf);
+                Ok(())
+            }
+        }
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut d = self.backend.disk();
+        d.sync_fault()?;
+        let f = d
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        f.synced = f.data.len();
+        Ok(())
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        let mut d = self.backend.disk();
+        let f = d
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        f.data.truncate(len);
+        f.synced = f.synced.min(f.data.len());
+        Ok(())
+    }
+}

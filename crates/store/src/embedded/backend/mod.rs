@@ -1,0 +1,53 @@
+//! Every byte the embedded engine reads or writes goes through the [`Backend`] trait, so tests
+//! can inject failures and rebuild the file image a crash would leave.
+//!
+//! - [`fs`]: [`FsBackend`], the real filesystem;
+//! - [`faulty`]: [`FaultyBackend`], in-memory files with fault injection and crash images.
+//!
+//! The trait is deliberately small: the engine only ever lists a directory, reads a whole
+//! segment at recovery, appends to the active segment, truncates a torn or failed tail, syncs,
+//! and removes compacted segments.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+pub mod faulty;
+pub mod fs;
+
+pub use faulty::{CrashMode, FaultKind, FaultyBackend};
+pub use fs::FsBackend;
+
+/// File operations the embedded engine needs. Implementations are shared between the writer
+/// thread and recovery, hence `Send + Sync`. All methods block; the engine calls them only from
+/// its writer thread or while opening, never on a tokio worker in the hot path.
+pub trait Backend: Send + Sync + fmt::Debug + 'static {
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Names (not paths) of the regular files directly in `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// The whole content of a file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Creates a file (truncating it if it exists) and opens it for appending.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
+    /// Opens an existing file for appending at its end.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Makes the creation and removal of entries in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on the data directory so that two processes never write the same
+    /// log; the lock lasts as long as the returned guard.
+    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn Send + Sync>>;
+}
+
+/// An open file that is only ever appended to, synced or truncated.
+pub trait BackendFile: Send {
+    /// Appends all of `buf`. On error a prefix of `buf` may have been written: the caller
+    /// truncates back to the last length it knows good.
+    fn append(&mut self, buf: &[u8]) -> io::Result<()>;
+    /// Makes the content written so far durable (fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+    /// Cuts the file to `len` bytes; later appends go to the new end.
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
+}

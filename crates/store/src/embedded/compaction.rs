@@ -1,0 +1,123 @@
+//! Compaction (`maintain()`): reclaim the disk space of dead records.
+//!
+//! **The rule: only the oldest segment is ever deleted** (compaction removes a prefix of the
+//! log). Why this is sound: replay starts from the oldest surviving segment's header, whose
+//! metadata snapshot (next id, queues, clients) summarises every metadata record before it.
+//! The only records whose loss could change the replayed state are
+//! - `MessageAdded` records of messages still stored: before the oldest segment is deleted,
+//!   each of them is re-appended at the head with the message's *current* state (remaining
+//!   queues, delivery counts), which replay lets replace any earlier state of that id;
+//! - removal and delivery records, which matter only while the `MessageAdded` they refer to
+//!   survives. That add is always *older* than them (log order is state order), so when their
+//!   segment is the oldest one, the add's segment is gone already or is this very segment.
+//!
+//! Deleting a segment in the middle would break the second point: a `MessageRemoved` in a
+//! deleted segment could resurrect a message whose add lives in an older surviving segment.
+//!
+//! Before a segment is deleted, everything appended so far (the rewrites, and the removal
+//! records that made the segment's messages dead) is forced to disk: otherwise a crash right
+//! after the deletion could lose a message whose ack was never acknowledged.
+//!
+//! Policy, from the oldest sealed segment on, within a budget of bytes rewritten per call:
+//! - no live bytes: delete it;
+//! - at most half live: rewrite its live messages, then delete it;
+//! - otherwise rewrite it anyway if the sealed log holds more dead than live bytes by more
+//!   than two segments, which bounds disk use to about twice the live data even when an old,
+//!   mostly live segment (a backlog nobody reads) sits in front of dead ones.
+
+use std::sync::Arc;
+
+use super::backend::Backend;
+use super::segment_path;
+use super::store::EmbeddedStore;
+
+use crate::error::StoreError;
+
+/// What to do with the oldest sealed segment.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    Delete(u64),
+    Rewrite(u64),
+}
+
+/// Runs compaction steps until nothing is worth doing or the budget is spent.
+pub async fn maintain(store: &EmbeddedStore) -> Result<(), StoreError> {
+    let _running = store.maintaining.lock().await;
+    let mut budget = store.segment_bytes.saturating_mul(2);
+    loop {
+        store.writable().await?;
+        let (segment, rewritten, ticket) = {
+            let mut st = store.state();
+            let Some(step) = next_step(&st.journal) else {
+                return Ok(());
+            };
+            let mut log = store.log.lock();
+            let (segment, rewritten) = match step {
+                Step::Delete(n) => (n, 0),
+                Step::Rewrite(n) => (n, st.rewrite_segment(&mut log, n)),
+            };
+            log.force_sync();
+            (segment, rewritten, log.ticket())
+        };
+        ticket.wait().await?;
+        remove_segment(store, segment).await?;
+        store.state().journal.segments.remove(&segment);
+        tracing::debug!(segment, rewritten, "compacted log segment");
+        budget = budget.saturating_sub(rewritten.max(1));
+        if budget == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Deletes a segment file and makes the deletion durable.
+async fn remove_segment(store: &EmbeddedStore, segment: u64) -> Result<(), StoreError> {
+    let backend: Arc<dyn Backend> = store.backend.clone();
+    let dir = store.seg_dir.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let path = segment_path(&dir, segment);
+        match backend.remove(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err((false, format!("removing {}: {e}", path.display()))),
+        }
+        backend
+            .sync_dir(&dir)
+            .map_err(|e| (true, format!("fsync of directory {}: {e}", dir.display())))
+    })
+    .await
+    .map_err(|e| StoreError::Internal(format!("compaction task failed: {e}")))?;
+    match outcome {
+        Ok(()) => Ok(()),
+        Err((fatal, why)) => {
+            if fatal {
+                // Whether the deletion is durable is unknown; see the writer on poisoning.
+                store.log.poison(why.clone());
+            }
+            Err(StoreError::Unavailable(why))
+        }
+    }
+}
+
+/// Picks the next step for the oldest sealed segment.
+fn next_step(journal: &super::state::journal::Journal) -> Option<Step> {
+    let (&oldest, stats) = journal.segments.first_key_value()?;
+    if oldest >= journal.head {
+        return None;
+    }
+    if stats.live == 0 {
+        return Some(Step::Delete(oldest));
+    }
+    if stats.live.saturating_mul(2) <= stats.total {
+        return Some(Step::Rewrite(oldest));
+    }
+    let (total, live) = journal
+        .segments
+        .range(..journal.head)
+        .fold((0u64, 0u64), |(t, l), (_, s)| (t + s.total, l + s.live));
+    let dead = total.saturating_sub(live);
+    if dead > live.saturating_add(journal.segment_bytes().saturating_mul(2)) {
+        return Some(Step::Rewrite(oldest));
+    }
+    None
+}

@@ -1,0 +1,151 @@
+//! How an embedded store is opened: its directory, fsync policy, segment size and file backend.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::backend::{Backend, FsBackend};
+
+/// Default size at which the active segment is sealed and a new one started: 64 MiB.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// When the log is fsynced. Whatever the policy, every record is handed to the kernel (a `write`
+/// system call) before the call that produced it returns, so killing the process (`kill -9`)
+/// never loses an acknowledged operation; the policies differ only in what a crash of the
+/// machine (power loss, kernel panic) may lose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// A mutating call returns only after its record is on stable storage. Group commit: one
+    /// fsync covers every record written since the previous one. A machine crash loses nothing
+    /// acknowledged.
+    #[default]
+    Always,
+    /// The log is fsynced at most this long after a write. A machine crash may lose the
+    /// operations acknowledged during the last interval.
+    Interval(Duration),
+    /// The log is fsynced only by `flush()` (shutdown) and when a segment is sealed. A machine
+    /// crash may lose everything the kernel had not yet written back.
+    Never,
+}
+
+/// Why an fsync policy string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid fsync policy '{0}': expected 'always', 'interval:<ms>' (ms > 0) or 'never'")]
+pub struct FsyncPolicyParseError(pub String);
+
+impl FromStr for FsyncPolicy {
+    type Err = FsyncPolicyParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "always" => Ok(FsyncPolicy::Always),
+            "never" => Ok(FsyncPolicy::Never),
+            _ => {
+                let ms = s
+                    .strip_prefix("interval:")
+                    .and_then(|ms| ms.parse::<u64>().ok())
+                    .filter(|ms| *ms > 0)
+                    .ok_or_else(|| FsyncPolicyParseError(s.to_owned()))?;
+                Ok(FsyncPolicy::Interval(Duration::from_millis(ms)))
+            }
+        }
+    }
+}
+
+impl fmt::Display for FsyncPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsyncPolicy::Always => f.write_str("always"),
+            FsyncPolicy::Interval(d) => write!(f, "interval:{}", d.as_millis()),
+            FsyncPolicy::Never => f.write_str("never"),
+        }
+    }
+}
+
+/// Everything [`EmbeddedStore::open`](super::EmbeddedStore::open) needs.
+#[derive(Clone)]
+pub struct EmbeddedConfig {
+    /// The data directory; segments live in `<dir>/segments/`.
+    pub dir: PathBuf,
+    /// When the log is fsynced.
+    pub fsync: FsyncPolicy,
+    /// Size at which the active segment is sealed and a new one started. Small values (a few
+    /// hundred bytes) are allowed so that tests exercise rolling and compaction.
+    pub segment_bytes: u64,
+    /// Where file I/O goes: the real filesystem, or a [`FaultyBackend`](super::FaultyBackend)
+    /// in tests.
+    pub backend: Arc<dyn Backend>,
+}
+
+impl EmbeddedConfig {
+    /// A configuration with the defaults: fsync always, 64 MiB segments, the real filesystem.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        EmbeddedConfig {
+            dir: dir.into(),
+            fsync: FsyncPolicy::Always,
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            backend: Arc::new(FsBackend),
+        }
+    }
+}
+
+impl fmt::Debug for EmbeddedConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddedConfig")
+            .field("dir", &self.dir)
+            .field("fsync", &self.fsync)
+            .field("segment_bytes", &self.segment_bytes)
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_displays_every_policy() {
+        for (text, policy) in [
+            ("always", FsyncPolicy::Always),
+            ("never", FsyncPolicy::Never),
+            (
+                "interval:1",
+                FsyncPolicy::Interval(Duration::from_millis(1)),
+            ),
+            (
+                "interval:250",
+                FsyncPolicy::Interval(Duration::from_millis(250)),
+            ),
+        ] {
+            assert_eq!(text.parse::<FsyncPolicy>().unwrap(), policy);
+            assert_eq!(policy.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn refuses_anything_else_with_a_clear_message() {
+        for bad in [
+            "",
+            "Always",
+            "ALWAYS",
+            " always",
+            "sometimes",
+            "interval",
+            "interval:",
+            "interval:0",
+            "interval:-5",
+            "interval:1.5",
+            "interval:ms",
+            "interval:10ms",
+            "never:1",
+        ] {
+            let err = bad.parse::<FsyncPolicy>().unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains(&format!("'{bad}'")), "{text}");
+            assert!(text.contains("interval:<ms>"), "{text}");
+        }
+    }
+}

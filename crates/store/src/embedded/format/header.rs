@@ -1,0 +1,163 @@
+//! The segment header: magic, format version, segment number and a snapshot of the metadata
+//! (next message id, every queue, every registered client) as of the segment's creation.
+//!
+//! The snapshot is what lets compaction delete the oldest segment: whatever metadata records it
+//! held are summarised in the next segment's header, and the next message id never goes back.
+
+use super::codec::{put_str, put_u16, put_u32, put_u64, Reader};
+use super::{FormatError, FORMAT_VERSION};
+
+/// First bytes of every segment file.
+pub const MAGIC: [u8; 8] = *b"FERRYLOG";
+
+/// Bytes before the header body: magic, body length, body CRC.
+pub const PREFIX_LEN: usize = 16;
+
+/// A decoded segment header.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SegmentHeader {
+    /// The segment's number, also its file name.
+    pub segment: u64,
+    /// The next message id to hand out when the segment was created.
+    pub next_id: u64,
+    /// Every queue that existed when the segment was created.
+    pub queues: Vec<String>,
+    /// Every client registered when the segment was created.
+    pub clients: Vec<String>,
+}
+
+/// Why a header could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// Short, garbled or failing its checksum: what a crash while creating the file leaves.
+    #[error("torn or garbled segment header: {0}")]
+    Torn(String),
+    /// A complete header of a format version this code does not read.
+    #[error(
+        "segment format version {0} is not supported (this build reads version {FORMAT_VERSION})"
+    )]
+    Version(u16),
+    /// The checksum matches but the fields make no sense: a bug, not a torn write.
+    #[error("malformed segment header: {0}")]
+    Malformed(FormatError),
+}
+
+/// Encodes a header for `segment` with the given metadata snapshot.
+pub fn encode<'a>(
+    segment: u64,
+    next_id: u64,
+    queues: impl ExactSizeIterator<Item = &'a str>,
+    clients: impl ExactSizeIterator<Item = &'a str>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&MAGIC);
+    put_u32(&mut out, 0); // body length, patched below
+    put_u32(&mut out, 0); // body CRC, patched below
+    put_u16(&mut out, FORMAT_VERSION);
+    put_u16(&mut out, 0); // reserved
+    put_u64(&mut out, segment);
+    put_u64(&mut out, next_id);
+    put_u32(&mut out, queues.len() as u32);
+    for q in queues {
+        put_str(&mut out, q);
+    }
+    put_u32(&mut out, clients.len() as u32);
+    for c in clients {
+        put_str(&mut out, c);
+    }
+    let body = out.get(PREFIX_LEN..).unwrap_or_default();
+    let len = (body.len() as u32).to_le_bytes();
+    let crc = crc32c::crc32c(body).to_le_bytes();
+    if let Some(dst) = out.get_mut(8..16) {
+        dst.get_mut(..4).unwrap_or_default().copy_from_slice(&len);
+        dst.get_mut(4..).unwrap_or_default().copy_from_slice(&crc);
+    }
+    out
+}
+
+/// Decodes the header at the start of `buf`; returns it with its length in bytes (records start
+/// right after).
+pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
+    let mut r = Reader::new(buf);
+    let torn = |e: FormatError| HeaderError::Torn(e.to_string());
+    let magic = r.take(MAGIC.len(), "magic").map_err(torn)?;
+    if magic != MAGIC {
+        return Err(HeaderError::Torn("bad magic".into()));
+    }
+    let len = r.u32("header length").map_err(torn)? as usize;
+    let crc = r.u32("header checksum").map_err(torn)?;
+    let body = r.take(len, "header body").map_err(torn)?;
+    if crc32c::crc32c(body) != crc {
+        return Err(HeaderError::Torn("header checksum mismatch".into()));
+    }
+    let mut r = Reader::new(body);
+    let bad = HeaderError::Malformed;
+    let version = r.u16("format version").map_err(bad)?;
+    if version != FORMAT_VERSION {
+        return Err(HeaderError::Version(version));
+    }
+    let _reserved = r.u16("reserved").map_err(bad)?;
+    let segment = r.u64("segment number").map_err(bad)?;
+    let next_id = r.u64("next message id").map_err(bad)?;
+    let queues = names(&mut r, "queue count")?;
+    let clients = names(&mut r, "client count")?;
+    r.finish().map_err(bad)?;
+    let header = SegmentHeader {
+        segment,
+        next_id,
+        queues,
+        clients,
+    };
+    Ok((header, PREFIX_LEN + len))
+}
+
+fn names(r: &mut Reader<'_>, field: &'static str) -> Result<Vec<String>, HeaderError> {
+    let n = u64::from(r.u32(field).map_err(HeaderError::Malformed)?);
+    let n = r.count(n, 2, field).map_err(HeaderError::Malformed)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(r.str("name").map_err(HeaderError::Malformed)?);
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_every_truncation_is_torn() {
+        let buf = encode(7, 42, ["a", "bb"].into_iter(), ["c"].into_iter());
+        let (h, len) = decode(&buf).unwrap();
+        assert_eq!(len, buf.len());
+        assert_eq!(
+            h,
+            SegmentHeader {
+                segment: 7,
+                next_id: 42,
+                queues: vec!["a".into(), "bb".into()],
+                clients: vec!["c".into()],
+            }
+        );
+        for cut in 0..buf.len() {
+            assert!(
+                matches!(decode(&buf[..cut]), Err(HeaderError::Torn(_))),
+                "{cut}"
+            );
+        }
+        let mut flipped = buf.clone();
+        flipped[30] ^= 1;
+        assert!(matches!(decode(&flipped), Err(HeaderError::Torn(_))));
+    }
+
+    #[test]
+    fn pinned_layout() {
+        let buf = encode(1, 2, std::iter::empty(), std::iter::empty());
+        assert_eq!(&buf[..8], b"FERRYLOG");
+        assert_eq!(&buf[8..12], &28u32.to_le_bytes());
+        assert_eq!(&buf[16..18], &1u16.to_le_bytes());
+        assert_eq!(&buf[20..28], &1u64.to_le_bytes());
+        assert_eq!(&buf[28..36], &2u64.to_le_bytes());
+        assert_eq!(buf.len(), 44);
+    }
+}

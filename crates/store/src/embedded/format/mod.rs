@@ -1,0 +1,37 @@
+//! The on-disk format of the embedded log, drawn byte by byte in `docs/storage-format.md`.
+//!
+//! - [`codec`]: little-endian field writers and a checked reader that never panics;
+//! - [`header`]: the segment header with its metadata snapshot;
+//! - [`record`]: record framing (length, CRC-32C, kind) and every record kind.
+//!
+//! The format is deliberately independent of the wire protocol's codec: the wire may evolve
+//! with protocol versions, while bytes on disk must stay readable under their format version.
+
+pub mod codec;
+pub mod header;
+pub mod record;
+
+/// Version of the segment format written by this code. Bumped on any incompatible change.
+pub const FORMAT_VERSION: u16 = 1;
+
+/// Why bytes read from disk could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    /// The bytes end before the field does.
+    #[error("truncated: {0}")]
+    Truncated(&'static str),
+    /// A field holds a value outside its domain.
+    #[error("invalid {field}: {value}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// The offending value.
+        value: u64,
+    },
+    /// A string is not UTF-8.
+    #[error("{0} is not valid UTF-8")]
+    Utf8(&'static str),
+    /// Bytes left after the last field of a record.
+    #[error("{0} trailing bytes after the last field")]
+    Trailing(usize),
+}

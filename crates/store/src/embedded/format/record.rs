@@ -1,0 +1,421 @@
+//! Log records: framing (length, CRC-32C, kind) and every record kind's payload.
+//!
+//! ```text
+//! offset size field
+//! 0      4    len: bytes of kind + payload, u32 LE (>= 1)
+//! 4      4    CRC-32C of kind + payload, u32 LE
+//! 8      1    kind
+//! 9      n    payload (len - 1 bytes)
+//! ```
+//!
+//! Records are encoded straight into the log buffer under the state lock, so encoding writes
+//! into a caller's `Vec` and allocates nothing of its own.
+
+use bytes::Bytes;
+use ferry_protocol::Properties;
+
+use super::codec::{properties_len, put_properties, put_str, put_u16, put_u32, put_u64, Reader};
+use super::FormatError;
+
+/// Bytes of the frame before the kind: length and CRC.
+pub const FRAME_PREFIX: usize = 8;
+
+/// Record kind numbers. Never reuse a number.
+pub mod kind {
+    /// A client name was registered.
+    pub const CLIENT_REGISTERED: u8 = 1;
+    /// A queue was created.
+    pub const QUEUE_CREATED: u8 = 2;
+    /// A queue was deleted.
+    pub const QUEUE_DELETED: u8 = 3;
+    /// A message was stored (or rewritten by compaction with its current state).
+    pub const MESSAGE_ADDED: u8 = 4;
+    /// A message was handed out with client ack on one queue.
+    pub const DELIVERY_STARTED: u8 = 5;
+    /// A message left one queue for good.
+    pub const MESSAGE_REMOVED: u8 = 6;
+}
+
+/// The fields of a message as [`encode_message_added`] writes them, borrowed from the caller.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageFields<'a> {
+    /// Message id.
+    pub id: u64,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+    /// Application context.
+    pub context: u64,
+    /// 1 to 10.
+    pub priority: u8,
+    /// Sending client.
+    pub sender: &'a str,
+    /// Addressed client.
+    pub receiver: Option<&'a str>,
+    /// Properties.
+    pub properties: &'a Properties,
+    /// Payload.
+    pub body: &'a [u8],
+}
+
+/// A `MessageAdded` record, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddedMessage {
+    /// Message id.
+    pub id: u64,
+    /// Arrival time.
+    pub created_at: u64,
+    /// Application context.
+    pub context: u64,
+    /// Priority.
+    pub priority: u8,
+    /// Sending client.
+    pub sender: String,
+    /// Addressed client.
+    pub receiver: Option<String>,
+    /// Queues the message is on, each with its delivery count.
+    pub queues: Vec<(String, u32)>,
+    /// Properties.
+    pub properties: Properties,
+    /// Payload.
+    pub body: Bytes,
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// A client name was registered.
+    ClientRegistered(String),
+    /// A queue was created.
+    QueueCreated(String),
+    /// A queue was deleted (its messages were removed from it by earlier records).
+    QueueDeleted(String),
+    /// A message and its current queues; replaces any earlier state of the same id.
+    MessageAdded(AddedMessage),
+    /// A client-ack delivery began: the message's delivery count on that queue is now `count`.
+    DeliveryStarted {
+        /// Message id.
+        id: u64,
+        /// The queue it was taken from.
+        queue: String,
+        /// Delivery count after this delivery.
+        count: u32,
+    },
+    /// The message left this queue (auto-ack take, ack, nack without requeue, forced delete).
+    MessageRemoved {
+        /// Message id.
+        id: u64,
+        /// The queue it left.
+        queue: String,
+    },
+}
+
+/// Frames a record: writes the prefix and kind, lets `payload` write the rest, then patches
+/// length and CRC. Returns the record's total size in bytes.
+fn frame(out: &mut Vec<u8>, kind: u8, payload: impl FnOnce(&mut Vec<u8>)) -> u32 {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; FRAME_PREFIX]);
+    out.push(kind);
+    payload(out);
+    let covered = out.get(start + FRAME_PREFIX..).unwrap_or_default();
+    let len = (covered.len() as u32).to_le_bytes();
+    let crc = crc32c::crc32c(covered).to_le_bytes();
+    if let Some(prefix) = out.get_mut(start..start + FRAME_PREFIX) {
+        let (l, c) = prefix.split_at_mut(4);
+        l.copy_from_slice(&len);
+        c.copy_from_slice(&crc);
+    }
+    (out.len() - start) as u32
+}
+
+/// Writes a `ClientRegistered`, `QueueCreated` or `QueueDeleted` record.
+pub fn encode_name(out: &mut Vec<u8>, kind: u8, name: &str) -> u32 {
+    frame(out, kind, |out| put_str(out, name))
+}
+
+/// Writes a `MessageAdded` record for `m` on `queues` (name, delivery count).
+pub fn encode_message_added<'q>(
+    out: &mut Vec<u8>,
+    m: &MessageFields<'_>,
+    queues: impl ExactSizeIterator<Item = (&'q str, u32)>,
+) -> u32 {
+    frame(out, kind::MESSAGE_ADDED, |out| {
+        put_u64(out, m.id);
+        put_u64(out, m.created_at);
+        put_u64(out, m.context);
+        out.push(m.priority);
+        put_str(out, m.sender);
+        match m.receiver {
+            Some(r) => {
+                out.push(1);
+                put_str(out, r);
+            }
+            None => out.push(0),
+        }
+        put_u16(out, queues.len() as u16);
+        for (q, count) in queues {
+            put_str(out, q);
+            put_u32(out, count);
+        }
+        put_properties(out, m.properties);
+        put_u32(out, m.body.len() as u32);
+        out.extend_from_slice(m.body);
+    })
+}
+
+/// Size in bytes of the `MessageAdded` record [`encode_message_added`] would write.
+pub fn message_added_len<'q>(
+    m: &MessageFields<'_>,
+    queues: impl Iterator<Item = &'q str>,
+) -> usize {
+    FRAME_PREFIX
+        + 1
+        + 8 * 3
+        + 1
+        + 2
+        + m.sender.len()
+        + 1
+        + m.receiver.map_or(0, |r| 2 + r.len())
+        + 2
+        + queues.map(|q| 2 + q.len() + 4).sum::<usize>()
+        + properties_len(m.properties)
+        + 4
+        + m.body.len()
+}
+
+/// Writes a `DeliveryStarted` record.
+pub fn encode_delivery_started(out: &mut Vec<u8>, id: u64, queue: &str, count: u32) -> u32 {
+    frame(out, kind::DELIVERY_STARTED, |out| {
+        put_u64(out, id);
+        put_u32(out, count);
+        put_str(out, queue);
+    })
+}
+
+/// Writes a `MessageRemoved` record.
+pub fn encode_message_removed(out: &mut Vec<u8>, id: u64, queue: &str) -> u32 {
+    frame(out, kind::MESSAGE_REMOVED, |out| {
+        put_u64(out, id);
+        put_str(out, queue);
+    })
+}
+
+/// What [`next_frame`] found at the start of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// No bytes left: a clean end.
+    End,
+    /// A complete record whose CRC matches.
+    Record {
+        /// Its kind.
+        kind: u8,
+        /// Its payload.
+        payload: &'a [u8],
+        /// Its total size, prefix included.
+        size: usize,
+    },
+    /// Bytes that are not a complete, intact record: a torn or corrupt tail.
+    Torn(&'static str),
+}
+
+/// Reads the record frame at the start of `buf`, checking length and CRC.
+pub fn next_frame(buf: &[u8]) -> Frame<'_> {
+    if buf.is_empty() {
+        return Frame::End;
+    }
+    let mut r = Reader::new(buf);
+    let (Ok(len), Ok(crc)) = (r.u32("length"), r.u32("crc")) else {
+        return Frame::Torn("incomplete record prefix");
+    };
+    if len == 0 {
+        return Frame::Torn("zero record length");
+    }
+    let Ok(covered) = r.take(len as usize, "record") else {
+        return Frame::Torn("record runs past the end of the file");
+    };
+    if crc32c::crc32c(covered) != crc {
+        return Frame::Torn("record checksum mismatch");
+    }
+    match covered.split_first() {
+        Some((kind, payload)) => Frame::Record {
+            kind: *kind,
+            payload,
+            size: FRAME_PREFIX + len as usize,
+        },
+        None => Frame::Torn("zero record length"),
+    }
+}
+
+/// Decodes the payload of an intact record.
+pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
+    let mut r = Reader::new(payload);
+    let record = match kind {
+        kind::CLIENT_REGISTERED => Record::ClientRegistered(r.str("client name")?),
+        kind::QUEUE_CREATED => Record::QueueCreated(r.str("queue name")?),
+        kind::QUEUE_DELETED => Record::QueueDeleted(r.str("queue name")?),
+        kind::MESSAGE_ADDED => Record::MessageAdded(decode_added(&mut r)?),
+        kind::DELIVERY_STARTED => Record::DeliveryStarted {
+            id: r.u64("message id")?,
+            count: r.u32("delivery count")?,
+            queue: r.str("queue name")?,
+        },
+        kind::MESSAGE_REMOVED => Record::MessageRemoved {
+            id: r.u64("message id")?,
+            queue: r.str("queue name")?,
+        },
+        other => {
+            return Err(FormatError::Invalid {
+                field: "record kind",
+                value: u64::from(other),
+            })
+        }
+    };
+    r.finish()?;
+    Ok(record)
+}
+
+fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {
+    let id = r.u64("message id")?;
+    let created_at = r.u64("created_at")?;
+    let context = r.u64("context")?;
+    let priority = r.u8("priority")?;
+    let sender = r.str("sender")?;
+    let receiver = match r.u8("receiver presence")? {
+        0 => None,
+        1 => Some(r.str("receiver")?),
+        v => {
+            return Err(FormatError::Invalid {
+                field: "receiver presence",
+                value: u64::from(v),
+            })
+        }
+    };
+    let n = u64::from(r.u16("queue count")?);
+    let n = r.count(n, 6, "queue count")?;
+    let mut queues = Vec::with_capacity(n);
+    for _ in 0..n {
+        let q = r.str("queue name")?;
+        queues.push((q, r.u32("delivery count")?));
+    }
+    let properties = r.properties()?;
+    let body = r.bytes("body")?;
+    Ok(AddedMessage {
+        id,
+        created_at,
+        context,
+        priority,
+        sender,
+        receiver,
+        queues,
+        properties,
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_protocol::PropertyValue;
+
+    fn sample(out: &mut Vec<u8>) -> (u32, MessageFields<'static>) {
+        static PROPS: std::sync::OnceLock<Properties> = std::sync::OnceLock::new();
+        let props = PROPS.get_or_init(|| vec![("k".into(), PropertyValue::Int(3))]);
+        let m = MessageFields {
+            id: 9,
+            created_at: 1234,
+            context: 77,
+            priority: 7,
+            sender: "alice",
+            receiver: Some("bob"),
+            properties: props,
+            body: b"hello",
+        };
+        let n = encode_message_added(out, &m, [("q1", 0u32), ("q2", 2)].into_iter());
+        (n, m)
+    }
+
+    #[test]
+    fn every_kind_roundtrips() {
+        let mut out = Vec::new();
+        let (n, m) = sample(&mut out);
+        assert_eq!(n as usize, out.len());
+        assert_eq!(out.len(), message_added_len(&m, ["q1", "q2"].into_iter()));
+        encode_name(&mut out, kind::QUEUE_CREATED, "orders");
+        encode_name(&mut out, kind::QUEUE_DELETED, "orders");
+        encode_name(&mut out, kind::CLIENT_REGISTERED, "carol");
+        encode_delivery_started(&mut out, 9, "q2", 3);
+        encode_message_removed(&mut out, 9, "q1");
+        let mut pos = 0;
+        let mut got = Vec::new();
+        loop {
+            match next_frame(&out[pos..]) {
+                Frame::End => break,
+                Frame::Record {
+                    kind,
+                    payload,
+                    size,
+                } => {
+                    got.push(decode(kind, payload).unwrap());
+                    pos += size;
+                }
+                Frame::Torn(why) => panic!("{why}"),
+            }
+        }
+        assert_eq!(got.len(), 6);
+        let Record::MessageAdded(a) = &got[0] else {
+            panic!()
+        };
+        assert_eq!(a.queues, vec![("q1".into(), 0), ("q2".into(), 2)]);
+        assert_eq!(a.receiver.as_deref(), Some("bob"));
+        assert_eq!(&a.body[..], b"hello");
+        assert_eq!(
+            got[4],
+            Record::DeliveryStarted {
+                id: 9,
+                queue: "q2".into(),
+                count: 3
+            }
+        );
+        assert_eq!(
+            got[5],
+            Record::MessageRemoved {
+                id: 9,
+                queue: "q1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn every_truncation_and_bit_flip_is_torn() {
+        let mut out = Vec::new();
+        sample(&mut out);
+        for cut in 1..out.len() {
+            assert!(
+                matches!(next_frame(&out[..cut]), Frame::Torn(_)),
+                "cut {cut}"
+            );
+        }
+        for byte in 0..out.len() {
+            for bit in 0..8 {
+                let mut b = out.clone();
+                b[byte] ^= 1 << bit;
+                match next_frame(&b) {
+                    Frame::Torn(_) => {}
+                    Frame::Record { .. } | Frame::End => panic!("flip {byte}.{bit} undetected"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pinned_removed_layout() {
+        let mut out = Vec::new();
+        encode_message_removed(&mut out, 0x0102, "q");
+        let payload_len = 1 + 8 + 2 + 1;
+        assert_eq!(&out[0..4], &(payload_len as u32).to_le_bytes());
+        assert_eq!(&out[4..8], &crc32c::crc32c(&out[8..]).to_le_bytes());
+        assert_eq!(out[8], kind::MESSAGE_REMOVED);
+        assert_eq!(&out[9..17], &0x0102u64.to_le_bytes());
+        assert_eq!(&out[17..19], &1u16.to_le_bytes());
+        assert_eq!(out[19], b'q');
+    }
+}

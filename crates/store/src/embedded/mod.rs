@@ -1,0 +1,65 @@
+//! The embedded engine: a segmented append-only log on local disk with in-memory indexes.
+//!
+//! - [`config`]: [`EmbeddedConfig`] and [`FsyncPolicy`];
+//! - [`backend`]: the [`Backend`] trait for file I/O, [`FsBackend`] and [`FaultyBackend`];
+//! - `format`: the bytes on disk (segment header, records), drawn in `docs/storage-format.md`;
+//! - `writer`: the group-commit writer thread, poisoning and write-failure carry;
+//! - `state`: clients, queues, messages, ready indexes, leases, segment accounting;
+//! - `recovery`: replaying the log at open, truncating a torn tail;
+//! - `compaction`: deleting and rewriting old segments (`maintain()`);
+//! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together.
+
+use std::path::{Path, PathBuf};
+
+pub mod backend;
+mod compaction;
+pub mod config;
+mod format;
+mod recovery;
+mod state;
+mod store;
+mod writer;
+
+pub use backend::{Backend, BackendFile, CrashMode, FaultKind, FaultyBackend, FsBackend};
+pub use config::{EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_SEGMENT_BYTES};
+pub use store::EmbeddedStore;
+
+/// Sub-directory of the data directory that holds the segments.
+pub const SEGMENTS_DIR: &str = "segments";
+
+/// Digits in a segment file name.
+const SEGMENT_DIGITS: usize = 20;
+
+/// Path of segment `n`: `<dir>/<20-digit n>.log`.
+pub fn segment_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:0SEGMENT_DIGITS$}.log"))
+}
+
+/// The segment number a file name stands for, if it is a segment's name.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".log")?;
+    if digits.len() != SEGMENT_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_roundtrip() {
+        let p = segment_path(Path::new("/d"), 42);
+        assert_eq!(p, Path::new("/d/00000000000000000042.log"));
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert_eq!(parse_segment_name(name), Some(42));
+        assert_eq!(parse_segment_name("42.log"), None);
+        assert_eq!(parse_segment_name("0000000000000000004x.log"), None);
+        assert_eq!(parse_segment_name("00000000000000000042.tmp"), None);
+        assert_eq!(
+            parse_segment_name(&format!("{}.log", u64::MAX)),
+            Some(u64::MAX)
+        );
+    }
+}

@@ -1,0 +1,575 @@
+//! The embedded engine's in-memory state: clients, queues, messages, ready indexes, leases, and
+//! the journal that tracks where records land in the log.
+//!
+//! - [`index`]: ready indexes in both orders, split by receiver;
+//! - [`leases`]: client-ack leases by id, deadline and session;
+//! - [`journal`]: record placement, segment rolling and live-byte accounting;
+//! - [`messages`]: send, receive and settlement;
+//! - this file: the types, metadata operations (clients, queues) and replay of records.
+//!
+//! The state sits behind one `std::sync::Mutex` in the store, which is never held across an
+//! `.await`. Every mutation encodes its records into the log buffer *while* holding it, so that
+//! the log's order is the order of state changes: a take's removal record always follows the
+//! add record of its message, and its durability implies the add's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ferry_protocol::{DeliveryId, MessageId, Properties, QueueInfo};
+
+use super::format::codec::str_fits;
+use super::format::header;
+use super::format::record::{self, kind, AddedMessage, MessageFields, Record};
+use super::writer::LogGuard;
+use crate::error::StoreError;
+
+pub mod index;
+pub mod journal;
+pub mod leases;
+pub mod messages;
+
+use index::Split;
+use journal::Journal;
+use leases::Leases;
+
+/// In-memory number of a registered client (not persisted; names are).
+pub type ClientKey = u32;
+/// In-memory number of a queue; a re-created queue gets a new one.
+pub type QueueKey = u32;
+
+/// A hasher for integer keys that are already well spread (sequential ids): one multiply.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A hash map keyed by integers.
+pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// A stored message's immutable part, shared by every queue it is on and every delivery.
+#[derive(Debug)]
+pub struct Stored {
+    /// Message id.
+    pub id: MessageId,
+    /// Sending client.
+    pub sender: Arc<str>,
+    sender_key: ClientKey,
+    /// Addressed client.
+    pub receiver: Option<Arc<str>>,
+    receiver_key: Option<ClientKey>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// Application context.
+    pub context: u64,
+    /// Properties.
+    pub properties: Properties,
+    /// Payload.
+    pub body: Bytes,
+    /// Arrival time.
+    pub created_at: u64,
+}
+
+impl Stored {
+    fn fields(&self) -> MessageFields<'_> {
+        MessageFields {
+            id: self.id,
+            created_at: self.created_at,
+            context: self.context,
+            priority: self.priority,
+            sender: &self.sender,
+            receiver: self.receiver.as_deref(),
+            properties: &self.properties,
+            body: &self.body,
+        }
+    }
+}
+
+/// A message's place on one queue.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    queue: QueueKey,
+    /// Client-ack deliveries so far on this queue.
+    count: u32,
+    /// The lease holding it, if it is in flight.
+    lease: Option<DeliveryId>,
+}
+
+/// A stored message with the queues it is still on.
+#[derive(Debug)]
+struct Entry {
+    msg: Arc<Stored>,
+    slots: Vec<Slot>,
+    /// Segment and size of its current `MessageAdded` record.
+    segment: u64,
+    size: u32,
+}
+
+/// One queue.
+#[derive(Debug)]
+struct Queue {
+    name: Arc<str>,
+    ready: Split<MessageId>,
+    ready_count: u64,
+    in_flight: u64,
+}
+
+/// Everything the embedded engine knows.
+#[derive(Debug)]
+pub struct State {
+    /// The next message id to hand out.
+    pub next_id: MessageId,
+    clients: HashMap<Arc<str>, ClientKey>,
+    client_names: Vec<Arc<str>>,
+    queue_keys: BTreeMap<Arc<str>, QueueKey>,
+    queues: IdMap<QueueKey, Queue>,
+    next_queue_key: QueueKey,
+    messages: IdMap<MessageId, Entry>,
+    senders: IdMap<ClientKey, Split<(MessageId, QueueKey)>>,
+    leases: Leases,
+    /// Where records go, and live bytes per segment.
+    pub journal: Journal,
+}
+
+/// Builds the header of segment `n` from a metadata snapshot. A free function over fields, so
+/// it can borrow them while the journal is borrowed mutably.
+fn snapshot<'a>(
+    next_id: MessageId,
+    queues: &'a BTreeMap<Arc<str>, QueueKey>,
+    clients: &'a [Arc<str>],
+) -> impl FnOnce(u64) -> Vec<u8> + 'a {
+    move |n| {
+        header::encode(
+            n,
+            next_id,
+            queues.keys().map(|q| &**q),
+            clients.iter().map(|c| &**c),
+        )
+    }
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), StoreError> {
+    if name.is_empty() || !str_fits(name) {
+        return Err(StoreError::InvalidArgument(format!(
+            "{what} name must be 1 to 65535 bytes"
+        )));
+    }
+    Ok(())
+}
+
+impl State {
+    /// An empty state whose log is described by `journal`.
+    pub fn new(journal: Journal) -> Self {
+        State {
+            next_id: 1,
+            clients: HashMap::new(),
+            client_names: Vec::new(),
+            queue_keys: BTreeMap::new(),
+            queues: IdMap::default(),
+            next_queue_key: 0,
+            messages: IdMap::default(),
+            senders: IdMap::default(),
+            leases: Leases::default(),
+            journal,
+        }
+    }
+
+    /// The header for a new segment `n` holding the current metadata.
+    pub fn header(&self, n: u64) -> Vec<u8> {
+        snapshot(self.next_id, &self.queue_keys, &self.client_names)(n)
+    }
+
+    /// Appends a record to the log (see [`Journal::append`]).
+    fn append(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        encode: impl FnOnce(&mut Vec<u8>) -> u32,
+    ) -> (u64, u32) {
+        self.journal.append(
+            log,
+            encode,
+            snapshot(self.next_id, &self.queue_keys, &self.client_names),
+        )
+    }
+
+    fn client_key(&mut self, name: &str) -> (ClientKey, Arc<str>) {
+        if let Some((n, k)) = self.clients.get_key_value(name) {
+            return (*k, n.clone());
+        }
+        let key = self.client_names.len() as ClientKey;
+        let name: Arc<str> = name.into();
+        self.clients.insert(name.clone(), key);
+        self.client_names.push(name.clone());
+        (key, name)
+    }
+
+    /// Registers `name`, logging it if it is new.
+    pub fn register_client(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        check_name("client", name)?;
+        if !self.clients.contains_key(name) {
+            self.append(log, |b| {
+                record::encode_name(b, kind::CLIENT_REGISTERED, name)
+            });
+            self.client_key(name);
+        }
+        Ok(())
+    }
+
+    /// Whether `name` was ever registered.
+    pub fn client_exists(&self, name: &str) -> bool {
+        self.clients.contains_key(name)
+    }
+
+    fn insert_queue(&mut self, name: &str) {
+        if self.queue_keys.contains_key(name) {
+            return;
+        }
+        let key = self.next_queue_key;
+        self.next_queue_key += 1;
+        let name: Arc<str> = name.into();
+        self.queue_keys.insert(name.clone(), key);
+        self.queues.insert(
+            key,
+            Queue {
+                name,
+                ready: Split::default(),
+                ready_count: 0,
+                in_flight: 0,
+            },
+        );
+    }
+
+    /// Creates a queue.
+    pub fn create_queue(&mut self, log: &mut LogGuard<'_>, name: &str) -> Result<(), StoreError> {
+        check_name("queue", name)?;
+        if self.queue_keys.contains_key(name) {
+            return Err(StoreError::QueueExists(name.to_owned()));
+        }
+        self.append(log, |b| record::encode_name(b, kind::QUEUE_CREATED, name));
+        self.insert_queue(name);
+        Ok(())
+    }
+
+    /// Deletes a queue; with `force`, drops its messages and leases first.
+    pub fn delete_queue(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        name: &str,
+        force: bool,
+    ) -> Result<(), StoreError> {
+        let Some(&qk) = self.queue_keys.get(name) else {
+            return Err(StoreError::QueueNotFound(name.to_owned()));
+        };
+        let depth = self
+            .queues
+            .get(&qk)
+            .map_or(0, |q| q.ready_count + q.in_flight);
+        if depth > 0 && !force {
+            return Err(StoreError::QueueNotEmpty {
+                name: name.to_owned(),
+                depth,
+            });
+        }
+        for did in self.leases.on_queue(qk) {
+            if let Some(lease) = self.leases.remove(did) {
+                self.append(log, |b| {
+                    record::encode_message_removed(b, lease.message, name)
+                });
+                self.drop_slot(lease.message, qk);
+            }
+        }
+        let ready = self
+            .queues
+            .get(&qk)
+            .map(|q| q.ready.all())
+            .unwrap_or_default();
+        for id in ready {
+            self.unready(id, qk);
+            self.append(log, |b| record::encode_message_removed(b, id, name));
+            self.drop_slot(id, qk);
+        }
+        self.append(log, |b| record::encode_name(b, kind::QUEUE_DELETED, name));
+        self.remove_queue(qk);
+        Ok(())
+    }
+
+    fn remove_queue(&mut self, qk: QueueKey) {
+        if let Some(q) = self.queues.remove(&qk) {
+            self.queue_keys.remove(&q.name);
+        }
+    }
+
+    /// Every queue with its depth, by name.
+    pub fn list_queues(&self) -> Vec<QueueInfo> {
+        self.queue_keys
+            .iter()
+            .filter_map(|(name, qk)| {
+                let q = self.queues.get(qk)?;
+                Some(QueueInfo {
+                    name: name.to_string(),
+                    ready: q.ready_count,
+                    in_flight: q.in_flight,
+                })
+            })
+            .collect()
+    }
+
+    /// Queues holding ready messages addressed to `client`, by name.
+    pub fn waiting_queues(&self, client: &str) -> Vec<String> {
+        let Some(&ck) = self.clients.get(client) else {
+            return Vec::new();
+        };
+        self.queue_keys
+            .iter()
+            .filter(|(_, qk)| {
+                self.queues
+                    .get(qk)
+                    .is_some_and(|q| q.ready.has_addressed(ck))
+            })
+            .map(|(name, _)| name.to_string())
+            .collect()
+    }
+
+    /// Puts message `id` in the ready indexes of queue `qk` (and of its sender).
+    fn make_ready(&mut self, id: MessageId, qk: QueueKey) {
+        let Some(e) = self.messages.get(&id) else {
+            return;
+        };
+        let m = &e.msg;
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.ready.insert(m.receiver_key, m.priority, id);
+            q.ready_count += 1;
+        }
+        self.senders
+            .entry(m.sender_key)
+            .or_default()
+            .insert(m.receiver_key, m.priority, (id, qk));
+    }
+
+    /// Takes message `id` out of the ready indexes of queue `qk`; whether it was ready there.
+    fn unready(&mut self, id: MessageId, qk: QueueKey) -> bool {
+        let Some(e) = self.messages.get(&id) else {
+            return false;
+        };
+        let m = &e.msg;
+        let mut found = false;
+        if let Some(q) = self.queues.get_mut(&qk) {
+            found = q.ready.remove(m.receiver_key, m.priority, id);
+            if found {
+                q.ready_count -= 1;
+            }
+        }
+        if let Some(s) = self.senders.get_mut(&m.sender_key) {
+            s.remove(m.receiver_key, m.priority, (id, qk));
+            if s.is_empty() {
+                self.senders.remove(&m.sender_key);
+            }
+        }
+        found
+    }
+
+    /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
+    /// forgets the message when no queue holds it any more.
+    fn drop_slot(&mut self, id: MessageId, qk: QueueKey) {
+        let Some(e) = self.messages.get_mut(&id) else {
+            return;
+        };
+        e.slots.retain(|s| s.queue != qk);
+        if e.slots.is_empty() {
+            let (segment, size) = (e.segment, e.size);
+            self.messages.remove(&id);
+            self.journal.drop_live(segment, size);
+        }
+    }
+
+    /// Replays one intact record found at `segment` (`size` bytes) during recovery.
+    pub fn replay(&mut self, record: Record, segment: u64, size: u32) {
+        self.journal.record(segment, u64::from(size));
+        match record {
+            Record::ClientRegistered(name) => {
+                self.client_key(&name);
+            }
+            Record::QueueCreated(name) => self.insert_queue(&name),
+            Record::QueueDeleted(name) => {
+                if let Some(&qk) = self.queue_keys.get(name.as_str()) {
+                    // Its messages were removed by earlier records; be lenient all the same.
+                    let ready = self
+                        .queues
+                        .get(&qk)
+                        .map(|q| q.ready.all())
+                        .unwrap_or_default();
+                    for id in ready {
+                        self.unready(id, qk);
+                        self.drop_slot(id, qk);
+                    }
+                    self.remove_queue(qk);
+                }
+            }
+            Record::MessageAdded(added) => self.replay_added(added, segment, size),
+            Record::DeliveryStarted { id, queue, count } => {
+                let Some(&qk) = self.queue_keys.get(queue.as_str()) else {
+                    return;
+                };
+                if let Some(slot) = self
+                    .messages
+                    .get_mut(&id)
+                    .and_then(|e| e.slots.iter_mut().find(|s| s.queue == qk))
+                {
+                    slot.count = count;
+                }
+            }
+            Record::MessageRemoved { id, queue } => {
+                // A removal of a message whose add was compacted away is simply dead.
+                let Some(&qk) = self.queue_keys.get(queue.as_str()) else {
+                    return;
+                };
+                if self.unready(id, qk) {
+                    self.drop_slot(id, qk);
+                }
+            }
+        }
+    }
+
+    /// A `MessageAdded` record replaces whatever state an earlier record of the same id left
+    /// (compaction rewrites a message with its current queues and counts).
+    fn replay_added(&mut self, a: AddedMessage, segment: u64, size: u32) {
+        self.next_id = self.next_id.max(a.id.saturating_add(1));
+        if let Some(old) = self.messages.get(&a.id) {
+            let queues: Vec<QueueKey> = old.slots.iter().map(|s| s.queue).collect();
+            for qk in queues {
+                self.unready(a.id, qk);
+                self.drop_slot(a.id, qk);
+            }
+        }
+        let slots: Vec<Slot> = a
+            .queues
+            .iter()
+            .filter_map(|(name, count)| {
+                let qk = *self.queue_keys.get(name.as_str())?;
+                Some(Slot {
+                    queue: qk,
+                    count: *count,
+                    lease: None,
+                })
+            })
+            .collect();
+        if slots.len() != a.queues.len() {
+            tracing::warn!(
+                id = a.id,
+                "message names a queue that does not exist; ignored there"
+            );
+        }
+        if slots.is_empty() {
+            return;
+        }
+        let (sender_key, sender) = self.client_key(&a.sender);
+        let receiver = a.receiver.as_deref().map(|r| self.client_key(r));
+        let msg = Arc::new(Stored {
+            id: a.id,
+            sender,
+            sender_key,
+            receiver_key: receiver.as_ref().map(|r| r.0),
+            receiver: receiver.map(|r| r.1),
+            priority: a.priority,
+            context: a.context,
+            properties: a.properties,
+            body: a.body,
+            created_at: a.created_at,
+        });
+        let queues: Vec<QueueKey> = slots.iter().map(|s| s.queue).collect();
+        self.messages.insert(
+            a.id,
+            Entry {
+                msg,
+                slots,
+                segment,
+                size,
+            },
+        );
+        self.journal.add_live(segment, a.id, size);
+        for qk in queues {
+            self.make_ready(a.id, qk);
+        }
+    }
+
+    /// Re-appends every live message whose current `MessageAdded` record is in `segment`, with
+    /// its current queues and delivery counts, so that the segment holds nothing live.
+    /// Returns the bytes rewritten.
+    pub fn rewrite_segment(&mut self, log: &mut LogGuard<'_>, segment: u64) -> u64 {
+        let ids = self
+            .journal
+            .segments
+            .get_mut(&segment)
+            .map(|s| std::mem::take(&mut s.ids))
+            .unwrap_or_default();
+        let mut bytes = 0;
+        for id in ids {
+            let Some(e) = self.messages.get(&id) else {
+                continue;
+            };
+            if e.segment != segment {
+                continue;
+            }
+            let msg = e.msg.clone();
+            let slots: Vec<(Arc<str>, u32)> = e
+                .slots
+                .iter()
+                .filter_map(|s| Some((self.queues.get(&s.queue)?.name.clone(), s.count)))
+                .collect();
+            let (old_segment, old_size) = (e.segment, e.size);
+            let (seg, size) = self.append(log, |b| {
+                record::encode_message_added(
+                    b,
+                    &msg.fields(),
+                    slots.iter().map(|(q, c)| (&**q, *c)),
+                )
+            });
+            self.journal.drop_live(old_segment, old_size);
+            self.journal.add_live(seg, id, size);
+            if let Some(e) = self.messages.get_mut(&id) {
+                e.segment = seg;
+                e.size = size;
+            }
+            bytes += u64::from(size);
+        }
+        bytes
+    }
+
+    /// Number of stored messages (tests and diagnostics).
+    pub fn message_count(&self) -> usize {
+        self.messages.len()
+    }
+}
+
+impl State {
+    /// Starts recovery from the metadata snapshot in the oldest segment's header.
+    pub fn apply_snapshot(&mut self, h: &header::SegmentHeader) {
+        self.next_id = self.next_id.max(h.next_id);
+        for q in &h.queues {
+            self.insert_queue(q);
+        }
+        for c in &h.clients {
+            self.client_key(c);
+        }
+    }
+}

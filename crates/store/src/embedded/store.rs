@@ -1,0 +1,282 @@
+//! [`EmbeddedStore`]: the [`Store`] implementation of the embedded engine.
+//!
+//! Every call follows the same shape: lock the state, change it and encode the records into the
+//! log buffer, take the batch's ticket, unlock, then wait for the ticket (group commit). The
+//! state mutex is a `std::sync::Mutex` because it is never held across an `.await`: holding it
+//! is pure in-memory work, measured in microseconds.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo, ReceiveMode};
+
+use super::backend::Backend;
+use super::config::EmbeddedConfig;
+use super::recovery;
+use super::state::messages::Handout;
+use super::state::State;
+use super::writer::{self, Log, Ticket};
+use super::SEGMENTS_DIR;
+use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
+use crate::error::StoreError;
+
+/// The embedded storage engine. Open it with [`EmbeddedStore::open`]; share the `Arc`.
+pub struct EmbeddedStore {
+    /// Never held across an `.await`.
+    pub(super) state: Mutex<State>,
+    pub(super) log: Log,
+    pub(super) backend: Arc<dyn Backend>,
+    pub(super) seg_dir: PathBuf,
+    pub(super) segment_bytes: u64,
+    /// Serialises compaction runs.
+    pub(super) maintaining: tokio::sync::Mutex<()>,
+    /// Held for the store's life so no other process writes the same log.
+    _dir_lock: Box<dyn Send + Sync>,
+}
+
+impl std::fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedStore")
+            .field("seg_dir", &self.seg_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the store in `cfg.dir`, replaying its log. Blocking file I/O runs on
+    /// tokio's blocking pool.
+    pub async fn open(cfg: EmbeddedConfig) -> Result<Arc<EmbeddedStore>, StoreError> {
+        tokio::task::spawn_blocking(move || Self::open_blocking(cfg))
+            .await
+            .map_err(|e| StoreError::Internal(format!("opening the store panicked: {e}")))?
+    }
+
+    fn open_blocking(cfg: EmbeddedConfig) -> Result<Arc<EmbeddedStore>, StoreError> {
+        let backend = cfg.backend.clone();
+        backend
+            .create_dir_all(&cfg.dir)
+            .map_err(|e| StoreError::Unavailable(format!("creating {}: {e}", cfg.dir.display())))?;
+        let dir_lock = backend
+            .lock_dir(&cfg.dir)
+            .map_err(|e| StoreError::Unavailable(format!("locking {}: {e}", cfg.dir.display())))?;
+        let seg_dir = cfg.dir.join(SEGMENTS_DIR);
+        let segment_bytes = cfg.segment_bytes.max(1);
+        let (state, head) = recovery::recover(&backend, &seg_dir, segment_bytes)?;
+        tracing::info!(
+            dir = %cfg.dir.display(),
+            messages = state.message_count(),
+            next_id = state.next_id,
+            fsync = %cfg.fsync,
+            "embedded store opened"
+        );
+        let log = Log::start(backend.clone(), seg_dir.clone(), cfg.fsync, head)
+            .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
+        Ok(Arc::new(EmbeddedStore {
+            state: Mutex::new(state),
+            log,
+            backend,
+            seg_dir,
+            segment_bytes,
+            maintaining: tokio::sync::Mutex::new(()),
+            _dir_lock: dir_lock,
+        }))
+    }
+
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
+        // State changes are applied step by step without panicking code in between; if a bug
+        // did panic, refusing every later call would take the broker down for no gain.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails when the store cannot take writes: poisoned, or degraded and the retry of the
+    /// failed write fails again.
+    pub(super) async fn writable(&self) -> Result<(), StoreError> {
+        self.log.check_writable()?;
+        if self.log.is_degraded() {
+            self.log.probe().await?;
+        }
+        Ok(())
+    }
+
+    /// Number of messages stored (each counted once, whatever its number of queues).
+    pub fn message_count(&self) -> usize {
+        self.state().message_count()
+    }
+
+    /// Numbers of the segment files the log currently consists of (diagnostics and tests).
+    pub fn segments(&self) -> Vec<u64> {
+        self.state().journal.segments.keys().copied().collect()
+    }
+
+    /// Runs `f` on the locked state with the log buffer, then waits for the batch if `f`
+    /// wrote to it.
+    async fn mutate<T>(
+        &self,
+        f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.writable().await?;
+        let (value, ticket) = {
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            let value = f(&mut st, &mut log)?;
+            (value, log.ticket_if_pending())
+        };
+        writer::wait(ticket).await?;
+        Ok(value)
+    }
+}
+
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        self.log.shutdown();
+    }
+}
+
+fn delivery(h: Handout) -> Delivery {
+    let m = &h.msg;
+    Delivery {
+        delivery_id: h.delivery_id,
+        message: Message {
+            id: m.id,
+            queue: h.queue.to_string(),
+            sender: m.sender.to_string(),
+            receiver: m.receiver.as_deref().map(str::to_owned),
+            priority: m.priority,
+            context: m.context,
+            properties: m.properties.clone(),
+            body: m.body.clone(),
+            created_at: m.created_at,
+            delivery_count: h.delivery_count,
+        },
+    }
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.register_client(log, name)).await
+    }
+
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.state().client_exists(name))
+    }
+
+    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.create_queue(log, name)).await
+    }
+
+    async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.delete_queue(log, name, force))
+            .await
+    }
+
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
+        Ok(self.state().list_queues())
+    }
+
+    async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
+        self.mutate(|st, log| st.send(log, msg)).await
+    }
+
+    async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
+        let n = msgs.len();
+        if let Err(e) = self.writable().await {
+            return vec![Err(e); n];
+        }
+        let (mut results, ticket) = {
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            let results: Vec<_> = msgs.into_iter().map(|m| st.send(&mut log, m)).collect();
+            (results, log.ticket_if_pending())
+        };
+        if let Err(e) = writer::wait(ticket).await {
+            for r in results.iter_mut().filter(|r| r.is_ok()) {
+                *r = Err(e.clone());
+            }
+        }
+        results
+    }
+
+    async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
+        let max = max.max(1);
+        if spec.mode == ReceiveMode::Take {
+            self.writable().await?;
+        }
+        let (handouts, ticket): (Vec<Handout>, Option<Ticket>) = {
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            let (handouts, _wrote) = st.receive(&mut log, spec, max)?;
+            // Whatever is handed out must be durable first: a peek must not show a message
+            // whose send may still be lost, and a take's records must be on disk. Records are
+            // in state order, so the current batch covers everything the handouts depend on.
+            let ticket = if handouts.is_empty() {
+                None
+            } else {
+                log.ticket_if_pending()
+            };
+            (handouts, ticket)
+        };
+        writer::wait(ticket).await?;
+        Ok(handouts.into_iter().map(delivery).collect())
+    }
+
+    async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
+        let unknown = self
+            .mutate(|st, log| Ok(st.settle(log, session, ids, false).unknown))
+            .await?;
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::DeliveriesNotFound(unknown))
+        }
+    }
+
+    async fn nack(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+        requeue: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let settled = if requeue {
+            // A requeue writes nothing (after a crash every leased message comes back anyway),
+            // so it works even while writes are refused.
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            st.settle(&mut log, session, ids, true)
+        } else {
+            self.mutate(|st, log| Ok(st.settle(log, session, ids, false)))
+                .await?
+        };
+        if settled.unknown.is_empty() {
+            Ok(settled.requeued)
+        } else {
+            Err(StoreError::DeliveriesNotFound(settled.unknown))
+        }
+    }
+
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        Ok(self.state().release_session(session))
+    }
+
+    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        Ok(self.state().expire_leases(now_ms))
+    }
+
+    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
+        Ok(self.state().next_lease_deadline())
+    }
+
+    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self.state().waiting_queues(client))
+    }
+
+    async fn maintain(&self) -> Result<(), StoreError> {
+        super::compaction::maintain(self).await
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.log.check_writable()?;
+        self.log.flush().await
+    }
+}
