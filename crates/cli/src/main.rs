@@ -1,12 +1,33 @@
 //! The `ferry` binary: the broker (`serve`) and the command-line client.
+//!
+//! Modules:
+//! - `serve`: `ferry serve`, the broker (owned by the broker maintainers);
+//! - [`commands`]: the client commands (`queue`, `send`, `recv`, `waiting`, `shell`);
+//! - [`bench`]: `ferry bench`, load generators and their reports;
+//! - [`connection`]: the shared `--server`/`--name` flags, connecting, error wording;
+//! - [`properties`]: `NAME[:TYPE]=VALUE` message properties;
+//! - [`render`]: message blocks, JSON lines and queue tables;
+//! - [`timestamp`]: ISO-8601 formatting of broker timestamps.
 
+mod bench;
+mod commands;
+mod connection;
+mod properties;
+mod render;
 mod serve;
+mod timestamp;
 
 use clap::{Parser, Subcommand};
 
+/// Text after every `--help`: the exit codes and the environment.
+const AFTER_HELP: &str = "\
+Exit status: 0 on success (also when recv finds no message), 1 when the broker reports an error,
+the connection fails or an argument is invalid, 2 when the command line cannot be parsed.
+Environment: FERRY_SERVER (default broker address), FERRY_NAME (default client name).";
+
 /// Ferry: a persistent message broker.
 #[derive(Debug, Parser)]
-#[command(name = "ferry", version, about)]
+#[command(name = "ferry", version, about, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -16,18 +37,93 @@ struct Cli {
 enum Command {
     /// Run the broker.
     Serve(serve::ServeArgs),
+    /// Create, delete or list queues.
+    #[command(after_help = AFTER_HELP)]
+    Queue(commands::queue::QueueArgs),
+    /// Send a message to one or more queues; prints its id.
+    #[command(after_help = AFTER_HELP)]
+    Send(commands::send::SendArgs),
+    /// Take or peek at messages from a queue or from a sender and print them.
+    #[command(after_help = AFTER_HELP)]
+    Recv(commands::recv::RecvArgs),
+    /// List the queues holding messages addressed to this client.
+    #[command(after_help = AFTER_HELP)]
+    Waiting(commands::waiting::WaitingArgs),
+    /// An interactive shell over one connection (reads commands from standard input).
+    #[command(after_help = AFTER_HELP)]
+    Shell(commands::shell::ShellArgs),
+    /// Measure the broker.
+    #[command(after_help = AFTER_HELP)]
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Queue(args) => commands::block_on(commands::queue::run(args)),
+        Command::Send(args) => commands::block_on(commands::send::run(args)),
+        Command::Recv(args) => commands::block_on(commands::recv::run(args)),
+        Command::Waiting(args) => commands::block_on(commands::waiting::run(args)),
+        Command::Shell(args) => commands::block_on(commands::shell::run(args)),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ferry: {e:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_documented_shapes() {
+        for line in [
+            "ferry queue create orders",
+            "ferry queue delete orders --force",
+            "ferry queue list --server 10.0.0.1:6730 --name me",
+            "ferry send --queue a --queue b --to bob --priority 10 --context 7 --property k=v -p n:str=5 body",
+            "ferry send --queue a,b --file /tmp/x",
+            "ferry send --queue a",
+            "ferry recv --queue q --order time --peek --wait 1.5 --count 3 --json",
+            "ferry recv --from alice",
+            "ferry waiting",
+            "ferry shell",
+            "ferry bench throughput --producers 2 --consumers 2 --size 128 --queues 2 --window 8 --batch 4 --duration 2s --persistent true --json /tmp/r.json",
+            "ferry bench throughput --messages 1000",
+        ] {
+            let args = line.split(' ');
+            if let Err(e) = Cli::try_parse_from(args) {
+                panic!("{line}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_bad_shapes() {
+        for line in [
+            "ferry recv",
+            "ferry recv --queue q --from s",
+            "ferry send body",
+            "ferry send --queue q --file f body",
+            "ferry send --queue q --priority 11 x",
+            "ferry send --queue q --priority 0 x",
+            "ferry recv --queue q --order random",
+            "ferry bench throughput --duration 2s --messages 5",
+            "ferry bench throughput --size 8",
+        ] {
+            assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");
         }
     }
 }

@@ -1,0 +1,118 @@
+//! A producer: one connection with `window` lanes, each a closed loop of sends (or batches), so
+//! that up to `window` requests are in flight on the connection at once.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry_client::{Client, ClientError};
+use ferry_protocol::OutgoingMessage;
+use hdrhistogram::Histogram;
+use tokio::task::JoinSet;
+
+use super::payload;
+use super::stats::{new_histogram, record_n, Shared, MEASURE};
+use crate::connection::describe;
+
+/// What one producer does.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// Its number, to spread lanes over the queues.
+    pub index: u32,
+    /// Requests in flight.
+    pub window: u32,
+    /// Messages per request.
+    pub batch: u32,
+    /// Body size.
+    pub size: usize,
+    /// Queues to send to, in rotation.
+    pub queues: Arc<Vec<String>>,
+}
+
+/// Sends until the run stops (or the messages to send run out), then disconnects. Returns the
+/// send-to-ack latencies measured.
+pub async fn run(client: Client, cfg: ProducerConfig, shared: Arc<Shared>) -> Histogram<u64> {
+    let mut lanes = JoinSet::new();
+    for lane in 0..cfg.window {
+        let start = (cfg.index as usize * cfg.window as usize + lane as usize) % cfg.queues.len();
+        lanes.spawn(run_lane(client.clone(), cfg.clone(), shared.clone(), start));
+    }
+    let mut hist = new_histogram();
+    while let Some(joined) = lanes.join_next().await {
+        match joined {
+            Ok(h) => {
+                let _ = hist.add(h);
+            }
+            Err(e) => shared.note_error(format!("producer lane failed: {e}")),
+        }
+    }
+    let _ = client.disconnect().await;
+    hist
+}
+
+async fn run_lane(
+    client: Client,
+    cfg: ProducerConfig,
+    shared: Arc<Shared>,
+    mut next_queue: usize,
+) -> Histogram<u64> {
+    let mut hist = new_histogram();
+    let queue_count = cfg.queues.len();
+    loop {
+        let n = shared.claim(u64::from(cfg.batch));
+        if n == 0 {
+            break;
+        }
+        let stamp = payload::now_micros();
+        let mut messages: Vec<OutgoingMessage> = (0..n)
+            .map(|_| {
+                let queue = cfg.queues[next_queue].clone();
+                next_queue = (next_queue + 1) % queue_count;
+                OutgoingMessage::new(queue, payload::encode(cfg.size, stamp, shared.run_id))
+            })
+            .collect();
+        let t0 = Instant::now();
+        let outcome: Result<Vec<Result<u64, ClientError>>, ClientError> = if cfg.batch == 1 {
+            match messages.pop() {
+                Some(m) => client.send(m).await.map(|id| vec![Ok(id)]),
+                None => Ok(Vec::new()),
+            }
+        } else {
+            client.send_batch(messages).await
+        };
+        let latency = t0.elapsed();
+        let (ok, failed, fatal) = match outcome {
+            Ok(results) => {
+                let mut failed = 0;
+                for r in results {
+                    if let Err(e) = r {
+                        failed += 1;
+                        shared.note_error(describe(&e));
+                    }
+                }
+                (n - failed, failed, false)
+            }
+            Err(e) => {
+                shared.note_error(describe(&e));
+                (0, n, matches!(e, ClientError::Closed | ClientError::Io(_)))
+            }
+        };
+        shared.sent_total.fetch_add(ok, Ordering::Relaxed);
+        shared
+            .last_sent_at
+            .fetch_max(shared.elapsed_micros(), Ordering::Relaxed);
+        if shared.phase() == MEASURE && ok > 0 {
+            shared.sent_measured.fetch_add(ok, Ordering::Relaxed);
+            record_n(&mut hist, latency, ok);
+        }
+        if failed > 0 {
+            shared.send_errors.fetch_add(failed, Ordering::Relaxed);
+            if fatal {
+                break;
+            }
+            // A refused send (a deleted queue, a full store) would otherwise spin at full speed.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    hist
+}

@@ -1,0 +1,74 @@
+//! The client commands of the `ferry` binary, one module each:
+//! - [`queue`]: `queue create | delete | list`;
+//! - [`send`]: `send` (one message to one or more queues);
+//! - [`recv`]: `recv` (take or peek, print, then ack);
+//! - [`waiting`]: `waiting` (queues with messages addressed to this client);
+//! - [`shell`]: the interactive `shell`.
+//!
+//! Each command connects once, does its work and disconnects; errors come back as one-line
+//! `anyhow` errors that `main` prints.
+
+pub mod queue;
+pub mod recv;
+pub mod send;
+pub mod shell;
+pub mod waiting;
+
+use anyhow::{bail, Result};
+
+/// Parses a wait time in seconds (`0`, `2`, `0.25`) into whole milliseconds for the protocol.
+pub fn wait_ms(secs: &str) -> Result<u32> {
+    let Ok(s) = secs.trim().parse::<f64>() else {
+        bail!("wait time '{secs}' is not a number of seconds");
+    };
+    if !s.is_finite() || s < 0.0 {
+        bail!("wait time '{secs}' must be zero or more seconds");
+    }
+    let ms = (s * 1000.0).round();
+    if ms > f64::from(u32::MAX) {
+        bail!("wait time '{secs}' is too long");
+    }
+    // In range and non-negative, checked just above.
+    Ok(ms as u32)
+}
+
+/// Writes `text` to standard output and flushes it. Unlike `print!`, a closed pipe or a full disk
+/// is an error to report, not a panic; commands that must not lose data (`recv`) depend on
+/// knowing that the text really left the process.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))
+}
+
+/// Runs a client command to completion on a single-threaded runtime: one connection needs no
+/// more, and it starts faster than a multi-threaded one.
+pub fn block_on<F: std::future::Future<Output = Result<()>>>(f: F) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(f);
+    // Dropping a runtime waits for blocking work such as a pending read of standard input in
+    // the shell; the command is done, so do not wait long for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_times() {
+        assert_eq!(wait_ms("0").unwrap(), 0);
+        assert_eq!(wait_ms("2").unwrap(), 2000);
+        assert_eq!(wait_ms("0.25").unwrap(), 250);
+        assert_eq!(wait_ms("0.0004").unwrap(), 0);
+        assert!(wait_ms("-1").is_err());
+        assert!(wait_ms("soon").is_err());
+        assert!(wait_ms("inf").is_err());
+        assert!(wait_ms("1e10").is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! The flags every client command shares (`--server`, `--name`), connecting with them, and
+//! turning client errors into the one-line messages the CLI prints.
+
+use std::io::ErrorKind;
+
+use anyhow::anyhow;
+use clap::Args;
+use ferry_client::{Client, ClientError};
+use rand::Rng;
+
+/// The default broker address: the native protocol port on loopback.
+pub const DEFAULT_SERVER: &str = "127.0.0.1:6730";
+
+/// How to reach the broker and whom to connect as.
+#[derive(Debug, Clone, Args)]
+pub struct ConnArgs {
+    /// Broker address.
+    #[arg(long, value_name = "HOST:PORT", env = "FERRY_SERVER", default_value = DEFAULT_SERVER)]
+    pub server: String,
+    /// Client name to connect as ([A-Za-z0-9._-]); default: a unique ferry-cli-<pid>-<random>.
+    #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
+    pub name: Option<String>,
+}
+
+impl ConnArgs {
+    /// The client name: the one given, or a fresh unique one. A generated name keeps two CLI
+    /// invocations from colliding with `AlreadyOnline`.
+    pub fn client_name(&self) -> String {
+        self.name.clone().unwrap_or_else(generated_name)
+    }
+
+    /// Connects as [`ConnArgs::client_name`].
+    pub async fn connect(&self) -> anyhow::Result<Client> {
+        self.connect_as(&self.client_name()).await
+    }
+
+    /// Connects as `name`, explaining a failure in one line.
+    pub async fn connect_as(&self, name: &str) -> anyhow::Result<Client> {
+        Client::connect(&self.server, name)
+            .await
+            .map_err(|e| anyhow!("cannot connect to {}: {}", self.server, connect_reason(&e)))
+    }
+}
+
+/// `ferry-cli-<pid>-<6 hex digits>`: valid under `[A-Za-z0-9._-]` and unique enough that
+/// concurrent invocations on one or several machines do not collide.
+pub fn generated_name() -> String {
+    let suffix: u32 = rand::thread_rng().gen_range(0..0x100_0000);
+    format!("ferry-cli-{}-{suffix:06x}", std::process::id())
+}
+
+/// Why a connect failed, phrased for someone who just typed a command.
+fn connect_reason(e: &ClientError) -> String {
+    match e {
+        ClientError::Io(io) if io.kind() == ErrorKind::ConnectionRefused => {
+            "connection refused (is 'ferry serve' running?)".to_string()
+        }
+        ClientError::Io(io) => io_text(io),
+        other => describe(other),
+    }
+}
+
+/// One line for a client error: the broker's own message for server errors (it names the thing
+/// at fault), a plain description otherwise.
+pub fn describe(e: &ClientError) -> String {
+    match e {
+        ClientError::Server(reply) => reply.message.clone(),
+        ClientError::Io(io) => format!("connection error: {}", io_text(io)),
+        ClientError::Closed => "the broker closed the connection".to_string(),
+        ClientError::Timeout => "the broker did not answer in time".to_string(),
+        ClientError::TooLarge(what) => what.clone(),
+        ClientError::Protocol(w) => format!("protocol error: {w}"),
+    }
+}
+
+/// An I/O error without the `(os error N)` suffix, starting lower case.
+fn io_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// Turns a client error into an `anyhow` error carrying [`describe`]'s line.
+pub fn explain(e: ClientError) -> anyhow::Error {
+    anyhow!(describe(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_protocol::limits::is_valid_name;
+
+    #[test]
+    fn generated_names_are_valid_and_differ() {
+        let a = generated_name();
+        let b = generated_name();
+        assert!(a.starts_with(&format!("ferry-cli-{}-", std::process::id())));
+        assert!(is_valid_name(&a, 200), "{a}");
+        // 1 in 16M chance of a false failure.
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn io_text_is_tidy() {
+        let e = std::io::Error::from_raw_os_error(111);
+        assert_eq!(io_text(&e), "connection refused");
+    }
+}
