@@ -1,1 +1,183 @@
-//! The conformance suite every engine must pass, written only against `Arc<dyn Store>`.
+//! The conformance suite every engine must pass, written only against `Arc<dyn Store>` so that
+//! any engine (embedded, PostgreSQL) runs it unchanged.
+//!
+//! - [`queues`]: queue and client metadata: create, delete (forced or not), list, register;
+//! - [`sending`]: all-or-nothing sends, unknown receivers, batches, ids;
+//! - [`receiving`]: eligibility, by-sender retrieval, orders, peek, takes, `max`;
+//! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids.
+//!
+//! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
+//! one. A failing check panics with a message saying what was expected.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ferry_protocol::{AckMode, Delivery, Order, PropertyValue, ReceiveMode, Source};
+
+use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
+
+pub mod queues;
+pub mod receiving;
+pub mod sending;
+pub mod settling;
+
+/// A boxed conformance test.
+pub type TestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One named test of the suite.
+pub type Test = (&'static str, fn(Arc<dyn Store>) -> TestFuture);
+
+macro_rules! tests {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        /// Every test of the suite, by name.
+        pub fn all() -> Vec<Test> {
+            vec![$((
+                concat!(stringify!($module), "::", stringify!($name)),
+                |s| Box::pin($module::$name(s)) as TestFuture,
+            )),*]
+        }
+    };
+}
+
+tests!(
+    queues::queue_lifecycle,
+    queues::delete_non_empty_queue,
+    queues::forced_delete_keeps_other_queues,
+    queues::clients_register_idempotently,
+    sending::send_to_missing_queue_changes_nothing,
+    sending::unknown_receiver_changes_nothing,
+    sending::ids_increase_and_fields_roundtrip,
+    sending::send_batch_mixed_success,
+    sending::message_on_several_queues,
+    receiving::unknown_source_errors,
+    receiving::addressed_messages_invisible_to_others,
+    receiving::by_sender_across_queues,
+    receiving::priority_and_time_order,
+    receiving::same_priority_is_fifo,
+    receiving::peek_leaves_message,
+    receiving::auto_ack_take_removes,
+    receiving::receive_max_many,
+    receiving::waiting_queues_lists_addressed,
+    settling::client_ack_lease_then_ack,
+    settling::nack_requeue_redelivers_in_old_position,
+    settling::nack_without_requeue_drops,
+    settling::release_session_returns_deliveries,
+    settling::expire_leases_and_next_deadline,
+    settling::unknown_delivery_ids_are_listed,
+    settling::other_sessions_cannot_settle,
+);
+
+/// Runs every test, each against a fresh store from `make`.
+pub async fn run_all<F, Fut>(make: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn Store>>,
+{
+    for (name, test) in all() {
+        tracing::info!(test = name, "conformance");
+        let store = make().await;
+        test(store).await;
+    }
+}
+
+/// The session id tests use unless they need several.
+pub const SESSION: SessionId = 1;
+
+/// A message from `sender` on `queues` with default priority and `body`.
+pub fn msg(queues: &[&str], sender: &str, body: &str) -> NewMessage {
+    NewMessage {
+        queues: queues.iter().map(|q| q.to_string()).collect(),
+        sender: sender.into(),
+        receiver: None,
+        priority: 5,
+        context: 0,
+        properties: Vec::new(),
+        body: Bytes::copy_from_slice(body.as_bytes()),
+        created_at: 1_700_000_000_000,
+    }
+}
+
+/// A message with a priority.
+pub fn msg_prio(queues: &[&str], sender: &str, body: &str, priority: u8) -> NewMessage {
+    NewMessage {
+        priority,
+        ..msg(queues, sender, body)
+    }
+}
+
+/// A message addressed to `receiver`.
+pub fn msg_to(queues: &[&str], sender: &str, receiver: &str, body: &str) -> NewMessage {
+    NewMessage {
+        receiver: Some(receiver.into()),
+        ..msg(queues, sender, body)
+    }
+}
+
+/// A receive spec for `client` on a queue.
+pub fn from_queue(queue: &str, client: &str, mode: ReceiveMode, ack: AckMode) -> ReceiveSpec {
+    ReceiveSpec {
+        source: Source::Queue(queue.into()),
+        order: Order::Priority,
+        mode,
+        ack,
+        client: client.into(),
+        session: SESSION,
+        lease_until_ms: 10_000,
+    }
+}
+
+/// An auto-ack take from a queue.
+pub fn take(queue: &str, client: &str) -> ReceiveSpec {
+    from_queue(queue, client, ReceiveMode::Take, AckMode::Auto)
+}
+
+/// A client-ack take from a queue.
+pub fn lease(queue: &str, client: &str) -> ReceiveSpec {
+    from_queue(queue, client, ReceiveMode::Take, AckMode::Client)
+}
+
+/// A peek at a queue.
+pub fn peek(queue: &str, client: &str) -> ReceiveSpec {
+    from_queue(queue, client, ReceiveMode::Peek, AckMode::Auto)
+}
+
+/// The bodies of deliveries, as text.
+pub fn bodies(ds: &[Delivery]) -> Vec<String> {
+    ds.iter()
+        .map(|d| String::from_utf8_lossy(&d.message.body).into_owned())
+        .collect()
+}
+
+/// Registers clients and creates queues.
+pub async fn setup(store: &Arc<dyn Store>, clients: &[&str], queues: &[&str]) {
+    for c in clients {
+        store.register_client(c).await.unwrap();
+    }
+    for q in queues {
+        store.create_queue(q).await.unwrap();
+    }
+}
+
+/// Ready and in-flight counts of a queue, per `list_queues`.
+pub async fn depth(store: &Arc<dyn Store>, queue: &str) -> (u64, u64) {
+    let list = store.list_queues().await.unwrap();
+    let q = list
+        .iter()
+        .find(|q| q.name == queue)
+        .unwrap_or_else(|| panic!("queue '{queue}' missing from {list:?}"));
+    (q.ready, q.in_flight)
+}
+
+/// A property list with one of each type.
+pub fn sample_properties() -> ferry_protocol::Properties {
+    vec![
+        ("flag".into(), PropertyValue::Bool(true)),
+        ("n".into(), PropertyValue::Int(-42)),
+        ("x".into(), PropertyValue::Float(2.5)),
+        ("s".into(), PropertyValue::Str("héllo".into())),
+    ]
+}

@@ -1,0 +1,173 @@
+//! Settling client-ack deliveries: ack, nack, release, expiry, unknown ids.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::error::StoreError;
+
+/// A client-ack take leases the message; the ack removes it.
+pub async fn client_ack_lease_then_ack(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "x")).await.unwrap();
+    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    assert_eq!(bodies(&d), vec!["x"]);
+    assert_ne!(d[0].delivery_id, 0);
+    assert!(!d[0].message.redelivered());
+    assert_eq!(depth(&store, "q").await, (0, 1));
+    assert!(
+        store.receive(&take("q", "c"), 1).await.unwrap().is_empty(),
+        "leased is not ready"
+    );
+    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
+    assert_eq!(depth(&store, "q").await, (0, 0));
+    assert_eq!(
+        store.ack(SESSION, &[d[0].delivery_id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id])),
+        "a second ack of the same delivery is unknown"
+    );
+    store.expire_leases(u64::MAX).await.unwrap();
+    assert!(store.receive(&take("q", "c"), 1).await.unwrap().is_empty());
+}
+
+/// A requeued delivery comes back in its old position, flagged redelivered.
+pub async fn nack_requeue_redelivers_in_old_position(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    for b in ["a", "b", "c"] {
+        store.send(msg(&["q"], "p", b)).await.unwrap();
+    }
+    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    assert_eq!(bodies(&d), vec!["a"]);
+    let queues = store
+        .nack(SESSION, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
+    assert_eq!(queues, vec!["q"]);
+    assert_eq!(depth(&store, "q").await, (3, 0));
+    let d = store.receive(&lease("q", "c"), 3).await.unwrap();
+    assert_eq!(bodies(&d), vec!["a", "b", "c"]);
+    assert_eq!(d[0].message.delivery_count, 1);
+    assert!(d[0].message.redelivered());
+    assert!(!d[1].message.redelivered());
+    let ids: Vec<_> = d.iter().map(|d| d.delivery_id).collect();
+    store.nack(SESSION, &ids, true).await.unwrap();
+    let d = store.receive(&take("q", "c"), 1).await.unwrap();
+    assert_eq!(d[0].message.delivery_count, 2);
+}
+
+/// A nack without requeue drops the message.
+pub async fn nack_without_requeue_drops(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "x")).await.unwrap();
+    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let queues = store
+        .nack(SESSION, &[d[0].delivery_id], false)
+        .await
+        .unwrap();
+    assert!(queues.is_empty());
+    assert_eq!(depth(&store, "q").await, (0, 0));
+    assert!(store.receive(&take("q", "c"), 1).await.unwrap().is_empty());
+}
+
+/// Releasing a session returns all it holds, and only that.
+pub async fn release_session_returns_deliveries(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q1", "q2"]).await;
+    store.send(msg(&["q1"], "p", "a")).await.unwrap();
+    store.send(msg(&["q2"], "p", "b")).await.unwrap();
+    store.send(msg(&["q2"], "p", "c")).await.unwrap();
+    store.receive(&lease("q1", "c"), 1).await.unwrap();
+    store.receive(&lease("q2", "c"), 1).await.unwrap();
+    let mut other = lease("q2", "c");
+    other.session = SESSION + 1;
+    let kept = store.receive(&other, 1).await.unwrap();
+    assert_eq!(bodies(&kept), vec!["c"]);
+    let queues = store.release_session(SESSION).await.unwrap();
+    assert_eq!(queues, vec!["q1", "q2"]);
+    assert_eq!(depth(&store, "q1").await, (1, 0));
+    assert_eq!(depth(&store, "q2").await, (1, 1));
+    let d = store.receive(&take("q2", "c"), 5).await.unwrap();
+    assert_eq!(bodies(&d), vec!["b"]);
+    assert!(d[0].message.redelivered());
+    assert!(store.release_session(SESSION).await.unwrap().is_empty());
+    store
+        .ack(SESSION + 1, &[kept[0].delivery_id])
+        .await
+        .unwrap();
+}
+
+/// Leases expire at their deadline (inclusive), and the next deadline is reported.
+pub async fn expire_leases_and_next_deadline(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q", "r"]).await;
+    store.send(msg(&["q"], "p", "a")).await.unwrap();
+    store.send(msg(&["r"], "p", "b")).await.unwrap();
+    assert_eq!(store.next_lease_deadline().await.unwrap(), None);
+    let mut s = lease("q", "c");
+    s.lease_until_ms = 5_000;
+    let first = store.receive(&s, 1).await.unwrap();
+    let mut s = lease("r", "c");
+    s.lease_until_ms = 3_000;
+    store.receive(&s, 1).await.unwrap();
+    assert_eq!(store.next_lease_deadline().await.unwrap(), Some(3_000));
+    assert!(store.expire_leases(2_999).await.unwrap().is_empty());
+    assert_eq!(store.expire_leases(3_000).await.unwrap(), vec!["r"]);
+    assert_eq!(store.next_lease_deadline().await.unwrap(), Some(5_000));
+    assert_eq!(depth(&store, "r").await, (1, 0));
+    assert_eq!(store.expire_leases(10_000).await.unwrap(), vec!["q"]);
+    assert_eq!(store.next_lease_deadline().await.unwrap(), None);
+    assert_eq!(
+        store.ack(SESSION, &[first[0].delivery_id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![first[0].delivery_id])),
+        "an expired delivery can no longer be acked"
+    );
+    let d = store.receive(&take("q", "c"), 1).await.unwrap();
+    assert!(d[0].message.redelivered());
+}
+
+/// Known ids are settled even when some are unknown; the error lists the unknown ones.
+pub async fn unknown_delivery_ids_are_listed(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "a")).await.unwrap();
+    store.send(msg(&["q"], "p", "b")).await.unwrap();
+    store.send(msg(&["q"], "p", "c")).await.unwrap();
+    let d = store.receive(&lease("q", "c"), 3).await.unwrap();
+    let (a, b, c) = (d[0].delivery_id, d[1].delivery_id, d[2].delivery_id);
+    let bogus = a.max(b).max(c) + 1000;
+    assert_eq!(
+        store.ack(SESSION, &[a, bogus]).await,
+        Err(StoreError::DeliveriesNotFound(vec![bogus]))
+    );
+    assert_eq!(depth(&store, "q").await, (0, 2), "the known id was acked");
+    assert_eq!(
+        store.nack(SESSION, &[bogus, b], true).await,
+        Err(StoreError::DeliveriesNotFound(vec![bogus]))
+    );
+    assert_eq!(
+        depth(&store, "q").await,
+        (1, 1),
+        "the known id was requeued"
+    );
+    assert_eq!(
+        store.nack(SESSION, &[c, bogus + 1], false).await,
+        Err(StoreError::DeliveriesNotFound(vec![bogus + 1]))
+    );
+    assert_eq!(depth(&store, "q").await, (1, 0), "the known id was dropped");
+    store.ack(SESSION, &[]).await.unwrap();
+}
+
+/// A delivery held by one session cannot be settled by another.
+pub async fn other_sessions_cannot_settle(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "a")).await.unwrap();
+    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let id = d[0].delivery_id;
+    assert_eq!(
+        store.ack(SESSION + 1, &[id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![id]))
+    );
+    assert_eq!(
+        store.nack(SESSION + 1, &[id], true).await,
+        Err(StoreError::DeliveriesNotFound(vec![id]))
+    );
+    assert!(store.release_session(SESSION + 1).await.unwrap().is_empty());
+    assert_eq!(depth(&store, "q").await, (0, 1));
+    store.ack(SESSION, &[id]).await.unwrap();
+}

@@ -1,0 +1,36 @@
+//! The conformance suite against the embedded engine, on the real filesystem in a temp dir,
+//! and once more on the in-memory faulty backend (with no faults injected).
+
+use std::sync::{Arc, Mutex};
+
+use ferry_store::embedded::FaultyBackend;
+use ferry_store::{conformance, EmbeddedConfig, EmbeddedStore, Store};
+
+#[tokio::test]
+async fn embedded_on_disk_passes_conformance() {
+    // Keep every temp dir alive until the end of the run.
+    let dirs = Arc::new(Mutex::new(Vec::new()));
+    conformance::run_all(|| {
+        let dirs = dirs.clone();
+        async move {
+            let dir = tempfile::tempdir().unwrap();
+            let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
+                .await
+                .unwrap();
+            dirs.lock().unwrap().push(dir);
+            store as Arc<dyn Store>
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_in_memory_with_tiny_segments_passes_conformance() {
+    conformance::run_all(|| async {
+        let mut cfg = EmbeddedConfig::new("/mem");
+        cfg.backend = Arc::new(FaultyBackend::new());
+        cfg.segment_bytes = 256;
+        EmbeddedStore::open(cfg).await.unwrap() as Arc<dyn Store>
+    })
+    .await;
+}
