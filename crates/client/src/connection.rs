@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferry_protocol::{
@@ -83,7 +84,16 @@ struct State {
     pending: HashMap<u32, Pending>,
     subscriptions: HashMap<SubscriptionId, mpsc::UnboundedSender<SubEvent>>,
     closed: Option<CloseReason>,
-    tasks: Vec<AbortHandle>,
+    reader: Option<AbortHandle>,
+    writer: Option<AbortHandle>,
+}
+
+/// What the writer task is handed.
+enum Out {
+    /// An encoded frame.
+    Frame(Bytes),
+    /// Write what was queued before, then shut the socket down.
+    Close,
 }
 
 /// Slack over the advertised frame limit for frames from the broker: a delivery repeats a
@@ -93,11 +103,14 @@ const RECV_SLACK: u32 = 64 * 1024;
 /// Stop draining the channel into one write past this many bytes.
 const MAX_WRITE_BATCH: usize = 256 * 1024;
 
+/// How long a closing connection may take to write what was queued before it closed.
+const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The state shared by the client handles, the subscriptions and the two tasks.
 pub(crate) struct Shared {
     // std mutex: held only to look up, insert or take entries, never across an await.
     state: Mutex<State>,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: mpsc::UnboundedSender<Out>,
     next_id: AtomicU32,
     /// Largest frame we send (the broker's advertised limit once connected).
     send_limit: AtomicU32,
@@ -162,8 +175,8 @@ impl Shared {
                 reader.abort();
                 writer.abort();
             } else {
-                st.tasks
-                    .extend([reader.abort_handle(), writer.abort_handle()]);
+                st.reader = Some(reader.abort_handle());
+                st.writer = Some(writer.abort_handle());
             }
         }
         shared
@@ -227,7 +240,7 @@ impl Shared {
             }
             st.pending.insert(id, pending);
         }
-        if self.out.send(frame.freeze()).is_err() {
+        if self.out.send(Out::Frame(frame.freeze())).is_err() {
             self.lock().pending.remove(&id);
             return Err(self.close_error());
         }
@@ -280,8 +293,11 @@ impl Shared {
 
     /// Ends the connection: fails every waiting call and subscription with `reason` and stops
     /// both tasks (dropping the socket). Later calls fail at once. Idempotent.
-    fn shutdown(&self, reason: CloseReason) {
-        let (pending, subscriptions, tasks) = {
+    ///
+    /// `flush`: the writer first writes what was queued (a cancel or nack sent on the way out),
+    /// within [`CLOSE_FLUSH_TIMEOUT`]; otherwise it stops at once.
+    fn shutdown(&self, reason: CloseReason, flush: bool) {
+        let (pending, subscriptions, reader, writer) = {
             let mut st = self.lock();
             if st.closed.is_some() {
                 return;
@@ -290,7 +306,8 @@ impl Shared {
             (
                 std::mem::take(&mut st.pending),
                 std::mem::take(&mut st.subscriptions),
-                std::mem::take(&mut st.tasks),
+                st.reader.take(),
+                st.writer.take(),
             )
         };
         for (_, p) in pending {
@@ -304,14 +321,29 @@ impl Shared {
         for (_, sub) in subscriptions {
             let _ = sub.send(SubEvent::Closed(reason.to_error()));
         }
-        for t in tasks {
-            t.abort();
+        if let Some(r) = reader {
+            r.abort();
+        }
+        if let Some(w) = writer {
+            let runtime = tokio::runtime::Handle::try_current();
+            match runtime {
+                Ok(rt) if flush && self.out.send(Out::Close).is_ok() => {
+                    // The writer ends by itself once it has flushed; this only bounds the wait
+                    // for a peer that stopped reading.
+                    rt.spawn(async move {
+                        tokio::time::sleep(CLOSE_FLUSH_TIMEOUT).await;
+                        w.abort();
+                    });
+                }
+                _ => w.abort(),
+            }
         }
     }
 
-    /// Closes the connection from this side (the client was dropped or disconnected).
+    /// Closes the connection from this side (the client was dropped or disconnected), after
+    /// writing what was already queued.
     pub(crate) fn close(&self) {
-        self.shutdown(CloseReason::Closed);
+        self.shutdown(CloseReason::Closed, true);
     }
 
     /// Hands deliveries nobody will consume back to the broker, so that they need not wait for
@@ -453,28 +485,44 @@ async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
         CloseReason::Server(e) => tracing::debug!("broker closed the connection: {e}"),
         CloseReason::Closed => tracing::debug!("connection closed"),
     }
-    shared.shutdown(reason);
+    shared.shutdown(reason, false);
 }
 
 async fn write_loop(
     shared: Arc<Shared>,
     mut wr: OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut rx: mpsc::UnboundedReceiver<Out>,
 ) {
     let mut batch = BytesMut::new();
     while let Some(first) = rx.recv().await {
-        let result = match rx.try_recv() {
-            // A lone frame goes out as it is, without a copy.
-            Err(_) => wr.write_all(&first).await,
-            Ok(second) => {
-                batch.extend_from_slice(&first);
-                batch.extend_from_slice(&second);
-                while batch.len() < MAX_WRITE_BATCH {
-                    match rx.try_recv() {
-                        Ok(frame) => batch.extend_from_slice(&frame),
-                        Err(_) => break,
-                    }
+        // Take everything queued: one write for the lot. A lone frame is written as it is,
+        // without a copy.
+        let mut lone: Option<Bytes> = None;
+        let mut closing = false;
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                Out::Close => {
+                    closing = true;
+                    break;
                 }
+                Out::Frame(f) if lone.is_none() && batch.is_empty() => lone = Some(f),
+                Out::Frame(f) => {
+                    if let Some(l) = lone.take() {
+                        batch.extend_from_slice(&l);
+                    }
+                    batch.extend_from_slice(&f);
+                }
+            }
+            if batch.len() >= MAX_WRITE_BATCH {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        let result = match lone {
+            Some(frame) => wr.write_all(&frame).await,
+            None if batch.is_empty() => Ok(()),
+            None => {
                 let r = wr.write_all(&batch).await;
                 batch.clear();
                 r
@@ -482,7 +530,11 @@ async fn write_loop(
         };
         if let Err(e) = result {
             tracing::debug!("write failed: {e}");
-            shared.shutdown(CloseReason::Closed);
+            shared.shutdown(CloseReason::Closed, false);
+            return;
+        }
+        if closing {
+            let _ = wr.shutdown().await;
             return;
         }
     }

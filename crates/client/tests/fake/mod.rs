@@ -1,0 +1,153 @@
+//! A tiny scripted broker for the client tests: a TCP listener on 127.0.0.1:0 that speaks the
+//! protocol crate's codec. Each test writes what the broker does on its one connection.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferry_client::Limits;
+use ferry_protocol::responses::Connected;
+use ferry_protocol::Request;
+use ferry_protocol::{split_frame, ErrorCode, Response, PROTOCOL_VERSION};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// Fails a test that would otherwise hang.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The broker side of one connection.
+pub struct Peer {
+    stream: TcpStream,
+    buf: BytesMut,
+    /// How many reads returned data (to see the client's write batching).
+    pub reads: usize,
+    /// How many frames were read.
+    pub frames: usize,
+}
+
+impl Peer {
+    /// The next request and its id; `None` when the client closed the connection.
+    pub async fn read(&mut self) -> Option<(u32, Request)> {
+        loop {
+            if let Some(f) = split_frame(&mut self.buf, 1 << 26).expect("client frame") {
+                self.frames += 1;
+                let req = Request::decode(&f).expect("client request");
+                return Some((f.request_id, req));
+            }
+            self.buf.reserve(64 * 1024);
+            match self.stream.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => self.reads += 1,
+            }
+        }
+    }
+
+    /// The next request, which must exist.
+    pub async fn expect(&mut self) -> (u32, Request) {
+        tokio::time::timeout(DEADLINE, self.read())
+            .await
+            .expect("client sent nothing")
+            .expect("client closed the connection")
+    }
+
+    /// Writes frames in one go.
+    pub async fn write_all(&mut self, frames: &[(u32, Response)]) {
+        let mut out = BytesMut::new();
+        for (id, r) in frames {
+            r.encode(*id, &mut out);
+        }
+        let _ = self.stream.write_all(&out).await;
+    }
+
+    /// Writes one frame.
+    pub async fn write(&mut self, id: u32, resp: Response) {
+        self.write_all(&[(id, resp)]).await;
+    }
+
+    /// Writes raw bytes.
+    pub async fn write_raw(&mut self, bytes: &[u8]) {
+        let _ = self.stream.write_all(bytes).await;
+    }
+
+    /// Answers the connect with `limits`; returns the client name.
+    pub async fn handshake(&mut self, limits: Limits) -> String {
+        let (id, req) = self.expect().await;
+        let Request::Connect(c) = req else {
+            panic!("first request was {req:?}")
+        };
+        assert_eq!(c.version, PROTOCOL_VERSION);
+        self.write(
+            id,
+            Response::Connected(Connected {
+                version: PROTOCOL_VERSION,
+                client: c.client.clone(),
+                limits,
+            }),
+        )
+        .await;
+        c.client
+    }
+
+    /// Reads until the client closes; returns what it sent meanwhile.
+    pub async fn drain(&mut self) -> Vec<Request> {
+        let mut v = Vec::new();
+        while let Ok(Some((_, r))) = tokio::time::timeout(DEADLINE, self.read()).await {
+            v.push(r);
+        }
+        v
+    }
+}
+
+/// Starts a fake broker that runs `script` on its first connection; returns its address and
+/// the script's task (whose result the test can await).
+pub async fn serve<F, Fut, T>(script: F) -> (String, JoinHandle<T>)
+where
+    F: FnOnce(Peer) -> Fut + Send + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let task = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.expect("accept");
+        script(Peer {
+            stream,
+            buf: BytesMut::new(),
+            reads: 0,
+            frames: 0,
+        })
+        .await
+    });
+    (addr, task)
+}
+
+/// An error reply.
+pub fn error(code: ErrorCode, message: &str) -> Response {
+    Response::error(code, message)
+}
+
+/// A delivery whose body is `n` in decimal.
+pub fn delivery(delivery_id: u64, n: u64) -> ferry_client::Delivery {
+    ferry_client::Delivery {
+        delivery_id,
+        message: ferry_client::Message {
+            id: n,
+            queue: "q".into(),
+            sender: "s".into(),
+            receiver: None,
+            priority: 5,
+            context: 0,
+            properties: vec![],
+            body: n.to_string().into(),
+            created_at: 0,
+            delivery_count: 0,
+        },
+    }
+}
+
+/// Awaits `f`, failing the test instead of hanging.
+pub async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(DEADLINE, f).await.expect("timed out")
+}
