@@ -83,6 +83,10 @@ impl CloseReason {
 struct State {
     pending: HashMap<u32, Pending>,
     subscriptions: HashMap<SubscriptionId, mpsc::UnboundedSender<SubEvent>>,
+    /// Pushes for a subscription id not known yet, received while a subscribe was waiting for
+    /// its reply: kept for it in case the push overtook the reply. Bounded by the prefetch of
+    /// the waiting subscribes.
+    early: HashMap<SubscriptionId, Vec<SubEvent>>,
     closed: Option<CloseReason>,
     reader: Option<AbortHandle>,
     writer: Option<AbortHandle>,
@@ -150,7 +154,17 @@ impl Drop for InFlight {
         // handled as one for an unknown id.
         if self.rx.is_some() {
             self.shared.lock().pending.remove(&self.id);
+            self.shared.drop_stale_early();
         }
+    }
+}
+
+impl State {
+    /// Whether a subscribe waits for its reply.
+    fn subscribing(&self) -> bool {
+        self.pending
+            .values()
+            .any(|p| matches!(p, Pending::Subscribe(..)))
     }
 }
 
@@ -303,6 +317,7 @@ impl Shared {
                 return;
             }
             st.closed = Some(reason.clone());
+            st.early.clear();
             (
                 std::mem::take(&mut st.pending),
                 std::mem::take(&mut st.subscriptions),
@@ -383,8 +398,21 @@ impl Shared {
                 subscription,
                 delivery,
             } => {
-                let sub = self.lock().subscriptions.get(&subscription).cloned();
                 let delivery_id = delivery.delivery_id;
+                let sub = {
+                    let mut st = self.lock();
+                    match st.subscriptions.get(&subscription) {
+                        Some(s) => Some(s.clone()),
+                        None if st.subscribing() => {
+                            st.early
+                                .entry(subscription)
+                                .or_default()
+                                .push(SubEvent::Deliver(delivery));
+                            return Ok(());
+                        }
+                        None => None,
+                    }
+                };
                 let routed = sub.is_some_and(|s| s.send(SubEvent::Deliver(delivery)).is_ok());
                 if !routed {
                     tracing::debug!("delivery for unknown subscription {subscription}");
@@ -397,9 +425,20 @@ impl Shared {
                 subscription,
                 error,
             } => {
-                let sub = self.lock().subscriptions.remove(&subscription);
+                let event = SubEvent::Closed(ClientError::Server(error));
+                let sub = {
+                    let mut st = self.lock();
+                    match st.subscriptions.remove(&subscription) {
+                        Some(s) => Some(s),
+                        None if st.subscribing() => {
+                            st.early.entry(subscription).or_default().push(event);
+                            return Ok(());
+                        }
+                        None => return Ok(()),
+                    }
+                };
                 if let Some(s) = sub {
-                    let _ = s.send(SubEvent::Closed(ClientError::Server(error)));
+                    let _ = s.send(event);
                 }
             }
             // An error not tied to a request: the broker is closing the connection and says why.
@@ -417,8 +456,9 @@ impl Shared {
             }
             Some(Pending::Subscribe(tx, events)) => {
                 if let Response::Subscribed { subscription } = resp {
-                    self.lock().subscriptions.insert(subscription, events);
+                    self.register_subscription(subscription, events);
                 }
+                self.drop_stale_early();
                 if let Err(Ok(Response::Subscribed { subscription })) = tx.send(Ok(resp)) {
                     // The caller gave up meanwhile: end the subscription it will never read.
                     self.forget_subscription(subscription);
@@ -451,6 +491,43 @@ impl Shared {
         if let Some(Pending::Call(tx) | Pending::Subscribe(tx, _)) = pending {
             let _ = tx.send(res);
         }
+        self.drop_stale_early();
+    }
+
+    /// Starts routing pushes to a new subscription, first those that overtook its reply.
+    fn register_subscription(&self, id: SubscriptionId, events: mpsc::UnboundedSender<SubEvent>) {
+        let early = {
+            let mut st = self.lock();
+            let early = st.early.remove(&id).unwrap_or_default();
+            if !early.iter().any(|e| matches!(e, SubEvent::Closed(_))) {
+                st.subscriptions.insert(id, events.clone());
+            }
+            early
+        };
+        for e in early {
+            let _ = events.send(e);
+        }
+    }
+
+    /// Once no subscribe waits for its reply, early pushes can belong to no subscription: hand
+    /// their client-ack deliveries back.
+    fn drop_stale_early(&self) {
+        let stale = {
+            let mut st = self.lock();
+            if st.subscribing() || st.early.is_empty() {
+                return;
+            }
+            std::mem::take(&mut st.early)
+        };
+        let ids: Vec<DeliveryId> = stale
+            .into_values()
+            .flatten()
+            .filter_map(|e| match e {
+                SubEvent::Deliver(d) if d.delivery_id != 0 => Some(d.delivery_id),
+                _ => None,
+            })
+            .collect();
+        self.give_back(ids);
     }
 }
 

@@ -312,3 +312,66 @@ async fn connection_loss_ends_subscriptions_with_closed() {
     ));
     assert!(within(sub.next()).await.is_none());
 }
+
+#[tokio::test]
+async fn pushes_that_overtake_the_subscribe_reply_are_kept() {
+    let (addr, server) = serve(|mut peer| async move {
+        peer.handshake(Limits::DEFAULT).await;
+        let (id, _) = peer.expect().await;
+        // A broker whose subscription task outran the reply; plus a client-ack push for a
+        // subscription nobody asked for.
+        peer.write_all(&[
+            deliver(5, 0, 1),
+            deliver(8, 31, 0),
+            deliver(5, 0, 2),
+            (id, Response::Subscribed { subscription: 5 }),
+            deliver(5, 0, 3),
+        ])
+        .await;
+        let (id, req) = peer.expect().await;
+        assert_eq!(
+            req,
+            Request::Nack {
+                ids: vec![31],
+                requeue: true
+            }
+        );
+        peer.write(id, Response::Ok).await;
+        let (id, _) = peer.expect().await;
+        peer.write_all(&[
+            (
+                0,
+                Response::SubscriptionClosed {
+                    subscription: 6,
+                    error: ferry_client::ErrorReply::new(ErrorCode::QueueNotFound, "gone"),
+                },
+            ),
+            (id, Response::Subscribed { subscription: 6 }),
+        ])
+        .await;
+        peer.drain().await
+    })
+    .await;
+    let client = within(Client::connect(&addr, "early")).await.unwrap();
+    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 100)))
+        .await
+        .unwrap();
+    for n in 1..=3 {
+        assert_eq!(next_n(&mut sub).await, n);
+    }
+    let mut closed = within(client.subscribe(subscribe("r", AckMode::Auto, 100)))
+        .await
+        .unwrap();
+    assert!(matches!(
+        within(closed.next()).await,
+        Some(Err(ClientError::Server(_)))
+    ));
+    assert!(within(closed.next()).await.is_none());
+    drop(closed); // ended by the broker: nothing to cancel
+    drop(sub);
+    drop(client);
+    assert_eq!(
+        within(server).await.unwrap(),
+        vec![Request::Cancel { subscription: 5 }]
+    );
+}
