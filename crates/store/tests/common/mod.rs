@@ -1,0 +1,83 @@
+//! Helpers shared by the engine tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ferry_protocol::{AckMode, Delivery, Order, ReceiveMode, Source};
+use ferry_store::embedded::{FaultyBackend, FsyncPolicy};
+use ferry_store::{EmbeddedConfig, EmbeddedStore, NewMessage, ReceiveSpec, StoreError};
+
+/// The data directory used on in-memory disks.
+pub const DIR: &str = "/data";
+
+/// Path of the segment directory on in-memory disks.
+pub fn seg_dir() -> PathBuf {
+    Path::new(DIR).join("segments")
+}
+
+/// A config on `disk` with `segment_bytes`.
+pub fn config(disk: &FaultyBackend, segment_bytes: u64) -> EmbeddedConfig {
+    let mut cfg = EmbeddedConfig::new(DIR);
+    cfg.backend = Arc::new(disk.clone());
+    cfg.segment_bytes = segment_bytes;
+    cfg.fsync = FsyncPolicy::Always;
+    cfg
+}
+
+/// Opens a store on `disk`.
+pub async fn open(disk: &FaultyBackend, segment_bytes: u64) -> Result<Arc<EmbeddedStore>, StoreError> {
+    EmbeddedStore::open(config(disk, segment_bytes)).await
+}
+
+/// A message from "p" on `queues`.
+pub fn msg(queues: &[&str], body: &str) -> NewMessage {
+    NewMessage {
+        queues: queues.iter().map(|q| q.to_string()).collect(),
+        sender: "p".into(),
+        receiver: None,
+        priority: 5,
+        context: 0,
+        properties: Vec::new(),
+        body: Bytes::copy_from_slice(body.as_bytes()),
+        created_at: 1,
+    }
+}
+
+/// A receive spec on a queue for client "c".
+pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> ReceiveSpec {
+    ReceiveSpec {
+        source: Source::Queue(queue.into()),
+        order: Order::Time,
+        mode,
+        ack,
+        client: "c".into(),
+        session,
+        lease_until_ms: u64::MAX,
+    }
+}
+
+/// Peeks at everything ready on `queue`.
+pub async fn peek_all(store: &EmbeddedStore, queue: &str) -> Vec<Delivery> {
+    use ferry_store::Store;
+    store
+        .receive(&spec(queue, ReceiveMode::Peek, AckMode::Auto, 0), usize::MAX)
+        .await
+        .unwrap()
+}
+
+/// Bodies of deliveries.
+pub fn bodies(ds: &[Delivery]) -> Vec<String> {
+    ds.iter()
+        .map(|d| String::from_utf8_lossy(&d.message.body).into_owned())
+        .collect()
+}
+
+/// The segment files on `disk`, oldest first, with their lengths.
+pub fn segments(disk: &FaultyBackend) -> Vec<(PathBuf, usize)> {
+    disk.files()
+        .into_iter()
+        .filter(|(p, _)| p.parent() == Some(seg_dir().as_path()))
+        .collect()
+}

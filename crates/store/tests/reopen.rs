@@ -1,0 +1,115 @@
+//! Reopening a store keeps its state: clients, queues, messages (all fields), delivery counts,
+//! the next message id, across several segments, on the real filesystem.
+
+use std::sync::Arc;
+
+use ferry_protocol::{AckMode, PropertyValue, ReceiveMode};
+use ferry_store::{EmbeddedConfig, EmbeddedStore, Store, StoreError};
+
+mod common;
+use common::{bodies, msg, peek_all, spec};
+
+async fn open(dir: &std::path::Path) -> Arc<EmbeddedStore> {
+    let mut cfg = EmbeddedConfig::new(dir);
+    cfg.segment_bytes = 300; // several segments
+    EmbeddedStore::open(cfg).await.unwrap()
+}
+
+#[tokio::test]
+async fn reopen_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.register_client("p").await.unwrap();
+    store.register_client("c").await.unwrap();
+    store.register_client("r").await.unwrap();
+    for q in ["a", "b", "gone"] {
+        store.create_queue(q).await.unwrap();
+    }
+    store.delete_queue("gone", false).await.unwrap();
+    let mut rich = msg(&["a", "b"], "rich");
+    rich.receiver = Some("r".into());
+    rich.priority = 8;
+    rich.context = 99;
+    rich.created_at = 123_456;
+    rich.properties = vec![("k".into(), PropertyValue::Str("v".into()))];
+    let rich_id = store.send(rich.clone()).await.unwrap();
+    let mut last = 0;
+    for i in 0..20 {
+        last = store.send(msg(&["a"], &format!("m{i}"))).await.unwrap();
+    }
+    // m0 taken (auto ack), m1 leased and acked, m2 leased and not acked, m3 nacked and requeued.
+    let take = spec("a", ReceiveMode::Take, AckMode::Auto, 1);
+    let lease = spec("a", ReceiveMode::Take, AckMode::Client, 1);
+    assert_eq!(bodies(&store.receive(&take, 1).await.unwrap()), vec!["m0"]);
+    let d = store.receive(&lease, 3).await.unwrap();
+    assert_eq!(bodies(&d), vec!["m1", "m2", "m3"]);
+    store.ack(1, &[d[0].delivery_id]).await.unwrap();
+    store.nack(1, &[d[2].delivery_id], true).await.unwrap();
+    // The rich message left queue b only.
+    let mut rb = spec("b", ReceiveMode::Take, AckMode::Auto, 1);
+    rb.client = "r".into();
+    assert_eq!(store.receive(&rb, 1).await.unwrap()[0].message.id, rich_id);
+    let segments_before = store.segments().len();
+    assert!(segments_before > 2, "the test should span several segments");
+    drop(store);
+
+    let store = open(dir.path()).await;
+    assert!(store.client_exists("p").await.unwrap());
+    assert!(store.client_exists("r").await.unwrap());
+    let names: Vec<String> = store.list_queues().await.unwrap().into_iter().map(|q| q.name).collect();
+    assert_eq!(names, vec!["a", "b"]);
+    let all = peek_all(&store, "a").await;
+    let expect: Vec<String> = (2..20).map(|i| format!("m{i}")).collect();
+    assert_eq!(bodies(&all), expect, "client c does not see the message for r");
+    assert_eq!(all[0].message.delivery_count, 1, "the unacked lease comes back redelivered");
+    assert_eq!(all[1].message.delivery_count, 1, "the nacked one too");
+    assert_eq!(all[2].message.delivery_count, 0);
+    assert!(peek_all(&store, "b").await.is_empty());
+    let mut ra = spec("a", ReceiveMode::Peek, AckMode::Auto, 1);
+    ra.client = "r".into();
+    let got = store.receive(&ra, 1).await.unwrap();
+    let m = &got[0].message;
+    assert_eq!((m.id, m.priority, m.context, m.created_at), (rich_id, 8, 99, 123_456));
+    assert_eq!(m.receiver.as_deref(), Some("r"));
+    assert_eq!(m.properties, rich.properties);
+    assert_eq!(store.waiting_queues("r").await.unwrap(), vec!["a"]);
+    let next = store.send(msg(&["a"], "after")).await.unwrap();
+    assert!(next > last, "ids are never reused: {next} after {last}");
+    // A second reopen after more work still agrees.
+    drop(store);
+    let store = open(dir.path()).await;
+    assert_eq!(peek_all(&store, "a").await.len(), 19, "m2..m19 and the new one");
+    assert_eq!(store.message_count(), 20);
+}
+
+#[tokio::test]
+async fn a_locked_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let err = EmbeddedStore::open(EmbeddedConfig::new(dir.path())).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(ref m) if m.contains("lock")), "{err}");
+    drop(store);
+    open(dir.path()).await;
+}
+
+#[tokio::test]
+async fn ids_survive_compaction_of_every_old_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.register_client("p").await.unwrap();
+    store.create_queue("a").await.unwrap();
+    let take = spec("a", ReceiveMode::Take, AckMode::Auto, 1);
+    let mut last = 0;
+    for i in 0..50 {
+        last = store.send(msg(&["a"], &format!("m{i}"))).await.unwrap();
+        store.receive(&take, 1).await.unwrap();
+    }
+    store.maintain().await.unwrap();
+    store.maintain().await.unwrap();
+    assert!(store.segments().len() <= 2, "{:?}", store.segments());
+    drop(store);
+    let store = open(dir.path()).await;
+    let next = store.send(msg(&["a"], "x")).await.unwrap();
+    assert!(next > last);
+    assert!(store.client_exists("p").await.unwrap());
+}
