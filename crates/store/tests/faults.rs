@@ -58,7 +58,10 @@ async fn failed_write_fails_the_batch_then_writes_resume() {
     store.send(msg(&["q"], "one")).await.unwrap();
     disk.fail_writes(1, FaultKind::NoSpace);
     let why = unavailable(store.send(msg(&["q"], "two")).await);
-    assert!(why.contains("os error 28") || why.to_lowercase().contains("space"), "{why}");
+    assert!(
+        why.contains("os error 28") || why.to_lowercase().contains("space"),
+        "{why}"
+    );
     // The disk has room again: the next write goes through by itself.
     store.send(msg(&["q"], "three")).await.unwrap();
     let visible = bodies(&peek_all(&store, "q").await);
@@ -87,7 +90,10 @@ async fn a_full_disk_refuses_writes_until_space_returns() {
     assert!(during.len() <= 2, "{during:?}");
     let take = spec("q", ReceiveMode::Take, AckMode::Client, 1);
     let d = store.receive(&take, 10).await.unwrap();
-    store.ack(1, &d.iter().map(|d| d.delivery_id).collect::<Vec<_>>()).await.unwrap();
+    store
+        .ack(1, &d.iter().map(|d| d.delivery_id).collect::<Vec<_>>())
+        .await
+        .unwrap();
     store.send(msg(&["q"], "back")).await.unwrap();
     drop(store);
     let store = open(&disk, BIG).await.unwrap();
@@ -127,7 +133,10 @@ async fn failed_segment_roll_is_retried() {
 async fn interval_and_never_policies_lose_nothing_on_process_kill() {
     use ferry_store::embedded::FsyncPolicy;
     use std::time::Duration;
-    for policy in [FsyncPolicy::Interval(Duration::from_millis(50)), FsyncPolicy::Never] {
+    for policy in [
+        FsyncPolicy::Interval(Duration::from_millis(50)),
+        FsyncPolicy::Never,
+    ] {
         let disk = FaultyBackend::new();
         let mut cfg = common::config(&disk, 300);
         cfg.fsync = policy;
@@ -140,9 +149,13 @@ async fn interval_and_never_policies_lose_nothing_on_process_kill() {
         let image = disk.crash(CrashMode::Process);
         if policy == FsyncPolicy::Never {
             // Only sealed segments were synced.
-            assert!(common::segments(&disk).iter().any(|(p, _)| disk.unsynced_bytes(p) > 0));
+            assert!(common::segments(&disk)
+                .iter()
+                .any(|(p, _)| disk.unsynced_bytes(p) > 0));
             store.flush().await.unwrap();
-            assert!(common::segments(&disk).iter().all(|(p, _)| disk.unsynced_bytes(p) == 0));
+            assert!(common::segments(&disk)
+                .iter()
+                .all(|(p, _)| disk.unsynced_bytes(p) == 0));
         }
         drop(store);
         let store = open(&image, 300).await.unwrap();

@@ -87,7 +87,10 @@ async fn several_segments() -> FaultyBackend {
     store.register_client("c").await.unwrap();
     store.create_queue("q").await.unwrap();
     for i in 0..20 {
-        store.send(msg(&["q"], &format!("message {i}"))).await.unwrap();
+        store
+            .send(msg(&["q"], &format!("message {i}")))
+            .await
+            .unwrap();
     }
     drop(store);
     assert!(segments(&disk).len() >= 3);
@@ -104,14 +107,21 @@ async fn corrupt_non_last_segment_refuses_to_open() {
     let err = open(&disk, 200).await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, StoreError::Internal(_)), "{text}");
-    assert!(text.contains("corrupt") && text.contains("00000000000000000001.log"), "{text}");
+    assert!(
+        text.contains("corrupt") && text.contains("00000000000000000001.log"),
+        "{text}"
+    );
 
     // A torn tail in a non-last segment is corruption too (sealed segments are synced).
     let disk = several_segments().await;
     let (second, len) = segments(&disk)[1].clone();
     let bytes = disk.file(&second).unwrap();
     disk.set_file(&second, bytes[..len - 1].to_vec());
-    assert!(open(&disk, 200).await.unwrap_err().to_string().contains("corrupt"));
+    assert!(open(&disk, 200)
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("corrupt"));
 
     // So is a damaged header.
     let disk = several_segments().await;
@@ -119,7 +129,11 @@ async fn corrupt_non_last_segment_refuses_to_open() {
     let mut bytes = disk.file(&first).unwrap();
     bytes[20] ^= 0xff;
     disk.set_file(&first, bytes);
-    assert!(open(&disk, 200).await.unwrap_err().to_string().contains("header"));
+    assert!(open(&disk, 200)
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("header"));
 }
 
 #[tokio::test]

@@ -56,12 +56,25 @@ async fn reopen_keeps_everything() {
     let store = open(dir.path()).await;
     assert!(store.client_exists("p").await.unwrap());
     assert!(store.client_exists("r").await.unwrap());
-    let names: Vec<String> = store.list_queues().await.unwrap().into_iter().map(|q| q.name).collect();
+    let names: Vec<String> = store
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
     assert_eq!(names, vec!["a", "b"]);
     let all = peek_all(&store, "a").await;
     let expect: Vec<String> = (2..20).map(|i| format!("m{i}")).collect();
-    assert_eq!(bodies(&all), expect, "client c does not see the message for r");
-    assert_eq!(all[0].message.delivery_count, 1, "the unacked lease comes back redelivered");
+    assert_eq!(
+        bodies(&all),
+        expect,
+        "client c does not see the message for r"
+    );
+    assert_eq!(
+        all[0].message.delivery_count, 1,
+        "the unacked lease comes back redelivered"
+    );
     assert_eq!(all[1].message.delivery_count, 1, "the nacked one too");
     assert_eq!(all[2].message.delivery_count, 0);
     assert!(peek_all(&store, "b").await.is_empty());
@@ -69,7 +82,10 @@ async fn reopen_keeps_everything() {
     ra.client = "r".into();
     let got = store.receive(&ra, 1).await.unwrap();
     let m = &got[0].message;
-    assert_eq!((m.id, m.priority, m.context, m.created_at), (rich_id, 8, 99, 123_456));
+    assert_eq!(
+        (m.id, m.priority, m.context, m.created_at),
+        (rich_id, 8, 99, 123_456)
+    );
     assert_eq!(m.receiver.as_deref(), Some("r"));
     assert_eq!(m.properties, rich.properties);
     assert_eq!(store.waiting_queues("r").await.unwrap(), vec!["a"]);
@@ -78,7 +94,11 @@ async fn reopen_keeps_everything() {
     // A second reopen after more work still agrees.
     drop(store);
     let store = open(dir.path()).await;
-    assert_eq!(peek_all(&store, "a").await.len(), 19, "m2..m19 and the new one");
+    assert_eq!(
+        peek_all(&store, "a").await.len(),
+        19,
+        "m2..m19 and the new one"
+    );
     assert_eq!(store.message_count(), 20);
 }
 
@@ -86,8 +106,13 @@ async fn reopen_keeps_everything() {
 async fn a_locked_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;
-    let err = EmbeddedStore::open(EmbeddedConfig::new(dir.path())).await.unwrap_err();
-    assert!(matches!(err, StoreError::Unavailable(ref m) if m.contains("lock")), "{err}");
+    let err = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Unavailable(ref m) if m.contains("lock")),
+        "{err}"
+    );
     drop(store);
     open(dir.path()).await;
 }

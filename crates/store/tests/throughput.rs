@@ -15,7 +15,9 @@ const BATCH: usize = 500;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_and_consumer_move_every_message() {
     let dir = tempfile::tempdir().unwrap();
-    let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path())).await.unwrap();
+    let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
+        .await
+        .unwrap();
     store.register_client("p").await.unwrap();
     store.register_client("c").await.unwrap();
     store.create_queue("q").await.unwrap();
@@ -84,7 +86,11 @@ async fn producer_and_consumer_move_every_message() {
     println!(
         "{MESSAGES} messages sent, leased and acked in {secs:.2}s: {:.0} msg/s ({} build)",
         MESSAGES as f64 / secs,
-        if cfg!(debug_assertions) { "debug" } else { "release" }
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
     );
     assert_eq!(store.message_count(), 0);
 }

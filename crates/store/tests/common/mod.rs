@@ -27,7 +27,10 @@ pub fn config(disk: &FaultyBackend, segment_bytes: u64) -> EmbeddedConfig {
 }
 
 /// Opens a store on `disk`.
-pub async fn open(disk: &FaultyBackend, segment_bytes: u64) -> Result<Arc<EmbeddedStore>, StoreError> {
+pub async fn open(
+    disk: &FaultyBackend,
+    segment_bytes: u64,
+) -> Result<Arc<EmbeddedStore>, StoreError> {
     EmbeddedStore::open(config(disk, segment_bytes)).await
 }
 
@@ -62,7 +65,10 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
 pub async fn peek_all(store: &EmbeddedStore, queue: &str) -> Vec<Delivery> {
     use ferry_store::Store;
     store
-        .receive(&spec(queue, ReceiveMode::Peek, AckMode::Auto, 0), usize::MAX)
+        .receive(
+            &spec(queue, ReceiveMode::Peek, AckMode::Auto, 0),
+            usize::MAX,
+        )
         .await
         .unwrap()
 }
