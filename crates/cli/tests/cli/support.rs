@@ -133,10 +133,10 @@ pub async fn queue_info(server: &TestServer, name: &str) -> Option<QueueInfo> {
     q
 }
 
-/// Waits (up to 5 s) until queue `name` has `ready` ready and `in_flight` in-flight messages:
-/// a disconnect returns deliveries asynchronously.
+/// Waits until queue `name` has `ready` ready and `in_flight` in-flight messages: a disconnect
+/// returns deliveries asynchronously. Up to 15 s, for loaded CI machines.
 pub async fn wait_for_depth(server: &TestServer, name: &str, ready: u64, in_flight: u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         let q = queue_info(server, name).await.expect("queue exists");
         if q.ready == ready && q.in_flight == in_flight {
