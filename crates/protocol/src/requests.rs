@@ -8,8 +8,8 @@ use crate::types::{
 };
 use crate::version::PROTOCOL_VERSION;
 use crate::wire::{
-    put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, put_u64s, Reader,
-    WireError, MAX_STRING_BYTES,
+    fitting, put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings,
+    put_u64s, Reader, WireError,
 };
 
 /// Opens a session. Must be the first request on a connection.
@@ -160,7 +160,7 @@ pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
 /// The number of bytes [`put_outgoing`] writes for `m`, without writing them: lets a sender
 /// split a batch into frames that fit the broker's frame limit.
 pub fn outgoing_encoded_len(m: &OutgoingMessage) -> usize {
-    let string = |s: &str| 2 + s.len().min(MAX_STRING_BYTES);
+    let string = |s: &str| 2 + fitting(s).len();
     let queues: usize = m.queues.iter().map(|q| string(q)).sum();
     let receiver = 1 + m.receiver.as_deref().map_or(0, string);
     let properties: usize = m

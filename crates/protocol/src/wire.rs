@@ -244,14 +244,20 @@ impl<'a> Reader<'a> {
 /// [`put_string`] cuts longer strings, so senders check user-supplied text against this first.
 pub const MAX_STRING_BYTES: usize = u16::MAX as usize;
 
-/// Writes a string: u16 length, then UTF-8 bytes. Strings longer than 65535 bytes are cut at
-/// the last character boundary that fits (names are far shorter; only error texts can be long).
-pub fn put_string(out: &mut BytesMut, s: &str) {
+/// The part of `s` that a string field carries: all of it, or the longest prefix of at most
+/// [`MAX_STRING_BYTES`] that ends on a character boundary.
+pub fn fitting(s: &str) -> &str {
     let mut end = s.len().min(MAX_STRING_BYTES);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    let s = s.get(..end).unwrap_or_default();
+    s.get(..end).unwrap_or_default()
+}
+
+/// Writes a string: u16 length, then UTF-8 bytes. Strings longer than 65535 bytes are cut at
+/// the last character boundary that fits (names are far shorter; only error texts can be long).
+pub fn put_string(out: &mut BytesMut, s: &str) {
+    let s = fitting(s);
     out.put_u16_le(s.len() as u16);
     out.put_slice(s.as_bytes());
 }
