@@ -467,7 +467,7 @@ impl Shared {
             }
             Some(Pending::Ignore(what)) => {
                 if let Response::Error(e) = resp {
-                    tracing::warn!("{what} failed: {e}");
+                    tracing::debug!("{what} failed: {e}");
                 }
             }
             None => {
