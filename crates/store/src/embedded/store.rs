@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo, ReceiveMode};
+use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo};
 
 use super::backend::Backend;
 use super::config::EmbeddedConfig;
@@ -200,9 +200,9 @@ impl Store for EmbeddedStore {
 
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
         let max = max.max(1);
-        if spec.mode == ReceiveMode::Take {
-            self.writable().await?;
-        }
+        // Peeks too: while a failed write is carried, the in-memory state is ahead of the log,
+        // and a peek must not show what a crash could still take back.
+        self.writable().await?;
         let (handouts, ticket): (Vec<Handout>, Option<Ticket>) = {
             let mut st = self.state();
             let mut log = self.log.lock();

@@ -81,9 +81,21 @@ struct Disk {
 }
 
 /// In-memory files with fault injection; cheap to clone (clones share the same disk).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct FaultyBackend {
     disk: Arc<Mutex<Disk>>,
+}
+
+impl std::fmt::Debug for FaultyBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the file contents: they can be megabytes.
+        let d = self.disk();
+        f.debug_struct("FaultyBackend")
+            .field("files", &d.files.len())
+            .field("writes", &d.writes)
+            .field("syncs", &d.syncs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FaultyBackend {
