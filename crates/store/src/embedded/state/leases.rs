@@ -4,11 +4,12 @@
 //! Leases live only in memory: after a restart every session is gone, and the messages they
 //! held come back ready, flagged redelivered by the `DeliveryStarted` records in the log.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
+use std::hash::BuildHasherDefault;
 
 use ferry_protocol::{DeliveryId, MessageId};
 
-use super::{IdMap, QueueKey};
+use super::{IdHasher, IdMap, QueueKey};
 use crate::api::SessionId;
 
 /// One client-ack delivery.
@@ -29,7 +30,7 @@ pub struct Lease {
 pub struct Leases {
     by_id: IdMap<DeliveryId, Lease>,
     by_deadline: BTreeSet<(u64, DeliveryId)>,
-    by_session: HashMap<SessionId, HashSet<DeliveryId>>,
+    by_session: IdMap<SessionId, HashSet<DeliveryId, BuildHasherDefault<IdHasher>>>,
     /// Delivery ids are unique per store run; 0 means "nothing to settle".
     next_id: DeliveryId,
 }
