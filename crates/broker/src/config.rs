@@ -98,12 +98,14 @@ pub const ENV_VARS: &[&str] = &[
 ];
 
 fn parse_env_u32(key: &'static str, v: &str) -> Result<u32, ConfigError> {
-    v.trim().parse().map_err(|e: std::num::ParseIntError| ConfigError::Invalid {
-        key,
-        value: v.to_owned(),
-        origin: "environment",
-        reason: e.to_string(),
-    })
+    v.trim()
+        .parse()
+        .map_err(|e: std::num::ParseIntError| ConfigError::Invalid {
+            key,
+            value: v.to_owned(),
+            origin: "environment",
+            reason: e.to_string(),
+        })
 }
 
 impl ConfigLayer {
@@ -121,26 +123,40 @@ impl ConfigLayer {
 
     /// Reads the `FERRY_*` variables of [`ENV_VARS`] from `vars` (other variables are ignored:
     /// `FERRY_SERVER` and `FERRY_NAME` belong to the client commands).
-    pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> Result<ConfigLayer, ConfigError> {
+    pub fn from_env(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<ConfigLayer, ConfigError> {
         let mut layer = ConfigLayer::default();
         for (k, v) in vars {
             match k.as_str() {
                 "FERRY_LISTEN" => layer.listen = Some(v),
                 "FERRY_DATA_DIR" => layer.data_dir = Some(PathBuf::from(v)),
                 "FERRY_FSYNC" => layer.fsync = Some(v),
-                "FERRY_MAX_CONNECTIONS" => layer.max_connections = Some(parse_env_u32("max_connections", &v)?),
-                "FERRY_MAX_BODY_BYTES" => layer.max_body_bytes = Some(parse_env_u32("max_body_bytes", &v)?),
-                "FERRY_MAX_FRAME_BYTES" => layer.max_frame_bytes = Some(parse_env_u32("max_frame_bytes", &v)?),
+                "FERRY_MAX_CONNECTIONS" => {
+                    layer.max_connections = Some(parse_env_u32("max_connections", &v)?)
+                }
+                "FERRY_MAX_BODY_BYTES" => {
+                    layer.max_body_bytes = Some(parse_env_u32("max_body_bytes", &v)?)
+                }
+                "FERRY_MAX_FRAME_BYTES" => {
+                    layer.max_frame_bytes = Some(parse_env_u32("max_frame_bytes", &v)?)
+                }
                 "FERRY_MAX_QUEUES" => layer.max_queues = Some(parse_env_u32("max_queues", &v)?),
                 "FERRY_MAX_IN_FLIGHT_PER_SESSION" => {
-                    layer.max_in_flight_per_session = Some(parse_env_u32("max_in_flight_per_session", &v)?)
+                    layer.max_in_flight_per_session =
+                        Some(parse_env_u32("max_in_flight_per_session", &v)?)
                 }
-                "FERRY_MAX_PREFETCH" => layer.max_prefetch = Some(parse_env_u32("max_prefetch", &v)?),
+                "FERRY_MAX_PREFETCH" => {
+                    layer.max_prefetch = Some(parse_env_u32("max_prefetch", &v)?)
+                }
                 "FERRY_MAX_BATCH" => layer.max_batch = Some(parse_env_u32("max_batch", &v)?),
                 "FERRY_LEASE_MS" => layer.lease_ms = Some(parse_env_u32("lease_ms", &v)?),
-                "FERRY_MAX_PIPELINED" => layer.max_pipelined = Some(parse_env_u32("max_pipelined", &v)?),
+                "FERRY_MAX_PIPELINED" => {
+                    layer.max_pipelined = Some(parse_env_u32("max_pipelined", &v)?)
+                }
                 "FERRY_SHUTDOWN_GRACE_SECS" => {
-                    layer.shutdown_grace_secs = Some(u64::from(parse_env_u32("shutdown_grace_secs", &v)?))
+                    layer.shutdown_grace_secs =
+                        Some(u64::from(parse_env_u32("shutdown_grace_secs", &v)?))
                 }
                 _ => {}
             }
@@ -173,7 +189,10 @@ impl ConfigLayer {
         set(&mut l.max_body_bytes, self.max_body_bytes);
         set(&mut l.max_frame_bytes, self.max_frame_bytes);
         set(&mut l.max_queues, self.max_queues);
-        set(&mut l.max_in_flight_per_session, self.max_in_flight_per_session);
+        set(
+            &mut l.max_in_flight_per_session,
+            self.max_in_flight_per_session,
+        );
         set(&mut l.max_prefetch, self.max_prefetch);
         set(&mut l.max_batch, self.max_batch);
         set(&mut l.lease_ms, self.lease_ms);
@@ -306,7 +325,8 @@ mod tests {
 
     #[test]
     fn layers_apply_in_order_file_env_flags() {
-        let file: ConfigLayer = toml::from_str("listen = \"127.0.0.1:1\"\nfsync = \"never\"\nlease_ms = 5").unwrap();
+        let file: ConfigLayer =
+            toml::from_str("listen = \"127.0.0.1:1\"\nfsync = \"never\"\nlease_ms = 5").unwrap();
         let env = ConfigLayer::from_env([
             ("FERRY_FSYNC".to_owned(), "interval:10".to_owned()),
             ("FERRY_SERVER".to_owned(), "ignored".to_owned()),
@@ -330,7 +350,8 @@ mod tests {
 
     #[test]
     fn bad_env_number_names_the_setting() {
-        let err = ConfigLayer::from_env([("FERRY_MAX_CONNECTIONS".to_owned(), "many".to_owned())]).unwrap_err();
+        let err = ConfigLayer::from_env([("FERRY_MAX_CONNECTIONS".to_owned(), "many".to_owned())])
+            .unwrap_err();
         assert!(err.to_string().contains("max_connections"), "{err}");
     }
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use ferry_protocol::requests::Connect;
 use ferry_protocol::responses::Connected;
-use ferry_protocol::{split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION};
+use ferry_protocol::{
+    split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -36,7 +38,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Writer batches are cut at about this size.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 
-type RequestFuture = Pin<Box<dyn Future<Output = (u32, Response)> + Send>>;
+type RequestFuture = Pin<Box<dyn Future<Output = (u32, Option<Response>)> + Send>>;
 
 /// Why a connection ended, for the logs.
 #[derive(Debug)]
@@ -70,12 +72,19 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Bytes>) {
     let _ = wr.shutdown().await;
 }
 
-fn encode(buf: &mut BytesMut, request_id: u32, response: &Response) {
-    response.encode(request_id, buf);
+/// Appends a reply; `None` means the handler sent its reply itself.
+fn encode(buf: &mut BytesMut, request_id: u32, response: Option<&Response>) {
+    if let Some(r) = response {
+        r.encode(request_id, buf);
+    }
 }
 
 /// Serves one accepted connection until it closes. `_permit` holds a connection slot.
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, _permit: tokio::sync::OwnedSemaphorePermit) {
+pub async fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -110,9 +119,9 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, _permit: tokio::sync:
         }
         tokio::select! {
             Some((rid, resp)) = inflight.next(), if !inflight.is_empty() => {
-                encode(&mut replies, rid, &resp);
+                encode(&mut replies, rid, resp.as_ref());
                 while let Some(Some((rid, resp))) = inflight.next().now_or_never() {
-                    encode(&mut replies, rid, &resp);
+                    encode(&mut replies, rid, resp.as_ref());
                 }
             }
             read = rd.read_buf(&mut rbuf), if closing.is_none() && inflight.len() < max_pipelined => {
@@ -152,14 +161,16 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, _permit: tokio::sync:
         }
     }
     if let Some(rid) = disconnect_id {
-        encode(&mut replies, rid, &Response::Ok);
+        encode(&mut replies, rid, Some(&Response::Ok));
         let _ = out.send(replies.split().freeze());
     }
     // Session teardown: stop pushing, hand unsettled deliveries back, free the name.
     session.cancel_all().await;
     match shared.store.release_session(session.id).await {
         Ok(queues) => shared.wakers.notify(&queues),
-        Err(e) => warn!(client = %session.client, error = %e, "could not release the session's deliveries; they return when their leases expire"),
+        Err(e) => {
+            warn!(client = %session.client, error = %e, "could not release the session's deliveries; they return when their leases expire")
+        }
     }
     shared.release_client(&session.client, session.id);
     let reason = closing.unwrap_or(CloseReason::PeerClosed);
@@ -185,7 +196,10 @@ async fn handle_frame(
             encode(
                 replies,
                 rid,
-                &Response::error(ErrorCode::UnknownRequest, format!("unknown request type {kind:#06x}")),
+                Some(&Response::error(
+                    ErrorCode::UnknownRequest,
+                    format!("unknown request type {kind:#06x}"),
+                )),
             );
             return None;
         }
@@ -198,12 +212,12 @@ async fn handle_frame(
     let mut fut: RequestFuture = Box::pin({
         let shared = shared.clone();
         let session = session.clone();
-        async move { (rid, dispatch(shared, session, request).await) }
+        async move { (rid, dispatch(shared, session, rid, request).await) }
     });
     // Poll once now, so the request takes effect in arrival order; most finish right here or
     // wait only for the store's group commit.
     match futures::poll!(fut.as_mut()) {
-        Poll::Ready((rid, resp)) => encode(replies, rid, &resp),
+        Poll::Ready((rid, resp)) => encode(replies, rid, resp.as_ref()),
         Poll::Pending => inflight.push(fut),
     }
     None
@@ -265,7 +279,10 @@ async fn handshake(
                 return Err(CloseReason::Disconnected);
             }
             Ok(Request::Ping) => reply(Response::Pong),
-            Ok(_) => reply(Response::error(ErrorCode::Unauthorized, "connect first: this connection has no session")),
+            Ok(_) => reply(Response::error(
+                ErrorCode::Unauthorized,
+                "connect first: this connection has no session",
+            )),
             Err(WireError::UnknownKind(kind)) => reply(Response::error(
                 ErrorCode::UnknownRequest,
                 format!("unknown request type {kind:#06x}"),
@@ -276,7 +293,11 @@ async fn handshake(
 }
 
 /// Checks a connect request and starts the session, or returns the error response.
-async fn connect(shared: &Arc<Shared>, c: Connect, out: &Outbound) -> Result<Arc<Session>, Response> {
+async fn connect(
+    shared: &Arc<Shared>,
+    c: Connect,
+    out: &Outbound,
+) -> Result<Arc<Session>, Response> {
     if c.version != PROTOCOL_VERSION {
         return Err(Response::error(
             ErrorCode::UnsupportedVersion,
@@ -308,7 +329,9 @@ fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseRe
             warn!(%peer, %client, reason = %e, "closing connection: malformed frame");
         }
         CloseReason::Io(e) => info!(%peer, %client, error = %e, "connection closed by I/O error"),
-        CloseReason::HandshakeTimeout => info!(%peer, "closing connection: no connect request in time"),
+        CloseReason::HandshakeTimeout => {
+            info!(%peer, "closing connection: no connect request in time")
+        }
         CloseReason::Refused(code) => info!(%peer, %code, "closing connection: connect refused"),
         CloseReason::PeerClosed | CloseReason::Disconnected | CloseReason::Shutdown => {
             debug!(%peer, %client, ?reason, "connection closed")

@@ -8,10 +8,19 @@ use crate::handlers::{queues, receive, send, settle, subscribe};
 use crate::session::Session;
 use crate::shared::Shared;
 
-/// Runs one request of a connected session. `Connect` and `Disconnect` are handled by the
-/// connection itself and never reach here.
-pub async fn dispatch(shared: Arc<Shared>, session: Arc<Session>, request: Request) -> Response {
-    match request {
+/// Runs one request of a connected session (`request_id` is the frame's). `Connect` and
+/// `Disconnect` are handled by the connection itself and never reach here. Returns `None` when
+/// the handler has queued its reply itself (subscribe, whose reply must precede its pushes).
+pub async fn dispatch(
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+    request_id: u32,
+    request: Request,
+) -> Option<Response> {
+    if let Request::Subscribe(s) = request {
+        return subscribe::subscribe(&shared, &session, request_id, s).await;
+    }
+    Some(match request {
         Request::Ping => Response::Pong,
         Request::CreateQueue { name } => queues::create(&shared, name).await,
         Request::DeleteQueue { name, force } => queues::delete(&shared, name, force).await,
@@ -22,13 +31,15 @@ pub async fn dispatch(shared: Arc<Shared>, session: Arc<Session>, request: Reque
         Request::Receive(r) => receive::receive(&shared, &session, r).await,
         Request::Ack { ids } => settle::ack(&shared, &session, ids).await,
         Request::Nack { ids, requeue } => settle::nack(&shared, &session, ids, requeue).await,
-        Request::Subscribe(s) => subscribe::subscribe(&shared, &session, s).await,
         Request::Credit {
             subscription,
             credit,
         } => subscribe::credit(&session, subscription, credit),
         Request::Cancel { subscription } => subscribe::cancel(&session, subscription).await,
-        Request::Connect(_) => Response::error(ErrorCode::InvalidArgument, "the session is already connected"),
-        Request::Disconnect => Response::Ok,
-    }
+        Request::Connect(_) => Response::error(
+            ErrorCode::InvalidArgument,
+            "the session is already connected",
+        ),
+        Request::Disconnect | Request::Subscribe(_) => Response::Ok,
+    })
 }

@@ -81,7 +81,9 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<File, BrokerError> {
         .map_err(|e| err(format!("cannot open its LOCK file: {e}")))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(err("in use by another ferry process".into())),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(err("in use by another ferry process".into()))
+        }
         Err(std::fs::TryLockError::Error(e)) => Err(err(format!("cannot lock it: {e}"))),
     }
 }
@@ -100,17 +102,21 @@ impl Broker {
 
     /// Starts serving over an already opened store (tests inject faulty stores this way).
     /// The data directory holds only `runtime.toml` then.
-    pub async fn start_with_store(config: BrokerConfig, store: Arc<dyn Store>) -> Result<RunningBroker, BrokerError> {
+    pub async fn start_with_store(
+        config: BrokerConfig,
+        store: Arc<dyn Store>,
+    ) -> Result<RunningBroker, BrokerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
             path: config.data_dir.clone(),
             message: format!("cannot create it: {e}"),
         })?;
-        let listener = TcpListener::bind(&config.listen)
-            .await
-            .map_err(|source| BrokerError::Bind {
-                addr: config.listen.clone(),
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(&config.listen)
+                .await
+                .map_err(|source| BrokerError::Bind {
+                    addr: config.listen.clone(),
+                    source,
+                })?;
         let addr = listener.local_addr().map_err(|source| BrokerError::Bind {
             addr: config.listen.clone(),
             source,
@@ -119,7 +125,11 @@ impl Broker {
             path: runtime_file::path(&config.data_dir),
             source,
         })?;
-        let shared = Arc::new(Shared::new(store, config.limits, config.max_pipelined as usize));
+        let shared = Arc::new(Shared::new(
+            store,
+            config.limits,
+            config.max_pipelined as usize,
+        ));
         let connections = TaskTracker::new();
         let tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
@@ -162,7 +172,10 @@ impl RunningBroker {
         info!("shutting down: no new connections, draining in-flight requests");
         self.shared.shutdown.cancel();
         self.connections.close();
-        if tokio::time::timeout(self.grace, self.connections.wait()).await.is_err() {
+        if tokio::time::timeout(self.grace, self.connections.wait())
+            .await
+            .is_err()
+        {
             warn!(grace = ?self.grace, "connections still open after the grace period; closing anyway");
         }
         for t in self.tasks {
@@ -194,7 +207,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
                     }
                     Err(_) => {
                         Stats::add(&shared.stats.connections_refused_full, 1);
-                        connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, shared.limits.max_connections));
+                        connections.spawn(refuse_full(
+                            stream,
+                            shared.limits.max_frame_bytes,
+                            shared.limits.max_connections,
+                        ));
                     }
                 }
             }

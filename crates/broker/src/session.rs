@@ -50,7 +50,9 @@ impl Session {
         self.deliveries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn subs(&self) -> MutexGuard<'_, HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>> {
+    fn subs(
+        &self,
+    ) -> MutexGuard<'_, HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>> {
         self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -60,7 +62,11 @@ impl Session {
     }
 
     /// Records client-ack deliveries handed out (through `subscription`, if any).
-    pub fn track(&self, ids: impl IntoIterator<Item = DeliveryId>, subscription: Option<SubscriptionId>) {
+    pub fn track(
+        &self,
+        ids: impl IntoIterator<Item = DeliveryId>,
+        subscription: Option<SubscriptionId>,
+    ) {
         let mut d = self.deliveries();
         for id in ids {
             d.insert(id, subscription);

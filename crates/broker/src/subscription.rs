@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use ferry_protocol::requests::Subscribe;
-use ferry_protocol::{AckMode, ErrorCode, ErrorReply, ReceiveMode, Response, Source, SubscriptionId};
+use ferry_protocol::{
+    AckMode, ErrorCode, ErrorReply, ReceiveMode, Response, Source, SubscriptionId,
+};
 use ferry_store::{ReceiveSpec, StoreError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -49,20 +51,31 @@ impl SubscriptionHandle {
         let _ = self
             .credit
             .available
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| Some(c.saturating_add(n)));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+                Some(c.saturating_add(n))
+            });
         self.credit.changed.notify_one();
     }
 }
 
-/// Starts a subscription task for `sub` on `session`; the caller has validated `sub`.
-pub fn start(shared: Arc<Shared>, session: Arc<Session>, sub: Subscribe) -> SubscriptionHandle {
+/// Starts subscription `id` (from [`Session::next_subscription_id`]) for `sub` on `session`;
+/// the caller has validated `sub`.
+pub fn start(
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+    id: SubscriptionId,
+    sub: Subscribe,
+) -> SubscriptionHandle {
     let handle = SubscriptionHandle {
-        id: session.next_subscription_id(),
+        id,
         ack: sub.ack,
         credit: Arc::new(Credit::default()),
         cancel: shared.shutdown.child_token(),
     };
-    handle.credit.available.store(sub.prefetch, Ordering::Release);
+    handle
+        .credit
+        .available
+        .store(sub.prefetch, Ordering::Release);
     let task = tokio::spawn(run(shared, session.clone(), handle.clone(), sub));
     session.add_subscription(handle.clone(), task);
     handle
@@ -156,5 +169,8 @@ async fn run(shared: Arc<Shared>, session: Arc<Session>, h: SubscriptionHandle, 
 
 /// The error for a subscription id the session does not have.
 pub fn unknown(sub: SubscriptionId) -> Response {
-    Response::error(ErrorCode::NotFound, format!("subscription {sub} does not exist"))
+    Response::error(
+        ErrorCode::NotFound,
+        format!("subscription {sub} does not exist"),
+    )
 }

@@ -61,7 +61,13 @@ async fn lease_expiry_returns_the_delivery_flagged() {
     // Wait for the lease to run out; the receive below long-polls until the expiry job
     // returns the message and wakes it.
     let back = c
-        .receive(from_queue("q", Order::Time, ferry_protocol::ReceiveMode::Take, AckMode::Client, 10_000))
+        .receive(from_queue(
+            "q",
+            Order::Time,
+            ferry_protocol::ReceiveMode::Take,
+            AckMode::Client,
+            10_000,
+        ))
         .await
         .unwrap()
         .expect("the expired delivery comes back");
@@ -82,7 +88,9 @@ async fn disconnect_returns_unsettled_deliveries_flagged() {
     let d = take_client_ack(&a, "q").await.unwrap();
     a.disconnect().await.unwrap();
     let b = s.client("bob").await;
-    let back = take_client_ack(&b, "q").await.expect("returned on disconnect");
+    let back = take_client_ack(&b, "q")
+        .await
+        .expect("returned on disconnect");
     assert_eq!(back.message.id, d.message.id);
     assert!(back.message.redelivered());
     s.shutdown().await;
@@ -98,7 +106,11 @@ async fn nack_of_unknown_ids_is_not_found_and_known_ones_are_settled() {
     let e = expect_code(c.ack(&[d.delivery_id, 999_999]).await, ErrorCode::NotFound);
     assert!(e.contains("999999"), "{e}");
     let qs = c.list_queues().await.unwrap();
-    assert_eq!((qs[0].ready, qs[0].in_flight), (0, 0), "the known id was settled");
+    assert_eq!(
+        (qs[0].ready, qs[0].in_flight),
+        (0, 0),
+        "the known id was settled"
+    );
     s.shutdown().await;
 }
 
@@ -138,13 +150,19 @@ async fn subscription_pushes_within_prefetch_and_continues_on_ack() {
         got.push(sub.next().await.unwrap().unwrap());
     }
     // With 3 unsettled, nothing more is pushed.
-    assert!(tokio::time::timeout(Duration::from_millis(200), sub.next()).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(200), sub.next())
+        .await
+        .is_err());
     let qs = c.list_queues().await.unwrap();
     assert_eq!((qs[0].ready, qs[0].in_flight), (7, 3));
     let mut ids: Vec<u64> = got.iter().map(|d| d.delivery_id).collect();
     c.ack(&ids).await.unwrap();
     for _ in 3..10 {
-        let d = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().unwrap().unwrap();
+        let d = tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         ids.push(d.delivery_id);
         got.push(d.clone());
         c.ack(&[d.delivery_id]).await.unwrap();
@@ -153,7 +171,11 @@ async fn subscription_pushes_within_prefetch_and_continues_on_ack() {
     assert_eq!(bodies, (0..10).map(|i| i.to_string()).collect::<Vec<_>>());
     // New arrivals are pushed as they come.
     p.send(msg(&["q"], "late", 5)).await.unwrap();
-    let d = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().unwrap().unwrap();
+    let d = tokio::time::timeout(Duration::from_secs(10), sub.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(body(&d), "late");
     s.shutdown().await;
 }
@@ -176,7 +198,11 @@ async fn auto_ack_subscription_gets_everything_with_client_credit() {
         .await
         .unwrap();
     for i in 0..n {
-        let d = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().unwrap().unwrap();
+        let d = tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         assert_eq!(body(&d), i.to_string());
     }
     let qs = c.list_queues().await.unwrap();
@@ -199,7 +225,9 @@ async fn deleting_a_queue_closes_its_subscriptions() {
         .await
         .unwrap();
     c.delete_queue("q", false).await.unwrap();
-    let end = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(10), sub.next())
+        .await
+        .unwrap();
     match end {
         Some(Err(e)) => assert_eq!(e.code(), Some(ErrorCode::QueueNotFound)),
         None => {}

@@ -22,17 +22,37 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
 fn check_config_layers_file_env_and_flags() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ferry.toml");
-    std::fs::write(&file, "listen = \"127.0.0.1:7000\"\nfsync = \"never\"\nlease_ms = 1000\nmax_connections = 5\n").unwrap();
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:7000\"\nfsync = \"never\"\nlease_ms = 1000\nmax_connections = 5\n",
+    )
+    .unwrap();
     let out = serve(
-        &["--config", file.to_str().unwrap(), "--check-config", "--max-connections", "9"],
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "--check-config",
+            "--max-connections",
+            "9",
+        ],
         &[("FERRY_FSYNC", "interval:20"), ("FERRY_LEASE_MS", "2000")],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("listen = \"127.0.0.1:7000\""), "{text}");
-    assert!(text.contains("fsync = \"interval:20\""), "env beats the file: {text}");
+    assert!(
+        text.contains("fsync = \"interval:20\""),
+        "env beats the file: {text}"
+    );
     assert!(text.contains("lease_ms = 2000"), "{text}");
-    assert!(text.contains("max_connections = 9"), "flags beat everything: {text}");
+    assert!(
+        text.contains("max_connections = 9"),
+        "flags beat everything: {text}"
+    );
 }
 
 #[test]
@@ -53,7 +73,12 @@ fn bad_configuration_is_one_clear_line_and_a_failure() {
 fn second_broker_on_the_same_data_dir_refuses_to_start() {
     let first = BinaryServer::start(&[]).unwrap();
     let out = serve(
-        &["--data-dir", first.data_dir().to_str().unwrap(), "--listen", "127.0.0.1:0"],
+        &[
+            "--data-dir",
+            first.data_dir().to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
         &[],
     );
     assert!(!out.status.success());

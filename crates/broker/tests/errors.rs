@@ -5,7 +5,9 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use ferry_protocol::requests::{Connect, Receive, Subscribe};
-use ferry_protocol::{AckMode, ErrorCode, Order, ReceiveMode, Request, Response, Source, PROTOCOL_VERSION};
+use ferry_protocol::{
+    AckMode, ErrorCode, Order, ReceiveMode, Request, Response, Source, PROTOCOL_VERSION,
+};
 use ferry_store::StoreError;
 use ferry_testkit::{FaultInjectingStore, RawConn, TestServer};
 
@@ -30,12 +32,25 @@ async fn queue_not_found_on_every_queue_operation() {
     let s = TestServer::start().await;
     let c = s.client("alice").await;
     let m = expect_code(
-        c.receive(from_queue("orders", Order::Priority, ReceiveMode::Take, AckMode::Auto, 0)).await,
+        c.receive(from_queue(
+            "orders",
+            Order::Priority,
+            ReceiveMode::Take,
+            AckMode::Auto,
+            0,
+        ))
+        .await,
         ErrorCode::QueueNotFound,
     );
     assert_eq!(m, "queue 'orders' does not exist");
-    expect_code(c.delete_queue("orders", true).await, ErrorCode::QueueNotFound);
-    expect_code(c.send(msg(&["orders"], "x", 5)).await, ErrorCode::QueueNotFound);
+    expect_code(
+        c.delete_queue("orders", true).await,
+        ErrorCode::QueueNotFound,
+    );
+    expect_code(
+        c.send(msg(&["orders"], "x", 5)).await,
+        ErrorCode::QueueNotFound,
+    );
     let sub = c
         .subscribe(Subscribe {
             queue: "orders".into(),
@@ -51,14 +66,19 @@ async fn queue_not_found_on_every_queue_operation() {
 async fn already_online() {
     let s = TestServer::start().await;
     let _a = s.client("alice").await;
-    let e = ferry_client::Client::connect(&s.addr_string(), "alice").await.err().expect("refused");
+    let Err(e) = ferry_client::Client::connect(&s.addr_string(), "alice").await else {
+        panic!("a second session named alice must be refused");
+    };
     assert_eq!(e.code(), Some(ErrorCode::AlreadyOnline));
     assert!(e.to_string().contains("alice"), "{e}");
     // After the first session ends, the name is free again.
     _a.disconnect().await.unwrap();
     let mut ok = false;
     for _ in 0..100 {
-        if ferry_client::Client::connect(&s.addr_string(), "alice").await.is_ok() {
+        if ferry_client::Client::connect(&s.addr_string(), "alice")
+            .await
+            .is_ok()
+        {
             ok = true;
             break;
         }
@@ -77,11 +97,7 @@ async fn server_full_then_close() {
     assert_eq!(code, ErrorCode::ServerFull);
     assert!(msg.contains('2'), "{msg}");
     assert!(raw.closed_by_peer().await);
-    assert_eq!(
-        ferry_testkit_stat(&s),
-        1,
-        "the refusal is counted"
-    );
+    assert_eq!(ferry_testkit_stat(&s), 1, "the refusal is counted");
 }
 
 fn ferry_testkit_stat(s: &TestServer) -> u64 {
@@ -92,13 +108,25 @@ fn ferry_testkit_stat(s: &TestServer) -> u64 {
 async fn invalid_argument_for_bad_names_priorities_and_prefetch() {
     let s = TestServer::start().await;
     let c = s.client("alice").await;
-    let m = expect_code(c.create_queue("bad name!").await, ErrorCode::InvalidArgument);
+    let m = expect_code(
+        c.create_queue("bad name!").await,
+        ErrorCode::InvalidArgument,
+    );
     assert!(m.contains("bad name!"), "{m}");
-    expect_code(c.create_queue(&"x".repeat(201)).await, ErrorCode::InvalidArgument);
+    expect_code(
+        c.create_queue(&"x".repeat(201)).await,
+        ErrorCode::InvalidArgument,
+    );
     c.create_queue("q").await.unwrap();
-    let m = expect_code(c.send(msg(&["q"], "x", 0)).await, ErrorCode::InvalidArgument);
+    let m = expect_code(
+        c.send(msg(&["q"], "x", 0)).await,
+        ErrorCode::InvalidArgument,
+    );
     assert!(m.contains("priority"), "{m}");
-    expect_code(c.send(msg(&["q", "q"], "x", 5)).await, ErrorCode::InvalidArgument);
+    expect_code(
+        c.send(msg(&["q", "q"], "x", 5)).await,
+        ErrorCode::InvalidArgument,
+    );
     let sub = c
         .subscribe(Subscribe {
             queue: "q".into(),
@@ -111,7 +139,9 @@ async fn invalid_argument_for_bad_names_priorities_and_prefetch() {
     // The session goes on after errors.
     c.send(msg(&["q"], "fine", 5)).await.unwrap();
     // A bad client name at connect.
-    let (_, reply) = RawConn::connect(&s.addr_string(), "no spaces").await.unwrap();
+    let (_, reply) = RawConn::connect(&s.addr_string(), "no spaces")
+        .await
+        .unwrap();
     assert_eq!(error_of(reply).0, ErrorCode::InvalidArgument);
 }
 
@@ -120,7 +150,9 @@ async fn too_large_body_is_refused_by_the_broker() {
     let s = TestServer::start_with(|c| c.limits.max_body_bytes = 1000).await;
     let (mut raw, reply) = RawConn::connect(&s.addr_string(), "alice").await.unwrap();
     assert!(matches!(reply, Response::Connected(_)));
-    raw.send(2, &Request::CreateQueue { name: "q".into() }).await.unwrap();
+    raw.send(2, &Request::CreateQueue { name: "q".into() })
+        .await
+        .unwrap();
     assert_eq!(raw.recv().await.unwrap(), (2, Response::Ok));
     let mut m = msg(&["q"], "", 5);
     m.body = Bytes::from(vec![7u8; 1001]);
@@ -152,7 +184,9 @@ async fn unauthorized_before_connect() {
 async fn not_found_for_unknown_subscription_and_delivery() {
     let s = TestServer::start().await;
     let (mut raw, _) = RawConn::connect(&s.addr_string(), "alice").await.unwrap();
-    raw.send(2, &Request::Cancel { subscription: 77 }).await.unwrap();
+    raw.send(2, &Request::Cancel { subscription: 77 })
+        .await
+        .unwrap();
     let (code, m) = error_of(raw.recv().await.unwrap().1);
     assert_eq!(code, ErrorCode::NotFound);
     assert!(m.contains("77"), "{m}");
@@ -210,11 +244,20 @@ async fn limit_exceeded_for_in_flight_and_prefetch() {
     c.send(msg(&["q"], "2", 5)).await.unwrap();
     let d = take_client_ack(&c, "q").await.unwrap();
     let r = c
-        .receive(from_queue("q", Order::Time, ReceiveMode::Take, AckMode::Client, 0))
+        .receive(from_queue(
+            "q",
+            Order::Time,
+            ReceiveMode::Take,
+            AckMode::Client,
+            0,
+        ))
         .await;
     expect_code(r, ErrorCode::LimitExceeded);
     c.ack(&[d.delivery_id]).await.unwrap();
-    assert!(take_client_ack(&c, "q").await.is_some(), "room again after the ack");
+    assert!(
+        take_client_ack(&c, "q").await.is_some(),
+        "room again after the ack"
+    );
     let sub = c
         .subscribe(Subscribe {
             queue: "q".into(),
@@ -235,11 +278,16 @@ async fn limit_exceeded_for_queue_count() {
     expect_code(c.create_queue("c").await, ErrorCode::LimitExceeded);
 }
 
-async fn faulty_server() -> (TestServer, std::sync::Arc<FaultInjectingStore>, tempfile::TempDir) {
+async fn faulty_server() -> (
+    TestServer,
+    std::sync::Arc<FaultInjectingStore>,
+    tempfile::TempDir,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let inner = ferry_store::EmbeddedStore::open(ferry_store::EmbeddedConfig::new(dir.path().to_owned()))
-        .await
-        .unwrap();
+    let inner =
+        ferry_store::EmbeddedStore::open(ferry_store::EmbeddedConfig::new(dir.path().to_owned()))
+            .await
+            .unwrap();
     let store = FaultInjectingStore::new(inner);
     let s = TestServer::start_with_store(store.clone(), |_| {}).await;
     (s, store, dir)
@@ -252,12 +300,21 @@ async fn store_unavailable_fails_sends_and_recovers() {
     c.create_queue("q").await.unwrap();
     let id = c.send(msg(&["q"], "kept", 5)).await.unwrap();
     store.set_fault(Some(StoreError::Unavailable("disk full".into())));
-    let m = expect_code(c.send(msg(&["q"], "lost", 5)).await, ErrorCode::StoreUnavailable);
+    let m = expect_code(
+        c.send(msg(&["q"], "lost", 5)).await,
+        ErrorCode::StoreUnavailable,
+    );
     assert!(m.contains("disk full"), "{m}");
     store.set_fault(None);
     let d = take(&c, "q").await.unwrap();
-    assert_eq!(d.message.id, id, "what was acknowledged before is still there");
-    assert!(take(&c, "q").await.is_none(), "the refused send left nothing");
+    assert_eq!(
+        d.message.id, id,
+        "what was acknowledged before is still there"
+    );
+    assert!(
+        take(&c, "q").await.is_none(),
+        "the refused send left nothing"
+    );
     c.send(msg(&["q"], "after", 5)).await.unwrap();
 }
 

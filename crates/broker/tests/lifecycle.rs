@@ -35,15 +35,24 @@ async fn shutdown_ends_long_polls_and_finishes_in_flight_requests() {
     let waiter = {
         let c = c.clone();
         tokio::spawn(async move {
-            c.receive(from_queue("q", Order::Time, ReceiveMode::Take, AckMode::Auto, 60_000))
-                .await
+            c.receive(from_queue(
+                "q",
+                Order::Time,
+                ReceiveMode::Take,
+                AckMode::Auto,
+                60_000,
+            ))
+            .await
         })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     tokio::time::timeout(Duration::from_secs(10), s.shutdown())
         .await
         .expect("shutdown does not wait for the 60 s poll");
-    let r = tokio::time::timeout(Duration::from_secs(10), waiter).await.unwrap().unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap();
     // Either answered "no message" before the close, or saw the connection close: never hangs.
     if let Ok(d) = r {
         assert!(d.is_none());

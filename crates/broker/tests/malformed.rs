@@ -25,7 +25,10 @@ async fn oversized_length_prefix_closes_the_connection_and_is_counted() {
     raw.send_bytes(&frame).await.unwrap();
     assert!(raw.closed_by_peer().await);
     let stats = s.broker().stats();
-    assert_eq!(ferry_broker::stats::Stats::get(&stats.connections_closed_malformed), 1);
+    assert_eq!(
+        ferry_broker::stats::Stats::get(&stats.connections_closed_malformed),
+        1
+    );
 }
 
 #[tokio::test]
@@ -52,7 +55,7 @@ async fn malformed_payload_closes_only_that_connection() {
 /// Valid request frames to mutate.
 fn seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let reqs = vec![
+    let reqs = [
         Request::CreateQueue { name: "q".into() },
         Request::Send(msg(&["q"], "hello", 5)),
         Request::SendBatch(vec![msg(&["q"], "a", 1), msg(&["q"], "b", 9)]),
@@ -75,7 +78,9 @@ async fn random_and_truncated_frames_never_break_the_broker() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(0xF3_22);
     let seeds = seeds();
     for round in 0..200 {
-        let (mut raw, _) = RawConn::connect(&s.addr_string(), &format!("fuzz{round}")).await.unwrap();
+        let (mut raw, _) = RawConn::connect(&s.addr_string(), &format!("fuzz{round}"))
+            .await
+            .unwrap();
         let mut bytes = seeds[rng.gen_range(0..seeds.len())].clone();
         match round % 4 {
             0 => {

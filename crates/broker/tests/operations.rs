@@ -5,8 +5,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferry_protocol::{AckMode, ErrorCode, Order, ReceiveMode, Source};
 use ferry_protocol::requests::Receive;
+use ferry_protocol::{AckMode, ErrorCode, Order, ReceiveMode, Source};
 use ferry_testkit::TestServer;
 
 #[tokio::test]
@@ -17,7 +17,10 @@ async fn create_list_delete_queues() {
     c.create_queue("a").await.unwrap();
     c.send(msg(&["a"], "x", 5)).await.unwrap();
     let qs = c.list_queues().await.unwrap();
-    let names: Vec<_> = qs.iter().map(|q| (q.name.as_str(), q.ready, q.in_flight)).collect();
+    let names: Vec<_> = qs
+        .iter()
+        .map(|q| (q.name.as_str(), q.ready, q.in_flight))
+        .collect();
     assert_eq!(names, vec![("a", 1, 0), ("b", 0, 0)]);
     c.delete_queue("b", false).await.unwrap();
     let m = expect_code(c.delete_queue("a", false).await, ErrorCode::QueueNotEmpty);
@@ -33,7 +36,10 @@ async fn send_to_three_queues_with_one_missing_changes_nothing() {
     let c = s.client("alice").await;
     c.create_queue("q1").await.unwrap();
     c.create_queue("q2").await.unwrap();
-    let m = expect_code(c.send(msg(&["q1", "nope", "q2"], "x", 5)).await, ErrorCode::QueueNotFound);
+    let m = expect_code(
+        c.send(msg(&["q1", "nope", "q2"], "x", 5)).await,
+        ErrorCode::QueueNotFound,
+    );
     assert!(m.contains("queue 'nope' does not exist"), "{m}");
     for q in c.list_queues().await.unwrap() {
         assert_eq!(q.ready, 0, "queue {} changed", q.name);
@@ -55,9 +61,18 @@ async fn addressed_messages_are_invisible_to_others() {
     let mut m = msg(&["q"], "for bob", 5);
     m.receiver = Some("bob".into());
     alice.send(m).await.unwrap();
-    assert!(take(&carol, "q").await.is_none(), "carol must not see bob's message");
+    assert!(
+        take(&carol, "q").await.is_none(),
+        "carol must not see bob's message"
+    );
     let peek = carol
-        .receive(from_queue("q", Order::Time, ReceiveMode::Peek, AckMode::Auto, 0))
+        .receive(from_queue(
+            "q",
+            Order::Time,
+            ReceiveMode::Peek,
+            AckMode::Auto,
+            0,
+        ))
         .await
         .unwrap();
     assert!(peek.is_none(), "carol must not even peek bob's message");
@@ -90,11 +105,29 @@ async fn receive_by_sender_across_queues() {
         ack: AckMode::Auto,
         wait_ms: 0,
     };
-    let d = reader.receive(by_alice(Order::Time)).await.unwrap().unwrap();
-    assert_eq!((body(&d).as_str(), d.message.queue.as_str()), ("alice-1", "q2"));
-    let d = reader.receive(by_alice(Order::Time)).await.unwrap().unwrap();
-    assert_eq!((body(&d).as_str(), d.message.queue.as_str()), ("alice-2", "q1"));
-    assert!(reader.receive(by_alice(Order::Time)).await.unwrap().is_none());
+    let d = reader
+        .receive(by_alice(Order::Time))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (body(&d).as_str(), d.message.queue.as_str()),
+        ("alice-1", "q2")
+    );
+    let d = reader
+        .receive(by_alice(Order::Time))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (body(&d).as_str(), d.message.queue.as_str()),
+        ("alice-2", "q1")
+    );
+    assert!(reader
+        .receive(by_alice(Order::Time))
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(body(&take(&reader, "q1").await.unwrap()), "bob-1");
     let unknown = Receive {
         source: Source::Sender("ghost".into()),
@@ -113,8 +146,14 @@ async fn priority_order_versus_time_order() {
         c.send(msg(&["q"], b, p)).await.unwrap();
     }
     let peek = |order| from_queue("q", order, ReceiveMode::Peek, AckMode::Auto, 0);
-    assert_eq!(body(&c.receive(peek(Order::Time)).await.unwrap().unwrap()), "low");
-    assert_eq!(body(&c.receive(peek(Order::Priority)).await.unwrap().unwrap()), "high");
+    assert_eq!(
+        body(&c.receive(peek(Order::Time)).await.unwrap().unwrap()),
+        "low"
+    );
+    assert_eq!(
+        body(&c.receive(peek(Order::Priority)).await.unwrap().unwrap()),
+        "high"
+    );
     let mut got = Vec::new();
     while let Some(d) = take(&c, "q").await {
         got.push(body(&d));
@@ -131,7 +170,13 @@ async fn peek_leaves_the_message() {
     let id = c.send(msg(&["q"], "x", 5)).await.unwrap();
     for _ in 0..3 {
         let d = c
-            .receive(from_queue("q", Order::Priority, ReceiveMode::Peek, AckMode::Client, 0))
+            .receive(from_queue(
+                "q",
+                Order::Priority,
+                ReceiveMode::Peek,
+                AckMode::Client,
+                0,
+            ))
             .await
             .unwrap()
             .unwrap();
@@ -180,12 +225,23 @@ async fn send_batch_items_succeed_or_fail_on_their_own() {
     let c = s.client("alice").await;
     c.create_queue("q").await.unwrap();
     let results = c
-        .send_batch(vec![msg(&["q"], "1", 5), msg(&["missing"], "2", 5), msg(&["q"], "3", 11), msg(&["q"], "4", 5)])
+        .send_batch(vec![
+            msg(&["q"], "1", 5),
+            msg(&["missing"], "2", 5),
+            msg(&["q"], "3", 11),
+            msg(&["q"], "4", 5),
+        ])
         .await
         .unwrap();
     assert!(results[0].is_ok());
-    assert_eq!(results[1].as_ref().unwrap_err().code(), Some(ErrorCode::QueueNotFound));
-    assert_eq!(results[2].as_ref().unwrap_err().code(), Some(ErrorCode::InvalidArgument));
+    assert_eq!(
+        results[1].as_ref().unwrap_err().code(),
+        Some(ErrorCode::QueueNotFound)
+    );
+    assert_eq!(
+        results[2].as_ref().unwrap_err().code(),
+        Some(ErrorCode::InvalidArgument)
+    );
     assert!(results[3].is_ok());
     assert!(results[0].as_ref().unwrap() < results[3].as_ref().unwrap());
     assert_eq!(body(&take(&c, "q").await.unwrap()), "1");
@@ -207,7 +263,10 @@ async fn waiting_queues_lists_queues_with_messages_for_me() {
         alice.send(m).await.unwrap();
     }
     alice.send(msg(&["q2"], "public", 5)).await.unwrap();
-    assert_eq!(bob.waiting_queues().await.unwrap(), vec!["q1".to_string(), "q3".to_string()]);
+    assert_eq!(
+        bob.waiting_queues().await.unwrap(),
+        vec!["q1".to_string(), "q3".to_string()]
+    );
     assert!(alice.waiting_queues().await.unwrap().is_empty());
     s.shutdown().await;
 }
@@ -221,7 +280,13 @@ async fn long_poll_receive_wakes_within_milliseconds_of_a_send() {
     let w = tokio::spawn(async move {
         let started = Instant::now();
         let d = waiter
-            .receive(from_queue("q", Order::Priority, ReceiveMode::Take, AckMode::Auto, 20_000))
+            .receive(from_queue(
+                "q",
+                Order::Priority,
+                ReceiveMode::Take,
+                AckMode::Auto,
+                20_000,
+            ))
             .await
             .unwrap();
         (d, started.elapsed())
@@ -245,7 +310,13 @@ async fn long_poll_by_sender_is_woken_too_and_times_out_empty() {
     let alice = s.client("alice").await;
     alice.create_queue("q").await.unwrap();
     let empty = waiter
-        .receive(from_queue("q", Order::Time, ReceiveMode::Take, AckMode::Auto, 50))
+        .receive(from_queue(
+            "q",
+            Order::Time,
+            ReceiveMode::Take,
+            AckMode::Auto,
+            50,
+        ))
         .await
         .unwrap();
     assert!(empty.is_none());
@@ -263,7 +334,10 @@ async fn long_poll_by_sender_is_woken_too_and_times_out_empty() {
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     alice.send(msg(&["q"], "hi", 5)).await.unwrap();
-    let d = tokio::time::timeout(Duration::from_secs(10), w).await.unwrap().unwrap();
+    let d = tokio::time::timeout(Duration::from_secs(10), w)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(body(&d.unwrap()), "hi");
     s.shutdown().await;
 }
@@ -273,7 +347,9 @@ async fn single_producer_order_is_kept_under_pipelining() {
     let s = TestServer::start().await;
     let c = s.client("alice").await;
     c.create_queue("q").await.unwrap();
-    let sends: Vec<_> = (0..500).map(|i| c.send(msg(&["q"], &i.to_string(), 5))).collect();
+    let sends: Vec<_> = (0..500)
+        .map(|i| c.send(msg(&["q"], &i.to_string(), 5)))
+        .collect();
     let ids: Vec<u64> = futures_join_all(sends).await;
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids follow send order");
     for i in 0..500 {
@@ -282,7 +358,11 @@ async fn single_producer_order_is_kept_under_pipelining() {
     s.shutdown().await;
 }
 
-async fn futures_join_all<F: std::future::Future<Output = Result<u64, ferry_client::ClientError>>>(fs: Vec<F>) -> Vec<u64> {
+async fn futures_join_all<
+    F: std::future::Future<Output = Result<u64, ferry_client::ClientError>>,
+>(
+    fs: Vec<F>,
+) -> Vec<u64> {
     let mut set = Vec::new();
     // Poll all concurrently so the client pipelines them on one connection.
     let joined = futures::future::join_all(fs).await;

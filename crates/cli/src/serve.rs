@@ -67,7 +67,9 @@ fn resolve(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
 
 fn init_logs(format: &str) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         "text" => builder.init(),
         "json" => builder.json().init(),

@@ -74,7 +74,12 @@ impl Store for FaultInjectingStore {
         self.check()?;
         self.inner.ack(session, ids).await
     }
-    async fn nack(&self, session: SessionId, ids: &[DeliveryId], requeue: bool) -> Result<Vec<String>, StoreError> {
+    async fn nack(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+        requeue: bool,
+    ) -> Result<Vec<String>, StoreError> {
         self.check()?;
         self.inner.nack(session, ids, requeue).await
     }

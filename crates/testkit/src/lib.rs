@@ -58,7 +58,10 @@ impl TestServer {
     }
 
     /// Starts a broker over a store the test built (e.g. with a faulty backend).
-    pub async fn start_with_store(store: Arc<dyn Store>, adjust: impl FnOnce(&mut BrokerConfig)) -> TestServer {
+    pub async fn start_with_store(
+        store: Arc<dyn Store>,
+        adjust: impl FnOnce(&mut BrokerConfig),
+    ) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = test_config(dir.path());
         adjust(&mut config);
@@ -113,7 +116,9 @@ impl TestServer {
         if let Some(b) = self.broker.take() {
             b.shutdown().await.expect("clean shutdown");
         }
-        let broker = Broker::start(self.config.clone()).await.expect("broker restarts");
+        let broker = Broker::start(self.config.clone())
+            .await
+            .expect("broker restarts");
         TestServer {
             addr: broker.local_addr(),
             broker: Some(broker),
@@ -195,7 +200,10 @@ impl BinaryServer {
     /// SIGTERM, then waits for the process to exit.
     pub fn terminate(&mut self) -> Option<ExitStatus> {
         let mut c = self.child.take()?;
-        let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status();
         c.wait().ok()
     }
 
@@ -236,11 +244,15 @@ fn spawn(dir: &Path, extra: &[String]) -> std::io::Result<(Child, SocketAddr)> {
             }
         }
         if let Some(status) = child.try_wait()? {
-            return Err(std::io::Error::other(format!("ferry serve exited early: {status}")));
+            return Err(std::io::Error::other(format!(
+                "ferry serve exited early: {status}"
+            )));
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            return Err(std::io::Error::other("ferry serve did not write runtime.toml in 30 s"));
+            return Err(std::io::Error::other(
+                "ferry serve did not write runtime.toml in 30 s",
+            ));
         }
         std::thread::sleep(Duration::from_millis(10));
     }

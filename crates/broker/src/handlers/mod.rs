@@ -5,8 +5,8 @@
 //! on its first poll (the embedded engine) sees a connection's requests in the order they came.
 
 pub mod queues;
-pub mod send;
 pub mod receive;
+pub mod send;
 pub mod settle;
 pub mod subscribe;
 pub mod validate;

@@ -16,7 +16,10 @@ pub async fn create(shared: &Shared, name: String) -> Response {
         Ok(qs) if qs.len() >= shared.limits.max_queues as usize => {
             return Response::error(
                 ErrorCode::LimitExceeded,
-                format!("the broker holds its limit of {} queues", shared.limits.max_queues),
+                format!(
+                    "the broker holds its limit of {} queues",
+                    shared.limits.max_queues
+                ),
             )
         }
         Ok(_) => {}

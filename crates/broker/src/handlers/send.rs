@@ -38,7 +38,11 @@ pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Res
 }
 
 /// send_batch: each item succeeds or fails on its own; one durability wait covers them all.
-pub async fn send_batch(shared: &Shared, session: &Session, items: Vec<OutgoingMessage>) -> Response {
+pub async fn send_batch(
+    shared: &Shared,
+    session: &Session,
+    items: Vec<OutgoingMessage>,
+) -> Response {
     if items.len() > shared.limits.max_batch as usize {
         return Response::error(
             ErrorCode::TooLarge,
@@ -51,7 +55,8 @@ pub async fn send_batch(shared: &Shared, session: &Session, items: Vec<OutgoingM
     }
     let now = now_ms();
     // Items that fail validation keep their slot with the error; the rest go to the store.
-    let mut results: Vec<Option<Result<u64, ferry_protocol::ErrorReply>>> = Vec::with_capacity(items.len());
+    let mut results: Vec<Option<Result<u64, ferry_protocol::ErrorReply>>> =
+        Vec::with_capacity(items.len());
     let mut valid = Vec::with_capacity(items.len());
     let mut touched: Vec<String> = Vec::new();
     for m in items {

@@ -22,7 +22,12 @@ pub async fn ack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>) -> Re
 }
 
 /// nack: returns deliveries to their queues (flagged redelivered) or drops them.
-pub async fn nack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>, requeue: bool) -> Response {
+pub async fn nack(
+    shared: &Shared,
+    session: &Session,
+    ids: Vec<DeliveryId>,
+    requeue: bool,
+) -> Response {
     if ids.is_empty() {
         return empty();
     }

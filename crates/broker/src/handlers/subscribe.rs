@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use bytes::BytesMut;
+
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{ErrorCode, Response, SubscriptionId};
 
@@ -11,32 +13,54 @@ use crate::shared::Shared;
 use crate::subscription;
 
 /// subscribe: checks the queue exists and the prefetch is within limits, then starts pushing.
-pub async fn subscribe(shared: &Arc<Shared>, session: &Arc<Session>, sub: Subscribe) -> Response {
+/// On success it queues the `Subscribed` reply itself, before the task can push, so that a
+/// client always learns the subscription id before its first delivery; it then returns `None`.
+pub async fn subscribe(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    request_id: u32,
+    sub: Subscribe,
+) -> Option<Response> {
+    if let Some(reply) = check(shared, &sub).await {
+        return Some(reply);
+    }
+    let id = session.next_subscription_id();
+    let mut reply = BytesMut::new();
+    Response::Subscribed { subscription: id }.encode(request_id, &mut reply);
+    if session.out.send(reply.freeze()).is_err() {
+        return None; // the connection is gone
+    }
+    subscription::start(shared.clone(), session.clone(), id, sub);
+    None
+}
+
+/// The error response for a subscribe that cannot start, if it cannot.
+async fn check(shared: &Shared, sub: &Subscribe) -> Option<Response> {
+    let fail = Some;
     if let Err(e) = validate::name("queue", &sub.queue, &shared.limits) {
-        return Response::Error(e);
+        return fail(Response::Error(e));
     }
     if sub.prefetch == 0 {
-        return Response::error(ErrorCode::InvalidArgument, "prefetch must be at least 1");
+        return fail(Response::error(
+            ErrorCode::InvalidArgument,
+            "prefetch must be at least 1",
+        ));
     }
     if sub.prefetch > shared.limits.max_prefetch {
-        return Response::error(
+        return fail(Response::error(
             ErrorCode::LimitExceeded,
             format!(
                 "prefetch {} exceeds the limit of {}",
                 sub.prefetch, shared.limits.max_prefetch
             ),
-        );
+        ));
     }
     match shared.store.list_queues().await {
-        Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => {}
-        Ok(_) => {
-            return store_error(&ferry_store::StoreError::QueueNotFound(sub.queue));
-        }
-        Err(e) => return store_error(&e),
-    }
-    let handle = subscription::start(shared.clone(), session.clone(), sub);
-    Response::Subscribed {
-        subscription: handle.id,
+        Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => None,
+        Ok(_) => fail(store_error(&ferry_store::StoreError::QueueNotFound(
+            sub.queue.clone(),
+        ))),
+        Err(e) => fail(store_error(&e)),
     }
 }
 

@@ -36,12 +36,11 @@ pub fn message(m: &OutgoingMessage, limits: &Limits) -> Result<(), ErrorReply> {
             ),
         ));
     }
-    let mut seen = HashSet::with_capacity(m.queues.len());
     for q in &m.queues {
         name("queue", q, limits)?;
-        if !seen.insert(q.as_str()) {
-            return invalid(format!("queue '{q}' is named twice in one send"));
-        }
+    }
+    if let Some(q) = first_duplicate(m.queues.iter().map(String::as_str)) {
+        return invalid(format!("queue '{q}' is named twice in one send"));
     }
     if let Some(r) = &m.receiver {
         name("receiver", r, limits)?;
@@ -72,14 +71,27 @@ pub fn message(m: &OutgoingMessage, limits: &Limits) -> Result<(), ErrorReply> {
             ),
         ));
     }
-    let mut names = HashSet::with_capacity(m.properties.len());
-    for (k, _) in &m.properties {
-        if k.is_empty() {
-            return invalid("a property name is empty".into());
-        }
-        if !names.insert(k.as_str()) {
-            return invalid(format!("property '{k}' is given twice"));
-        }
+    if m.properties.iter().any(|(k, _)| k.is_empty()) {
+        return invalid("a property name is empty".into());
+    }
+    if let Some(k) = first_duplicate(m.properties.iter().map(|(k, _)| k.as_str())) {
+        return invalid(format!("property '{k}' is given twice"));
     }
     Ok(())
+}
+
+/// The first name that occurs twice. Sends name few queues and properties, so small lists are
+/// compared pairwise, without allocating, on this per-message path.
+fn first_duplicate<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    let n = names.clone().count();
+    if n <= 16 {
+        for (i, a) in names.clone().enumerate() {
+            if names.clone().skip(i + 1).any(|b| b == a) {
+                return Some(a);
+            }
+        }
+        return None;
+    }
+    let mut seen = HashSet::with_capacity(n);
+    names.into_iter().find(|&name| !seen.insert(name))
 }

@@ -19,16 +19,28 @@ pub fn from_queue(q: &str, order: Order, mode: ReceiveMode, ack: AckMode, wait_m
 
 /// Takes one message from `q` now (priority order, auto ack).
 pub async fn take(c: &Client, q: &str) -> Option<Delivery> {
-    c.receive(from_queue(q, Order::Priority, ReceiveMode::Take, AckMode::Auto, 0))
-        .await
-        .expect("receive")
+    c.receive(from_queue(
+        q,
+        Order::Priority,
+        ReceiveMode::Take,
+        AckMode::Auto,
+        0,
+    ))
+    .await
+    .expect("receive")
 }
 
 /// Takes one message from `q` with client ack.
 pub async fn take_client_ack(c: &Client, q: &str) -> Option<Delivery> {
-    c.receive(from_queue(q, Order::Time, ReceiveMode::Take, AckMode::Client, 0))
-        .await
-        .expect("receive")
+    c.receive(from_queue(
+        q,
+        Order::Time,
+        ReceiveMode::Take,
+        AckMode::Client,
+        0,
+    ))
+    .await
+    .expect("receive")
 }
 
 /// A message to `queues` with `body` and `priority`.
