@@ -19,6 +19,12 @@ mod timestamp;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of the system allocator: the broker allocates and frees small objects per
+/// message (indexes, frames), where glibc malloc showed up as about 15% of the broker's CPU time
+/// in profiles of `ferry bench throughput` (see docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Text after every `--help`: the exit codes and the environment.
 const AFTER_HELP: &str = "\
 Exit status: 0 on success (also when recv finds no message), 1 when the broker reports an error,

@@ -28,6 +28,11 @@ pub struct ThroughputArgs {
     /// Messages per request: 1 sends one by one, more uses send_batch.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub batch: u32,
+    /// Most messages sent but not yet received before producers pause (0 = no limit). A limit
+    /// measures the rate the broker sustains end to end instead of letting producers build an
+    /// ever-growing backlog that starves the consumers; it applies only with consumers.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_backlog: u64,
     /// Deliveries each consumer subscription may hold unacked.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub prefetch: u32,

@@ -27,6 +27,8 @@ pub struct ProducerConfig {
     pub size: usize,
     /// Queues to send to, in rotation.
     pub queues: Arc<Vec<String>>,
+    /// Pause while more than this many messages are sent and not received (0 = never).
+    pub max_backlog: u64,
 }
 
 /// Sends until the run stops (or the messages to send run out), then disconnects. Returns the
@@ -59,6 +61,13 @@ async fn run_lane(
     let mut hist = new_histogram();
     let queue_count = cfg.queues.len();
     loop {
+        while cfg.max_backlog > 0
+            && shared.sent_total.load(Ordering::Relaxed)
+                > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
+            && !shared.stopping()
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         let n = shared.claim(u64::from(cfg.batch));
         if n == 0 {
             break;

@@ -99,6 +99,11 @@ impl Shared {
         self.phase.store(phase, Ordering::Release);
     }
 
+    /// Whether the run is over.
+    pub fn stopping(&self) -> bool {
+        self.phase() == STOP
+    }
+
     /// Claims up to `n` messages to send; 0 when there are none left or the run is stopping.
     pub fn claim(&self, n: u64) -> u64 {
         if self.phase() == STOP {
