@@ -24,7 +24,7 @@ use crate::shared::{now_ms, Shared};
 use crate::stats::Stats;
 
 /// Most deliveries taken from the store in one go.
-pub const MAX_PUSH_BATCH: u32 = 256;
+pub const MAX_PUSH_BATCH: u32 = 2048;
 
 /// Credit of one subscription, shared by its task and the session.
 #[derive(Default)]

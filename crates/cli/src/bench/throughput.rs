@@ -82,7 +82,11 @@ pub async fn run(args: ThroughputArgs) -> Result<()> {
             batch: args.batch,
             size: args.size as usize,
             queues: queues.clone(),
-            max_backlog: if args.consumers == 0 { 0 } else { args.max_backlog },
+            max_backlog: if args.consumers == 0 {
+                0
+            } else {
+                args.max_backlog
+            },
         };
         producers.push(tokio::spawn(producer::run(client, cfg, shared.clone())));
     }
