@@ -19,7 +19,7 @@ pub const DEFAULT_DATA_DIR: &str = "ferry-data";
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {path}")]
     Read {
         /// The file.
         path: PathBuf,

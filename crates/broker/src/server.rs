@@ -33,10 +33,10 @@ pub enum BrokerError {
         message: String,
     },
     /// The store could not be opened or flushed.
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
     /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: String,
@@ -44,7 +44,7 @@ pub enum BrokerError {
         source: std::io::Error,
     },
     /// The runtime file could not be written.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     RuntimeFile {
         /// The file.
         path: PathBuf,

@@ -3,6 +3,7 @@
 //! Settings come from defaults, then `--config FILE`, then `FERRY_*` environment variables, then
 //! these flags. `--check-config` prints the resolved configuration and exits.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -69,6 +70,7 @@ fn init_logs(format: &str) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_env("FERRY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         "text" => builder.init(),
