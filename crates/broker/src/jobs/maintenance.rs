@@ -10,15 +10,16 @@ use crate::shared::Shared;
 /// Time between upkeep runs.
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
-/// Runs until shutdown.
+/// Runs until shutdown: once at start (a broker restarted after a crash reclaims what its
+/// predecessor left, so restarts do not replay ever more dead log), then every [`INTERVAL`].
 pub async fn run(shared: Arc<Shared>) {
     loop {
+        if let Err(e) = shared.store.maintain().await {
+            warn!(error = %e, "store upkeep failed; will retry");
+        }
         tokio::select! {
             _ = tokio::time::sleep(INTERVAL) => {}
             _ = shared.shutdown.cancelled() => return,
-        }
-        if let Err(e) = shared.store.maintain().await {
-            warn!(error = %e, "store upkeep failed; will retry");
         }
     }
 }
