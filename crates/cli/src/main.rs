@@ -3,7 +3,7 @@
 //! Modules:
 //! - `serve`: `ferry serve`, the broker (owned by the broker maintainers);
 //! - [`commands`]: the client commands (`queue`, `send`, `recv`, `waiting`, `shell`);
-//! - [`bench`]: `ferry bench`, load generators and their reports;
+//! - [`bench`]: `ferry bench`, the subcommands of the `ferry-bench` harness;
 //! - [`connection`]: the shared `--server`/`--name` flags, connecting, error wording;
 //! - [`properties`]: `NAME[:TYPE]=VALUE` message properties;
 //! - [`render`]: message blocks, JSON lines and queue tables;
@@ -108,6 +108,10 @@ mod tests {
             "ferry shell",
             "ferry bench throughput --producers 2 --consumers 2 --size 128 --queues 2 --window 8 --batch 4 --duration 2s --persistent true --json /tmp/r.json",
             "ferry bench throughput --messages 1000",
+            "ferry bench throughput --in-flight 16 --batch 64 --max-backlog 20000 --window 1s --cooldown 1s --csv /tmp/w.csv",
+            "ferry bench throughput --size 128 --window 16 --batch 64 --prefetch 4000 --max-backlog 20000 --duration 10s",
+            "ferry bench throughput --target ferry --server 127.0.0.1:6731 --window 16 --window 500ms",
+            "ferry bench latency --rate 5000 --duration 5s --warmup 1s --cooldown 1s --window 1s --json /tmp/l.json",
         ] {
             let args = line.split(' ');
             if let Err(e) = Cli::try_parse_from(args) {
@@ -128,6 +132,8 @@ mod tests {
             "ferry recv --queue q --order random",
             "ferry bench throughput --duration 2s --messages 5",
             "ferry bench throughput --size 8",
+            "ferry bench throughput --window fast",
+            "ferry bench throughput --target kafka",
         ] {
             assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");
         }

@@ -1,20 +1,6 @@
-//! `ferry bench`: load generators that measure a running broker through the public client API.
-//!
-//! Modules:
-//! - [`args`]: the flags of each workload and duration parsing;
-//! - [`payload`]: the bench message body (send timestamp and run id up front);
-//! - [`stats`]: shared counters, the measurement phase, latency histograms;
-//! - [`producer`] and [`consumer`]: the actor tasks;
-//! - [`throughput`]: the throughput workload that runs them;
-//! - [`report`]: the results, as text and as JSON.
-
-pub mod args;
-pub mod consumer;
-pub mod payload;
-pub mod producer;
-pub mod report;
-pub mod stats;
-pub mod throughput;
+//! `ferry bench`: the command-line wiring of the benchmark harness. The workloads, drivers,
+//! statistics and reports live in the `ferry-bench` crate; this module only names the
+//! subcommands.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -29,16 +15,17 @@ pub struct BenchArgs {
 #[derive(Debug, Subcommand)]
 enum Workload {
     /// Producers and consumers on bench-<n> queues: messages per second and latency.
-    Throughput(args::ThroughputArgs),
+    Throughput(ferry_bench::ThroughputArgs),
+    /// Open loop at a fixed rate: latency percentiles corrected for coordinated omission.
+    Latency(ferry_bench::LatencyArgs),
 }
 
-/// Runs a benchmark on a multi-threaded runtime, so producers and consumers really run in
-/// parallel as separate clients would.
+/// Runs a benchmark on a multi-threaded runtime.
 pub fn run(args: BenchArgs) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     match args.workload {
-        Workload::Throughput(a) => runtime.block_on(throughput::run(a)),
+        Workload::Throughput(a) => {
+            ferry_bench::block_on(ferry_bench::workloads::throughput::run(a))
+        }
+        Workload::Latency(a) => ferry_bench::block_on(ferry_bench::workloads::latency::run(a)),
     }
 }

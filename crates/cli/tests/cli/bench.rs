@@ -1,4 +1,4 @@
-//! `ferry bench throughput` runs briefly and reports its figures.
+//! `ferry bench throughput` and `ferry bench latency` run briefly and report their figures.
 
 use ferry_testkit::TestServer;
 
@@ -50,18 +50,21 @@ async fn duration_mode_prints_and_writes_figures() {
     }
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    assert!(report["sent"].as_u64().unwrap() > 0, "{report}");
-    assert!(report["received"].as_u64().unwrap() > 0, "{report}");
-    assert!(report["sent_per_sec"].as_f64().unwrap() > 0.0, "{report}");
+    assert_eq!(report["workload"], "throughput", "{report}");
+    let r = &report["results"][0];
+    assert_eq!(r["target"], "ferry", "{report}");
+    assert!(r["sent"].as_u64().unwrap() > 0, "{report}");
+    assert!(r["received"].as_u64().unwrap() > 0, "{report}");
+    assert!(r["sent_per_s"].as_f64().unwrap() > 0.0, "{report}");
     assert!(
-        report["send_to_ack_us"]["p50"].as_u64().unwrap() > 0,
+        r["latencies_ms"]["send_to_ack"]["p50"].as_f64().unwrap() > 0.0,
         "{report}"
     );
     assert!(
-        report["end_to_end_us"]["count"].as_u64().unwrap() > 0,
+        r["latencies_ms"]["end_to_end"]["count"].as_u64().unwrap() > 0,
         "{report}"
     );
-    assert_eq!(report["send_errors"], 0);
+    assert_eq!(r["errors"]["send"], 0);
     server.shutdown().await;
 }
 
@@ -90,8 +93,61 @@ async fn message_count_mode_with_batches() {
     out.ok();
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    assert_eq!(report["sent"], 500, "{report}");
-    assert_eq!(report["received"], 500, "{report}");
-    assert_eq!(report["config"]["mode"], "messages");
+    assert_eq!(report["results"][0]["sent"], 500, "{report}");
+    assert_eq!(report["results"][0]["received"], 500, "{report}");
+    assert_eq!(report["params"]["mode"], "messages");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_prints_corrected_percentiles() {
+    let server = TestServer::start().await;
+    let out = ferry(
+        &server,
+        &[
+            "bench",
+            "latency",
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--window",
+            "500ms",
+        ],
+    )
+    .run()
+    .await;
+    let text = out.ok();
+    println!("{text}");
+    for needle in [
+        "send-to-ack (CO-corr.):",
+        "end-to-end (CO-corr.):",
+        "p99.99",
+    ] {
+        assert!(text.contains(needle), "missing {needle}: {text}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_are_not_available_yet() {
+    let server = TestServer::start().await;
+    let out = ferry(
+        &server,
+        &[
+            "bench",
+            "throughput",
+            "--target",
+            "nats",
+            "--duration",
+            "1s",
+        ],
+    )
+    .run()
+    .await;
+    let err = out.failed();
+    assert!(err.contains("not available yet"), "{err}");
     server.shutdown().await;
 }

@@ -1,0 +1,187 @@
+//! Flags every workload shares, and parsing of durations (`10s`, `500ms`, `2m`) and of
+//! `--window`.
+//!
+//! `--window` has two spellings because `ferry bench throughput` used it for requests in flight
+//! before the harness had per-interval traces: a value with a time unit (`1s`, `500ms`) is the
+//! trace window; a bare integer keeps its old meaning, requests in flight per producer (now
+//! also `--in-flight`). Neither spelling changes meaning silently.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+
+use crate::drivers::Target;
+
+/// The default Ferry broker address: the native protocol port on loopback.
+pub const DEFAULT_SERVER: &str = "127.0.0.1:6730";
+
+/// Flags of every workload: timing, target and output files.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// How long to measure (e.g. 10s, 500ms, 2m), after the warm-up.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Load before measuring, not counted.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub warmup: Duration,
+    /// Load after measuring, not counted (keeps the end of the run out of the figures).
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub cooldown: Duration,
+    /// Per-interval trace window with a unit (e.g. 1s, 500ms; default 1s). For throughput, a
+    /// bare integer is the older spelling of --in-flight.
+    #[arg(long, value_name = "WINDOW", value_parser = parse_window, action = clap::ArgAction::Append)]
+    pub window: Vec<WindowArg>,
+    /// What to measure: ferry (the others are not available yet).
+    #[arg(long, value_enum, default_value_t = TargetArg::Ferry)]
+    pub target: TargetArg,
+    /// Ferry broker address (target ferry).
+    #[arg(long, value_name = "HOST:PORT", env = "FERRY_SERVER", default_value = DEFAULT_SERVER)]
+    pub server: String,
+    /// Base client name for the bench's connections; default: a unique ferry-bench-<pid>-<random>.
+    #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
+    pub name: Option<String>,
+    /// Also write the results as JSON to this file (schema: crates/bench/schema/result.schema.json).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the per-window series as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// The trace window: the last `--window` with a unit, or 1 s.
+    pub fn trace_window(&self) -> Duration {
+        self.window
+            .iter()
+            .rev()
+            .find_map(|w| match w {
+                WindowArg::Trace(d) if !d.is_zero() => Some(*d),
+                _ => None,
+            })
+            .unwrap_or(Duration::from_secs(1))
+    }
+
+    /// A bare-integer `--window` (the older spelling of `--in-flight`), if given.
+    pub fn legacy_in_flight(&self) -> Option<u32> {
+        self.window.iter().rev().find_map(|w| match w {
+            WindowArg::InFlight(n) => Some(*n),
+            WindowArg::Trace(_) => None,
+        })
+    }
+
+    /// The base client name: the one given, or a fresh unique one, so that two bench runs
+    /// against one broker do not collide with `AlreadyOnline`.
+    pub fn client_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            let suffix: u32 = rand::random::<u32>() & 0xff_ffff;
+            format!("ferry-bench-{}-{suffix:06x}", std::process::id())
+        })
+    }
+}
+
+/// `--target` values. All are accepted by the parser so that a target without a driver yet
+/// gets a clear message rather than "invalid value".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TargetArg {
+    /// Ferry through its native client.
+    Ferry,
+    /// NATS JetStream.
+    Nats,
+    /// RabbitMQ over AMQP 0.9.1.
+    Amqp,
+    /// A PostgreSQL queue table.
+    Postgres,
+}
+
+impl From<TargetArg> for Target {
+    fn from(t: TargetArg) -> Target {
+        match t {
+            TargetArg::Ferry => Target::Ferry,
+            TargetArg::Nats => Target::Nats,
+            TargetArg::Amqp => Target::Amqp,
+            TargetArg::Postgres => Target::Postgres,
+        }
+    }
+}
+
+/// One `--window` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowArg {
+    /// A trace window (`1s`).
+    Trace(Duration),
+    /// Requests in flight (`16`), the throughput workload's older spelling.
+    InFlight(u32),
+}
+
+/// Parses `--window`: a bare integer is a count of requests in flight, anything else a duration.
+pub fn parse_window(s: &str) -> Result<WindowArg> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u32 = s
+            .parse()
+            .map_err(|_| anyhow::anyhow!("'{s}' is too large"))?;
+        if n == 0 {
+            bail!("requests in flight must be at least 1 (for a trace window give a unit: 1s)");
+        }
+        return Ok(WindowArg::InFlight(n));
+    }
+    Ok(WindowArg::Trace(parse_duration(s)?))
+}
+
+/// Parses `10s`, `1.5s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let Ok(value) = number.parse::<f64>() else {
+        bail!("'{s}' is not a duration (e.g. 10s, 500ms, 2m)");
+    };
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => value,
+        "ms" => value / 1000.0,
+        "us" => value / 1_000_000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => bail!("unknown unit '{other}' in '{s}' (use ms, s, m or h)"),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| anyhow::anyhow!("duration '{s}' is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn windows() {
+        assert_eq!(parse_window("16").unwrap(), WindowArg::InFlight(16));
+        assert_eq!(
+            parse_window("1s").unwrap(),
+            WindowArg::Trace(Duration::from_secs(1))
+        );
+        assert_eq!(
+            parse_window("250ms").unwrap(),
+            WindowArg::Trace(Duration::from_millis(250))
+        );
+        assert!(parse_window("0").is_err());
+        assert!(parse_window("fast").is_err());
+    }
+}

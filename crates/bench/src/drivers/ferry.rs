@@ -1,0 +1,333 @@
+//! The `ferry` driver: Ferry through its public async client, `ferry_client::Client`.
+//!
+//! Durability: Ferry's default (`fsync always`) acknowledges a send only after the record is
+//! fsynced to disk, with group commit sharing one fsync among concurrent sends. A broker started
+//! with `--fsync interval:N` or `never` acknowledges earlier; the driver cannot see the broker's
+//! setting, so the report states the default and the bench's documentation says to name the
+//! setting used.
+//!
+//! Consumers use a client-ack subscription; acknowledgements go out in batches from a separate
+//! acker task (every [`ACK_BATCH`] deliveries or [`ACK_INTERVAL`], whichever comes first, with
+//! several ack requests in flight), so the delivery loop never waits for an ack round trip.
+
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_client::protocol::{AckMode, DeliveryId, ErrorCode, Order, OutgoingMessage, Source};
+use ferry_client::{Client, ClientError, Receive, Subscribe, Subscription};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::{
+    AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
+    From, OutMessage, ReceiveOne, Received,
+};
+
+/// Deliveries per ack request, at most.
+pub const ACK_BATCH: usize = 64;
+/// Longest a handled delivery waits for its ack to be sent.
+pub const ACK_INTERVAL: Duration = Duration::from_millis(1);
+/// Ack requests in flight per consumer.
+const ACKS_IN_FLIGHT: usize = 16;
+
+/// Ferry at one address.
+#[derive(Debug, Clone)]
+pub struct FerryDriver {
+    server: String,
+}
+
+impl FerryDriver {
+    /// A driver for the broker at `server` (`HOST:PORT`).
+    pub fn new(server: String) -> Self {
+        FerryDriver { server }
+    }
+}
+
+#[async_trait]
+impl Driver for FerryDriver {
+    fn name(&self) -> &'static str {
+        "ferry"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            by_sender: true,
+            addressed: true,
+            priorities: true,
+            queue_query: true,
+        }
+    }
+
+    fn durability(&self) -> String {
+        "broker default fsync always: a send is acknowledged after its record is fsynced \
+         (group commit)"
+            .to_string()
+    }
+
+    async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
+        let client = Client::connect(&self.server, client_name)
+            .await
+            .map_err(|e| DriverError {
+                message: format!("cannot connect to {}: {}", self.server, connect_reason(&e)),
+                fatal: true,
+            })?;
+        Ok(Box::new(FerryConnection { client }))
+    }
+}
+
+/// One `ferry_client::Client`; concurrent calls pipeline on its connection.
+struct FerryConnection {
+    client: Client,
+}
+
+fn outgoing(msg: OutMessage) -> OutgoingMessage {
+    let mut out = OutgoingMessage::new(String::new(), msg.body);
+    out.queues = msg.queues;
+    out.receiver = msg.to;
+    if let Some(p) = msg.priority {
+        out.priority = p;
+    }
+    out
+}
+
+#[async_trait]
+impl Connection for FerryConnection {
+    fn limits(&self) -> DriverLimits {
+        let l = self.client.limits();
+        DriverLimits {
+            max_batch: l.max_batch,
+            max_prefetch: l.max_prefetch,
+        }
+    }
+
+    async fn ensure_queues(&self, queues: &[String]) -> Result<(), DriverError> {
+        for q in queues {
+            match self.client.create_queue(q).await {
+                Ok(()) => {}
+                Err(e) if e.code() == Some(ErrorCode::QueueExists) => {}
+                Err(e) => return Err(error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn send(&self, msg: OutMessage) -> Result<(), DriverError> {
+        self.client
+            .send(outgoing(msg))
+            .await
+            .map(drop)
+            .map_err(error)
+    }
+
+    async fn send_batch(
+        &self,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let msgs = msgs.into_iter().map(outgoing).collect();
+        let results = self.client.send_batch(msgs).await.map_err(error)?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.map(drop).map_err(error))
+            .collect())
+    }
+
+    async fn receive_one(&self, req: ReceiveOne) -> Result<Option<Received>, DriverError> {
+        let source = match req.from {
+            From::Queue(q) => Source::Queue(q),
+            From::Sender(s) => Source::Sender(s),
+        };
+        let delivery = self
+            .client
+            .receive(Receive {
+                source,
+                order: if req.by_priority {
+                    Order::Priority
+                } else {
+                    Order::Time
+                },
+                mode: ferry_client::protocol::ReceiveMode::Take,
+                ack: AckMode::Auto,
+                wait_ms: 0,
+            })
+            .await
+            .map_err(error)?;
+        Ok(delivery.map(|d| Received {
+            body: d.message.body,
+            queue: d.message.queue,
+            sender: Some(d.message.sender),
+            ack: None,
+        }))
+    }
+
+    async fn waiting_queues(&self) -> Result<Vec<String>, DriverError> {
+        self.client.waiting_queues().await.map_err(error)
+    }
+
+    async fn consume(&self, queue: &str, prefetch: u32) -> Result<Box<dyn Consumer>, DriverError> {
+        let sub = self
+            .client
+            .subscribe(Subscribe {
+                queue: queue.to_string(),
+                order: Order::Priority,
+                ack: AckMode::Client,
+                prefetch,
+            })
+            .await
+            .map_err(error)?;
+        let failures = Arc::new(AckFailures::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let acker = tokio::spawn(acker(self.client.clone(), rx, failures.clone()));
+        Ok(Box::new(FerryConsumer {
+            sub,
+            acks: tx,
+            acker,
+            failures,
+        }))
+    }
+
+    async fn close(&self) {
+        let _ = self.client.disconnect().await;
+    }
+}
+
+/// Acknowledgements that failed, shared between a consumer and its acker.
+#[derive(Debug, Default)]
+struct AckFailures {
+    count: AtomicU64,
+    first: Mutex<Option<String>>,
+}
+
+impl AckFailures {
+    fn note(&self, n: u64, what: String) {
+        self.count.fetch_add(n, Ordering::Relaxed);
+        // A poisoned lock only means another task panicked while noting; keep its value.
+        let mut first = self.first.lock().unwrap_or_else(PoisonError::into_inner);
+        first.get_or_insert(what);
+    }
+}
+
+struct FerryConsumer {
+    sub: Subscription,
+    acks: mpsc::UnboundedSender<DeliveryId>,
+    acker: JoinHandle<()>,
+    failures: Arc<AckFailures>,
+}
+
+#[async_trait]
+impl Consumer for FerryConsumer {
+    async fn next(&mut self) -> Option<Result<Received, DriverError>> {
+        let item = self.sub.next().await?;
+        Some(item.map_err(error).map(|d| Received {
+            body: d.message.body,
+            queue: d.message.queue,
+            sender: Some(d.message.sender),
+            ack: (d.delivery_id != 0).then_some(d.delivery_id),
+        }))
+    }
+
+    fn ack(&mut self, token: AckToken) {
+        // Fails only when the acker is gone, which finish() reports through the failures.
+        let _ = self.acks.send(token);
+    }
+
+    async fn finish(self: Box<Self>) -> AckOutcome {
+        let FerryConsumer {
+            sub,
+            acks,
+            acker,
+            failures,
+        } = *self;
+        drop(acks);
+        if let Err(e) = acker.await {
+            failures.note(0, format!("acker failed: {e}"));
+        }
+        // Deliveries pushed but not handled return to their queue when the session ends.
+        sub.cancel().await;
+        let first_error = failures
+            .first
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        AckOutcome {
+            failed: failures.count.load(Ordering::Relaxed),
+            first_error,
+        }
+    }
+}
+
+/// Sends the acks received on `rx` in batches until every sender is gone.
+async fn acker(
+    client: Client,
+    mut rx: mpsc::UnboundedReceiver<DeliveryId>,
+    failures: Arc<AckFailures>,
+) {
+    let permits = Arc::new(Semaphore::new(ACKS_IN_FLIGHT));
+    let mut acks = JoinSet::new();
+    let mut batch = Vec::with_capacity(ACK_BATCH);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        let deadline = tokio::time::Instant::now() + ACK_INTERVAL;
+        while batch.len() < ACK_BATCH {
+            // Take what is already queued without touching the timer.
+            match rx.try_recv() {
+                Ok(id) => {
+                    batch.push(id);
+                    continue;
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+                Err(mpsc::error::TryRecvError::Empty) => {}
+            }
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(id)) => batch.push(id),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let ids = std::mem::replace(&mut batch, Vec::with_capacity(ACK_BATCH));
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            break;
+        };
+        let (client, failures) = (client.clone(), failures.clone());
+        acks.spawn(async move {
+            if let Err(e) = client.ack(&ids).await {
+                failures.note(ids.len() as u64, describe(&e));
+            }
+            drop(permit);
+        });
+        while acks.try_join_next().is_some() {}
+    }
+    while acks.join_next().await.is_some() {}
+}
+
+/// A client error as a driver error: fatal when the connection is gone.
+fn error(e: ClientError) -> DriverError {
+    DriverError {
+        fatal: matches!(e, ClientError::Closed | ClientError::Io(_)),
+        message: describe(&e),
+    }
+}
+
+/// One line for a client error: the broker's own message for server errors (it names the thing
+/// at fault), a plain description otherwise.
+fn describe(e: &ClientError) -> String {
+    match e {
+        ClientError::Server(reply) => reply.message.clone(),
+        ClientError::Io(io) => format!("connection error: {io}"),
+        ClientError::Closed => "the broker closed the connection".to_string(),
+        ClientError::Timeout => "the broker did not answer in time".to_string(),
+        ClientError::TooLarge(what) => what.clone(),
+        ClientError::Protocol(w) => format!("protocol error: {w}"),
+    }
+}
+
+/// Why a connect failed, phrased for someone who just typed a command.
+fn connect_reason(e: &ClientError) -> String {
+    match e {
+        ClientError::Io(io) if io.kind() == ErrorKind::ConnectionRefused => {
+            "connection refused (is 'ferry serve' running?)".to_string()
+        }
+        other => describe(other),
+    }
+}

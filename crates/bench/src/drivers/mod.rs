@@ -1,0 +1,185 @@
+//! Drivers: how a workload talks to a target. A workload sees only these traits, so adding a
+//! target (NATS, RabbitMQ, PostgreSQL) means adding a driver, not changing workloads.
+//!
+//! - [`Driver`]: one target; says what it can do ([`Capabilities`]) and how durable an
+//!   acknowledged send is, and opens connections;
+//! - [`Connection`]: one client connection: queues, sends (single or batched, pipelined when
+//!   called concurrently), receiving one message, the "which queues hold messages for me"
+//!   query, and consumers;
+//! - [`Consumer`]: a push subscription on one queue whose deliveries are acknowledged by the
+//!   workload once handled (the driver may batch the acknowledgements).
+//!
+//! Modules: [`ferry`] (the native client), [`target`] (choosing a driver by `--target`).
+
+pub mod ferry;
+pub mod target;
+
+use std::fmt;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub use target::{open, Target, TargetOptions};
+
+/// What a target supports beyond plain queues. Workloads that need a missing capability say
+/// so instead of running something else under the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Capabilities {
+    /// Retrieval by sender across queues (FTaB "read by sender").
+    pub by_sender: bool,
+    /// Messages addressed to one client, invisible to the others.
+    pub addressed: bool,
+    /// Priority order within a queue.
+    pub priorities: bool,
+    /// The "which queues hold messages for me" query.
+    pub queue_query: bool,
+}
+
+/// Broker-side limits a workload must respect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverLimits {
+    /// Most messages in one `send_batch`.
+    pub max_batch: u32,
+    /// Most unacknowledged deliveries a consumer may hold.
+    pub max_prefetch: u32,
+}
+
+/// A failed operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverError {
+    /// One line, for the report.
+    pub message: String,
+    /// The connection is gone: retrying on it is pointless.
+    pub fatal: bool,
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// What a workload sends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutMessage {
+    /// Target queues (more than one only where the target supports atomic multi-queue sends).
+    pub queues: Vec<String>,
+    /// The body.
+    pub body: Bytes,
+    /// 1 (lowest) to 10; `None` for the target's default.
+    pub priority: Option<u8>,
+    /// Addressed to this client only (needs [`Capabilities::addressed`]).
+    pub to: Option<String>,
+}
+
+impl OutMessage {
+    /// A message for one queue with default priority and no addressee.
+    pub fn to_queue(queue: impl Into<String>, body: Bytes) -> Self {
+        OutMessage {
+            queues: vec![queue.into()],
+            body,
+            priority: None,
+            to: None,
+        }
+    }
+}
+
+/// Opaque handle to acknowledge a delivery by; meaning depends on the driver.
+pub type AckToken = u64;
+
+/// A message as a workload receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    /// The body.
+    pub body: Bytes,
+    /// The queue it came from.
+    pub queue: String,
+    /// The sending client, where the target records it.
+    pub sender: Option<String>,
+    /// To acknowledge it with; `None` when nothing needs acknowledging.
+    pub ack: Option<AckToken>,
+}
+
+/// Where a single receive looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum From {
+    /// One queue.
+    Queue(String),
+    /// Messages of one sender across all queues (needs [`Capabilities::by_sender`]).
+    Sender(String),
+}
+
+/// A single receive: take one message, highest priority first, acknowledged on receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiveOne {
+    /// Where to look.
+    pub from: From,
+    /// Priority order (`true`) or time order.
+    pub by_priority: bool,
+}
+
+/// One target.
+#[async_trait]
+pub trait Driver: Send + Sync {
+    /// The target's name in reports (`ferry`, `nats`, ...).
+    fn name(&self) -> &'static str;
+    /// What it supports.
+    fn capabilities(&self) -> Capabilities;
+    /// When an acknowledged send is durable, in one sentence for the report: what makes
+    /// figures of different targets comparable.
+    fn durability(&self) -> String;
+    /// Opens a connection as client `client_name` (unique per connection).
+    async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError>;
+}
+
+/// One client connection. Methods take `&self` and may be called concurrently: drivers whose
+/// protocol pipelines keep that many requests in flight.
+#[async_trait]
+pub trait Connection: Send + Sync {
+    /// The broker's limits for this connection.
+    fn limits(&self) -> DriverLimits;
+    /// Creates the queues that do not exist yet.
+    async fn ensure_queues(&self, queues: &[String]) -> Result<(), DriverError>;
+    /// Sends one message; returns once the target acknowledged it.
+    async fn send(&self, msg: OutMessage) -> Result<(), DriverError>;
+    /// Sends several messages in one request where the target can; each succeeds or fails on
+    /// its own. The outer error means none was sent.
+    async fn send_batch(
+        &self,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError>;
+    /// Takes at most one message, without waiting.
+    async fn receive_one(&self, req: ReceiveOne) -> Result<Option<Received>, DriverError>;
+    /// The queues holding messages addressed to this client (needs
+    /// [`Capabilities::queue_query`]).
+    async fn waiting_queues(&self) -> Result<Vec<String>, DriverError>;
+    /// Subscribes to `queue` with client acknowledgement and at most `prefetch` unacknowledged
+    /// deliveries; returns once the subscription is live.
+    async fn consume(&self, queue: &str, prefetch: u32) -> Result<Box<dyn Consumer>, DriverError>;
+    /// Closes the connection; unacknowledged deliveries return to their queues.
+    async fn close(&self);
+}
+
+/// A push subscription with client acknowledgement.
+#[async_trait]
+pub trait Consumer: Send {
+    /// The next delivery; `None` once the subscription ended.
+    async fn next(&mut self) -> Option<Result<Received, DriverError>>;
+    /// Acknowledges a handled delivery. Drivers may batch acknowledgements; failures are
+    /// counted and reported by [`Consumer::finish`].
+    fn ack(&mut self, token: AckToken);
+    /// Sends the acknowledgements still pending and ends the subscription. Returns how many
+    /// acknowledgements failed and the first failure.
+    async fn finish(self: Box<Self>) -> AckOutcome;
+}
+
+/// How the acknowledgements of one consumer went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Acknowledgements that failed.
+    pub failed: u64,
+    /// The first failure.
+    pub first_error: Option<String>,
+}

@@ -1,0 +1,181 @@
+//! The results of a run and their outputs.
+//!
+//! [`BenchReport`] is what every workload produces and what `--json` writes (schema:
+//! `crates/bench/schema/result.schema.json`, documented in docs/benchmarks.md): the workload's
+//! name, its parameters, and one [`TargetResult`] per target measured. The outputs are
+//! separate modules, so that further ones (an HTML page with plots) read the same struct:
+//! [`text`] (the terminal), [`json`], [`csv`] (the per-window series).
+
+pub mod csv;
+pub mod json;
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::drivers::Capabilities;
+use crate::stats::windows::WindowStats;
+use crate::stats::{LatencySummary, WindowRow};
+
+/// Everything one invocation measured.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BenchReport {
+    /// `throughput`, `latency`, ...
+    pub workload: String,
+    /// The workload's parameters, as run (workload-specific keys).
+    pub params: serde_json::Value,
+    /// One entry per target.
+    pub results: Vec<TargetResult>,
+}
+
+/// What one target did under the workload.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TargetResult {
+    /// `ferry`, ...
+    pub target: String,
+    /// When the target's acknowledgement means durable, as the driver states it.
+    pub durability: String,
+    /// What the target supports.
+    pub capabilities: Capabilities,
+    /// Seconds over which sends were counted.
+    pub send_secs: f64,
+    /// Seconds over which receipts were counted.
+    pub receive_secs: f64,
+    /// Sends acknowledged in the measured phase.
+    pub sent: u64,
+    /// Messages received in the measured phase.
+    pub received: u64,
+    /// `sent / send_secs`.
+    pub sent_per_s: f64,
+    /// `received / receive_secs`.
+    pub received_per_s: f64,
+    /// Body bytes sent per second, in MiB.
+    pub sent_mib_per_s: f64,
+    /// The headline latency distribution, ms: the one named by `latency_kind`.
+    pub latency_ms: LatencySummary,
+    /// Which distribution `latency_ms` is (a key of `latencies_ms`).
+    pub latency_kind: String,
+    /// Every latency distribution measured, ms, by name (`send_to_ack`, `end_to_end`, ...).
+    pub latencies_ms: BTreeMap<String, LatencySummary>,
+    /// Trace window length, seconds.
+    pub window_s: f64,
+    /// Mean, standard deviation and confidence intervals of the measured windows' rates.
+    pub window_stats: WindowStats,
+    /// The per-window series, warm-up and cool-down windows included and labelled.
+    pub windows: Vec<WindowRow>,
+    /// What went wrong.
+    pub errors: ErrorCounts,
+}
+
+/// Failures during a run.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ErrorCounts {
+    /// Sends refused or failed.
+    pub send: u64,
+    /// Acknowledgements failed.
+    pub ack: u64,
+    /// Messages of earlier runs consumed and not counted.
+    pub foreign: u64,
+    /// The first error seen.
+    pub first: Option<String>,
+}
+
+impl ErrorCounts {
+    /// Whether sends or acks failed.
+    pub fn any(&self) -> bool {
+        self.send + self.ack > 0
+    }
+}
+
+/// `n / secs`, 0 when no time passed.
+pub fn rate(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// Writes the files the common flags ask for.
+pub fn write_files(report: &BenchReport, json: Option<&Path>, csv: Option<&Path>) -> Result<()> {
+    if let Some(path) = json {
+        json::write(report, path)?;
+    }
+    if let Some(path) = csv {
+        csv::write(report, path)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod sample {
+    //! A report with fixed figures, for the output tests.
+
+    use super::*;
+    use crate::stats::windows::measured_stats;
+    use crate::stats::SampleSummary;
+
+    pub fn summary(count: u64) -> LatencySummary {
+        LatencySummary {
+            count,
+            mean: 1.5,
+            p50: 1.0,
+            p90: 2.0,
+            p99: 3.0,
+            p999: 4.0,
+            p9999: 5.0,
+            max: 5.5,
+        }
+    }
+
+    pub fn report() -> BenchReport {
+        let windows = vec![WindowRow {
+            index: 0,
+            start_s: 0.0,
+            end_s: 1.0,
+            phase: "measure",
+            sent: 1000,
+            received: 995,
+            sent_per_s: 1000.0,
+            received_per_s: 995.0,
+            latency_mean_ms: Some(1.5),
+            latency_max_ms: None,
+        }];
+        let window_stats = measured_stats(&windows);
+        assert_eq!(window_stats.sent_per_s, SampleSummary::of(&[1000.0]));
+        BenchReport {
+            workload: "throughput".into(),
+            params: serde_json::json!({"producers": 2}),
+            results: vec![TargetResult {
+                target: "ferry".into(),
+                durability: "fsync".into(),
+                capabilities: Capabilities {
+                    by_sender: true,
+                    addressed: true,
+                    priorities: true,
+                    queue_query: true,
+                },
+                send_secs: 2.0,
+                receive_secs: 2.0,
+                sent: 2000,
+                received: 1990,
+                sent_per_s: 1000.0,
+                received_per_s: 995.0,
+                sent_mib_per_s: 0.24,
+                latency_ms: summary(1990),
+                latency_kind: "end_to_end".into(),
+                latencies_ms: BTreeMap::from([
+                    ("send_to_ack".to_string(), summary(2000)),
+                    ("end_to_end".to_string(), summary(0)),
+                ]),
+                window_s: 1.0,
+                window_stats,
+                windows,
+                errors: ErrorCounts::default(),
+            }],
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Workloads: what load to generate and what to measure, through a [`crate::drivers::Driver`].
+//!
+//! - [`throughput`]: closed-loop producers with requests in flight, client-ack consumers;
+//! - [`latency`]: open loop at a fixed rate, latency against the intended send time;
+//! - [`run`]: the phase and counters one run's tasks share; [`consumer`]: the consumer task
+//!   both workloads use; [`setup`]: connecting and queue set-up.
+
+pub mod consumer;
+pub mod latency;
+pub mod run;
+pub mod setup;
+pub mod throughput;

@@ -1,0 +1,208 @@
+//! What the tasks of one run share: the phase (warm-up, measure, cool-down, stop), counters,
+//! the per-window series, and the first error seen. Latency histograms are kept per task and
+//! merged at the end, so recording takes no lock.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::stats::WindowSeries;
+
+/// Before measuring: traffic flows but is not counted.
+pub const WARMUP: u8 = 0;
+/// Counted and timed.
+pub const MEASURE: u8 = 1;
+/// After measuring: traffic still flows, not counted.
+pub const COOLDOWN: u8 = 2;
+/// Producers stop; consumers drain.
+pub const STOP: u8 = 3;
+
+/// Which latency the per-window series traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowLatency {
+    /// From issuing a send to its acknowledgement (runs without consumers).
+    SendToAck,
+    /// From the send stamp in the body to the receipt.
+    EndToEnd,
+}
+
+/// Counters and phase shared by every task of one run.
+#[derive(Debug)]
+pub struct Shared {
+    /// Identifies this run's messages.
+    pub run_id: u64,
+    /// When the run started.
+    pub started: Instant,
+    phase: AtomicU8,
+    /// Per-window counts and latencies.
+    pub windows: WindowSeries,
+    /// Which latency the windows trace.
+    pub window_latency: WindowLatency,
+    /// Sends acknowledged during the measurement.
+    pub sent_measured: AtomicU64,
+    /// This run's messages received during the measurement.
+    pub received_measured: AtomicU64,
+    /// Sends acknowledged in any phase.
+    pub sent_total: AtomicU64,
+    /// This run's messages received in any phase.
+    pub received_total: AtomicU64,
+    /// Sends the target refused or that failed.
+    pub send_errors: AtomicU64,
+    /// Acks that failed.
+    pub ack_errors: AtomicU64,
+    /// Deliveries from earlier runs (consumed and acked, not counted).
+    pub foreign: AtomicU64,
+    /// µs after `started` of the last send acknowledgement (message-count mode).
+    pub last_sent_at: AtomicU64,
+    /// µs after `started` of the last receipt (message-count mode).
+    pub last_received_at: AtomicU64,
+    /// Messages left to send in message-count mode (`u64::MAX` otherwise).
+    pub to_send: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// A fresh run started at `started` in `phase`, with `to_send` messages to send (`None`:
+    /// until stopped).
+    pub fn new(
+        run_id: u64,
+        started: Instant,
+        phase: u8,
+        to_send: Option<u64>,
+        windows: WindowSeries,
+        window_latency: WindowLatency,
+    ) -> Self {
+        Shared {
+            run_id,
+            started,
+            phase: AtomicU8::new(phase),
+            windows,
+            window_latency,
+            sent_measured: AtomicU64::new(0),
+            received_measured: AtomicU64::new(0),
+            sent_total: AtomicU64::new(0),
+            received_total: AtomicU64::new(0),
+            send_errors: AtomicU64::new(0),
+            ack_errors: AtomicU64::new(0),
+            foreign: AtomicU64::new(0),
+            last_sent_at: AtomicU64::new(0),
+            last_received_at: AtomicU64::new(0),
+            to_send: AtomicU64::new(to_send.unwrap_or(u64::MAX)),
+            first_error: Mutex::new(None),
+        }
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> u8 {
+        self.phase.load(Ordering::Acquire)
+    }
+
+    /// Moves to `phase`.
+    pub fn set_phase(&self, phase: u8) {
+        self.phase.store(phase, Ordering::Release);
+    }
+
+    /// Whether the producers should stop.
+    pub fn stopping(&self) -> bool {
+        self.phase() == STOP
+    }
+
+    /// Claims up to `n` messages to send; 0 when there are none left or the run is stopping.
+    pub fn claim(&self, n: u64) -> u64 {
+        if self.stopping() {
+            return 0;
+        }
+        let mut claimed = 0;
+        // fetch_update retries on contention; the closure only computes.
+        let _ = self
+            .to_send
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                claimed = left.min(n);
+                (claimed > 0).then(|| left - claimed)
+            });
+        claimed
+    }
+
+    /// µs since the run started.
+    pub fn elapsed_micros(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Remembers the first error seen, for the report.
+    pub fn note_error(&self, what: String) {
+        // A poisoned lock only means another task panicked while noting; keep its value.
+        let mut first = self
+            .first_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        first.get_or_insert(what);
+    }
+
+    /// The first error seen, if any.
+    pub fn first_error(&self) -> Option<String> {
+        self.first_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Waits until the consumers have received every message whose send was acknowledged, or
+    /// until `limit` passes (without progress, when `reset_on_progress`).
+    pub async fn wait_for_consumers(&self, limit: Duration, reset_on_progress: bool) {
+        let mut deadline = Instant::now() + limit;
+        let mut last = self.received_total.load(Ordering::Relaxed);
+        loop {
+            let received = self.received_total.load(Ordering::Relaxed);
+            if received >= self.sent_total.load(Ordering::Relaxed) {
+                return;
+            }
+            if reset_on_progress && received > last {
+                last = received;
+                deadline = Instant::now() + limit;
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(phase: u8, to_send: Option<u64>) -> Shared {
+        let now = Instant::now();
+        let windows = WindowSeries::new(
+            now,
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        Shared::new(1, now, phase, to_send, windows, WindowLatency::EndToEnd)
+    }
+
+    #[test]
+    fn claims_stop_at_zero_and_on_stop() {
+        let s = shared(MEASURE, Some(5));
+        assert_eq!(s.claim(3), 3);
+        assert_eq!(s.claim(3), 2);
+        assert_eq!(s.claim(3), 0);
+        let s = shared(MEASURE, None);
+        assert_eq!(s.claim(10), 10);
+        s.set_phase(COOLDOWN);
+        assert_eq!(s.claim(10), 10);
+        s.set_phase(STOP);
+        assert_eq!(s.claim(10), 0);
+    }
+
+    #[test]
+    fn first_error_sticks() {
+        let s = shared(WARMUP, None);
+        assert_eq!(s.first_error(), None);
+        s.note_error("a".into());
+        s.note_error("b".into());
+        assert_eq!(s.first_error().as_deref(), Some("a"));
+    }
+}

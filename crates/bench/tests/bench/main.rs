@@ -1,0 +1,10 @@
+//! Integration tests of the harness: each workload runs for about two seconds against an
+//! in-process broker ([`ferry_testkit::TestServer`]) and its JSON report validates against
+//! `schema/result.schema.json`. They check structure and that figures are positive, never
+//! thresholds: benchmarks are not timed tests.
+//!
+//! Modules: [`schema`] (a validator for the subset of JSON Schema the schema file uses),
+//! [`workloads`].
+
+mod schema;
+mod workloads;
