@@ -155,15 +155,18 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
         producers.push(tokio::spawn(producer::run(conn, cfg, shared.clone())));
     }
 
-    let mut measure_start = started;
-    let mut measure_end = started;
+    // The windows are labelled against the planned phase boundaries (the ones the series is
+    // aligned on); the rates use the time between the actual phase changes.
+    let measure_start = started + warmup;
+    let mut measure_end = measure_start + common.duration;
+    let mut measured_secs = 0.0;
     if !count_mode {
-        tokio::time::sleep_until((started + warmup).into()).await;
+        tokio::time::sleep_until(measure_start.into()).await;
         shared.set_phase(MEASURE);
-        measure_start = Instant::now();
-        tokio::time::sleep_until((measure_start + common.duration).into()).await;
+        let flipped = Instant::now();
+        tokio::time::sleep_until(measure_end.into()).await;
         shared.set_phase(COOLDOWN);
-        measure_end = Instant::now();
+        measured_secs = flipped.elapsed().as_secs_f64();
         tokio::time::sleep(cooldown).await;
         shared.set_phase(STOP);
     }
@@ -200,8 +203,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
         measure_end = started + Duration::from_micros(sent_at.max(received_at));
         (sent_at as f64 / 1e6, received_at as f64 / 1e6)
     } else {
-        let secs = (measure_end - measure_start).as_secs_f64();
-        (secs, secs)
+        (measured_secs, measured_secs)
     };
     let sent = shared.sent_measured.load(Ordering::Relaxed);
     let received = shared.received_measured.load(Ordering::Relaxed);
