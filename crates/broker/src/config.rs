@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ferry_protocol::Limits;
+use ferry_store::postgres::is_postgres_url;
 use ferry_store::FsyncPolicy;
 use serde::Deserialize;
 use thiserror::Error;
@@ -78,6 +79,12 @@ pub struct ConfigLayer {
     pub max_pipelined: Option<u32>,
     /// Seconds to let in-flight requests finish on shutdown.
     pub shutdown_grace_secs: Option<u64>,
+    /// Storage engine: `embedded` or a `postgres://` URL.
+    pub store: Option<String>,
+    /// Most database connections (postgres engine).
+    pub store_pool_size: Option<u32>,
+    /// Most messages and acks per database transaction (postgres engine).
+    pub store_batch_max: Option<u32>,
 }
 
 /// Every environment variable the broker reads, with the setting it fills.
@@ -95,7 +102,56 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_LEASE_MS",
     "FERRY_MAX_PIPELINED",
     "FERRY_SHUTDOWN_GRACE_SECS",
+    "FERRY_STORE",
+    "FERRY_STORE_POOL_SIZE",
+    "FERRY_STORE_BATCH_MAX",
 ];
+
+/// Which storage engine the broker runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StoreSetting {
+    /// The embedded log engine, in the data directory.
+    #[default]
+    Embedded,
+    /// The PostgreSQL engine, at this URL.
+    Postgres(String),
+}
+
+impl std::str::FromStr for StoreSetting {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s == "embedded" {
+            Ok(StoreSetting::Embedded)
+        } else if is_postgres_url(s) {
+            Ok(StoreSetting::Postgres(s.to_owned()))
+        } else {
+            Err("expected `embedded` or a postgres://user@host/db URL".into())
+        }
+    }
+}
+
+impl StoreSetting {
+    /// The setting for logs and `--check-config`, with any password in the URL masked.
+    pub fn redacted(&self) -> String {
+        match self {
+            StoreSetting::Embedded => "embedded".into(),
+            StoreSetting::Postgres(url) => {
+                let Some((scheme, rest)) = url.split_once("://") else {
+                    return url.clone();
+                };
+                match rest.split_once('@') {
+                    Some((userinfo, host)) if userinfo.contains(':') => {
+                        let user = userinfo.split(':').next().unwrap_or("");
+                        format!("{scheme}://{user}:****@{host}")
+                    }
+                    _ => url.clone(),
+                }
+            }
+        }
+    }
+}
 
 fn parse_env_u32(key: &'static str, v: &str) -> Result<u32, ConfigError> {
     v.trim()
@@ -154,6 +210,13 @@ impl ConfigLayer {
                 "FERRY_MAX_PIPELINED" => {
                     layer.max_pipelined = Some(parse_env_u32("max_pipelined", &v)?)
                 }
+                "FERRY_STORE" => layer.store = Some(v),
+                "FERRY_STORE_POOL_SIZE" => {
+                    layer.store_pool_size = Some(parse_env_u32("store_pool_size", &v)?)
+                }
+                "FERRY_STORE_BATCH_MAX" => {
+                    layer.store_batch_max = Some(parse_env_u32("store_batch_max", &v)?)
+                }
                 "FERRY_SHUTDOWN_GRACE_SECS" => {
                     layer.shutdown_grace_secs =
                         Some(u64::from(parse_env_u32("shutdown_grace_secs", &v)?))
@@ -178,6 +241,20 @@ impl ConfigLayer {
                 origin,
                 reason: e.to_string(),
             })?;
+        }
+        if let Some(v) = &self.store {
+            cfg.store = v.parse().map_err(|reason| ConfigError::Invalid {
+                key: "store",
+                value: StoreSetting::Postgres(v.clone()).redacted(),
+                origin,
+                reason,
+            })?;
+        }
+        if let Some(v) = self.store_pool_size {
+            cfg.store_pool_size = v;
+        }
+        if let Some(v) = self.store_batch_max {
+            cfg.store_batch_max = v;
         }
         let l = &mut cfg.limits;
         let set = |slot: &mut u32, v: Option<u32>| {
@@ -219,6 +296,12 @@ pub struct BrokerConfig {
     pub max_pipelined: u32,
     /// How long shutdown lets in-flight requests finish.
     pub shutdown_grace: Duration,
+    /// The storage engine.
+    pub store: StoreSetting,
+    /// Most database connections (postgres engine).
+    pub store_pool_size: u32,
+    /// Most messages and acks per database transaction (postgres engine).
+    pub store_batch_max: u32,
 }
 
 impl Default for BrokerConfig {
@@ -230,6 +313,9 @@ impl Default for BrokerConfig {
             limits: Limits::DEFAULT,
             max_pipelined: 4096,
             shutdown_grace: Duration::from_secs(10),
+            store: StoreSetting::Embedded,
+            store_pool_size: 16,
+            store_batch_max: 1024,
         }
     }
 }
@@ -287,6 +373,8 @@ impl BrokerConfig {
             ("max_prefetch", l.max_prefetch),
             ("max_batch", l.max_batch),
             ("max_pipelined", self.max_pipelined),
+            ("store_pool_size", self.store_pool_size),
+            ("store_batch_max", self.store_batch_max),
         ] {
             if v == 0 {
                 return Err(invalid(key, "0".into(), "must be at least 1"));
@@ -301,7 +389,8 @@ impl BrokerConfig {
         format!(
             "listen = \"{}\"\ndata_dir = \"{}\"\nfsync = \"{}\"\nmax_connections = {}\nmax_body_bytes = {}\n\
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
-             max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n",
+             max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
+             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\n",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -315,6 +404,9 @@ impl BrokerConfig {
             l.lease_ms,
             self.max_pipelined,
             self.shutdown_grace.as_secs(),
+            self.store.redacted(),
+            self.store_pool_size,
+            self.store_batch_max,
         )
     }
 }
@@ -363,6 +455,36 @@ mod tests {
         };
         let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
         assert!(err.to_string().contains("fsync"), "{err}");
+    }
+
+    #[test]
+    fn store_setting_selects_the_engine() {
+        let env = ConfigLayer::from_env([(
+            "FERRY_STORE".to_owned(),
+            "postgres://ferry:secret@db/ferry".to_owned(),
+        )])
+        .unwrap();
+        let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+        assert_eq!(
+            cfg.store,
+            StoreSetting::Postgres("postgres://ferry:secret@db/ferry".into())
+        );
+        assert!(cfg.to_toml().contains("postgres://ferry:****@db/ferry"));
+        assert!(!cfg.to_toml().contains("secret"));
+        let file: ConfigLayer = toml::from_str("store = \"embedded\"").unwrap();
+        let cfg = BrokerConfig::resolve(
+            Some(&file),
+            &ConfigLayer::default(),
+            &ConfigLayer::default(),
+        )
+        .unwrap();
+        assert_eq!(cfg.store, StoreSetting::Embedded);
+        let flags = ConfigLayer {
+            store: Some("mysql://x".into()),
+            ..ConfigLayer::default()
+        };
+        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+        assert!(err.to_string().contains("store"), "{err}");
     }
 
     #[test]

@@ -27,5 +27,5 @@ pub mod shutdown;
 pub mod stats;
 pub mod subscription;
 
-pub use config::{BrokerConfig, ConfigError, ConfigLayer};
+pub use config::{BrokerConfig, ConfigError, ConfigLayer, StoreSetting};
 pub use server::{Broker, BrokerError, RunningBroker};

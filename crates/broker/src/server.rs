@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use ferry_protocol::{split_frame, ErrorCode, Response};
-use ferry_store::{EmbeddedConfig, EmbeddedStore, Store, StoreError};
+use ferry_store::{
+    EmbeddedConfig, EmbeddedStore, PostgresConfig, PostgresStore, Store, StoreError,
+};
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -16,7 +18,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, StoreSetting};
 use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::{connection, jobs, runtime_file};
@@ -89,12 +91,23 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<File, BrokerError> {
 }
 
 impl Broker {
-    /// Opens the embedded store in `config.data_dir` and starts serving.
+    /// Opens the configured store (the embedded one in `config.data_dir`, or PostgreSQL) and
+    /// starts serving. Either way the data directory is locked and holds `runtime.toml`.
     pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         let lock = lock_data_dir(&config.data_dir)?;
-        let mut store_cfg = EmbeddedConfig::new(config.data_dir.join("store"));
-        store_cfg.fsync = config.fsync;
-        let store = EmbeddedStore::open(store_cfg).await?;
+        let store: Arc<dyn Store> = match &config.store {
+            StoreSetting::Embedded => {
+                let mut store_cfg = EmbeddedConfig::new(config.data_dir.join("store"));
+                store_cfg.fsync = config.fsync;
+                EmbeddedStore::open(store_cfg).await?
+            }
+            StoreSetting::Postgres(url) => {
+                let mut store_cfg = PostgresConfig::new(url.clone());
+                store_cfg.pool_size = config.store_pool_size as usize;
+                store_cfg.batch_max = config.store_batch_max as usize;
+                PostgresStore::open(store_cfg).await?
+            }
+        };
         let mut running = Broker::start_with_store(config, store).await?;
         running._lock = Some(lock);
         Ok(running)
@@ -136,7 +149,13 @@ impl Broker {
             tokio::spawn(jobs::leases::run(shared.clone())),
             tokio::spawn(jobs::maintenance::run(shared.clone())),
         ];
-        info!(%addr, data_dir = %config.data_dir.display(), fsync = %config.fsync, "ferry broker listening");
+        info!(
+            %addr,
+            data_dir = %config.data_dir.display(),
+            store = %config.store.redacted(),
+            fsync = %config.fsync,
+            "ferry broker listening"
+        );
         Ok(RunningBroker {
             addr,
             shared,

@@ -17,6 +17,9 @@ pub struct ServeArgs {
     /// Data directory: the embedded store, its lock and runtime.toml [default: ferry-data]
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Storage engine: embedded, or a postgres://user@host/db URL [default: embedded]
+    #[arg(long, value_name = "ENGINE")]
+    pub store: Option<String>,
     /// Native protocol address [default: 127.0.0.1:6730]
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
@@ -49,6 +52,7 @@ impl ServeArgs {
             listen: self.listen.clone(),
             data_dir: self.data_dir.clone(),
             fsync: self.fsync.clone(),
+            store: self.store.clone(),
             max_connections: self.max_connections,
             max_body_bytes: self.max_body_bytes,
             lease_ms: self.lease_ms,

@@ -4,6 +4,7 @@
 //! - [`api`]: the trait, its argument and result types;
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
 //! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
+//! - [`postgres`]: the engine that keeps everything in a PostgreSQL database shared by nodes;
 //! - [`conformance`]: the suite every engine must pass, written against the trait only.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
@@ -12,7 +13,9 @@ pub mod api;
 pub mod conformance;
 pub mod embedded;
 pub mod error;
+pub mod postgres;
 
 pub use api::*;
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 pub use error::StoreError;
+pub use postgres::{PostgresConfig, PostgresStore};

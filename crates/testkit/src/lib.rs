@@ -1,11 +1,14 @@
 //! Test helpers for Ferry: a broker in-process on a free loopback port ([`TestServer`]), the real
 //! `ferry` binary as a child process ([`BinaryServer`]), and where that binary is
-//! ([`ferry_bin`]). Every server gets its own temporary data directory.
+//! ([`ferry_bin`]). Every server gets its own temporary data directory. [`PgCluster`] is a
+//! throwaway PostgreSQL server for the postgres engine's tests.
 
 pub mod faults;
+pub mod pg;
 pub mod raw;
 
 pub use faults::FaultInjectingStore;
+pub use pg::PgCluster;
 pub use raw::RawConn;
 
 use std::net::SocketAddr;

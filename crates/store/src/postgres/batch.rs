@@ -1,0 +1,335 @@
+//! One batch of sends and acks in one transaction: multi-row statements over `unnest` arrays.
+//!
+//! Each message is checked on its own (queues exist, receiver known, ...) and only the good
+//! ones are written, so one bad message does not fail the others. Message ids come from the
+//! `message_ids` sequence, sorted so that they increase in the order the batch lists them.
+
+use std::collections::HashMap;
+
+use ferry_protocol::{DeliveryId, MessageId, MAX_PRIORITY, MIN_PRIORITY};
+
+use super::names;
+use super::props;
+use super::receive::as_i64;
+use super::settle::unknown_ids;
+use super::store::Inner;
+use super::tx::{drop_orphans, TxResult};
+use crate::api::{NewMessage, SessionId};
+use crate::error::StoreError;
+
+/// What a batch asks for.
+#[derive(Debug)]
+pub enum Work {
+    /// Messages to store (one `send` or one `send_batch`).
+    Send(Vec<NewMessage>),
+    /// Deliveries to settle by removing them (ack, or nack without requeue).
+    Ack(SessionId, Vec<DeliveryId>),
+}
+
+/// What a batch did, per item of [`Work`].
+#[derive(Debug)]
+pub enum Done {
+    /// One result per message.
+    Send(Vec<Result<MessageId, StoreError>>),
+    /// The ack's outcome.
+    Ack(Result<(), StoreError>),
+}
+
+impl Work {
+    /// Messages or ids in this item (what `batch_max` counts).
+    pub fn size(&self) -> usize {
+        match self {
+            Work::Send(m) => m.len(),
+            Work::Ack(_, ids) => ids.len(),
+        }
+        .max(1)
+    }
+}
+
+/// Checks a message that needs nothing from the database.
+fn check_alone(m: &NewMessage) -> Result<(), StoreError> {
+    if m.queues.is_empty() {
+        return Err(StoreError::InvalidArgument(
+            "a message needs at least one queue".into(),
+        ));
+    }
+    if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&m.priority) {
+        return Err(StoreError::InvalidArgument(format!(
+            "priority {} is outside {MIN_PRIORITY}..={MAX_PRIORITY}",
+            m.priority
+        )));
+    }
+    Ok(())
+}
+
+/// The columns of the good messages, as arrays for `unnest`.
+#[derive(Default)]
+struct Columns<'a> {
+    sender: Vec<i64>,
+    receiver: Vec<Option<i64>>,
+    priority: Vec<i16>,
+    context: Vec<i64>,
+    created_at: Vec<i64>,
+    properties: Vec<String>,
+    body: Vec<&'a [u8]>,
+    /// Queue ids of each good message.
+    queues: Vec<Vec<i64>>,
+}
+
+impl Inner {
+    /// Runs `work` in one transaction. An `Err` means the whole transaction failed.
+    pub async fn run_batch(&self, work: &[Work]) -> TxResult<Vec<Done>> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await?;
+        let msgs: Vec<&NewMessage> = work
+            .iter()
+            .flat_map(|w| match w {
+                Work::Send(m) => m.iter().collect(),
+                Work::Ack(..) => Vec::new(),
+            })
+            .collect();
+
+        // Names the messages use.
+        let mut queue_names: Vec<&str> = msgs
+            .iter()
+            .flat_map(|m| m.queues.iter().map(String::as_str))
+            .collect();
+        queue_names.sort_unstable();
+        queue_names.dedup();
+        let mut queue_ids: HashMap<String, i64> = HashMap::new();
+        if !queue_names.is_empty() {
+            // KEY SHARE keeps a concurrent delete_queue out until this commits.
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT id, name FROM queues WHERE name = ANY($1) ORDER BY id FOR KEY SHARE",
+                )
+                .await?;
+            for row in tx.query(&stmt, &[&queue_names]).await? {
+                queue_ids.insert(row.try_get(1)?, row.try_get(0)?);
+            }
+        }
+        let receivers: Vec<&str> = msgs.iter().filter_map(|m| m.receiver.as_deref()).collect();
+        let receiver_ids = self.clients.lookup(&tx, &receivers).await?;
+
+        // Check each message; the good ones' senders get registered.
+        let mut verdicts: Vec<Result<(), StoreError>> = Vec::with_capacity(msgs.len());
+        for m in &msgs {
+            verdicts.push(check(m, &queue_ids, &receiver_ids));
+        }
+        let senders: Vec<&str> = msgs
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| v.is_ok())
+            .map(|(m, _)| m.sender.as_str())
+            .collect();
+        let sender_ids = self.clients.ensure(&tx, &senders).await?;
+
+        let mut cols = Columns::default();
+        for (m, v) in msgs.iter().zip(&verdicts) {
+            if v.is_err() {
+                continue;
+            }
+            let sender = *sender_ids
+                .get(&m.sender)
+                .ok_or_else(|| StoreError::Internal("sender not registered".into()))?;
+            cols.sender.push(sender);
+            cols.receiver.push(
+                m.receiver
+                    .as_ref()
+                    .and_then(|r| receiver_ids.get(r).copied()),
+            );
+            cols.priority.push(i16::from(m.priority));
+            cols.context.push(m.context as i64);
+            cols.created_at.push(as_i64(m.created_at));
+            cols.properties.push(props::encode(&m.properties));
+            cols.body.push(&m.body[..]);
+            cols.queues.push(
+                m.queues
+                    .iter()
+                    .filter_map(|q| queue_ids.get(q).copied())
+                    .collect(),
+            );
+        }
+        let ids = self.insert_messages(&tx, &cols).await?;
+
+        // Acks: remove the leased rows held by each session.
+        let mut ack_sessions = Vec::new();
+        let mut ack_ids = Vec::new();
+        for w in work {
+            if let Work::Ack(session, ids) = w {
+                for id in ids {
+                    ack_sessions.push(as_i64(*session));
+                    ack_ids.push(as_i64(*id));
+                }
+            }
+        }
+        let mut acked: HashMap<i64, Vec<DeliveryId>> = HashMap::new();
+        if !ack_ids.is_empty() {
+            let stmt = tx
+                .prepare_cached(
+                    "DELETE FROM message_queue mq \
+                     USING unnest($2::bigint[], $3::bigint[]) AS a(session, id) \
+                     WHERE mq.lease_node = $1 AND mq.lease_session = a.session \
+                       AND mq.lease_delivery_id = a.id \
+                     RETURNING a.session, a.id, mq.message_id",
+                )
+                .await?;
+            let rows = tx
+                .query(&stmt, &[&self.node, &ack_sessions, &ack_ids])
+                .await?;
+            let mut messages = Vec::with_capacity(rows.len());
+            for row in rows {
+                let (session, id, message): (i64, i64, i64) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                acked.entry(session).or_default().push(id as u64);
+                messages.push(message);
+            }
+            messages.sort_unstable();
+            messages.dedup();
+            drop_orphans(&tx, &messages).await?;
+        }
+        tx.commit().await?;
+
+        // Hand each item its results.
+        let mut ids = ids.into_iter();
+        let mut verdicts = verdicts.into_iter();
+        let mut out = Vec::with_capacity(work.len());
+        for w in work {
+            match w {
+                Work::Send(m) => {
+                    let mut results = Vec::with_capacity(m.len());
+                    for _ in m {
+                        results.push(match verdicts.next() {
+                            Some(Ok(())) => ids
+                                .next()
+                                .ok_or_else(|| StoreError::Internal("missing message id".into())),
+                            Some(Err(e)) => Err(e),
+                            None => Err(StoreError::Internal("missing verdict".into())),
+                        });
+                    }
+                    out.push(Done::Send(results));
+                }
+                Work::Ack(session, asked) => {
+                    let settled = acked.remove(&as_i64(*session)).unwrap_or_default();
+                    let mine: Vec<DeliveryId> = settled
+                        .iter()
+                        .copied()
+                        .filter(|s| asked.contains(s))
+                        .collect();
+                    // Put back what another ack of the same session in this batch asked for.
+                    let rest: Vec<DeliveryId> =
+                        settled.into_iter().filter(|s| !asked.contains(s)).collect();
+                    if !rest.is_empty() {
+                        acked.insert(as_i64(*session), rest);
+                    }
+                    let unknown = unknown_ids(asked, &mine);
+                    out.push(Done::Ack(if unknown.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(StoreError::DeliveriesNotFound(unknown))
+                    }));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Inserts the good messages and their queue rows; returns their ids in order.
+    async fn insert_messages(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        cols: &Columns<'_>,
+    ) -> TxResult<Vec<MessageId>> {
+        let n = cols.sender.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let stmt = tx
+            .prepare_cached("SELECT nextval('message_ids') FROM generate_series(1, $1::bigint)")
+            .await?;
+        let count = i64::try_from(n).unwrap_or(i64::MAX);
+        let mut ids: Vec<i64> = Vec::with_capacity(n);
+        for row in tx.query(&stmt, &[&count]).await? {
+            ids.push(row.try_get(0)?);
+        }
+        ids.sort_unstable();
+        if ids.len() != n {
+            return Err(StoreError::Internal("the id sequence returned too few ids".into()).into());
+        }
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO messages \
+                   (id, sender_id, receiver_id, priority, context, created_at, properties, body) \
+                 SELECT id, s, r, p, c, t, props::jsonb, b FROM unnest($1::bigint[], \
+                   $2::bigint[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], \
+                   $7::text[], $8::bytea[]) AS u(id, s, r, p, c, t, props, b)",
+            )
+            .await?;
+        tx.execute(
+            &stmt,
+            &[
+                &ids,
+                &cols.sender,
+                &cols.receiver,
+                &cols.priority,
+                &cols.context,
+                &cols.created_at,
+                &cols.properties,
+                &cols.body,
+            ],
+        )
+        .await?;
+        let (mut m, mut q, mut p, mut s, mut r) = (vec![], vec![], vec![], vec![], vec![]);
+        let rows = ids
+            .iter()
+            .zip(&cols.queues)
+            .zip(&cols.priority)
+            .zip(&cols.sender)
+            .zip(&cols.receiver);
+        for ((((id, queues), prio), sender), receiver) in rows {
+            for queue in queues {
+                m.push(*id);
+                q.push(*queue);
+                p.push(*prio);
+                s.push(*sender);
+                r.push(*receiver);
+            }
+        }
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO message_queue (message_id, queue_id, priority, sender_id, receiver_id) \
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::bigint[], \
+                   $5::bigint[])",
+            )
+            .await?;
+        tx.execute(&stmt, &[&m, &q, &p, &s, &r]).await?;
+        Ok(ids.into_iter().map(|id| id as u64).collect())
+    }
+}
+
+/// Checks one message against the names resolved for the batch.
+fn check(
+    m: &NewMessage,
+    queue_ids: &HashMap<String, i64>,
+    receiver_ids: &HashMap<String, i64>,
+) -> Result<(), StoreError> {
+    check_alone(m)?;
+    let mut seen: Vec<&str> = Vec::with_capacity(m.queues.len());
+    for q in &m.queues {
+        if !queue_ids.contains_key(q) {
+            return Err(StoreError::QueueNotFound(q.clone()));
+        }
+        if seen.contains(&q.as_str()) {
+            return Err(StoreError::InvalidArgument(format!(
+                "queue '{q}' is named twice"
+            )));
+        }
+        seen.push(q);
+    }
+    if let Some(r) = &m.receiver {
+        if !receiver_ids.contains_key(r) {
+            return Err(StoreError::ClientNotFound(r.clone()));
+        }
+    }
+    names::check("sender", &m.sender)
+}

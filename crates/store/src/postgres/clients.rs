@@ -1,0 +1,84 @@
+//! Client names to row ids, with an in-process cache (clients are never deleted, so a cached
+//! id stays right on every node).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use deadpool_postgres::Transaction;
+
+use super::tx::TxResult;
+
+/// Cache of client ids by name.
+#[derive(Debug, Default)]
+pub struct ClientIds {
+    known: Mutex<HashMap<String, i64>>,
+}
+
+impl ClientIds {
+    /// The cached id of `name`.
+    pub fn cached(&self, name: &str) -> Option<i64> {
+        self.known.lock().ok()?.get(name).copied()
+    }
+
+    fn remember(&self, name: String, id: i64) {
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(name, id);
+        }
+    }
+
+    /// Ids of those `names` that are registered (from the cache or the database).
+    pub async fn lookup(
+        &self,
+        tx: &Transaction<'_>,
+        names: &[&str],
+    ) -> TxResult<HashMap<String, i64>> {
+        let mut found = HashMap::new();
+        let mut missing: Vec<&str> = Vec::new();
+        for n in names {
+            match self.cached(n) {
+                Some(id) => {
+                    found.insert((*n).to_owned(), id);
+                }
+                None if !missing.contains(n) => missing.push(n),
+                None => {}
+            }
+        }
+        if !missing.is_empty() {
+            let stmt = tx
+                .prepare_cached("SELECT id, name FROM clients WHERE name = ANY($1)")
+                .await?;
+            for row in tx.query(&stmt, &[&missing]).await? {
+                let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+                self.remember(name.clone(), id);
+                found.insert(name, id);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Registers `names` (those not yet known) and returns every one's id.
+    pub async fn ensure(
+        &self,
+        tx: &Transaction<'_>,
+        names: &[&str],
+    ) -> TxResult<HashMap<String, i64>> {
+        let mut found = self.lookup(tx, names).await?;
+        let missing: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !found.contains_key(*n))
+            .collect();
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO clients (name) SELECT unnest($1::text[]) \
+                 ON CONFLICT (name) DO NOTHING",
+            )
+            .await?;
+        tx.execute(&insert, &[&missing]).await?;
+        found.extend(self.lookup(tx, &missing).await?);
+        Ok(found)
+    }
+}

@@ -1,0 +1,32 @@
+//! The PostgreSQL engine: every node's state lives in one database, shared by all the nodes.
+//!
+//! Modules:
+//! - [`config`]: [`PostgresConfig`] and [`is_postgres_url`];
+//! - `migrate`: the versioned schema (`migrations/*.sql`), applied on open under an advisory
+//!   lock;
+//! - `store`: [`PostgresStore`], the `Store` implementation, and the pool;
+//! - `batcher`, `batch`: sends and acks gathered into one transaction per batch;
+//! - `receive`, `settle`, `queues`, `clients`: the other operations;
+//! - `props`, `names`, `errors`, `tx`: encoding, checks, error mapping, transaction helpers.
+//!
+//! Every retrieval is one index scan of `message_queue`, which repeats each message's priority,
+//! sender and receiver. Takes lock rows with `FOR UPDATE SKIP LOCKED`; a lease is columns of
+//! the row (node, session, deadline, delivery id from a sequence).
+
+pub mod config;
+
+mod batch;
+mod batcher;
+mod clients;
+mod errors;
+mod migrate;
+mod names;
+mod props;
+mod queues;
+mod receive;
+mod settle;
+mod store;
+mod tx;
+
+pub use config::{is_postgres_url, PostgresConfig};
+pub use store::PostgresStore;

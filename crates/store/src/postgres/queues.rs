@@ -1,0 +1,155 @@
+//! Queue and client metadata: register, create, delete, list, waiting queues.
+
+use super::names;
+use super::store::Inner;
+use super::tx::{drop_orphans, retrying, TxResult};
+use crate::error::StoreError;
+use ferry_protocol::QueueInfo;
+
+impl Inner {
+    /// Registers a client; idempotent.
+    pub async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        names::check("client", name)?;
+        if self.clients.cached(name).is_some() {
+            return Ok(());
+        }
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            self.clients.ensure(&tx, &[name]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Whether a client was ever registered.
+    pub async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        if self.clients.cached(name).is_some() {
+            return Ok(true);
+        }
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let found = self.clients.lookup(&tx, &[name]).await?;
+            tx.commit().await?;
+            Ok(found.contains_key(name))
+        })
+        .await
+    }
+
+    /// Creates a queue.
+    pub async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+        names::check("queue", name)?;
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "INSERT INTO queues (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+                )
+                .await?;
+            if conn.execute(&stmt, &[&name]).await? == 0 {
+                return Err(StoreError::QueueExists(name.to_owned()).into());
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Deletes a queue (see [`crate::Store::delete_queue`]).
+    pub async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        retrying(|| self.try_delete_queue(name, force)).await
+    }
+
+    async fn try_delete_queue(&self, name: &str, force: bool) -> TxResult<()> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await?;
+        // The row lock keeps concurrent sends (whose foreign keys lock it too) out until commit.
+        let stmt = tx
+            .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR UPDATE")
+            .await?;
+        let Some(row) = tx.query_opt(&stmt, &[&name]).await? else {
+            return Err(StoreError::QueueNotFound(name.to_owned()).into());
+        };
+        let qid: i64 = row.try_get(0)?;
+        if !force {
+            let stmt = tx
+                .prepare_cached("SELECT count(*) FROM message_queue WHERE queue_id = $1")
+                .await?;
+            let depth: i64 = tx.query_one(&stmt, &[&qid]).await?.try_get(0)?;
+            if depth > 0 {
+                return Err(StoreError::QueueNotEmpty {
+                    name: name.to_owned(),
+                    depth: u64::try_from(depth).unwrap_or(0),
+                }
+                .into());
+            }
+        }
+        let stmt = tx
+            .prepare_cached("DELETE FROM message_queue WHERE queue_id = $1 RETURNING message_id")
+            .await?;
+        let mut ids = Vec::new();
+        for row in tx.query(&stmt, &[&qid]).await? {
+            ids.push(row.try_get::<_, i64>(0)?);
+        }
+        ids.sort_unstable();
+        drop_orphans(&tx, &ids).await?;
+        let stmt = tx
+            .prepare_cached("DELETE FROM queues WHERE id = $1")
+            .await?;
+        tx.execute(&stmt, &[&qid]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every queue with its depth, sorted by name (bytewise, as Rust sorts).
+    pub async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT q.name, \
+                       count(mq.message_id) FILTER (WHERE mq.lease_delivery_id IS NULL), \
+                       count(mq.message_id) FILTER (WHERE mq.lease_delivery_id IS NOT NULL) \
+                     FROM queues q LEFT JOIN message_queue mq ON mq.queue_id = q.id \
+                     GROUP BY q.id, q.name",
+                )
+                .await?;
+            let mut out = Vec::new();
+            for row in conn.query(&stmt, &[]).await? {
+                let (ready, in_flight): (i64, i64) = (row.try_get(1)?, row.try_get(2)?);
+                out.push(QueueInfo {
+                    name: row.try_get(0)?,
+                    ready: u64::try_from(ready).unwrap_or(0),
+                    in_flight: u64::try_from(in_flight).unwrap_or(0),
+                });
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Queues holding ready messages addressed to `client`, sorted.
+    pub async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT DISTINCT q.name FROM clients c \
+                     JOIN message_queue mq ON mq.receiver_id = c.id \
+                       AND mq.lease_delivery_id IS NULL \
+                     JOIN queues q ON q.id = mq.queue_id \
+                     WHERE c.name = $1",
+                )
+                .await?;
+            let mut out = Vec::new();
+            for row in conn.query(&stmt, &[&client]).await? {
+                out.push(row.try_get::<_, String>(0)?);
+            }
+            out.sort();
+            Ok(out)
+        })
+        .await
+    }
+}

@@ -1,0 +1,163 @@
+//! Settling client-ack deliveries other than acks (which go through the batcher): nack,
+//! release of a session, lease expiry, and the next lease deadline.
+
+use ferry_protocol::DeliveryId;
+
+use super::receive::as_i64;
+use super::store::Inner;
+use super::tx::{retrying, TxResult};
+use crate::api::SessionId;
+use crate::error::StoreError;
+
+/// Clears the lease columns (the row becomes ready again, its delivery count kept).
+const UNLEASE: &str = "lease_node = NULL, lease_session = NULL, lease_until = NULL, \
+                       lease_delivery_id = NULL";
+
+/// The delivery ids of `asked` that are not in `settled`, in the order asked (an id asked twice
+/// is unknown the second time, as it was settled the first).
+pub fn unknown_ids(asked: &[DeliveryId], settled: &[DeliveryId]) -> Vec<DeliveryId> {
+    let mut left: Vec<DeliveryId> = settled.to_vec();
+    let mut unknown = Vec::new();
+    for id in asked {
+        match left.iter().position(|s| s == id) {
+            Some(i) => {
+                left.swap_remove(i);
+            }
+            None => unknown.push(*id),
+        }
+    }
+    unknown
+}
+
+fn sorted_names(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names.dedup();
+    names
+}
+
+impl Inner {
+    /// Requeues deliveries held by `session` (drops go through the batcher as acks).
+    pub async fn requeue(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+    ) -> Result<Vec<String>, StoreError> {
+        let (queues, settled) = retrying(|| self.try_requeue(session, ids)).await?;
+        let unknown = unknown_ids(ids, &settled);
+        if unknown.is_empty() {
+            Ok(sorted_names(queues))
+        } else {
+            Err(StoreError::DeliveriesNotFound(unknown))
+        }
+    }
+
+    async fn try_requeue(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+    ) -> TxResult<(Vec<String>, Vec<DeliveryId>)> {
+        let conn = self.conn().await?;
+        // RETURNING sees the new (NULL) delivery id, so the id comes from the unnested list.
+        let stmt = conn
+            .prepare_cached(&format!(
+                "WITH u AS (UPDATE message_queue mq SET {UNLEASE} \
+                   FROM unnest($3::bigint[]) AS d(id) \
+                   WHERE mq.lease_node = $1 AND mq.lease_session = $2 \
+                     AND mq.lease_delivery_id = d.id \
+                   RETURNING d.id, mq.queue_id) \
+                 SELECT u.id, q.name FROM u JOIN queues q ON q.id = u.queue_id"
+            ))
+            .await?;
+        let ids_i: Vec<i64> = ids.iter().map(|i| as_i64(*i)).collect();
+        let rows = conn
+            .query(&stmt, &[&self.node, &as_i64(session), &ids_i])
+            .await?;
+        let mut queues = Vec::with_capacity(rows.len());
+        let mut settled = Vec::with_capacity(rows.len());
+        for row in rows {
+            settled.push(row.try_get::<_, i64>(0)? as u64);
+            queues.push(row.try_get::<_, String>(1)?);
+        }
+        Ok((queues, settled))
+    }
+
+    /// Returns every delivery `session` holds to its queue.
+    pub async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        let session = as_i64(session);
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(&format!(
+                    "WITH u AS (UPDATE message_queue SET {UNLEASE} \
+                       WHERE lease_node = $1 AND lease_session = $2 \
+                         AND lease_delivery_id IS NOT NULL \
+                       RETURNING queue_id) \
+                     SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
+                ))
+                .await?;
+            let rows = conn.query(&stmt, &[&self.node, &session]).await?;
+            let names = rows
+                .iter()
+                .map(|r| r.try_get::<_, String>(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(sorted_names(names))
+        })
+        .await
+    }
+
+    /// Returns every delivery whose lease ended at or before `now_ms`.
+    pub async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        // Deadlines past i64::MAX ms are never reached; clamp rather than wrap.
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(&format!(
+                    "WITH u AS (UPDATE message_queue SET {UNLEASE} \
+                       WHERE lease_delivery_id IS NOT NULL AND lease_until <= $1 \
+                       RETURNING queue_id) \
+                     SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
+                ))
+                .await?;
+            let rows = conn.query(&stmt, &[&now]).await?;
+            let names = rows
+                .iter()
+                .map(|r| r.try_get::<_, String>(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(sorted_names(names))
+        })
+        .await
+    }
+
+    /// The earliest lease deadline.
+    pub async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT min(lease_until) FROM message_queue \
+                     WHERE lease_delivery_id IS NOT NULL",
+                )
+                .await?;
+            let min: Option<i64> = conn.query_one(&stmt, &[]).await?.try_get(0)?;
+            Ok(min.map(|v| u64::try_from(v).unwrap_or(0)))
+        })
+        .await
+    }
+
+    /// Returns every lease this node's previous run left (it died or stopped with deliveries
+    /// in flight), as the embedded engine does on recovery.
+    pub async fn release_node(&self) -> Result<u64, StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(&format!(
+                    "UPDATE message_queue SET {UNLEASE} \
+                     WHERE lease_node = $1 AND lease_delivery_id IS NOT NULL"
+                ))
+                .await?;
+            Ok(conn.execute(&stmt, &[&self.node]).await?)
+        })
+        .await
+    }
+}

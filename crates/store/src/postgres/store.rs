@@ -1,0 +1,210 @@
+//! [`PostgresStore`]: the [`Store`] implementation over PostgreSQL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
+use tokio_postgres::NoTls;
+
+use super::batch::{Done, Work};
+use super::batcher::Batcher;
+use super::clients::ClientIds;
+use super::config::PostgresConfig;
+use super::migrate;
+use super::tx::{TxError, TxResult};
+use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
+use crate::error::StoreError;
+
+/// How long an operation waits for a pooled connection, or for a new one to be made.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the store's operations share with the batcher task.
+#[derive(Debug)]
+pub struct Inner {
+    pub(super) pool: Pool,
+    /// This node's name, stored with its leases.
+    pub(super) node: String,
+    pub(super) clients: ClientIds,
+}
+
+impl Inner {
+    /// A pooled connection, or `Unavailable`.
+    pub(super) async fn conn(&self) -> TxResult<Object> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| TxError::Store(super::errors::pool(e)))
+    }
+}
+
+/// The PostgreSQL storage engine. Open it with [`PostgresStore::open`]; share the `Arc`.
+#[derive(Debug)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+    batcher: Batcher,
+}
+
+impl PostgresStore {
+    /// Connects, applies the schema migrations the database lacks, returns the leases this
+    /// node's previous run left, and starts the batcher.
+    pub async fn open(cfg: PostgresConfig) -> Result<Arc<PostgresStore>, StoreError> {
+        let mut pg: tokio_postgres::Config = cfg.url.parse().map_err(|e| {
+            StoreError::InvalidArgument(format!("bad PostgreSQL URL '{}': {e}", cfg.url))
+        })?;
+        if pg.get_connect_timeout().is_none() {
+            pg.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if pg.get_application_name().is_none() {
+            pg.application_name("ferry");
+        }
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(cfg.pool_size.max(2))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT * 2))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| StoreError::Internal(format!("building the connection pool: {e}")))?;
+        let inner = Arc::new(Inner {
+            pool,
+            node: cfg.node.clone(),
+            clients: ClientIds::default(),
+        });
+        let mut conn = inner.conn().await.map_err(StoreError::from)?;
+        let before = migrate::migrate(&mut conn).await?;
+        drop(conn);
+        let released = inner.release_node().await?;
+        tracing::info!(
+            node = %cfg.node,
+            schema_before = before,
+            schema = migrate::latest_version(),
+            released_leases = released,
+            "postgres store opened"
+        );
+        let batcher = Batcher::start(inner.clone(), cfg.batch_max);
+        Ok(Arc::new(PostgresStore { inner, batcher }))
+    }
+
+    async fn settle_by_removal(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        match self
+            .batcher
+            .submit(Work::Ack(session, ids.to_vec()))
+            .await?
+        {
+            Done::Ack(r) => r,
+            Done::Send(_) => Err(StoreError::Internal("batcher answered out of kind".into())),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.register_client(name).await
+    }
+
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        self.inner.client_exists(name).await
+    }
+
+    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.create_queue(name).await
+    }
+
+    async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        self.inner.delete_queue(name, force).await
+    }
+
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
+        self.inner.list_queues().await
+    }
+
+    async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
+        let mut results = self.send_batch(vec![msg]).await;
+        results
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Internal("a send got no result".into())))
+    }
+
+    async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
+        if msgs.is_empty() {
+            return Vec::new();
+        }
+        let n = msgs.len();
+        match self.batcher.submit(Work::Send(msgs)).await {
+            Ok(Done::Send(results)) => results,
+            Ok(Done::Ack(_)) => {
+                vec![Err(StoreError::Internal("batcher answered out of kind".into())); n]
+            }
+            Err(e) => vec![Err(e); n],
+        }
+    }
+
+    async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
+        self.inner.receive(spec, max).await
+    }
+
+    async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
+        self.settle_by_removal(session, ids).await
+    }
+
+    async fn nack(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+        requeue: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        if requeue {
+            self.inner.requeue(session, ids).await
+        } else {
+            self.settle_by_removal(session, ids)
+                .await
+                .map(|()| Vec::new())
+        }
+    }
+
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        self.inner.release_session(session).await
+    }
+
+    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.expire_leases(now_ms).await
+    }
+
+    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
+        self.inner.next_lease_deadline().await
+    }
+
+    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
+        self.inner.waiting_queues(client).await
+    }
+
+    async fn maintain(&self) -> Result<(), StoreError> {
+        // PostgreSQL's autovacuum reclaims dead rows; nothing to do here.
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        // Every call returns after its transaction committed (synchronous_commit).
+        Ok(())
+    }
+}

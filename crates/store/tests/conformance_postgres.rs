@@ -1,0 +1,79 @@
+//! The conformance suite against the PostgreSQL engine, on a real PostgreSQL started for this
+//! test binary ([`PgCluster`]), each test on a fresh database of its own.
+
+use std::sync::{Arc, OnceLock};
+
+use ferry_store::{conformance, PostgresConfig, PostgresStore, Store};
+use ferry_testkit::PgCluster;
+
+/// One cluster for the whole binary (its watcher stops it when the process exits).
+fn cluster() -> &'static PgCluster {
+    static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
+    CLUSTER.get_or_init(PgCluster::start)
+}
+
+async fn fresh_store() -> Arc<dyn Store> {
+    let url = tokio::task::spawn_blocking(|| cluster().fresh_database())
+        .await
+        .unwrap();
+    let mut cfg = PostgresConfig::new(url);
+    cfg.pool_size = 4;
+    PostgresStore::open(cfg).await.unwrap() as Arc<dyn Store>
+}
+
+macro_rules! conformance_tests {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                conformance::$module::$name(fresh_store().await).await;
+            }
+        )*
+    };
+}
+
+conformance_tests!(
+    queues::queue_lifecycle,
+    queues::delete_non_empty_queue,
+    queues::forced_delete_keeps_other_queues,
+    queues::clients_register_idempotently,
+    sending::send_to_missing_queue_changes_nothing,
+    sending::unknown_receiver_changes_nothing,
+    sending::ids_increase_and_fields_roundtrip,
+    sending::send_batch_mixed_success,
+    sending::message_on_several_queues,
+    receiving::unknown_source_errors,
+    receiving::addressed_messages_invisible_to_others,
+    receiving::by_sender_across_queues,
+    receiving::priority_and_time_order,
+    receiving::same_priority_is_fifo,
+    receiving::peek_leaves_message,
+    receiving::auto_ack_take_removes,
+    receiving::receive_max_many,
+    receiving::waiting_queues_lists_addressed,
+    settling::client_ack_lease_then_ack,
+    settling::nack_requeue_redelivers_in_old_position,
+    settling::nack_without_requeue_drops,
+    settling::release_session_returns_deliveries,
+    settling::expire_leases_and_next_deadline,
+    settling::unknown_delivery_ids_are_listed,
+    settling::other_sessions_cannot_settle,
+);
+
+/// Every test of the suite is listed above (so none is forgotten when the suite grows).
+#[test]
+fn every_conformance_test_is_listed() {
+    let source = include_str!("conformance_postgres.rs");
+    for (name, _) in conformance::all() {
+        assert!(
+            source.contains(name),
+            "{name} is not run against PostgreSQL"
+        );
+    }
+}
+
+/// The whole suite in one go, as `run_all` runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_all_passes() {
+    conformance::run_all(fresh_store).await;
+}

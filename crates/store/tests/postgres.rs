@@ -1,0 +1,193 @@
+//! PostgreSQL-engine tests beyond the conformance suite: migrations (idempotent, racing opens),
+//! concurrency through the batcher and `SKIP LOCKED`, message rows removed with their last
+//! queue row, leases of a previous run returned, and `Unavailable` then recovery when the
+//! database stops and starts again.
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use ferry_store::conformance::{lease, msg, setup, take};
+use ferry_store::{PostgresConfig, PostgresStore, Store, StoreError};
+use ferry_testkit::PgCluster;
+
+fn cluster() -> &'static PgCluster {
+    static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
+    CLUSTER.get_or_init(PgCluster::start)
+}
+
+async fn fresh_url() -> String {
+    tokio::task::spawn_blocking(|| cluster().fresh_database())
+        .await
+        .unwrap()
+}
+
+async fn open(url: &str) -> Arc<dyn Store> {
+    PostgresStore::open(PostgresConfig::new(url)).await.unwrap() as Arc<dyn Store>
+}
+
+fn db_name(url: &str) -> String {
+    url.rsplit('/').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_idempotent_and_safe_when_opens_race() {
+    let url = fresh_url().await;
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { PostgresStore::open(PostgresConfig::new(url)).await })
+        })
+        .collect();
+    for o in opens {
+        o.await.unwrap().expect("every racing open succeeds");
+    }
+    let again = open(&url).await;
+    again.create_queue("q").await.unwrap();
+    let versions = cluster()
+        .psql(
+            &db_name(&url),
+            "SELECT count(*), max(version) FROM ferry_schema_version",
+        )
+        .unwrap();
+    assert_eq!(
+        versions.trim(),
+        "1|1",
+        "each migration applied exactly once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sends_and_takes_deliver_each_message_once() {
+    let url = fresh_url().await;
+    let store = open(&url).await;
+    setup(&store, &["p", "c"], &["q", "r"]).await;
+    let sends: Vec<_> = (0..200)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.send(msg(&["q", "r"], "p", &format!("{i}"))).await })
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    for s in sends {
+        assert!(ids.insert(s.await.unwrap().unwrap()), "ids are unique");
+    }
+    let takers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                loop {
+                    let d = store.receive(&take("q", "c"), 7).await.unwrap();
+                    if d.is_empty() {
+                        return got;
+                    }
+                    got.extend(d.into_iter().map(|d| d.message.id));
+                }
+            })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for t in takers {
+        taken.extend(t.await.unwrap());
+    }
+    assert_eq!(taken.len(), 200, "every message taken once");
+    assert_eq!(taken.iter().copied().collect::<HashSet<_>>(), ids);
+    let db = db_name(&url);
+    assert_eq!(
+        cluster()
+            .psql(&db, "SELECT count(*) FROM messages")
+            .unwrap()
+            .trim(),
+        "200",
+        "messages still on queue r are kept"
+    );
+    // Settle the copies on r through client acks, concurrently.
+    let d = store.receive(&lease("r", "c"), 500).await.unwrap();
+    let acks: Vec<_> = d
+        .chunks(10)
+        .map(|chunk| {
+            let store = store.clone();
+            let ids: Vec<_> = chunk.iter().map(|d| d.delivery_id).collect();
+            tokio::spawn(async move { store.ack(1, &ids).await })
+        })
+        .collect();
+    for a in acks {
+        a.await.unwrap().unwrap();
+    }
+    assert_eq!(
+        cluster()
+            .psql(&db, "SELECT count(*) FROM messages")
+            .unwrap()
+            .trim(),
+        "0",
+        "a message row goes with its last queue row"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopening_returns_the_previous_runs_leases() {
+    let url = fresh_url().await;
+    let store = open(&url).await;
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "x")).await.unwrap();
+    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    drop(store);
+    let store = open(&url).await;
+    assert_eq!(
+        store.ack(1, &[d[0].delivery_id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id])),
+        "a lease of the previous run is gone"
+    );
+    let d = store.receive(&take("q", "c"), 1).await.unwrap();
+    assert!(d[0].message.redelivered());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_while_database_is_down_then_recovers_losing_nothing() {
+    // A cluster of its own: this test stops it.
+    let pg = tokio::task::spawn_blocking(PgCluster::start).await.unwrap();
+    let store = open(&pg.url()).await;
+    setup(&store, &["p", "c"], &["q"]).await;
+    let mut acknowledged = Vec::new();
+    for i in 0..20 {
+        acknowledged.push(store.send(msg(&["q"], "p", &format!("{i}"))).await.unwrap());
+    }
+    pg.stop().unwrap();
+    match store.send(msg(&["q"], "p", "down")).await {
+        Err(StoreError::Unavailable(m)) => assert!(!m.is_empty()),
+        other => panic!("a send with the database down is Unavailable, got {other:?}"),
+    }
+    assert!(matches!(
+        store.receive(&take("q", "c"), 1).await,
+        Err(StoreError::Unavailable(_))
+    ));
+    assert!(matches!(
+        store.list_queues().await,
+        Err(StoreError::Unavailable(_))
+    ));
+    pg.start_again().unwrap();
+    // The pool reconnects by itself; the first calls may still hit dead connections.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let after = loop {
+        match store.send(msg(&["q"], "p", "after")).await {
+            Ok(id) => break id,
+            Err(StoreError::Unavailable(_)) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("no recovery: {e}"),
+        }
+    };
+    acknowledged.push(after);
+    let mut got = Vec::new();
+    loop {
+        let d = store.receive(&take("q", "c"), 100).await.unwrap();
+        if d.is_empty() {
+            break;
+        }
+        got.extend(d.into_iter().map(|d| d.message.id));
+    }
+    for id in &acknowledged {
+        assert!(got.contains(id), "acknowledged message {id} was lost");
+    }
+}
