@@ -10,8 +10,9 @@
 //! - [`payload`]: the bench message body (send timestamp and run id up front);
 //! - [`stats`]: latency histograms, sample statistics with t-distribution confidence
 //!   intervals, coordinated-omission correction, per-window series;
-//! - [`workloads`]: `throughput` and `latency`;
-//! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`) and CSV.
+//! - [`workloads`]: `throughput`, `latency`, `ftab` and `compare`;
+//! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`), CSV and
+//!   an HTML page of plots.
 
 pub mod args;
 pub mod drivers;
@@ -20,6 +21,8 @@ pub mod report;
 pub mod stats;
 pub mod workloads;
 
+pub use workloads::compare::CompareArgs;
+pub use workloads::ftab::FtabArgs;
 pub use workloads::latency::LatencyArgs;
 pub use workloads::throughput::ThroughputArgs;
 

@@ -3,11 +3,17 @@
 //! [`BenchReport`] is what every workload produces and what `--json` writes (schema:
 //! `crates/bench/schema/result.schema.json`, documented in docs/benchmarks.md): the workload's
 //! name, its parameters, and one [`TargetResult`] per target measured. The outputs are
-//! separate modules, so that further ones (an HTML page with plots) read the same struct:
-//! [`text`] (the terminal), [`json`], [`csv`] (the per-window series).
+//! separate modules that read the same struct: [`text`] (the terminal), [`json`], [`csv`] (the
+//! per-window series), [`html`] (a self-contained page of SVG plots drawn by [`svg`]).
+//! [`operations`] holds the per-operation results of the `ftab` workload, [`compare`] the
+//! summary of `ferry bench compare`.
 
+pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod json;
+pub mod operations;
+pub mod svg;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -29,6 +35,10 @@ pub struct BenchReport {
     pub params: serde_json::Value,
     /// One entry per target.
     pub results: Vec<TargetResult>,
+    /// For `ferry bench compare`: the figures per target (median over rounds) and their ratio
+    /// to Ferry; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<compare::CompareSummary>,
 }
 
 /// What one target did under the workload.
@@ -68,6 +78,14 @@ pub struct TargetResult {
     pub windows: Vec<WindowRow>,
     /// What went wrong.
     pub errors: ErrorCounts,
+    /// Per-operation results (`send`, `read`, `query_found`, ...; the `ftab` workload);
+    /// empty, and left out of the JSON, for the other workloads.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub operations: BTreeMap<String, operations::OperationResult>,
+    /// Percentile curves of the latency distributions, by the names of `latencies_ms`:
+    /// `[percentile, ms]` points from the histogram, for plotting.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub percentile_curves_ms: BTreeMap<String, Vec<[f64; 2]>>,
 }
 
 /// Failures during a run.
@@ -106,6 +124,20 @@ pub fn write_files(report: &BenchReport, json: Option<&Path>, csv: Option<&Path>
     }
     if let Some(path) = csv {
         csv::write(report, path)?;
+    }
+    Ok(())
+}
+
+/// Writes the JSON, CSV and HTML files asked for.
+pub fn write_all(
+    report: &BenchReport,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    html: Option<&Path>,
+) -> Result<()> {
+    write_files(report, json, csv)?;
+    if let Some(path) = html {
+        html::write(report, path)?;
     }
     Ok(())
 }
@@ -175,7 +207,10 @@ pub(crate) mod sample {
                 window_stats,
                 windows,
                 errors: ErrorCounts::default(),
+                operations: BTreeMap::new(),
+                percentile_curves_ms: BTreeMap::new(),
             }],
+            compare: None,
         }
     }
 }

@@ -28,6 +28,47 @@ pub fn render(report: &BenchReport, header: &str) -> String {
     out
 }
 
+/// The per-operation table (ftab): throughput and response time, with the statistics of the
+/// measured windows.
+fn operations(out: &mut String, r: &TargetResult) {
+    let _ = writeln!(
+        out,
+        "{:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   per window (n={}, {} s): op/s mean ± sd [95% CI] [99.9% CI]; mean RT ms [95% CI]",
+        "operation", "count", "op/s", "mean ms", "p50", "p99", "p99.9", "max",
+        r.operations.values().next().map_or(0, |o| o.window_stats.per_s.n),
+        r.window_s
+    );
+    for (name, o) in super::operations::ordered(&r.operations) {
+        let l = &o.response_ms;
+        let w = &o.window_stats;
+        let _ = writeln!(
+            out,
+            "{:<16} {:>9} {:>10.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}   {:.1} ± {:.1} {} {}; {:.3} {}",
+            name,
+            o.count,
+            o.per_s,
+            l.mean,
+            l.p50,
+            l.p99,
+            l.p999,
+            l.max,
+            w.per_s.mean,
+            w.per_s.sd,
+            interval(w.per_s.ci95, 1),
+            interval(w.per_s.ci999, 1),
+            w.response_mean_ms.mean,
+            interval(w.response_mean_ms.ci95, 3),
+        );
+    }
+}
+
+fn interval(ci: Option<[f64; 2]>, digits: usize) -> String {
+    ci.map_or_else(
+        || "[-]".to_string(),
+        |[lo, hi]| format!("[{lo:.digits$}, {hi:.digits$}]"),
+    )
+}
+
 fn target(out: &mut String, r: &TargetResult) {
     let _ = writeln!(
         out,
@@ -39,17 +80,11 @@ fn target(out: &mut String, r: &TargetResult) {
         "received:              {:>10} msgs  {:>12.1} msg/s",
         r.received, r.received_per_s
     );
-    let mut printed = Vec::new();
-    for (key, label) in LABELS {
-        if let Some(s) = r.latencies_ms.get(*key) {
-            out.push_str(&latency_line(label, s));
-            printed.push(*key);
-        }
-    }
-    for (key, s) in &r.latencies_ms {
-        if !printed.contains(&key.as_str()) {
-            out.push_str(&latency_line(&format!("{}:", key.replace('_', " ")), s));
-        }
+    if !r.operations.is_empty() {
+        // ftab: the operation table below holds the response-time distributions.
+        operations(out, r);
+    } else {
+        latencies(out, r);
     }
     let w = r.window_s;
     for (what, s) in [
@@ -76,6 +111,22 @@ fn target(out: &mut String, r: &TargetResult) {
             "({} messages left over from earlier runs were consumed and not counted)",
             e.foreign
         );
+    }
+}
+
+/// The latency distributions, labelled.
+fn latencies(out: &mut String, r: &TargetResult) {
+    let mut printed = Vec::new();
+    for (key, label) in LABELS {
+        if let Some(s) = r.latencies_ms.get(*key) {
+            out.push_str(&latency_line(label, s));
+            printed.push(*key);
+        }
+    }
+    for (key, s) in &r.latencies_ms {
+        if !printed.contains(&key.as_str()) {
+            out.push_str(&latency_line(&format!("{}:", key.replace('_', " ")), s));
+        }
     }
 }
 

@@ -2,10 +2,14 @@
 //!
 //! - [`throughput`]: closed-loop producers with requests in flight, client-ack consumers;
 //! - [`latency`]: open loop at a fixed rate, latency against the intended send time;
+//! - [`ftab`]: the FTaB client archetypes in any mix, per-operation response times;
+//! - [`compare`]: one workload against several targets in alternating rounds;
 //! - [`run`]: the phase and counters one run's tasks share; [`consumer`]: the consumer task
 //!   both workloads use; [`setup`]: connecting and queue set-up.
 
+pub mod compare;
 pub mod consumer;
+pub mod ftab;
 pub mod latency;
 pub mod run;
 pub mod setup;

@@ -4,7 +4,9 @@
 //! thresholds: benchmarks are not timed tests.
 //!
 //! Modules: [`schema`] (a validator for the subset of JSON Schema the schema file uses),
-//! [`workloads`].
+//! [`workloads`], [`ftab`] (the ftab workload and compare), [`report`] (the HTML page).
 
+mod ftab;
+mod report;
 mod schema;
 mod workloads;

@@ -1,6 +1,8 @@
 //! `ferry bench`: the command-line wiring of the benchmark harness. The workloads, drivers,
-//! statistics and reports live in the `ferry-bench` crate; this module only names the
-//! subcommands.
+//! statistics and reports live in the `ferry-bench` crate; this module names the subcommands
+//! and, for `compare`, provides the in-process broker ([`own_broker`]).
+
+mod own_broker;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -18,6 +20,12 @@ enum Workload {
     Throughput(ferry_bench::ThroughputArgs),
     /// Open loop at a fixed rate: latency percentiles corrected for coordinated omission.
     Latency(ferry_bench::LatencyArgs),
+    /// The FTaB client archetypes (Alice, Bob, Larry, Tola/Maruja, Carl/Rick) in any mix:
+    /// per-operation response time and throughput.
+    Ftab(ferry_bench::FtabArgs),
+    /// One workload against several targets in alternating rounds, with ratios to Ferry
+    /// (starts a broker of its own for the ferry target unless --server is given).
+    Compare(ferry_bench::CompareArgs),
 }
 
 /// Runs a benchmark on a multi-threaded runtime.
@@ -27,5 +35,20 @@ pub fn run(args: BenchArgs) -> Result<()> {
             ferry_bench::block_on(ferry_bench::workloads::throughput::run(a))
         }
         Workload::Latency(a) => ferry_bench::block_on(ferry_bench::workloads::latency::run(a)),
+        Workload::Ftab(a) => ferry_bench::block_on(ferry_bench::workloads::ftab::run(a)),
+        Workload::Compare(mut a) => {
+            a.server_given = server_given();
+            ferry_bench::block_on(ferry_bench::workloads::compare::run(
+                a,
+                &own_broker::InProcess,
+            ))
+        }
     }
+}
+
+/// Whether the command line or the environment names a broker (`--server`, `FERRY_SERVER`):
+/// clap's parsed value cannot tell a given address from the default.
+fn server_given() -> bool {
+    std::env::var_os("FERRY_SERVER").is_some()
+        || std::env::args().any(|a| a == "--server" || a.starts_with("--server="))
 }

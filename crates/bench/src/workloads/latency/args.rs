@@ -29,6 +29,9 @@ pub struct LatencyArgs {
     /// Deliveries each consumer subscription may hold unacked.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub prefetch: u32,
+    /// Also write an HTML page with plots of the run to this file.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -23,7 +23,7 @@ use crate::payload;
 use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::omission::Schedule;
 use crate::stats::windows::measured_stats;
-use crate::stats::{new_histogram, LatencySummary, WindowSeries};
+use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::throughput::emit;
 use crate::workloads::{consumer, setup};
@@ -37,10 +37,11 @@ const LEAD: Duration = Duration::from_millis(50);
 pub async fn run(args: LatencyArgs) -> Result<()> {
     let report = measure(&args).await?;
     emit(&report::text::render(&report, &header(&report)))?;
-    report::write_files(
+    report::write_all(
         &report,
         args.common.json.as_deref(),
         args.common.csv.as_deref(),
+        args.report.as_deref(),
     )?;
     let errors = &report.results[0].errors;
     if errors.any() {
@@ -172,8 +173,16 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
             LatencySummary::of(&corrected),
         ),
     ]);
+    let mut curves = BTreeMap::from([
+        ("send_to_ack".to_string(), percentile_curve(&uncorrected)),
+        (
+            "send_to_ack_corrected".to_string(),
+            percentile_curve(&corrected),
+        ),
+    ]);
     let kind = if args.consumers > 0 {
         latencies.insert("end_to_end_corrected".to_string(), LatencySummary::of(&e2e));
+        curves.insert("end_to_end_corrected".to_string(), percentile_curve(&e2e));
         "end_to_end_corrected"
     } else {
         "send_to_ack_corrected"
@@ -201,6 +210,8 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
             foreign: shared.foreign.load(Ordering::Relaxed),
             first: shared.first_error(),
         },
+        operations: BTreeMap::new(),
+        percentile_curves_ms: curves,
     };
     Ok(BenchReport {
         workload: "latency".to_string(),
@@ -218,6 +229,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
             "window_s": common.trace_window().as_secs_f64(),
         }),
         results: vec![result],
+        compare: None,
     })
 }
 

@@ -43,6 +43,9 @@ pub struct ThroughputArgs {
     /// Persistent messages (the only kind Ferry has so far).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub persistent: bool,
+    /// Also write an HTML page with plots of the run to this file.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -23,7 +23,7 @@ pub use args::ThroughputArgs;
 
 use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
-use crate::stats::{new_histogram, LatencySummary, WindowSeries};
+use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::{consumer, setup};
 
@@ -38,10 +38,11 @@ const MESSAGE_MODE_TRACE: Duration = Duration::from_secs(600);
 pub async fn run(args: ThroughputArgs) -> Result<()> {
     let report = measure(&args).await?;
     emit(&report::text::render(&report, &header(&report)))?;
-    report::write_files(
+    report::write_all(
         &report,
         args.common.json.as_deref(),
         args.common.csv.as_deref(),
+        args.report.as_deref(),
     )?;
     let errors = &report.results[0].errors;
     if errors.any() {
@@ -241,6 +242,11 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
             foreign: shared.foreign.load(Ordering::Relaxed),
             first: shared.first_error(),
         },
+        operations: BTreeMap::new(),
+        percentile_curves_ms: BTreeMap::from([
+            ("send_to_ack".to_string(), percentile_curve(&send_hist)),
+            ("end_to_end".to_string(), percentile_curve(&e2e_hist)),
+        ]),
     };
     Ok(BenchReport {
         workload: "throughput".to_string(),
@@ -262,6 +268,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
             "window_s": common.trace_window().as_secs_f64(),
         }),
         results: vec![result],
+        compare: None,
     })
 }
 

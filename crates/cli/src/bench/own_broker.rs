@@ -1,0 +1,90 @@
+//! The broker `ferry bench compare` starts for the `ferry` target: `ferry_broker::Broker` with
+//! default settings (embedded store, `fsync always`) on a loopback port of its own and a fresh
+//! data directory under the system's temporary directory, on a runtime of its own (two worker
+//! threads) so that its work is not scheduled among the load generator's tasks; stopped
+//! gracefully and its data removed at the end.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use ferry_bench::workloads::compare::broker::{BoxFuture, BrokerLauncher, OwnBroker};
+use ferry_broker::{Broker, BrokerConfig, RunningBroker};
+
+/// Starts brokers in this process.
+pub struct InProcess;
+
+impl BrokerLauncher for InProcess {
+    fn start(&self) -> BoxFuture<'_, Result<Box<dyn OwnBroker>>> {
+        Box::pin(async {
+            let dir = std::env::temp_dir().join(format!(
+                "ferry-bench-compare-{}-{:08x}",
+                std::process::id(),
+                rand::random::<u32>()
+            ));
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("ferry-broker")
+                .enable_all()
+                .build()?;
+            let config = BrokerConfig {
+                listen: "127.0.0.1:0".into(),
+                data_dir: dir.clone(),
+                ..BrokerConfig::default()
+            };
+            let broker = runtime
+                .spawn(Broker::start(config))
+                .await
+                .map_err(|e| anyhow!("broker start failed: {e}"))?
+                .map_err(|e| anyhow!("cannot start a broker: {e}"))?;
+            Ok(Box::new(Running {
+                runtime: Some(runtime),
+                broker: Some(broker),
+                dir,
+            }) as Box<dyn OwnBroker>)
+        })
+    }
+}
+
+struct Running {
+    runtime: Option<tokio::runtime::Runtime>,
+    broker: Option<RunningBroker>,
+    dir: PathBuf,
+}
+
+impl OwnBroker for Running {
+    fn addr(&self) -> String {
+        self.broker
+            .as_ref()
+            .map(|b| b.local_addr().to_string())
+            .unwrap_or_default()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "in-process, default settings (fsync always), listening on {}, data in {}",
+            self.addr(),
+            self.dir.display()
+        )
+    }
+
+    fn stop(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if let (Some(rt), Some(b)) = (self.runtime.as_ref(), self.broker.take()) {
+                let _ = rt.spawn(b.shutdown()).await;
+            }
+            // Dropping `self` shuts the runtime down in the background and removes the data.
+        })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A runtime may not be dropped (which blocks) inside another one's async context.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
