@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::drivers::Target;
+use crate::drivers::nats::NatsMode;
+use crate::drivers::{amqp, nats, postgres, Target, TargetOptions};
 
 /// The default Ferry broker address: the native protocol port on loopback.
 pub const DEFAULT_SERVER: &str = "127.0.0.1:6730";
@@ -33,12 +34,26 @@ pub struct CommonArgs {
     /// bare integer is the older spelling of --in-flight.
     #[arg(long, value_name = "WINDOW", value_parser = parse_window, action = clap::ArgAction::Append)]
     pub window: Vec<WindowArg>,
-    /// What to measure: ferry (the others are not available yet).
+    /// What to measure: ferry, nats, amqp (RabbitMQ) or postgres; peers are expected where
+    /// `scripts/peers up` starts them unless their URL option says otherwise.
     #[arg(long, value_enum, default_value_t = TargetArg::Ferry)]
     pub target: TargetArg,
     /// Ferry broker address (target ferry).
     #[arg(long, value_name = "HOST:PORT", env = "FERRY_SERVER", default_value = DEFAULT_SERVER)]
     pub server: String,
+    /// NATS server URL (target nats).
+    #[arg(long, value_name = "URL", env = "FERRY_NATS_URL", default_value = nats::DEFAULT_URL)]
+    pub nats_url: String,
+    /// NATS mode (target nats): jetstream (persistent: file-stored streams, durable pull
+    /// consumers) or core (non-persistent publish and subscribe).
+    #[arg(long, value_enum, default_value_t = NatsModeArg::Jetstream)]
+    pub nats_mode: NatsModeArg,
+    /// RabbitMQ URL (target amqp).
+    #[arg(long, value_name = "URL", env = "FERRY_AMQP_URL", default_value = amqp::DEFAULT_URL)]
+    pub amqp_url: String,
+    /// PostgreSQL URL (target postgres).
+    #[arg(long, value_name = "URL", env = "FERRY_POSTGRES_URL", default_value = postgres::DEFAULT_URL)]
+    pub postgres_url: String,
     /// Base client name for the bench's connections; default: a unique ferry-bench-<pid>-<random>.
     #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
     pub name: Option<String>,
@@ -71,6 +86,20 @@ impl CommonArgs {
         })
     }
 
+    /// Where each target is, from the flags.
+    pub fn target_options(&self) -> TargetOptions {
+        TargetOptions {
+            ferry_server: self.server.clone(),
+            nats_url: self.nats_url.clone(),
+            nats_mode: match self.nats_mode {
+                NatsModeArg::Jetstream => NatsMode::JetStream,
+                NatsModeArg::Core => NatsMode::Core,
+            },
+            amqp_url: self.amqp_url.clone(),
+            postgres_url: self.postgres_url.clone(),
+        }
+    }
+
     /// The base client name: the one given, or a fresh unique one, so that two bench runs
     /// against one broker do not collide with `AlreadyOnline`.
     pub fn client_name(&self) -> String {
@@ -81,8 +110,16 @@ impl CommonArgs {
     }
 }
 
-/// `--target` values. All are accepted by the parser so that a target without a driver yet
-/// gets a clear message rather than "invalid value".
+/// `--nats-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NatsModeArg {
+    /// JetStream: persistent streams with file storage.
+    Jetstream,
+    /// Core NATS: nothing stored.
+    Core,
+}
+
+/// `--target` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TargetArg {
     /// Ferry through its native client.

@@ -9,9 +9,13 @@
 //! - [`Consumer`]: a push subscription on one queue whose deliveries are acknowledged by the
 //!   workload once handled (the driver may batch the acknowledgements).
 //!
-//! Modules: [`ferry`] (the native client), [`target`] (choosing a driver by `--target`).
+//! Modules: [`ferry`] (the native client), [`nats`] (JetStream or core NATS), [`amqp`]
+//! (RabbitMQ), [`postgres`] (a queue table), [`target`] (choosing a driver by `--target`).
 
+pub mod amqp;
 pub mod ferry;
+pub mod nats;
+pub mod postgres;
 pub mod target;
 
 use std::fmt;

@@ -2,9 +2,12 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
+use super::amqp::{self, AmqpDriver};
 use super::ferry::FerryDriver;
+use super::nats::{self, NatsDriver, NatsMode};
+use super::postgres::{self, PostgresDriver};
 use super::Driver;
 
 /// The targets the harness knows about.
@@ -12,11 +15,11 @@ use super::Driver;
 pub enum Target {
     /// Ferry, through `ferry-client`.
     Ferry,
-    /// NATS JetStream (driver not written yet).
+    /// NATS: JetStream, or core NATS for non-persistent runs.
     Nats,
-    /// RabbitMQ (driver not written yet).
+    /// RabbitMQ over AMQP 0.9.1.
     Amqp,
-    /// A PostgreSQL queue table (driver not written yet).
+    /// A PostgreSQL queue table.
     Postgres,
 }
 
@@ -32,22 +35,42 @@ impl Target {
     }
 }
 
-/// Where to find each target. Peers will add their URL here.
+/// Where to find each target, and how to drive it. The defaults are the addresses
+/// `scripts/peers up` uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetOptions {
     /// Ferry broker address, `HOST:PORT`.
     pub ferry_server: String,
+    /// NATS server URL.
+    pub nats_url: String,
+    /// JetStream (persistent) or core NATS.
+    pub nats_mode: NatsMode,
+    /// RabbitMQ URL (`amqp://USER:PASS@HOST:PORT/VHOST`).
+    pub amqp_url: String,
+    /// PostgreSQL connection URL.
+    pub postgres_url: String,
 }
 
-/// The driver for `target`, or a clear error for a target without a driver yet.
-pub fn open(target: Target, options: &TargetOptions) -> Result<Arc<dyn Driver>> {
-    match target {
-        Target::Ferry => Ok(Arc::new(FerryDriver::new(options.ferry_server.clone()))),
-        other => bail!(
-            "target '{}' is not available yet: only 'ferry' has a driver so far",
-            other.name()
-        ),
+impl Default for TargetOptions {
+    fn default() -> Self {
+        TargetOptions {
+            ferry_server: crate::args::DEFAULT_SERVER.to_string(),
+            nats_url: nats::DEFAULT_URL.to_string(),
+            nats_mode: NatsMode::JetStream,
+            amqp_url: amqp::DEFAULT_URL.to_string(),
+            postgres_url: postgres::DEFAULT_URL.to_string(),
+        }
     }
+}
+
+/// The driver for `target`.
+pub fn open(target: Target, options: &TargetOptions) -> Result<Arc<dyn Driver>> {
+    Ok(match target {
+        Target::Ferry => Arc::new(FerryDriver::new(options.ferry_server.clone())),
+        Target::Nats => Arc::new(NatsDriver::new(options.nats_url.clone(), options.nats_mode)),
+        Target::Amqp => Arc::new(AmqpDriver::new(options.amqp_url.clone())),
+        Target::Postgres => Arc::new(PostgresDriver::new(options.postgres_url.clone())),
+    })
 }
 
 #[cfg(test)]
@@ -55,15 +78,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn peers_are_not_available_yet() {
-        let options = TargetOptions {
-            ferry_server: "127.0.0.1:1".into(),
-        };
-        assert_eq!(open(Target::Ferry, &options).unwrap().name(), "ferry");
-        for t in [Target::Nats, Target::Amqp, Target::Postgres] {
-            let e = open(t, &options).err().unwrap().to_string();
-            assert!(e.contains("not available yet"), "{e}");
-            assert!(e.contains(t.name()), "{e}");
+    fn every_target_has_a_driver() {
+        let options = TargetOptions::default();
+        for t in [Target::Ferry, Target::Nats, Target::Amqp, Target::Postgres] {
+            assert_eq!(open(t, &options).unwrap().name(), t.name());
         }
     }
 }

@@ -5,16 +5,11 @@ use std::sync::Arc;
 use anyhow::{anyhow, Result};
 
 use crate::args::CommonArgs;
-use crate::drivers::{self, Connection, Driver, TargetOptions};
+use crate::drivers::{self, Connection, Driver};
 
 /// The driver `--target` names.
 pub fn driver(common: &CommonArgs) -> Result<Arc<dyn Driver>> {
-    drivers::open(
-        common.target.into(),
-        &TargetOptions {
-            ferry_server: common.server.clone(),
-        },
-    )
+    drivers::open(common.target.into(), &common.target_options())
 }
 
 /// Connects as `name`.

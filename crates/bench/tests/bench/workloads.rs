@@ -164,16 +164,25 @@ async fn latency_runs_and_reports() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn peer_targets_are_not_available_yet() {
+async fn an_unreachable_peer_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start().await;
     let mut args = argv(&server, &dir, &["--duration", "1s"]);
-    args.extend(["--target".to_string(), "postgres".to_string()]);
+    args.extend(
+        [
+            "--target",
+            "postgres",
+            "--postgres-url",
+            "postgres://postgres@127.0.0.1:1/ferrybench",
+        ]
+        .map(String::from),
+    );
     let parsed = Throughput::try_parse_from(args).unwrap();
     let e = ferry_bench::workloads::throughput::run(parsed.args)
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("'postgres' is not available yet"), "{e}");
+    assert!(e.contains("cannot connect to PostgreSQL at"), "{e}");
+    assert!(e.contains("scripts/peers up"), "{e}");
     server.shutdown().await;
 }

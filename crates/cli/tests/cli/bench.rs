@@ -132,7 +132,7 @@ async fn latency_prints_corrected_percentiles() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn peers_are_not_available_yet() {
+async fn an_unreachable_peer_is_named() {
     let server = TestServer::start().await;
     let out = ferry(
         &server,
@@ -141,6 +141,8 @@ async fn peers_are_not_available_yet() {
             "throughput",
             "--target",
             "nats",
+            "--nats-url",
+            "nats://127.0.0.1:1",
             "--duration",
             "1s",
         ],
@@ -148,6 +150,9 @@ async fn peers_are_not_available_yet() {
     .run()
     .await;
     let err = out.failed();
-    assert!(err.contains("not available yet"), "{err}");
+    assert!(
+        err.contains("cannot connect to NATS at nats://127.0.0.1:1"),
+        "{err}"
+    );
     server.shutdown().await;
 }

@@ -1,0 +1,336 @@
+//! The `amqp` driver: RabbitMQ over AMQP 0.9.1 through `lapin`.
+//!
+//! Each bench queue is a durable classic queue on the default exchange. Sends are persistent
+//! messages (`delivery_mode` 2) on a channel in publisher-confirm mode; a send returns when its
+//! confirm arrives, and concurrent sends on one connection pipeline on that channel. Consumers
+//! get a channel each with `basic.qos` prefetch and manual acknowledgements, sent from an acker
+//! task as one `multiple` ack for every [`ACK_BATCH`] deliveries or [`ACK_INTERVAL`].
+//!
+//! Durability: RabbitMQ confirms a persistent message on a durable queue once it has been
+//! written to its message store and fsynced, but it batches those fsyncs across publishes (and
+//! confirms on its own schedule, at the latest after a few hundred milliseconds), so a confirm
+//! means "on disk" while the confirm latency includes RabbitMQ's batching.
+//!
+//! Capabilities: none of by-sender retrieval, addressed messages, priorities or the queue query.
+//! (RabbitMQ has priority queues, declared with `x-max-priority`; they are a different queue
+//! implementation with its own costs, so the bench's plain queues do not use them.)
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions,
+    BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
+};
+
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Channel, Confirmation, ConnectionProperties};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::{
+    AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
+    From, OutMessage, ReceiveOne, Received,
+};
+
+/// The default URL: the port `scripts/peers up` starts RabbitMQ on, default user and vhost.
+pub const DEFAULT_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+/// Deliveries per ack, at most.
+pub const ACK_BATCH: usize = 64;
+/// Longest a handled delivery waits for its ack to be sent.
+pub const ACK_INTERVAL: Duration = Duration::from_millis(1);
+/// `basic.qos` takes a 16-bit prefetch count.
+const MAX_PREFETCH: u32 = u16::MAX as u32;
+
+/// RabbitMQ at one URL.
+#[derive(Debug, Clone)]
+pub struct AmqpDriver {
+    url: String,
+}
+
+impl AmqpDriver {
+    /// A driver for the broker at `url` (`amqp://USER:PASS@HOST:PORT/VHOST`).
+    pub fn new(url: String) -> Self {
+        AmqpDriver { url }
+    }
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> DriverError {
+    DriverError {
+        message: format!("amqp: {what}: {e}"),
+        fatal: false,
+    }
+}
+
+fn unsupported(what: &str) -> DriverError {
+    DriverError {
+        message: format!("amqp: {what} is not supported by RabbitMQ"),
+        fatal: false,
+    }
+}
+
+#[async_trait]
+impl Driver for AmqpDriver {
+    fn name(&self) -> &'static str {
+        "amqp"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            by_sender: false,
+            addressed: false,
+            priorities: false,
+            queue_query: false,
+        }
+    }
+
+    fn durability(&self) -> String {
+        "RabbitMQ durable queues, persistent messages, publisher confirms: a message is confirmed \
+         once fsynced, with fsyncs and confirms batched by the broker"
+            .to_string()
+    }
+
+    async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
+        let props = ConnectionProperties::default().with_connection_name(client_name.into());
+        let conn = lapin::Connection::connect(&self.url, props)
+            .await
+            .map_err(|e| DriverError {
+                message: format!(
+                    "cannot connect to RabbitMQ at {}: {e} (is 'scripts/peers up' running?)",
+                    self.url
+                ),
+                fatal: true,
+            })?;
+        let publish = conn.create_channel().await.map_err(|e| err("channel", e))?;
+        publish
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(|e| err("confirm.select", e))?;
+        Ok(Box::new(AmqpConnection { conn, publish }))
+    }
+}
+
+/// One AMQP connection with a publisher-confirm channel for sends.
+struct AmqpConnection {
+    conn: lapin::Connection,
+    publish: Channel,
+}
+
+#[async_trait]
+impl Connection for AmqpConnection {
+    fn limits(&self) -> DriverLimits {
+        DriverLimits {
+            max_batch: 10_000,
+            max_prefetch: MAX_PREFETCH,
+        }
+    }
+
+    async fn ensure_queues(&self, queues: &[String]) -> Result<(), DriverError> {
+        // A channel of its own: a refused declaration closes the channel it was made on.
+        let ch = self
+            .conn
+            .create_channel()
+            .await
+            .map_err(|e| err("channel", e))?;
+        for q in queues {
+            ch.queue_declare(
+                q.as_str().into(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| err(&format!("declare queue '{q}'"), e))?;
+        }
+        let _ = ch.close(200, "done".into()).await;
+        Ok(())
+    }
+
+    async fn send(&self, msg: OutMessage) -> Result<(), DriverError> {
+        let mut results = self.send_batch(vec![msg]).await?;
+        results.pop().unwrap_or(Ok(()))
+    }
+
+    async fn send_batch(
+        &self,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        if let Some(m) = msgs.iter().find(|m| m.queues.len() != 1 || m.to.is_some()) {
+            let what = if m.to.is_some() {
+                "an addressed message"
+            } else {
+                "a send to several queues at once"
+            };
+            return Err(unsupported(what));
+        }
+        // Publish everything, then wait for the confirms.
+        let mut pending = Vec::with_capacity(msgs.len());
+        for m in &msgs {
+            let confirm = self
+                .publish
+                .basic_publish(
+                    "".into(),
+                    m.queues[0].as_str().into(),
+                    BasicPublishOptions::default(),
+                    &m.body,
+                    BasicProperties::default().with_delivery_mode(2),
+                )
+                .await;
+            pending.push(confirm);
+        }
+        let mut results = Vec::with_capacity(pending.len());
+        for p in pending {
+            results.push(match p {
+                Err(e) => Err(err("publish", e)),
+                Ok(confirm) => match confirm.await {
+                    Ok(Confirmation::Nack(_)) => Err(err("publish", "the broker refused it")),
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(err("confirm", e)),
+                },
+            });
+        }
+        Ok(results)
+    }
+
+    async fn receive_one(&self, req: ReceiveOne) -> Result<Option<Received>, DriverError> {
+        let queue = match req.from {
+            From::Queue(q) => q,
+            From::Sender(_) => return Err(unsupported("retrieval by sender")),
+        };
+        let got = self
+            .publish
+            .basic_get(queue.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .map_err(|e| err("basic.get", e))?;
+        Ok(got.map(|m| Received {
+            body: m.delivery.data.into(),
+            queue,
+            sender: None,
+            ack: None,
+        }))
+    }
+
+    async fn waiting_queues(&self) -> Result<Vec<String>, DriverError> {
+        Err(unsupported("the 'queues holding messages for me' query"))
+    }
+
+    async fn consume(&self, queue: &str, prefetch: u32) -> Result<Box<dyn Consumer>, DriverError> {
+        let ch = self
+            .conn
+            .create_channel()
+            .await
+            .map_err(|e| err("channel", e))?;
+        ch.basic_qos(
+            prefetch.clamp(1, MAX_PREFETCH) as u16,
+            BasicQosOptions::default(),
+        )
+        .await
+        .map_err(|e| err("basic.qos", e))?;
+        let consumer = ch
+            .basic_consume(
+                queue.into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| err(&format!("consume '{queue}'"), e))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok(Box::new(AmqpConsumer {
+            acker: tokio::spawn(acker(ch.clone(), rx)),
+            tag: consumer.tag().to_string(),
+            consumer,
+            channel: ch,
+            queue: queue.to_string(),
+            acks: tx,
+        }))
+    }
+
+    async fn close(&self) {
+        let _ = self.conn.close(200, "bye".into()).await;
+    }
+}
+
+/// A consumer on a channel of its own.
+struct AmqpConsumer {
+    consumer: lapin::Consumer,
+    tag: String,
+    channel: Channel,
+    queue: String,
+    acks: mpsc::UnboundedSender<u64>,
+    acker: JoinHandle<AckOutcome>,
+}
+
+/// Acknowledges the delivery tags received on `rx`: deliveries are handled in order, so one
+/// `multiple` ack of the highest tag covers a batch.
+async fn acker(channel: Channel, mut rx: mpsc::UnboundedReceiver<u64>) -> AckOutcome {
+    let mut outcome = AckOutcome::default();
+    while let Some(mut highest) = rx.recv().await {
+        let mut n = 1;
+        let deadline = tokio::time::Instant::now() + ACK_INTERVAL;
+        while n < ACK_BATCH {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(tag)) => {
+                    highest = highest.max(tag);
+                    n += 1;
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if let Err(e) = channel
+            .basic_ack(highest, BasicAckOptions { multiple: true })
+            .await
+        {
+            outcome.failed += n as u64;
+            outcome.first_error.get_or_insert(format!("amqp: ack: {e}"));
+        }
+    }
+    outcome
+}
+
+#[async_trait]
+impl Consumer for AmqpConsumer {
+    async fn next(&mut self) -> Option<Result<Received, DriverError>> {
+        let item = self.consumer.next().await?;
+        Some(match item {
+            Err(e) => Err(err("delivery", e)),
+            Ok(d) => Ok(Received {
+                body: d.data.into(),
+                queue: self.queue.clone(),
+                sender: None,
+                ack: Some(d.delivery_tag),
+            }),
+        })
+    }
+
+    fn ack(&mut self, token: AckToken) {
+        // Fails only when the acker is gone, which finish() reports.
+        let _ = self.acks.send(token);
+    }
+
+    async fn finish(self: Box<Self>) -> AckOutcome {
+        let AmqpConsumer {
+            consumer,
+            tag,
+            channel,
+            acks,
+            acker,
+            ..
+        } = *self;
+        drop(acks);
+        let outcome = acker.await.unwrap_or_else(|e| AckOutcome {
+            failed: 0,
+            first_error: Some(format!("amqp: acker failed: {e}")),
+        });
+        let _ = channel
+            .basic_cancel(tag.as_str().into(), BasicCancelOptions::default())
+            .await;
+        drop(consumer);
+        // Unacknowledged deliveries return to the queue when the channel closes.
+        let _ = channel.close(200, "done".into()).await;
+        outcome
+    }
+}

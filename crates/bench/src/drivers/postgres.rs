@@ -1,0 +1,276 @@
+//! The `postgres` driver: a plain queue table in PostgreSQL, in the FTaB report's design,
+//! through `tokio-postgres`.
+//!
+//! One table, `ferry_bench_queue` (id, queue, priority, sender, receiver, body), indexed by
+//! (queue, priority, id) and (sender, id). A send is one `INSERT` (a batch, or a send to several
+//! queues, is one multi-row `INSERT`: one transaction); a take is
+//! `DELETE ... WHERE id = (SELECT id ... ORDER BY ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`,
+//! so concurrent takers skip each other's rows instead of queueing on them. Consumers (module
+//! [`consumer`]) poll with the same statement taking up to a batch of rows in a transaction
+//! that commits once every row of it is acknowledged: that commit is the acknowledgement.
+//!
+//! Durability: every statement commits on its own with the server's `fsync = on` and
+//! `synchronous_commit = on` (as `scripts/peers up` starts it): a send returns once its commit
+//! record is fsynced to the WAL (PostgreSQL groups concurrent commits into one flush).
+//!
+//! Capabilities: SQL makes all of them plain queries: by-sender retrieval, addressed messages
+//! (`receiver`), priorities and the "which queues hold messages for me" query.
+
+pub mod consumer;
+
+use async_trait::async_trait;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use super::{
+    Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits, From, OutMessage,
+    ReceiveOne, Received,
+};
+
+/// The default URL: the port and database `scripts/peers up` sets up.
+pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5433/ferrybench";
+/// The queue table.
+pub const TABLE: &str = "ferry_bench_queue";
+/// Priority of a message sent without one (the middle of 1-10).
+const DEFAULT_PRIORITY: i16 = 5;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS ferry_bench_queue (
+    id bigserial PRIMARY KEY,
+    queue text NOT NULL,
+    priority smallint NOT NULL,
+    sender text NOT NULL,
+    receiver text,
+    body bytea NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ferry_bench_queue_take ON ferry_bench_queue (queue, priority DESC, id);
+CREATE INDEX IF NOT EXISTS ferry_bench_queue_sender ON ferry_bench_queue (sender, id);
+";
+
+const INSERT: &str = "INSERT INTO ferry_bench_queue (queue, priority, sender, receiver, body) \
+    SELECT q, p, $5, r, b FROM unnest($1::text[], $2::int2[], $3::text[], $4::bytea[]) AS t(q, p, r, b)";
+
+/// Rows visible to client `$2`: not addressed, or addressed to it.
+const VISIBLE: &str = "(receiver IS NULL OR receiver = $2)";
+
+/// The single take of one row where `column = $1`, visible to `$2`, in `order`.
+fn take_one_sql(column: &str, order: &str) -> String {
+    format!(
+        "DELETE FROM {TABLE} WHERE id = (SELECT id FROM {TABLE} WHERE {column} = $1 AND {VISIBLE} \
+         ORDER BY {order} FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING queue, sender, body"
+    )
+}
+
+/// A PostgreSQL database at one URL.
+#[derive(Debug, Clone)]
+pub struct PostgresDriver {
+    url: String,
+}
+
+impl PostgresDriver {
+    /// A driver for the database at `url` (`postgres://USER@HOST:PORT/DB`).
+    pub fn new(url: String) -> Self {
+        PostgresDriver { url }
+    }
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> DriverError {
+    DriverError {
+        message: format!("postgres: {what}: {e}"),
+        fatal: false,
+    }
+}
+
+/// Opens a client on `url`; its connection runs on a task of its own until the client drops.
+pub async fn open_client(url: &str) -> Result<Client, DriverError> {
+    let (client, connection) =
+        tokio_postgres::connect(url, NoTls)
+            .await
+            .map_err(|e| DriverError {
+                message: format!(
+                    "cannot connect to PostgreSQL at {url}: {e} (is 'scripts/peers up' running?)"
+                ),
+                fatal: true,
+            })?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+#[async_trait]
+impl Driver for PostgresDriver {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            by_sender: true,
+            addressed: true,
+            priorities: true,
+            queue_query: true,
+        }
+    }
+
+    fn durability(&self) -> String {
+        "PostgreSQL queue table, fsync=on and synchronous_commit=on: a send returns after its \
+         commit is fsynced to the WAL (group commit)"
+            .to_string()
+    }
+
+    async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
+        let client = open_client(&self.url).await?;
+        Ok(Box::new(PostgresConnection {
+            client,
+            url: self.url.clone(),
+            name: client_name.to_string(),
+            insert: tokio::sync::OnceCell::new(),
+        }))
+    }
+}
+
+/// One database session; concurrent statements pipeline on it.
+struct PostgresConnection {
+    client: Client,
+    url: String,
+    name: String,
+    insert: tokio::sync::OnceCell<Statement>,
+}
+
+impl PostgresConnection {
+    async fn insert(&self) -> Result<&Statement, DriverError> {
+        self.insert
+            .get_or_try_init(|| async {
+                self.client
+                    .prepare(INSERT)
+                    .await
+                    .map_err(|e| err("prepare insert", e))
+            })
+            .await
+    }
+}
+
+fn received(row: &Row) -> Received {
+    let body: Vec<u8> = row.get("body");
+    Received {
+        body: body.into(),
+        queue: row.get("queue"),
+        sender: Some(row.get("sender")),
+        ack: None,
+    }
+}
+
+#[async_trait]
+impl Connection for PostgresConnection {
+    fn limits(&self) -> DriverLimits {
+        DriverLimits {
+            max_batch: 10_000,
+            max_prefetch: consumer::MAX_TAKE,
+        }
+    }
+
+    async fn ensure_queues(&self, _queues: &[String]) -> Result<(), DriverError> {
+        // Queues are values in one table: only the table needs to exist. The advisory lock
+        // keeps concurrent set-ups from racing on CREATE.
+        let sql = format!("BEGIN; SELECT pg_advisory_xact_lock(7256); {SCHEMA} COMMIT;");
+        self.client
+            .batch_execute(&sql)
+            .await
+            .map_err(|e| err("create the queue table", e))?;
+        let fsync: String = self
+            .client
+            .query_one("SHOW fsync", &[])
+            .await
+            .map_err(|e| err("SHOW fsync", e))?
+            .get(0);
+        if fsync != "on" {
+            eprintln!(
+                "ferry: warning: PostgreSQL runs with fsync={fsync}: figures are not durable"
+            );
+        }
+        Ok(())
+    }
+
+    async fn send(&self, msg: OutMessage) -> Result<(), DriverError> {
+        let mut results = self.send_batch(vec![msg]).await?;
+        results.pop().unwrap_or(Ok(()))
+    }
+
+    async fn send_batch(
+        &self,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let rows: usize = msgs.iter().map(|m| m.queues.len()).sum();
+        let (mut queues, mut prios, mut receivers, mut bodies) = (
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+        );
+        for m in &msgs {
+            for q in &m.queues {
+                queues.push(q.as_str());
+                prios.push(m.priority.map_or(DEFAULT_PRIORITY, i16::from));
+                receivers.push(m.to.as_deref());
+                bodies.push(m.body.as_ref());
+            }
+        }
+        let insert = self.insert().await?;
+        self.client
+            .execute(insert, &[&queues, &prios, &receivers, &bodies, &self.name])
+            .await
+            .map_err(|e| err("insert", e))?;
+        Ok(msgs.iter().map(|_| Ok(())).collect())
+    }
+
+    async fn receive_one(&self, req: ReceiveOne) -> Result<Option<Received>, DriverError> {
+        let order = if req.by_priority {
+            "priority DESC, id"
+        } else {
+            "id"
+        };
+        let (column, key) = match &req.from {
+            From::Queue(q) => ("queue", q),
+            From::Sender(s) => ("sender", s),
+        };
+        let row = self
+            .client
+            .query_opt(&take_one_sql(column, order), &[key, &self.name])
+            .await
+            .map_err(|e| err("take", e))?;
+        Ok(row.as_ref().map(received))
+    }
+
+    async fn waiting_queues(&self) -> Result<Vec<String>, DriverError> {
+        let rows = self
+            .client
+            .query(
+                &format!("SELECT DISTINCT queue FROM {TABLE} WHERE receiver = $1 ORDER BY queue"),
+                &[&self.name],
+            )
+            .await
+            .map_err(|e| err("queue query", e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn consume(&self, queue: &str, prefetch: u32) -> Result<Box<dyn Consumer>, DriverError> {
+        let client = open_client(&self.url).await?;
+        Ok(Box::new(
+            consumer::PollingConsumer::new(client, queue, &self.name, prefetch).await?,
+        ))
+    }
+
+    async fn close(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn take_statement_has_the_ftab_shape() {
+        let sql = take_one_sql("queue", "priority DESC, id");
+        assert!(sql.starts_with("DELETE FROM ferry_bench_queue WHERE id = (SELECT id"));
+        assert!(sql.contains("FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING"));
+    }
+}
