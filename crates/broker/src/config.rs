@@ -85,6 +85,10 @@ pub struct ConfigLayer {
     pub store_pool_size: Option<u32>,
     /// Most messages and acks per database transaction (postgres engine).
     pub store_batch_max: Option<u32>,
+    /// This node's name among the nodes sharing a database (postgres engine).
+    pub node: Option<String>,
+    /// Milliseconds without a heartbeat after which a node counts as dead (postgres engine).
+    pub node_timeout_ms: Option<u32>,
 }
 
 /// Every environment variable the broker reads, with the setting it fills.
@@ -105,6 +109,8 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_STORE",
     "FERRY_STORE_POOL_SIZE",
     "FERRY_STORE_BATCH_MAX",
+    "FERRY_NODE",
+    "FERRY_NODE_TIMEOUT_MS",
 ];
 
 /// Which storage engine the broker runs on.
@@ -217,6 +223,10 @@ impl ConfigLayer {
                 "FERRY_STORE_BATCH_MAX" => {
                     layer.store_batch_max = Some(parse_env_u32("store_batch_max", &v)?)
                 }
+                "FERRY_NODE" => layer.node = Some(v),
+                "FERRY_NODE_TIMEOUT_MS" => {
+                    layer.node_timeout_ms = Some(parse_env_u32("node_timeout_ms", &v)?)
+                }
                 "FERRY_SHUTDOWN_GRACE_SECS" => {
                     layer.shutdown_grace_secs =
                         Some(u64::from(parse_env_u32("shutdown_grace_secs", &v)?))
@@ -255,6 +265,12 @@ impl ConfigLayer {
         }
         if let Some(v) = self.store_batch_max {
             cfg.store_batch_max = v;
+        }
+        if let Some(v) = &self.node {
+            cfg.node = Some(v.clone());
+        }
+        if let Some(v) = self.node_timeout_ms {
+            cfg.node_timeout_ms = v;
         }
         let l = &mut cfg.limits;
         let set = |slot: &mut u32, v: Option<u32>| {
@@ -302,6 +318,11 @@ pub struct BrokerConfig {
     pub store_pool_size: u32,
     /// Most messages and acks per database transaction (postgres engine).
     pub store_batch_max: u32,
+    /// This node's name among the nodes sharing a database; unique among the live ones.
+    /// `None`: a name generated at start ([`crate::node::generated_name`]).
+    pub node: Option<String>,
+    /// A node silent for this long is taken for dead: its sessions end, its deliveries return.
+    pub node_timeout_ms: u32,
 }
 
 impl Default for BrokerConfig {
@@ -316,6 +337,8 @@ impl Default for BrokerConfig {
             store: StoreSetting::Embedded,
             store_pool_size: 16,
             store_batch_max: 1024,
+            node: None,
+            node_timeout_ms: 10_000,
         }
     }
 }
@@ -375,9 +398,19 @@ impl BrokerConfig {
             ("max_pipelined", self.max_pipelined),
             ("store_pool_size", self.store_pool_size),
             ("store_batch_max", self.store_batch_max),
+            ("node_timeout_ms", self.node_timeout_ms),
         ] {
             if v == 0 {
                 return Err(invalid(key, "0".into(), "must be at least 1"));
+            }
+        }
+        if let Some(node) = &self.node {
+            if !crate::node::is_valid_name(node) {
+                return Err(invalid(
+                    "node",
+                    node.clone(),
+                    "use 1 to 200 characters of A-Z a-z 0-9 . _ -",
+                ));
             }
         }
         Ok(())
@@ -390,7 +423,7 @@ impl BrokerConfig {
             "listen = \"{}\"\ndata_dir = \"{}\"\nfsync = \"{}\"\nmax_connections = {}\nmax_body_bytes = {}\n\
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
              max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
-             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\n",
+             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\n{}node_timeout_ms = {}\n",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -407,6 +440,11 @@ impl BrokerConfig {
             self.store.redacted(),
             self.store_pool_size,
             self.store_batch_max,
+            match &self.node {
+                Some(n) => format!("node = \"{n}\"\n"),
+                None => "# node: generated at start\n".to_owned(),
+            },
+            self.node_timeout_ms,
         )
     }
 }

@@ -19,6 +19,7 @@ use ferry_protocol::responses::Connected;
 use ferry_protocol::{
     split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
 };
+use ferry_store::SessionId;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -172,7 +173,7 @@ pub async fn serve(
             warn!(client = %session.client, error = %e, "could not release the session's deliveries; they return when their leases expire")
         }
     }
-    shared.release_client(&session.client, session.id);
+    end_session(&shared, &session.client, session.id).await;
     let reason = closing.unwrap_or(CloseReason::PeerClosed);
     log_close(&shared, &peer, Some(&session.client), &reason);
     drop(session);
@@ -314,11 +315,39 @@ async fn connect(
             format!("client '{}' is already online", c.client),
         ));
     };
-    if let Err(e) = shared.store.register_client(&c.client).await {
+    // The local map is the fast path; the store decides across every node sharing it (and
+    // registers the name).
+    if let Err(e) = shared.store.claim_session(&c.client, session_id).await {
         shared.release_client(&c.client, session_id);
         return Err(crate::handlers::store_error(&e));
     }
     Ok(Arc::new(Session::new(session_id, c.client, out.clone())))
+}
+
+/// Frees the client name in the store, then locally. When the store cannot be reached, a task
+/// keeps trying (with backoff, until shutdown) so that the name does not stay claimed.
+async fn end_session(shared: &Arc<Shared>, client: &str, session: SessionId) {
+    if let Err(e) = shared.store.end_session(client, session).await {
+        warn!(%client, error = %e, "could not end the session in the store; retrying in the background");
+        let shared = shared.clone();
+        let client = client.to_owned();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shared.shutdown.cancelled() => return,
+                }
+                if shared.store.end_session(&client, session).await.is_ok() {
+                    shared.release_client(&client, session);
+                    return;
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        });
+        return;
+    }
+    shared.release_client(client, session);
 }
 
 fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseReason) {

@@ -50,6 +50,17 @@ impl Wakers {
         self.any.notify_waiters();
     }
 
+    /// Wakes every waiter of every queue (when what changed is not known).
+    pub fn notify_all(&self) {
+        {
+            let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+            for n in map.values() {
+                n.notify_waiters();
+            }
+        }
+        self.any.notify_waiters();
+    }
+
     /// Wakes every waiter of `queue` (deleted) and forgets its notifier.
     pub fn remove(&self, queue: &str) {
         let removed = self

@@ -8,7 +8,8 @@
 //! - [`handlers`]: one handler per operation;
 //! - [`delivery`]: wakers for long-poll receivers and subscriptions;
 //! - [`subscription`]: push subscriptions with prefetch credit;
-//! - [`jobs`]: lease expiry and store upkeep;
+//! - [`jobs`]: lease expiry, store upkeep, heartbeats and other nodes' change reports;
+//! - [`node`]: the node's name among the nodes sharing a database;
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
 //! - [`shutdown`]: SIGTERM/SIGINT; [`runtime_file`]: the bound addresses for tools and tests;
 //! - [`shared`], [`stats`]: state and counters shared by all connections.
@@ -19,6 +20,7 @@ pub mod delivery;
 pub mod dispatch;
 pub mod handlers;
 pub mod jobs;
+pub mod node;
 pub mod runtime_file;
 pub mod server;
 pub mod session;

@@ -105,6 +105,10 @@ impl Broker {
                 let mut store_cfg = PostgresConfig::new(url.clone());
                 store_cfg.pool_size = config.store_pool_size as usize;
                 store_cfg.batch_max = config.store_batch_max as usize;
+                store_cfg.node = config
+                    .node
+                    .clone()
+                    .unwrap_or_else(crate::node::generated_name);
                 PostgresStore::open(store_cfg).await?
             }
         };
@@ -148,6 +152,11 @@ impl Broker {
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
             tokio::spawn(jobs::leases::run(shared.clone())),
             tokio::spawn(jobs::maintenance::run(shared.clone())),
+            tokio::spawn(jobs::cluster::heartbeat(
+                shared.clone(),
+                config.node_timeout_ms,
+            )),
+            tokio::spawn(jobs::cluster::forward_changes(shared.clone())),
         ];
         info!(
             %addr,

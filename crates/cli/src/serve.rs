@@ -20,6 +20,13 @@ pub struct ServeArgs {
     /// Storage engine: embedded, or a postgres://user@host/db URL [default: embedded]
     #[arg(long, value_name = "ENGINE")]
     pub store: Option<String>,
+    /// This node's name among the nodes sharing a database; unique among live nodes
+    /// [default: generated, <hostname>-<pid>-<random>]
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Milliseconds without a heartbeat after which a node counts as dead [default: 10000]
+    #[arg(long, value_name = "MS")]
+    pub node_timeout_ms: Option<u32>,
     /// Native protocol address [default: 127.0.0.1:6730]
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
@@ -56,6 +63,8 @@ impl ServeArgs {
             max_connections: self.max_connections,
             max_body_bytes: self.max_body_bytes,
             lease_ms: self.lease_ms,
+            node: self.node.clone(),
+            node_timeout_ms: self.node_timeout_ms,
             ..ConfigLayer::default()
         }
     }

@@ -124,4 +124,23 @@ pub trait Store: Send + Sync + 'static {
 
     /// Makes everything written so far durable, whatever the fsync policy (shutdown).
     async fn flush(&self) -> Result<(), StoreError>;
+
+    /// Registers `client` (as [`Store::register_client`]) and claims it for `session`: one live
+    /// session per client name, across every node sharing the store. `AlreadyOnline` when
+    /// another session holds it; claiming again for the session holding it succeeds.
+    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
+
+    /// Frees the claim on `client` if `session` holds it (a no-op otherwise).
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
+
+    /// Tells the other nodes sharing the store that this one is alive, and frees what nodes
+    /// silent for longer than `node_timeout_ms` held: their claims end and their leased
+    /// deliveries return to their queues, flagged redelivered. Returns those queues. A no-op
+    /// for an engine that only one node uses.
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError>;
+
+    /// Queues that other nodes changed (messages arrived or came back), as they are reported;
+    /// an empty list means "anything may have changed" (e.g. after reconnecting). `None` for an
+    /// engine that only one node uses.
+    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>>;
 }

@@ -29,6 +29,9 @@ pub enum StoreError {
     /// An argument the store cannot accept.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The client name has a live session (on this node or another one sharing the store).
+    #[error("client '{0}' is already online")]
+    AlreadyOnline(String),
     /// A count limit of the store (e.g. number of queues) is reached.
     #[error("{0}")]
     LimitExceeded(String),
@@ -50,6 +53,7 @@ impl StoreError {
             StoreError::ClientNotFound(_) => ErrorCode::ClientNotFound,
             StoreError::DeliveriesNotFound(_) => ErrorCode::NotFound,
             StoreError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            StoreError::AlreadyOnline(_) => ErrorCode::AlreadyOnline,
             StoreError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             StoreError::Unavailable(_) => ErrorCode::StoreUnavailable,
             StoreError::Internal(_) => ErrorCode::Internal,

@@ -58,6 +58,9 @@ conformance_tests!(
     settling::expire_leases_and_next_deadline,
     settling::unknown_delivery_ids_are_listed,
     settling::other_sessions_cannot_settle,
+    sessions::claim_is_exclusive_until_ended,
+    sessions::claims_and_leases_are_independent,
+    sessions::heartbeat_of_a_lone_node_frees_nothing,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

@@ -101,4 +101,16 @@ impl Store for FaultInjectingStore {
     async fn flush(&self) -> Result<(), StoreError> {
         self.inner.flush().await
     }
+    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        self.inner.claim_session(client, session).await
+    }
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        self.inner.end_session(client, session).await
+    }
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.heartbeat(node_timeout_ms).await
+    }
+    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
+        self.inner.subscribe_changes()
+    }
 }

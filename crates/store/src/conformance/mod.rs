@@ -4,7 +4,8 @@
 //! - [`queues`]: queue and client metadata: create, delete (forced or not), list, register;
 //! - [`sending`]: all-or-nothing sends, unknown receivers, batches, ids;
 //! - [`receiving`]: eligibility, by-sender retrieval, orders, peek, takes, `max`;
-//! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids.
+//! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids;
+//! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
 //! one. A failing check panics with a message saying what was expected.
@@ -23,6 +24,7 @@ use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 pub mod queues;
 pub mod receiving;
 pub mod sending;
+pub mod sessions;
 pub mod settling;
 
 /// A boxed conformance test.
@@ -69,6 +71,9 @@ tests!(
     settling::expire_leases_and_next_deadline,
     settling::unknown_delivery_ids_are_listed,
     settling::other_sessions_cannot_settle,
+    sessions::claim_is_exclusive_until_ended,
+    sessions::claims_and_leases_are_independent,
+    sessions::heartbeat_of_a_lone_node_frees_nothing,
 );
 
 /// Runs every test, each against a fresh store from `make`.

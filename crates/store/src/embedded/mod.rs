@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod backend;
+mod claims;
 mod compaction;
 pub mod config;
 mod format;

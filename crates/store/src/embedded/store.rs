@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo};
 
 use super::backend::Backend;
+use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::recovery;
 use super::state::messages::Handout;
@@ -31,6 +32,8 @@ pub struct EmbeddedStore {
     pub(super) segment_bytes: u64,
     /// Serialises compaction runs.
     pub(super) maintaining: tokio::sync::Mutex<()>,
+    /// Which session holds each client name.
+    claims: Claims,
     /// Held for the store's life so no other process writes the same log.
     _dir_lock: Box<dyn Send + Sync>,
 }
@@ -79,6 +82,7 @@ impl EmbeddedStore {
             seg_dir,
             segment_bytes,
             maintaining: tokio::sync::Mutex::new(()),
+            claims: Claims::default(),
             _dir_lock: dir_lock,
         }))
     }
@@ -278,5 +282,29 @@ impl Store for EmbeddedStore {
     async fn flush(&self) -> Result<(), StoreError> {
         self.log.check_writable()?;
         self.log.flush().await
+    }
+
+    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        // Claim first, so a name already online is refused without writing anything.
+        self.claims.claim(client, session)?;
+        let registered = self.register_client(client).await;
+        if registered.is_err() {
+            self.claims.end(client, session);
+        }
+        registered
+    }
+
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        self.claims.end(client, session);
+        Ok(())
+    }
+
+    async fn heartbeat(&self, _node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+        // One process owns the store: there are no other nodes to tell or to outlive.
+        Ok(Vec::new())
+    }
+
+    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
+        None
     }
 }

@@ -3,12 +3,14 @@
 //! Each message is checked on its own (queues exist, receiver known, ...) and only the good
 //! ones are written, so one bad message does not fail the others. Message ids come from the
 //! `message_ids` sequence, sorted so that they increase in the order the batch lists them.
+//! The queues that got messages are announced to the other nodes in the same transaction.
 
 use std::collections::HashMap;
 
 use ferry_protocol::{DeliveryId, MessageId, MAX_PRIORITY, MIN_PRIORITY};
 
 use super::names;
+use super::notify::notify;
 use super::props;
 use super::receive::as_i64;
 use super::settle::unknown_ids;
@@ -151,6 +153,17 @@ impl Inner {
             );
         }
         let ids = self.insert_messages(&tx, &cols).await?;
+        if !ids.is_empty() {
+            let mut arrived: Vec<&str> = msgs
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| v.is_ok())
+                .flat_map(|(m, _)| m.queues.iter().map(String::as_str))
+                .collect();
+            arrived.sort_unstable();
+            arrived.dedup();
+            notify(&tx, &self.node, &arrived).await?;
+        }
 
         // Acks: remove the leased rows held by each session.
         let mut ack_sessions = Vec::new();

@@ -20,7 +20,8 @@ impl ClientIds {
         self.known.lock().ok()?.get(name).copied()
     }
 
-    fn remember(&self, name: String, id: i64) {
+    /// Caches the id of `name`.
+    pub fn remember(&self, name: String, id: i64) {
         if let Ok(mut known) = self.known.lock() {
             known.insert(name, id);
         }

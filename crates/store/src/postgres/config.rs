@@ -9,8 +9,9 @@ pub struct PostgresConfig {
     pub pool_size: usize,
     /// Most messages (and acked ids) gathered into one batch transaction.
     pub batch_max: usize,
-    /// This node's name, stored with the leases it hands out. Nodes sharing one database must
-    /// have distinct names; on open a node returns the leases its previous run left behind.
+    /// This node's name, stored with the leases it hands out and the sessions it holds. Nodes
+    /// sharing one database must have distinct names among the live ones; on open a node frees
+    /// what its previous run (same name) left behind.
     pub node: String,
 }
 

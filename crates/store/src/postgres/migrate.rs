@@ -10,7 +10,10 @@ use super::errors;
 use crate::error::StoreError;
 
 /// Every migration, in version order (version = position + 1).
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_initial.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_initial.sql"),
+    include_str!("migrations/0002_cluster.sql"),
+];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).
 const LOCK_KEY: i64 = 0x6665_7272_796d_6967;

@@ -7,6 +7,9 @@
 //! - `store`: [`PostgresStore`], the `Store` implementation, and the pool;
 //! - `batcher`, `batch`: sends and acks gathered into one transaction per batch;
 //! - `receive`, `settle`, `queues`, `clients`: the other operations;
+//! - `nodes`: session claims, heartbeats, reaping dead nodes;
+//! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
+//!   per-node `LISTEN` connection that turns them into change reports;
 //! - `props`, `names`, `errors`, `tx`: encoding, checks, error mapping, transaction helpers.
 //!
 //! Every retrieval is one index scan of `message_queue`, which repeats each message's priority,
@@ -19,8 +22,11 @@ mod batch;
 mod batcher;
 mod clients;
 mod errors;
+mod listen;
 mod migrate;
 mod names;
+mod nodes;
+mod notify;
 mod props;
 mod queues;
 mod receive;

@@ -1,8 +1,10 @@
 //! Settling client-ack deliveries other than acks (which go through the batcher): nack,
-//! release of a session, lease expiry, and the next lease deadline.
+//! release of a session, lease expiry, and the next lease deadline. What makes messages ready
+//! again is announced to the other nodes in the same transaction.
 
 use ferry_protocol::DeliveryId;
 
+use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
 use super::tx::{retrying, TxResult};
@@ -10,7 +12,7 @@ use crate::api::SessionId;
 use crate::error::StoreError;
 
 /// Clears the lease columns (the row becomes ready again, its delivery count kept).
-const UNLEASE: &str = "lease_node = NULL, lease_session = NULL, lease_until = NULL, \
+pub const UNLEASE: &str = "lease_node = NULL, lease_session = NULL, lease_until = NULL, \
                        lease_delivery_id = NULL";
 
 /// The delivery ids of `asked` that are not in `settled`, in the order asked (an id asked twice
@@ -29,7 +31,7 @@ pub fn unknown_ids(asked: &[DeliveryId], settled: &[DeliveryId]) -> Vec<Delivery
     unknown
 }
 
-fn sorted_names(mut names: Vec<String>) -> Vec<String> {
+pub fn sorted_names(mut names: Vec<String>) -> Vec<String> {
     names.sort();
     names.dedup();
     names
@@ -56,9 +58,10 @@ impl Inner {
         session: SessionId,
         ids: &[DeliveryId],
     ) -> TxResult<(Vec<String>, Vec<DeliveryId>)> {
-        let conn = self.conn().await?;
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await?;
         // RETURNING sees the new (NULL) delivery id, so the id comes from the unnested list.
-        let stmt = conn
+        let stmt = tx
             .prepare_cached(&format!(
                 "WITH u AS (UPDATE message_queue mq SET {UNLEASE} \
                    FROM unnest($3::bigint[]) AS d(id) \
@@ -69,7 +72,7 @@ impl Inner {
             ))
             .await?;
         let ids_i: Vec<i64> = ids.iter().map(|i| as_i64(*i)).collect();
-        let rows = conn
+        let rows = tx
             .query(&stmt, &[&self.node, &as_i64(session), &ids_i])
             .await?;
         let mut queues = Vec::with_capacity(rows.len());
@@ -78,6 +81,8 @@ impl Inner {
             settled.push(row.try_get::<_, i64>(0)? as u64);
             queues.push(row.try_get::<_, String>(1)?);
         }
+        notify(&tx, &self.node, &sorted_names(queues.clone())).await?;
+        tx.commit().await?;
         Ok((queues, settled))
     }
 
@@ -85,8 +90,9 @@ impl Inner {
     pub async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
         let session = as_i64(session);
         retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let stmt = tx
                 .prepare_cached(&format!(
                     "WITH u AS (UPDATE message_queue SET {UNLEASE} \
                        WHERE lease_node = $1 AND lease_session = $2 \
@@ -95,12 +101,15 @@ impl Inner {
                      SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
                 ))
                 .await?;
-            let rows = conn.query(&stmt, &[&self.node, &session]).await?;
+            let rows = tx.query(&stmt, &[&self.node, &session]).await?;
             let names = rows
                 .iter()
                 .map(|r| r.try_get::<_, String>(0))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(sorted_names(names))
+            let names = sorted_names(names);
+            notify(&tx, &self.node, &names).await?;
+            tx.commit().await?;
+            Ok(names)
         })
         .await
     }
@@ -110,8 +119,9 @@ impl Inner {
         // Deadlines past i64::MAX ms are never reached; clamp rather than wrap.
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
         retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let stmt = tx
                 .prepare_cached(&format!(
                     "WITH u AS (UPDATE message_queue SET {UNLEASE} \
                        WHERE lease_delivery_id IS NOT NULL AND lease_until <= $1 \
@@ -119,12 +129,15 @@ impl Inner {
                      SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
                 ))
                 .await?;
-            let rows = conn.query(&stmt, &[&now]).await?;
+            let rows = tx.query(&stmt, &[&now]).await?;
             let names = rows
                 .iter()
                 .map(|r| r.try_get::<_, String>(0))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(sorted_names(names))
+            let names = sorted_names(names);
+            notify(&tx, &self.node, &names).await?;
+            tx.commit().await?;
+            Ok(names)
         })
         .await
     }
@@ -141,22 +154,6 @@ impl Inner {
                 .await?;
             let min: Option<i64> = conn.query_one(&stmt, &[]).await?.try_get(0)?;
             Ok(min.map(|v| u64::try_from(v).unwrap_or(0)))
-        })
-        .await
-    }
-
-    /// Returns every lease this node's previous run left (it died or stopped with deliveries
-    /// in flight), as the embedded engine does on recovery.
-    pub async fn release_node(&self) -> Result<u64, StoreError> {
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(&format!(
-                    "UPDATE message_queue SET {UNLEASE} \
-                     WHERE lease_node = $1 AND lease_delivery_id IS NOT NULL"
-                ))
-                .await?;
-            Ok(conn.execute(&stmt, &[&self.node]).await?)
         })
         .await
     }

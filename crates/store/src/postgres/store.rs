@@ -1,21 +1,27 @@
 //! [`PostgresStore`]: the [`Store`] implementation over PostgreSQL.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
 use super::batch::{Done, Work};
 use super::batcher::Batcher;
 use super::clients::ClientIds;
 use super::config::PostgresConfig;
-use super::migrate;
 use super::tx::{TxError, TxResult};
+use super::{listen, migrate};
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 use crate::error::StoreError;
+
+/// Change reports buffered per subscriber; one that lags further is told "anything changed".
+const CHANGES_CAPACITY: usize = 1024;
 
 /// How long an operation waits for a pooled connection, or for a new one to be made.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -27,6 +33,8 @@ pub struct Inner {
     /// This node's name, stored with its leases.
     pub(super) node: String,
     pub(super) clients: ClientIds,
+    /// Set by the first heartbeat (a later one that finds no row was taken for dead).
+    pub(super) beating: AtomicBool,
 }
 
 impl Inner {
@@ -44,11 +52,21 @@ impl Inner {
 pub struct PostgresStore {
     inner: Arc<Inner>,
     batcher: Batcher,
+    /// What the listener hears from other nodes.
+    changes: broadcast::Sender<Vec<String>>,
+    listener: JoinHandle<()>,
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
 }
 
 impl PostgresStore {
-    /// Connects, applies the schema migrations the database lacks, returns the leases this
-    /// node's previous run left, and starts the batcher.
+    /// Connects, applies the schema migrations the database lacks, frees what this node's
+    /// previous run held (leases, session claims), records a first heartbeat, and starts the
+    /// batcher and the change listener.
     pub async fn open(cfg: PostgresConfig) -> Result<Arc<PostgresStore>, StoreError> {
         let mut pg: tokio_postgres::Config = cfg.url.parse().map_err(|e| {
             StoreError::InvalidArgument(format!("bad PostgreSQL URL '{}': {e}", cfg.url))
@@ -60,7 +78,7 @@ impl PostgresStore {
             pg.application_name("ferry");
         }
         let manager = Manager::from_config(
-            pg,
+            pg.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -78,20 +96,30 @@ impl PostgresStore {
             pool,
             node: cfg.node.clone(),
             clients: ClientIds::default(),
+            beating: AtomicBool::new(false),
         });
         let mut conn = inner.conn().await.map_err(StoreError::from)?;
         let before = migrate::migrate(&mut conn).await?;
         drop(conn);
+        // Listen before anything can change, so no notice is missed.
+        let (changes, _) = broadcast::channel(CHANGES_CAPACITY);
+        let listener = listen::start(pg, cfg.node.clone(), changes.clone());
         let released = inner.release_node().await?;
+        inner.beat().await?;
         tracing::info!(
             node = %cfg.node,
             schema_before = before,
             schema = migrate::latest_version(),
-            released_leases = released,
+            released_queues = ?released,
             "postgres store opened"
         );
         let batcher = Batcher::start(inner.clone(), cfg.batch_max);
-        Ok(Arc::new(PostgresStore { inner, batcher }))
+        Ok(Arc::new(PostgresStore {
+            inner,
+            batcher,
+            changes,
+            listener,
+        }))
     }
 
     async fn settle_by_removal(
@@ -206,5 +234,21 @@ impl Store for PostgresStore {
     async fn flush(&self) -> Result<(), StoreError> {
         // Every call returns after its transaction committed (synchronous_commit).
         Ok(())
+    }
+
+    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        self.inner.claim_session(client, session).await
+    }
+
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        self.inner.end_session(client, session).await
+    }
+
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.heartbeat(node_timeout_ms).await
+    }
+
+    fn subscribe_changes(&self) -> Option<broadcast::Receiver<Vec<String>>> {
+        Some(self.changes.subscribe())
     }
 }

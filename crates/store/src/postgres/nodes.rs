@@ -1,0 +1,175 @@
+//! Nodes and their sessions: claiming a client name for a session (one live session per name
+//! across every node), heartbeats in `nodes`, and freeing what a dead node held.
+//!
+//! A claim is the (node, session) pair on the client's row, set by a conditional upsert, so two
+//! nodes claiming at once cannot both succeed. A node is dead when its heartbeat (database
+//! clock) is older than the timeout *and* the database has been up for longer than that, so a
+//! database restart does not make every node look dead at once.
+
+use std::sync::atomic::Ordering;
+
+use super::names;
+use super::notify::notify;
+use super::receive::as_i64;
+use super::settle::{sorted_names, UNLEASE};
+use super::store::Inner;
+use super::tx::{retrying, TxResult};
+use crate::api::SessionId;
+use crate::error::StoreError;
+
+impl Inner {
+    /// Registers `client` and claims it for `session` of this node.
+    pub async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        names::check("client", client)?;
+        let session = as_i64(session);
+        let id = retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "INSERT INTO clients (name, node, session) VALUES ($1, $2, $3) \
+                     ON CONFLICT (name) DO UPDATE \
+                       SET node = EXCLUDED.node, session = EXCLUDED.session \
+                       WHERE clients.node IS NULL \
+                          OR (clients.node = EXCLUDED.node AND clients.session = EXCLUDED.session) \
+                     RETURNING id",
+                )
+                .await?;
+            let row = conn
+                .query_opt(&stmt, &[&client, &self.node, &session])
+                .await?;
+            Ok(match row {
+                Some(r) => Some(r.try_get::<_, i64>(0)?),
+                None => None,
+            })
+        })
+        .await?;
+        match id {
+            Some(id) => {
+                self.clients.remember(client.to_owned(), id);
+                Ok(())
+            }
+            None => Err(StoreError::AlreadyOnline(client.to_owned())),
+        }
+    }
+
+    /// Frees `client` if `session` of this node holds it.
+    pub async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        let session = as_i64(session);
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "UPDATE clients SET node = NULL, session = NULL \
+                     WHERE name = $1 AND node = $2 AND session = $3",
+                )
+                .await?;
+            conn.execute(&stmt, &[&client, &self.node, &session])
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Records this node's heartbeat, then reaps the nodes silent for `timeout_ms`. Returns the
+    /// queues that got deliveries back.
+    pub async fn heartbeat(&self, timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+        // Far beyond any real timeout, and within what an interval can hold.
+        let timeout = i64::try_from(timeout_ms.min(1 << 50)).unwrap_or(i64::MAX);
+        self.beat().await?;
+        retrying(|| self.reap(timeout)).await
+    }
+
+    /// Records this node's heartbeat.
+    pub async fn beat(&self) -> Result<(), StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "INSERT INTO nodes (name, heartbeat_at) VALUES ($1, now()) \
+                     ON CONFLICT (name) DO UPDATE SET heartbeat_at = now() \
+                     RETURNING (xmax = 0) AS inserted",
+                )
+                .await?;
+            let inserted: bool = conn.query_one(&stmt, &[&self.node]).await?.try_get(0)?;
+            if inserted && self.beating.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    node = %self.node,
+                    "this node was taken for dead (no heartbeat within the timeout): \
+                     its sessions were released and its deliveries returned"
+                );
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn reap(&self, timeout_ms: i64) -> TxResult<Vec<String>> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await?;
+        // Deleting the row serialises reapers: a second one finds nothing left.
+        let stmt = tx
+            .prepare_cached(
+                "DELETE FROM nodes WHERE name <> $1 \
+                   AND greatest(heartbeat_at, pg_postmaster_start_time()) \
+                       < now() - $2::bigint * interval '1 millisecond' \
+                 RETURNING name",
+            )
+            .await?;
+        let dead = tx
+            .query(&stmt, &[&self.node, &timeout_ms])
+            .await?
+            .iter()
+            .map(|r| r.try_get::<_, String>(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        if dead.is_empty() {
+            return Ok(Vec::new());
+        }
+        let queues = self.free_nodes(&tx, &dead).await?;
+        tx.commit().await?;
+        tracing::warn!(nodes = ?dead, queues = ?queues, "reaped dead nodes: their sessions ended and their deliveries returned");
+        Ok(queues)
+    }
+
+    /// Ends the claims of `nodes` and returns their leases, within `tx`.
+    async fn free_nodes(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        nodes: &[String],
+    ) -> TxResult<Vec<String>> {
+        let stmt = tx
+            .prepare_cached(&format!(
+                "WITH u AS (UPDATE message_queue SET {UNLEASE} \
+                   WHERE lease_node = ANY($1) AND lease_delivery_id IS NOT NULL \
+                   RETURNING queue_id) \
+                 SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
+            ))
+            .await?;
+        let names = tx
+            .query(&stmt, &[&nodes])
+            .await?
+            .iter()
+            .map(|r| r.try_get::<_, String>(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stmt = tx
+            .prepare_cached("UPDATE clients SET node = NULL, session = NULL WHERE node = ANY($1)")
+            .await?;
+        tx.execute(&stmt, &[&nodes]).await?;
+        let names = sorted_names(names);
+        notify(tx, &self.node, &names).await?;
+        Ok(names)
+    }
+
+    /// Frees what this node's previous run held (it died or stopped with sessions and
+    /// deliveries), as the embedded engine does on recovery. Returns the queues.
+    pub async fn release_node(&self) -> Result<Vec<String>, StoreError> {
+        let me = [self.node.clone()];
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let queues = self.free_nodes(&tx, &me).await?;
+            tx.commit().await?;
+            Ok(queues)
+        })
+        .await
+    }
+}
