@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use ferry_protocol::requests::{outgoing_encoded_len, Connect, Receive, Subscribe};
 use ferry_protocol::{
-    Delivery, DeliveryId, Limits, MessageId, OutgoingMessage, QueueInfo, Request, Response,
-    WireError, HEADER_LEN, PROTOCOL_VERSION,
+    Delivery, DeliveryId, ErrorCode, Limits, MessageId, OutgoingMessage, QueueInfo, Request,
+    Response, WireError, HEADER_LEN, PROTOCOL_VERSION,
 };
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -34,6 +34,8 @@ struct Inner {
     conn: Conn,
     name: String,
     limits: Limits,
+    /// The node's address.
+    addr: String,
 }
 
 /// Owns the connection: closes it when dropped, even half-way through the handshake.
@@ -51,6 +53,20 @@ impl std::fmt::Debug for Client {
             .field("name", &self.inner.name)
             .field("closed", &self.shared().is_closed())
             .finish()
+    }
+}
+
+/// Whether a failed connect to one node is worth trying on the next: it could not be reached
+/// or answered that it cannot serve now, rather than refusing the session itself.
+fn try_next_node(e: &ClientError) -> bool {
+    match e {
+        ClientError::Io(_) | ClientError::Closed | ClientError::Timeout => true,
+        ClientError::Protocol(_) => true,
+        ClientError::Server(r) => matches!(
+            r.code,
+            ErrorCode::ServerFull | ErrorCode::StoreUnavailable | ErrorCode::Internal
+        ),
+        ClientError::TooLarge(_) => false,
     }
 }
 
@@ -73,14 +89,38 @@ impl Client {
     /// Connects with explicit options: TCP connect (TCP_NODELAY on), then the `Connect`
     /// handshake with [`PROTOCOL_VERSION`], both within `connect_timeout`.
     ///
+    /// With several addresses (nodes of one cluster, see [`ConnectOptions::addr`]) they are
+    /// tried in order: a node that cannot be reached, times out, is full or has lost its store
+    /// is skipped; any other refusal (e.g. `AlreadyOnline`) ends the attempt, since every node
+    /// would answer the same. The error is the last node's. A client does not move by itself
+    /// when its node goes away: in-flight and later calls fail with [`ClientError::Closed`] (or
+    /// an I/O error), and the application connects again with the same options, which fails
+    /// over to the next node that answers.
+    ///
     /// Fails with [`ClientError::Server`] when the broker refuses the session (`AlreadyOnline`,
     /// `ServerFull`, `Unauthorized`, `UnsupportedVersion`, `InvalidArgument` for a bad name),
     /// [`ClientError::Timeout`] when it takes too long.
     pub async fn connect_with(opts: ConnectOptions) -> Result<Client, ClientError> {
         check_str("client name", &opts.name)?;
         check_str("credentials", &opts.credentials)?;
+        let mut last = ClientError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no broker address given",
+        ));
+        for addr in opts.addrs() {
+            match Client::connect_one(addr, &opts).await {
+                Ok(c) => return Ok(c),
+                Err(e) if try_next_node(&e) => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    /// One connect attempt to one address.
+    async fn connect_one(addr: &str, opts: &ConnectOptions) -> Result<Client, ClientError> {
         let handshake = async {
-            let stream = TcpStream::connect(&opts.addr).await?;
+            let stream = TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
             let conn = Conn(Shared::start(stream));
             let reply = conn
@@ -104,6 +144,7 @@ impl Client {
                     conn,
                     name: connected.client,
                     limits: connected.limits,
+                    addr: addr.to_owned(),
                 }),
             })
         };
@@ -111,6 +152,11 @@ impl Client {
             Ok(res) => res,
             Err(_) => Err(ClientError::Timeout),
         }
+    }
+
+    /// The address of the node this client is connected to (one of those it was given).
+    pub fn server_addr(&self) -> &str {
+        &self.inner.addr
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
