@@ -359,13 +359,20 @@ pub fn bar_chart(c: &BarChart) -> String {
                 tick_label(super::compare::number(*v).parse().unwrap_or(*v))
             );
         }
-        let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            gx + group_w / 2.0,
-            HEIGHT - BOTTOM + 16.0,
-            escape(label)
-        );
+        // Labels wider than their group go on two lines, split at the last space.
+        let lines: Vec<&str> = match label.rsplit_once(' ') {
+            Some((a, b)) if 6.5 * label.chars().count() as f64 > group_w => vec![a, b],
+            _ => vec![label.as_str()],
+        };
+        for (li, line) in lines.iter().enumerate() {
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                gx + group_w / 2.0,
+                HEIGHT - BOTTOM + 16.0 + 13.0 * li as f64,
+                escape(line)
+            );
+        }
     }
     axes(&mut out, "", &c.y_label);
     let labels: Vec<(String, usize)> = c.bars.iter().cloned().zip(0..).collect();
