@@ -57,17 +57,11 @@ impl AmqpDriver {
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> DriverError {
-    DriverError {
-        message: format!("amqp: {what}: {e}"),
-        fatal: false,
-    }
+    DriverError::failed("amqp", what, e)
 }
 
 fn unsupported(what: &str) -> DriverError {
-    DriverError {
-        message: format!("amqp: {what} is not supported by RabbitMQ"),
-        fatal: false,
-    }
+    DriverError::unsupported("amqp", what, "RabbitMQ")
 }
 
 #[async_trait]

@@ -65,6 +65,24 @@ impl fmt::Display for DriverError {
 
 impl std::error::Error for DriverError {}
 
+impl DriverError {
+    /// A failed operation of `driver` (`"nats: publish: ..."`); the connection may go on.
+    pub fn failed(driver: &str, what: &str, e: impl fmt::Display) -> DriverError {
+        DriverError {
+            message: format!("{driver}: {what}: {e}"),
+            fatal: false,
+        }
+    }
+
+    /// An operation the peer `system` does not offer.
+    pub fn unsupported(driver: &str, what: &str, system: &str) -> DriverError {
+        DriverError {
+            message: format!("{driver}: {what} is not supported by {system}"),
+            fatal: false,
+        }
+    }
+}
+
 /// What a workload sends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutMessage {

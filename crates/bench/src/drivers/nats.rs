@@ -82,17 +82,11 @@ fn stream_name(queue: &str) -> String {
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> DriverError {
-    DriverError {
-        message: format!("nats: {what}: {e}"),
-        fatal: false,
-    }
+    DriverError::failed("nats", what, e)
 }
 
 fn unsupported(what: &str) -> DriverError {
-    DriverError {
-        message: format!("nats: {what} is not supported by NATS"),
-        fatal: false,
-    }
+    DriverError::unsupported("nats", what, "NATS")
 }
 
 #[async_trait]

@@ -74,10 +74,7 @@ impl PostgresDriver {
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> DriverError {
-    DriverError {
-        message: format!("postgres: {what}: {e}"),
-        fatal: false,
-    }
+    DriverError::failed("postgres", what, e)
 }
 
 /// Opens a client on `url`; its connection runs on a task of its own until the client drops.

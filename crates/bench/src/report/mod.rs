@@ -129,6 +129,40 @@ pub fn write_files(report: &BenchReport, json: Option<&Path>, csv: Option<&Path>
 }
 
 /// Writes the JSON, CSV and HTML files asked for.
+/// Writes `text` to standard output.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))
+}
+
+/// The end of every workload run: prints the text report under `header`, writes the files asked
+/// for, and fails (after reporting) when sends or acks failed.
+pub fn publish(
+    report: &BenchReport,
+    header: &str,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    html: Option<&Path>,
+) -> Result<()> {
+    emit(&text::render(report, header))?;
+    write_all(report, json, csv, html)?;
+    if let Some(errors) = report.results.first().map(|r| &r.errors) {
+        if errors.any() {
+            anyhow::bail!(
+                "{} sends and {} acks failed; first error: {}",
+                errors.send,
+                errors.ack,
+                errors.first.as_deref().unwrap_or("unknown")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes the JSON, CSV and HTML files that were asked for.
 pub fn write_all(
     report: &BenchReport,
     json: Option<&Path>,

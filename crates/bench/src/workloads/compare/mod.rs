@@ -35,7 +35,7 @@ pub async fn run(args: CompareArgs, launcher: &dyn BrokerLauncher) -> Result<()>
     if let Some(summary) = &report.compare {
         text.push_str(&compare::render(summary, &targets));
     }
-    throughput::emit(&text)?;
+    report::emit(&text)?;
     let common = args.workload.common();
     report::write_all(
         &report,

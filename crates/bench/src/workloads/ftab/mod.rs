@@ -49,23 +49,13 @@ const FINISH_LIMIT: Duration = Duration::from_secs(10);
 /// Runs the workload, prints the report and writes the files asked for.
 pub async fn run(args: FtabArgs) -> Result<()> {
     let report = measure(&args).await?;
-    crate::workloads::throughput::emit(&report::text::render(&report, &header(&report)))?;
-    let c = &args.common;
-    report::write_all(
+    report::publish(
         &report,
-        c.json.as_deref(),
-        c.csv.as_deref(),
+        &header(&report),
+        args.common.json.as_deref(),
+        args.common.csv.as_deref(),
         args.report.as_deref(),
-    )?;
-    let errors = &report.results[0].errors;
-    if errors.any() {
-        bail!(
-            "{} operations failed; first error: {}",
-            errors.send + errors.ack,
-            errors.first.as_deref().unwrap_or("unknown")
-        );
-    }
-    Ok(())
+    )
 }
 
 /// Runs the workload against `--target` and returns its report.

@@ -25,7 +25,6 @@ use crate::stats::omission::Schedule;
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
-use crate::workloads::throughput::emit;
 use crate::workloads::{consumer, setup};
 
 /// How long consumers may take to catch up after the schedule ends.
@@ -36,23 +35,13 @@ const LEAD: Duration = Duration::from_millis(50);
 /// Runs the workload, prints the report and writes the files asked for.
 pub async fn run(args: LatencyArgs) -> Result<()> {
     let report = measure(&args).await?;
-    emit(&report::text::render(&report, &header(&report)))?;
-    report::write_all(
+    report::publish(
         &report,
+        &header(&report),
         args.common.json.as_deref(),
         args.common.csv.as_deref(),
         args.report.as_deref(),
-    )?;
-    let errors = &report.results[0].errors;
-    if errors.any() {
-        bail!(
-            "{} sends and {} acks failed; first error: {}",
-            errors.send,
-            errors.ack,
-            errors.first.as_deref().unwrap_or("unknown")
-        );
-    }
-    Ok(())
+    )
 }
 
 /// Runs the workload and returns its report.

@@ -37,23 +37,13 @@ const MESSAGE_MODE_TRACE: Duration = Duration::from_secs(600);
 /// Runs the workload, prints the report and writes the files asked for.
 pub async fn run(args: ThroughputArgs) -> Result<()> {
     let report = measure(&args).await?;
-    emit(&report::text::render(&report, &header(&report)))?;
-    report::write_all(
+    report::publish(
         &report,
+        &header(&report),
         args.common.json.as_deref(),
         args.common.csv.as_deref(),
         args.report.as_deref(),
-    )?;
-    let errors = &report.results[0].errors;
-    if errors.any() {
-        bail!(
-            "{} sends and {} acks failed; first error: {}",
-            errors.send,
-            errors.ack,
-            errors.first.as_deref().unwrap_or("unknown")
-        );
-    }
-    Ok(())
+    )
 }
 
 /// Requests in flight per producer: `--in-flight`, or the older bare `--window N`.
@@ -303,13 +293,4 @@ pub fn header(report: &BenchReport) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Writes `text` to standard output.
-pub fn emit(text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))
 }
