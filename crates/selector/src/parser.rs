@@ -328,24 +328,22 @@ impl<'s> Parser<'s> {
         self.expect(&Tok::LParen, "'(' after IN")?;
         let mut list = InList::default();
         loop {
-            let negative = match self.peek() {
-                Tok::Minus => {
-                    self.advance();
-                    true
-                }
-                Tok::Plus => {
-                    self.advance();
-                    false
-                }
-                _ => false,
+            let sign = match self.peek() {
+                Tok::Minus => Some('-'),
+                Tok::Plus => Some('+'),
+                _ => None,
             };
+            if sign.is_some() {
+                self.advance();
+            }
+            let negative = sign == Some('-');
             let signed = |n: Number| match (negative, n) {
                 (false, n) => Some(n),
                 (true, Number::Int(i)) => i.checked_neg().map(Number::Int),
                 (true, Number::Float(f)) => Some(Number::Float(-f)),
             };
             let item = match self.peek() {
-                Tok::Str(_) if !negative => None,
+                Tok::Str(_) if sign.is_none() => None,
                 Tok::Int(i) => signed(Number::Int(*i)),
                 Tok::Float(f) => signed(Number::Float(*f)),
                 Tok::IntMinMagnitude if negative => Some(Number::Int(i64::MIN)),

@@ -47,6 +47,11 @@ const BAD: &[(&str, usize, &str)] = &[
         7,
         "expected a string or number in the IN list",
     ),
+    (
+        "a IN (+'x')",
+        7,
+        "expected a string or number in the IN list",
+    ),
     ("a BETWEEN 1 2", 12, "expected AND, found a number"),
     ("a BETWEEN 1", 11, "expected AND, found end of input"),
     ("a IS 5", 5, "expected NULL"),
