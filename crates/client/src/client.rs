@@ -222,7 +222,7 @@ impl Client {
     /// limit.
     pub async fn send(&self, msg: OutgoingMessage) -> Result<MessageId, ClientError> {
         check_message(&msg, &self.inner.limits)?;
-        let reply = self.call(Request::Send(msg)).await?;
+        let reply = self.shared().submit_send(msg)?.reply().await?;
         expect_reply!(reply, Response::Sent { id } => id)
     }
 

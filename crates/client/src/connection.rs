@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferry_protocol::{
-    split_frame, DeliveryId, ErrorReply, Limits, RawFrame, Request, Response, SubscriptionId,
-    WireError,
+    requests::outgoing_encoded_len, split_frame, DeliveryId, ErrorReply, Limits, OutgoingMessage,
+    RawFrame, Request, Response, SubscriptionId, WireError, HEADER_LEN,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -33,6 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::checks::check_frame;
+use crate::coalesce::{split_reply, QueuedSend, SendRun};
 use crate::error::ClientError;
 
 /// What the reader hands a subscription.
@@ -44,12 +45,14 @@ pub(crate) enum SubEvent {
 }
 
 /// The reply (or the failure) a caller waits for.
-type ReplySender = oneshot::Sender<Result<Response, ClientError>>;
+pub(crate) type ReplySender = oneshot::Sender<Result<Response, ClientError>>;
 
 /// A registered request id.
-enum Pending {
+pub(crate) enum Pending {
     /// A caller awaits the reply.
     Call(ReplySender),
+    /// Coalesced sends (see `coalesce`): one caller per item of the batch, in order.
+    Sends(Vec<ReplySender>),
     /// A subscribe: on `Subscribed` the reader registers the channel before it reads the next
     /// frame, so a delivery pushed right behind the reply is never missed.
     Subscribe(ReplySender, mpsc::UnboundedSender<SubEvent>),
@@ -96,6 +99,8 @@ struct State {
 enum Out {
     /// An encoded frame.
     Frame(Bytes),
+    /// A send to coalesce with the sends queued next to it.
+    Send(QueuedSend),
     /// Write what was queued before, then shut the socket down.
     Close,
 }
@@ -120,6 +125,8 @@ pub(crate) struct Shared {
     send_limit: AtomicU32,
     /// Largest frame we accept from the broker.
     recv_limit: AtomicU32,
+    /// Most messages in one batch request (the broker's advertised `max_batch`).
+    batch_limit: AtomicU32,
 }
 
 /// A request registered and handed to the writer; await [`InFlight::reply`].
@@ -152,7 +159,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         // The caller gave up (its future was dropped): forget the id. A late reply is then
         // handled as one for an unknown id.
-        if self.rx.is_some() {
+        if self.rx.is_some() && self.id != 0 {
             self.shared.lock().pending.remove(&self.id);
             self.shared.drop_stale_early();
         }
@@ -179,6 +186,7 @@ impl Shared {
             next_id: AtomicU32::new(1),
             send_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes),
             recv_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes.saturating_add(RECV_SLACK)),
+            batch_limit: AtomicU32::new(Limits::DEFAULT.max_batch),
         });
         let reader = tokio::spawn(read_loop(shared.clone(), rd));
         let writer = tokio::spawn(write_loop(shared.clone(), wr, rx));
@@ -209,6 +217,8 @@ impl Shared {
             .max(Limits::DEFAULT.max_frame_bytes)
             .saturating_add(RECV_SLACK);
         self.recv_limit.store(recv, Ordering::Relaxed);
+        self.batch_limit
+            .store(limits.max_batch.max(1), Ordering::Relaxed);
     }
 
     /// The error every call gets once the connection has ended.
@@ -259,6 +269,59 @@ impl Shared {
             return Err(self.close_error());
         }
         Ok(id)
+    }
+
+    /// Queues one message for the writer, which coalesces it with the sends queued next to it
+    /// (see `coalesce`). The message must have passed the limit checks. Await the returned
+    /// [`InFlight`] for the reply (`Sent` or an error).
+    pub(crate) fn submit_send(
+        self: &Arc<Self>,
+        msg: OutgoingMessage,
+    ) -> Result<InFlight, ClientError> {
+        let len = outgoing_encoded_len(&msg);
+        check_frame(
+            len.saturating_add(HEADER_LEN),
+            self.send_limit.load(Ordering::Relaxed),
+        )?;
+        if let Some(reason) = &self.lock().closed {
+            return Err(reason.to_error());
+        }
+        let (tx, rx) = oneshot::channel();
+        if self
+            .out
+            .send(Out::Send(QueuedSend { msg, len, tx }))
+            .is_err()
+        {
+            return Err(self.close_error());
+        }
+        // Id 0: the request id is chosen by the writer; a caller giving up just drops `rx`.
+        Ok(InFlight {
+            shared: self.clone(),
+            id: 0,
+            rx: Some(rx),
+        })
+    }
+
+    /// Encodes the gathered sends as one request into `buf`, registered under a fresh id. When
+    /// the connection has ended, their callers get the reason instead.
+    fn flush_sends(&self, run: &mut SendRun, buf: &mut BytesMut) {
+        let Some((req, pending)) = run.take() else {
+            return;
+        };
+        let id = {
+            let mut st = self.lock();
+            if let Some(reason) = &st.closed {
+                fail(pending, || reason.to_error());
+                return;
+            }
+            let mut id = self.next_id();
+            while st.pending.contains_key(&id) {
+                id = self.next_id();
+            }
+            st.pending.insert(id, pending);
+            id
+        };
+        req.encode(id, buf);
     }
 
     /// Sends `req`; await the returned [`InFlight`] for the reply. Submitting several before
@@ -326,12 +389,7 @@ impl Shared {
             )
         };
         for (_, p) in pending {
-            match p {
-                Pending::Call(tx) | Pending::Subscribe(tx, _) => {
-                    let _ = tx.send(Err(reason.to_error()));
-                }
-                Pending::Ignore(_) => {}
-            }
+            fail(p, || reason.to_error());
         }
         for (_, sub) in subscriptions {
             let _ = sub.send(SubEvent::Closed(reason.to_error()));
@@ -383,7 +441,7 @@ impl Shared {
                     frame.request_id
                 );
                 if frame.request_id != 0 {
-                    self.complete(frame.request_id, Err(WireError::UnknownKind(kind).into()));
+                    self.fail_call(frame.request_id, WireError::UnknownKind(kind));
                 }
                 return Ok(());
             }
@@ -454,6 +512,7 @@ impl Shared {
             Some(Pending::Call(tx)) => {
                 let _ = tx.send(Ok(resp));
             }
+            Some(Pending::Sends(txs)) => split_reply(txs, resp),
             Some(Pending::Subscribe(tx, events)) => {
                 if let Response::Subscribed { subscription } = resp {
                     self.register_subscription(subscription, events);
@@ -486,10 +545,11 @@ impl Shared {
         }
     }
 
-    fn complete(&self, id: u32, res: Result<Response, ClientError>) {
+    /// Fails the call(s) waiting on request `id` with a reply this client cannot decode.
+    fn fail_call(&self, id: u32, e: WireError) {
         let pending = self.lock().pending.remove(&id);
-        if let Some(Pending::Call(tx) | Pending::Subscribe(tx, _)) = pending {
-            let _ = tx.send(res);
+        if let Some(p) = pending {
+            fail(p, || ClientError::Protocol(e.clone()));
         }
         self.drop_stale_early();
     }
@@ -528,6 +588,21 @@ impl Shared {
             })
             .collect();
         self.give_back(ids);
+    }
+}
+
+/// Fails every caller waiting on `pending` with `error`.
+fn fail(pending: Pending, error: impl Fn() -> ClientError) {
+    match pending {
+        Pending::Call(tx) | Pending::Subscribe(tx, _) => {
+            let _ = tx.send(Err(error()));
+        }
+        Pending::Sends(txs) => {
+            for tx in txs {
+                let _ = tx.send(Err(error()));
+            }
+        }
+        Pending::Ignore(_) => {}
     }
 }
 
@@ -571,9 +646,22 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<Out>,
 ) {
     let mut batch = BytesMut::new();
+    let mut sends = SendRun::default();
+    // Encodes the gathered sends behind what is already queued for this write.
+    let flush = |lone: &mut Option<Bytes>, sends: &mut SendRun, batch: &mut BytesMut| {
+        if !sends.is_empty() {
+            if let Some(l) = lone.take() {
+                batch.extend_from_slice(&l);
+            }
+            shared.flush_sends(sends, batch);
+        }
+    };
     while let Some(first) = rx.recv().await {
         // Take everything queued: one write for the lot. A lone frame is written as it is,
-        // without a copy.
+        // without a copy. Sends queued back to back become one request.
+        let max_count = shared.batch_limit.load(Ordering::Relaxed) as usize;
+        let room =
+            (shared.send_limit.load(Ordering::Relaxed) as usize).saturating_sub(HEADER_LEN + 4);
         let mut lone: Option<Bytes> = None;
         let mut closing = false;
         let mut next = Some(first);
@@ -583,12 +671,22 @@ async fn write_loop(
                     closing = true;
                     break;
                 }
-                Out::Frame(f) if lone.is_none() && batch.is_empty() => lone = Some(f),
-                Out::Frame(f) => {
-                    if let Some(l) = lone.take() {
-                        batch.extend_from_slice(&l);
+                Out::Send(s) => {
+                    if !sends.fits(s.len, max_count, room) {
+                        flush(&mut lone, &mut sends, &mut batch);
                     }
-                    batch.extend_from_slice(&f);
+                    sends.push(s);
+                }
+                Out::Frame(f) => {
+                    flush(&mut lone, &mut sends, &mut batch);
+                    if lone.is_none() && batch.is_empty() {
+                        lone = Some(f);
+                    } else {
+                        if let Some(l) = lone.take() {
+                            batch.extend_from_slice(&l);
+                        }
+                        batch.extend_from_slice(&f);
+                    }
                 }
             }
             if batch.len() >= MAX_WRITE_BATCH {
@@ -596,6 +694,7 @@ async fn write_loop(
             }
             next = rx.try_recv().ok();
         }
+        flush(&mut lone, &mut sends, &mut batch);
         let result = match lone {
             Some(frame) => wr.write_all(&frame).await,
             None if batch.is_empty() => Ok(()),

@@ -31,6 +31,7 @@
 //! Modules:
 //! - `client`: [`Client`], one method per broker operation;
 //! - `connection`: the reader and writer tasks and the table of waiting calls;
+//! - `coalesce`: concurrent single sends gathered into batch requests by the writer;
 //! - `subscription`: [`Subscription`], pushed deliveries as a stream, with automatic credit;
 //! - `checks`: client-side checks against the limits the broker advertised;
 //! - `options`: [`ConnectOptions`];
@@ -42,6 +43,7 @@
 
 mod checks;
 mod client;
+mod coalesce;
 mod connection;
 mod error;
 mod options;

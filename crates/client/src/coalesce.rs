@@ -1,0 +1,175 @@
+//! Coalescing of concurrent single sends into batch requests.
+//!
+//! [`crate::Client::send`] does not encode its message itself: it queues it for the writer
+//! task. When the writer wakes up, the sends queued back to back since its last write go out as
+//! one `SendBatch` request (one frame for the broker to decode, one store call, one durability
+//! wait, one reply) instead of one request each; a send queued alone still goes out as a plain
+//! `Send`. Nothing ever waits to fill a batch: only what queued up while the writer was busy is
+//! coalesced, so a lone send pays no extra latency, and a busy connection does much less work per
+//! message on both ends.
+//!
+//! What the caller sees is unchanged: the items of a batch succeed or fail on their own, each
+//! all or none over its queues, stored in the order they were queued; each caller gets its own
+//! result, split from the batch reply by position.
+
+use ferry_protocol::{OutgoingMessage, Request, Response};
+
+use crate::connection::{Pending, ReplySender};
+
+/// A send waiting for the writer.
+pub(crate) struct QueuedSend {
+    /// The message, already checked against the broker's limits.
+    pub(crate) msg: OutgoingMessage,
+    /// Its encoded length (`outgoing_encoded_len`).
+    pub(crate) len: usize,
+    /// Where its result goes.
+    pub(crate) tx: ReplySender,
+}
+
+/// Sends gathered by the writer for one request.
+#[derive(Default)]
+pub(crate) struct SendRun {
+    msgs: Vec<OutgoingMessage>,
+    txs: Vec<ReplySender>,
+    bytes: usize,
+}
+
+impl SendRun {
+    /// Whether a message of `len` encoded bytes still fits a request holding at most
+    /// `max_count` messages in `room` bytes. An empty run takes any message (its size was
+    /// checked against the frame limit when it was queued).
+    pub(crate) fn fits(&self, len: usize, max_count: usize, room: usize) -> bool {
+        self.msgs.is_empty()
+            || (self.msgs.len() < max_count && self.bytes.saturating_add(len) <= room)
+    }
+
+    /// Whether no send is gathered.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// Adds a send to the run.
+    pub(crate) fn push(&mut self, s: QueuedSend) {
+        self.bytes = self.bytes.saturating_add(s.len);
+        self.msgs.push(s.msg);
+        self.txs.push(s.tx);
+    }
+
+    /// Empties the run into one request and what waits for its reply: a plain `Send` for a
+    /// single message, a `SendBatch` otherwise. `None` when the run is empty.
+    pub(crate) fn take(&mut self) -> Option<(Request, Pending)> {
+        self.bytes = 0;
+        let mut msgs = std::mem::take(&mut self.msgs);
+        let mut txs = std::mem::take(&mut self.txs);
+        if msgs.len() > 1 {
+            return Some((Request::SendBatch(msgs), Pending::Sends(txs)));
+        }
+        match (msgs.pop(), txs.pop()) {
+            (Some(m), Some(tx)) => Some((Request::Send(m), Pending::Call(tx))),
+            _ => None,
+        }
+    }
+}
+
+/// Hands each caller of a coalesced batch its own reply: `Sent` or the item's error. A reply
+/// that is not a per-item result (an error for the whole request, say) goes to every caller.
+pub(crate) fn split_reply(txs: Vec<ReplySender>, resp: Response) {
+    match resp {
+        Response::BatchSent(results) if results.len() == txs.len() => {
+            for (tx, r) in txs.into_iter().zip(results) {
+                let reply = match r {
+                    Ok(id) => Response::Sent { id },
+                    Err(e) => Response::Error(e),
+                };
+                let _ = tx.send(Ok(reply));
+            }
+        }
+        other => {
+            for tx in txs {
+                let _ = tx.send(Ok(other.clone()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use ferry_protocol::{ErrorCode, ErrorReply};
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    fn queued(body: &'static str) -> (QueuedSend, oneshot::Receiver<ReplyResult>) {
+        let (tx, rx) = oneshot::channel();
+        let msg = OutgoingMessage::new("q", body);
+        let len = ferry_protocol::requests::outgoing_encoded_len(&msg);
+        (QueuedSend { msg, len, tx }, rx)
+    }
+
+    type ReplyResult = Result<Response, crate::ClientError>;
+
+    #[test]
+    fn a_lone_send_stays_a_plain_send() {
+        let mut run = SendRun::default();
+        let (s, _rx) = queued("a");
+        run.push(s);
+        let (req, pending) = run.take().unwrap();
+        assert!(matches!(req, Request::Send(_)));
+        assert!(matches!(pending, Pending::Call(_)));
+        assert!(run.take().is_none(), "taking empties the run");
+    }
+
+    #[test]
+    fn several_sends_become_one_batch_in_order() {
+        let mut run = SendRun::default();
+        let mut rxs = Vec::new();
+        for b in ["a", "b", "c"] {
+            let (s, rx) = queued(b);
+            run.push(s);
+            rxs.push(rx);
+        }
+        let (req, _) = run.take().unwrap();
+        let Request::SendBatch(items) = req else {
+            panic!("expected a batch")
+        };
+        let bodies: Vec<_> = items.iter().map(|m| m.body.clone()).collect();
+        assert_eq!(bodies, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn runs_respect_count_and_size_limits() {
+        let mut run = SendRun::default();
+        assert!(run.fits(1_000, 1, 10), "an empty run takes anything");
+        let (s, _rx) = queued("a");
+        let len = s.len;
+        run.push(s);
+        assert!(run.fits(len, 2, 2 * len));
+        assert!(!run.fits(len, 1, 2 * len), "count limit");
+        assert!(!run.fits(len + 1, 2, 2 * len), "size limit");
+    }
+
+    #[test]
+    fn batch_results_are_split_by_position() {
+        let (a, b) = (oneshot::channel(), oneshot::channel());
+        let err = ErrorReply::new(ErrorCode::QueueNotFound, "queue 'x' does not exist");
+        split_reply(
+            vec![a.0, b.0],
+            Response::BatchSent(vec![Ok(7), Err(err.clone())]),
+        );
+        assert_eq!(
+            a.1.blocking_recv().unwrap().unwrap(),
+            Response::Sent { id: 7 }
+        );
+        assert_eq!(b.1.blocking_recv().unwrap().unwrap(), Response::Error(err));
+    }
+
+    #[test]
+    fn a_whole_request_error_reaches_every_caller() {
+        let (a, b) = (oneshot::channel(), oneshot::channel());
+        let err = Response::Error(ErrorReply::new(ErrorCode::StoreUnavailable, "down"));
+        split_reply(vec![a.0, b.0], err.clone());
+        assert_eq!(a.1.blocking_recv().unwrap().unwrap(), err);
+        assert_eq!(b.1.blocking_recv().unwrap().unwrap(), err);
+    }
+}
