@@ -62,7 +62,9 @@ pub(crate) fn truth<S: SelectorSource + ?Sized>(expr: &Expr, msg: &S) -> Option<
             pattern,
         } => match value(operand, msg) {
             Value::Str(s) => Some(pattern.matches(s) != *negated),
-            _ => None,
+            Value::Null => None,
+            // LIKE compares strings: any other value is a type mismatch, FALSE (JMS).
+            _ => Some(*negated),
         },
         Expr::IsNull { negated, operand } => Some(value(operand, msg).is_null() != *negated),
         other => match value(other, msg) {
@@ -116,14 +118,19 @@ fn promoted(left: Value<'_>, right: Value<'_>) -> Option<(f64, f64)> {
 }
 
 /// A comparison: numbers with numbers (promoted), strings and booleans with their own kind by
-/// `=` and `<>` only; anything else, or a NULL, is UNKNOWN.
+/// `=` and `<>` only. A NULL on either side is UNKNOWN; any other comparison that cannot be made
+/// (values of different types, or `<` between strings) is FALSE, as JMS specifies, whatever the
+/// operator (`'a' <> 1` is FALSE too).
 fn compare(op: CmpOp, left: Value<'_>, right: Value<'_>) -> Option<bool> {
     let ordering = match (left, right) {
+        (Value::Null, _) | (_, Value::Null) => return None,
         (Value::Int(a), Value::Int(b)) => Some(a.cmp(&b)),
         (Value::Str(a), Value::Str(b)) => return equality(op, a == b),
         (Value::Bool(a), Value::Bool(b)) => return equality(op, a == b),
         (l, r) => {
-            let (a, b) = promoted(l, r)?;
+            let Some((a, b)) = promoted(l, r) else {
+                return Some(false);
+            };
             // NaN is unordered: every comparison with it is false except `<>`.
             a.partial_cmp(&b)
         }
@@ -139,11 +146,12 @@ fn compare(op: CmpOp, left: Value<'_>, right: Value<'_>) -> Option<bool> {
 }
 
 fn equality(op: CmpOp, equal: bool) -> Option<bool> {
-    match op {
-        CmpOp::Eq => Some(equal),
-        CmpOp::Ne => Some(!equal),
-        _ => None,
-    }
+    Some(match op {
+        CmpOp::Eq => equal,
+        CmpOp::Ne => !equal,
+        // Strings and booleans are not ordered: the comparison cannot be made.
+        _ => false,
+    })
 }
 
 /// Arithmetic: integers stay integers unless they overflow or divide by zero (then UNKNOWN);
@@ -169,40 +177,24 @@ fn arith<'a>(op: ArithOp, left: Value<'_>, right: Value<'_>) -> Value<'a> {
     })
 }
 
-/// `IN` as the `OR` of `=` against each literal: TRUE on a match; otherwise UNKNOWN if the value
-/// is NULL or some literal is of another type, FALSE if not.
+/// `IN` as the `OR` of `=` against each literal: UNKNOWN if the value is NULL, otherwise whether
+/// some literal equals it (a literal of another type is a FALSE comparison).
 fn member(value: Value<'_>, list: &InList) -> Option<bool> {
     match value {
-        Value::Str(s) => {
-            if list
-                .strings
+        Value::Str(s) => Some(
+            list.strings
                 .binary_search_by(|item| (**item).cmp(s))
-                .is_ok()
-            {
-                Some(true)
-            } else if list.numbers.is_empty() {
-                Some(false)
-            } else {
-                None
-            }
-        }
-        Value::Int(_) | Value::Float(_) => {
-            let found = list.numbers.iter().any(|n| {
-                let literal = match *n {
-                    Number::Int(i) => Value::Int(i),
-                    Number::Float(f) => Value::Float(f),
-                };
-                compare(CmpOp::Eq, value, literal) == Some(true)
-            });
-            if found {
-                Some(true)
-            } else if list.strings.is_empty() {
-                Some(false)
-            } else {
-                None
-            }
-        }
-        Value::Null | Value::Bool(_) => None,
+                .is_ok(),
+        ),
+        Value::Int(_) | Value::Float(_) => Some(list.numbers.iter().any(|n| {
+            let literal = match *n {
+                Number::Int(i) => Value::Int(i),
+                Number::Float(f) => Value::Float(f),
+            };
+            compare(CmpOp::Eq, value, literal) == Some(true)
+        })),
+        Value::Bool(_) => Some(false),
+        Value::Null => None,
     }
 }
 
@@ -218,10 +210,14 @@ mod tests {
         assert_eq!(compare(CmpOp::Ge, Int(3), Int(3)), Some(true));
         assert_eq!(compare(CmpOp::Eq, Str("a"), Str("a")), Some(true));
         assert_eq!(compare(CmpOp::Ne, Bool(true), Bool(false)), Some(true));
-        assert_eq!(compare(CmpOp::Lt, Str("a"), Str("b")), None);
-        assert_eq!(compare(CmpOp::Gt, Bool(true), Bool(false)), None);
-        assert_eq!(compare(CmpOp::Eq, Str("1"), Int(1)), None);
+        assert_eq!(compare(CmpOp::Lt, Str("a"), Str("b")), Some(false));
+        assert_eq!(compare(CmpOp::Gt, Bool(true), Bool(false)), Some(false));
+        assert_eq!(compare(CmpOp::Eq, Str("1"), Int(1)), Some(false));
+        assert_eq!(compare(CmpOp::Ne, Str("1"), Int(1)), Some(false));
+        assert_eq!(compare(CmpOp::Eq, Bool(true), Float(1.0)), Some(false));
         assert_eq!(compare(CmpOp::Eq, Null, Null), None);
+        assert_eq!(compare(CmpOp::Eq, Null, Int(1)), None);
+        assert_eq!(compare(CmpOp::Ne, Str("a"), Null), None);
         assert_eq!(
             compare(CmpOp::Ne, Float(f64::NAN), Float(f64::NAN)),
             Some(true)
@@ -254,16 +250,17 @@ mod tests {
         };
         assert_eq!(member(Str("c"), &list), Some(true));
         assert_eq!(member(Str("b"), &list), Some(false));
-        assert_eq!(member(Int(1), &list), None);
+        assert_eq!(member(Int(1), &list), Some(false));
         assert_eq!(member(Null, &list), None);
         let mixed = InList {
             strings: vec!["a".into()],
             numbers: vec![Number::Int(1), Number::Float(2.5)],
         };
         assert_eq!(member(Float(1.0), &mixed), Some(true));
-        assert_eq!(member(Int(2), &mixed), None);
-        assert_eq!(member(Str("b"), &mixed), None);
-        assert_eq!(member(Bool(true), &mixed), None);
+        assert_eq!(member(Int(2), &mixed), Some(false));
+        assert_eq!(member(Str("b"), &mixed), Some(false));
+        assert_eq!(member(Str("a"), &mixed), Some(true));
+        assert_eq!(member(Bool(true), &mixed), Some(false));
     }
 
     #[test]

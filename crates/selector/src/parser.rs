@@ -19,7 +19,8 @@
 //!
 //! Besides the grammar, the parser checks types where it can know them (literals, header
 //! fields, the results of operators): `'a' + 1`, `NOT 5` or `sender < 'm'` are errors, while an
-//! expression involving a property is checked when evaluated (a wrong type is UNKNOWN then).
+//! expression involving a property is checked when evaluated (a comparison of the wrong types is
+//! FALSE then, arithmetic on a non-number UNKNOWN).
 //! Nesting is bounded by [`MAX_DEPTH`] both for recursion here and for the tree's depth.
 
 use crate::ast::{ArithOp, CmpOp, Expr, InList, Number};

@@ -132,8 +132,9 @@ const LIKE: &[(&str, Option<bool>)] = &[
     ("empty LIKE '_'", F),
     ("missing LIKE '%'", U),
     ("missing NOT LIKE '%'", U),
-    ("price LIKE '1%'", U),
-    ("flag LIKE '%'", U),
+    ("price LIKE '1%'", F),
+    ("price NOT LIKE '1%'", T),
+    ("flag LIKE '%'", F),
     ("sender LIKE 'sh%'", T),
     ("receiver LIKE '%'", U),
 ];
@@ -204,28 +205,45 @@ const NUMBERS: &[(&str, Option<bool>)] = &[
 ];
 
 const TYPE_MISMATCH: &[(&str, Option<bool>)] = &[
-    ("region = 1", U),
-    ("region <> 1", U),
-    ("NOT region = 1", U),
-    ("price = '150'", U),
-    ("price <> '150'", U),
-    ("flag = 1", U),
-    ("flag = 'true'", U),
-    ("'1' = 1", U),
-    ("TRUE = 1", U),
-    ("price < region", U),
-    ("region < price", U),
-    ("off < flag", U),
+    // A comparison of values of different types is FALSE (JMS), whatever the operator.
+    ("region = 1", F),
+    ("region <> 1", F),
+    ("NOT region = 1", T),
+    ("NOT region <> 1", T),
+    ("price = '150'", F),
+    ("price <> '150'", F),
+    ("flag = 1", F),
+    ("flag = 'true'", F),
+    ("'1' = 1", F),
+    ("TRUE = 1", F),
+    ("price < region", F),
+    ("region < price", F),
+    ("region >= 1", F),
+    ("NOT region >= 1", T),
+    ("weight = 'x'", F),
+    ("flag = weight", F),
+    // Strings and booleans are not ordered: such a comparison cannot be made either.
+    ("off < flag", F),
+    ("region < quote", F),
+    ("NOT region > code", T),
+    // NULL still makes a comparison UNKNOWN, even against another type.
+    ("missing = 'eu'", U),
+    ("missing <> 1", U),
+    ("receiver = 1", U),
+    // Arithmetic on a non-number is UNKNOWN (NULL), and so is a comparison with it.
     ("region + 1 = 1", U),
     ("flag * 2 = 2", U),
     ("region = 'eu' OR price = 'x'", T),
     ("price = 'x' OR region = 'eu'", T),
-    ("region = 'eu' AND price = 'x'", U),
+    ("region = 'eu' AND price = 'x'", F),
+    ("region = 'eu' AND NOT price = 'x'", T),
     ("region AND TRUE", U),
     ("price OR FALSE", U),
     ("NOT code", U),
-    ("sender = 5", U),
-    ("priority = '7'", U),
+    ("sender = 5", F),
+    ("priority = '7'", F),
+    ("NOT priority = '7'", T),
+    ("context <> 'x'", F),
 ];
 
 const BETWEEN_IN: &[(&str, Option<bool>)] = &[
@@ -245,7 +263,9 @@ const BETWEEN_IN: &[(&str, Option<bool>)] = &[
     ("price BETWEEN missing AND 100", F),
     ("price NOT BETWEEN missing AND 100", T),
     ("price BETWEEN 200 AND missing", F),
-    ("region BETWEEN 1 AND 2", U),
+    ("region BETWEEN 1 AND 2", F),
+    ("region NOT BETWEEN 1 AND 2", T),
+    ("price BETWEEN region AND 200", F),
     ("priority BETWEEN 1 AND 10", T),
     ("context BETWEEN 40 AND 50", T),
     ("region IN ('eu', 'us')", T),
@@ -261,11 +281,15 @@ const BETWEEN_IN: &[(&str, Option<bool>)] = &[
     ("price IN (-1, 150)", T),
     ("price IN (1, 2)", F),
     ("weight IN (2.5, 3)", T),
-    ("price IN ('150')", U),
-    ("price NOT IN ('150')", U),
+    ("price IN ('150')", F),
+    ("price NOT IN ('150')", T),
     ("region IN ('eu', 1)", T),
-    ("region IN ('us', 1)", U),
-    ("flag IN ('true')", U),
+    ("region IN ('us', 1)", F),
+    ("region NOT IN ('us', 1)", T),
+    ("price IN ('150', 150)", T),
+    ("price IN ('150', 151)", F),
+    ("flag IN ('true')", F),
+    ("flag NOT IN ('true')", T),
     ("sender IN ('shop', 'bank')", T),
     ("receiver IN ('shop')", U),
     ("receiver NOT IN ('shop')", U),
@@ -353,7 +377,7 @@ fn numeric_promotion_and_arithmetic() {
 }
 
 #[test]
-fn type_mismatches_are_unknown() {
+fn type_mismatches_are_false() {
     check(TYPE_MISMATCH);
 }
 
