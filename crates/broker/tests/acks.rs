@@ -142,6 +142,7 @@ async fn subscription_pushes_within_prefetch_and_continues_on_ack() {
             order: Order::Time,
             ack: AckMode::Client,
             prefetch: 3,
+            selector: String::new(),
         })
         .await
         .unwrap();
@@ -194,6 +195,7 @@ async fn auto_ack_subscription_gets_everything_with_client_credit() {
             order: Order::Time,
             ack: AckMode::Auto,
             prefetch: 16,
+            selector: String::new(),
         })
         .await
         .unwrap();
@@ -221,6 +223,7 @@ async fn deleting_a_queue_closes_its_subscriptions() {
             order: Order::Time,
             ack: AckMode::Auto,
             prefetch: 4,
+            selector: String::new(),
         })
         .await
         .unwrap();

@@ -162,6 +162,7 @@ async fn drain(addr: &str) -> Vec<(String, MessageId, String, bool)> {
                 order: Order::Time,
                 ack: AckMode::Auto,
                 prefetch: 1000,
+                selector: String::new(),
             })
             .await
             .expect("subscribe");

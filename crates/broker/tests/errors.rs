@@ -57,6 +57,7 @@ async fn queue_not_found_on_every_queue_operation() {
             order: Order::Time,
             ack: AckMode::Auto,
             prefetch: 1,
+            selector: String::new(),
         })
         .await;
     expect_code(sub.map(|_| ()), ErrorCode::QueueNotFound);
@@ -133,6 +134,7 @@ async fn invalid_argument_for_bad_names_priorities_and_prefetch() {
             order: Order::Time,
             ack: AckMode::Auto,
             prefetch: 0,
+            selector: String::new(),
         })
         .await;
     expect_code(sub.map(|_| ()), ErrorCode::InvalidArgument);
@@ -143,6 +145,41 @@ async fn invalid_argument_for_bad_names_priorities_and_prefetch() {
         .await
         .unwrap();
     assert_eq!(error_of(reply).0, ErrorCode::InvalidArgument);
+}
+
+#[tokio::test]
+async fn invalid_argument_for_a_bad_selector_names_its_position() {
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    c.create_queue("q").await.unwrap();
+    c.send(msg(&["q"], "kept", 5)).await.unwrap();
+    let bad = from_queue("q", Order::Time, ReceiveMode::Take, AckMode::Auto, 0)
+        .with_selector("price > (1 + 2");
+    let m = expect_code(c.receive(bad).await, ErrorCode::InvalidArgument);
+    assert_eq!(
+        m,
+        "invalid selector: expected ')', found end of input at position 14"
+    );
+    let bad = from_queue("q", Order::Time, ReceiveMode::Peek, AckMode::Auto, 5_000)
+        .with_selector("region = 'eu");
+    let m = expect_code(c.receive(bad).await, ErrorCode::InvalidArgument);
+    assert!(m.ends_with("at position 9"), "{m}");
+    let sub = c
+        .subscribe(Subscribe {
+            queue: "q".into(),
+            order: Order::Time,
+            ack: AckMode::Client,
+            prefetch: 1,
+            selector: "a NOT 5".into(),
+        })
+        .await;
+    let m = expect_code(sub.map(|_| ()), ErrorCode::InvalidArgument);
+    assert!(
+        m.starts_with("invalid selector: ") && m.ends_with("at position 6"),
+        "{m}"
+    );
+    // Nothing was taken, and the session goes on.
+    assert_eq!(body(&take(&c, "q").await.unwrap()), "kept");
 }
 
 #[tokio::test]
@@ -264,6 +301,7 @@ async fn limit_exceeded_for_in_flight_and_prefetch() {
             order: Order::Time,
             ack: AckMode::Client,
             prefetch: 11,
+            selector: String::new(),
         })
         .await;
     expect_code(sub.map(|_| ()), ErrorCode::LimitExceeded);
@@ -331,6 +369,7 @@ async fn internal_errors_reach_the_client_with_their_message() {
             mode: ReceiveMode::Take,
             ack: AckMode::Auto,
             wait_ms: 0,
+            selector: String::new(),
         })
         .await,
         ErrorCode::Internal,

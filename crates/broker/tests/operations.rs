@@ -104,6 +104,7 @@ async fn receive_by_sender_across_queues() {
         mode: ReceiveMode::Take,
         ack: AckMode::Auto,
         wait_ms: 0,
+        selector: String::new(),
     };
     let d = reader
         .receive(by_alice(Order::Time))
@@ -328,6 +329,7 @@ async fn long_poll_by_sender_is_woken_too_and_times_out_empty() {
                 mode: ReceiveMode::Take,
                 ack: AckMode::Auto,
                 wait_ms: 20_000,
+                selector: String::new(),
             })
             .await
             .unwrap()

@@ -333,6 +333,7 @@ impl Client {
                 check_str("name", n)?
             }
         }
+        check_str("selector", &req.selector)?;
         let reply = self.call(Request::Receive(req)).await?;
         expect_reply!(reply, Response::Received(d) => d)
     }
@@ -367,6 +368,7 @@ impl Client {
     /// Starts a push subscription; read its deliveries from the returned [`Subscription`].
     pub async fn subscribe(&self, sub: Subscribe) -> Result<Subscription, ClientError> {
         check_str("queue name", &sub.queue)?;
+        check_str("selector", &sub.selector)?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let ack = sub.ack;
         let prefetch = sub.prefetch;

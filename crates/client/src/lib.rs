@@ -14,6 +14,7 @@
 //!         mode: ReceiveMode::Take,
 //!         ack: AckMode::Client,
 //!         wait_ms: 1000,
+//!         selector: String::new(),
 //!     })
 //!     .await?;
 //! if let Some(d) = got {

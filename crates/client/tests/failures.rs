@@ -227,6 +227,18 @@ async fn limits_are_enforced_client_side() {
         .await
         .unwrap_err();
     assert!(matches!(e, ClientError::TooLarge(_)), "{e:?}");
+    // A selector too long for its string field is refused, not cut.
+    let long = ferry_client::Receive {
+        source: ferry_client::Source::Queue("q".into()),
+        order: ferry_client::Order::Time,
+        mode: ferry_client::ReceiveMode::Take,
+        ack: ferry_client::AckMode::Auto,
+        wait_ms: 0,
+        selector: String::new(),
+    }
+    .with_selector("a".repeat(65_536));
+    let e = client.receive(long).await.unwrap_err();
+    assert!(matches!(e, ClientError::TooLarge(_)), "{e:?}");
     let four = vec![OutgoingMessage::new("q", "x"); 4];
     assert!(matches!(
         client.send_batch(four).await,
@@ -414,6 +426,7 @@ async fn a_client_ack_delivery_whose_caller_gave_up_is_handed_back() {
         mode: ferry_client::ReceiveMode::Take,
         ack: ferry_client::AckMode::Client,
         wait_ms: 10_000,
+        selector: String::new(),
     });
     assert!(tokio::time::timeout(Duration::from_millis(50), receive)
         .await

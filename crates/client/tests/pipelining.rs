@@ -137,6 +137,7 @@ async fn a_slow_reply_does_not_hold_up_later_ones() {
             mode: ferry_client::ReceiveMode::Take,
             ack: ferry_client::AckMode::Auto,
             wait_ms: 60_000,
+            selector: String::new(),
         })
         .await
     });

@@ -17,7 +17,9 @@ fn receive_req() -> Receive {
         mode: ReceiveMode::Peek,
         ack: AckMode::Client,
         wait_ms: 250,
+        selector: String::new(),
     }
+    .with_selector("region = 'eu'")
 }
 
 #[tokio::test]
@@ -193,6 +195,7 @@ fn every_future_is_send(c: &Client, sub: &mut ferry_client::Subscription) {
         order: Order::Time,
         ack: AckMode::Auto,
         prefetch: 1,
+        selector: String::new(),
     }));
     send(sub.next());
 }

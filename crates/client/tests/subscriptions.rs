@@ -13,6 +13,7 @@ fn subscribe(queue: &str, ack: AckMode, prefetch: u32) -> Subscribe {
         order: Order::Priority,
         ack,
         prefetch,
+        selector: String::new(),
     }
 }
 

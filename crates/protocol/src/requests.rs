@@ -36,6 +36,34 @@ pub struct Receive {
     pub ack: AckMode,
     /// How long to wait for a message when none is ready, in ms; 0 answers at once.
     pub wait_ms: u32,
+    /// A JMS message selector (`docs/selectors.md`): only messages it is TRUE for are received.
+    /// Empty: every message.
+    pub selector: String,
+}
+
+impl Receive {
+    /// The same receive, restricted to the messages `selector` is TRUE for (empty: all).
+    ///
+    /// ```
+    /// use ferry_protocol::requests::Receive;
+    /// use ferry_protocol::types::{AckMode, Order, ReceiveMode, Source};
+    ///
+    /// let r = Receive {
+    ///     source: Source::Queue("orders".into()),
+    ///     order: Order::Priority,
+    ///     mode: ReceiveMode::Take,
+    ///     ack: AckMode::Client,
+    ///     wait_ms: 0,
+    ///     selector: String::new(),
+    /// }
+    /// .with_selector("region = 'eu'");
+    /// assert_eq!(r.selector, "region = 'eu'");
+    /// ```
+    #[must_use]
+    pub fn with_selector(mut self, selector: impl Into<String>) -> Self {
+        self.selector = selector.into();
+        self
+    }
 }
 
 /// Starts a push subscription on a queue.
@@ -49,6 +77,18 @@ pub struct Subscribe {
     pub ack: AckMode,
     /// Most deliveries pushed and not yet settled (client ack) or credited back (auto ack).
     pub prefetch: u32,
+    /// A JMS message selector (`docs/selectors.md`): only messages it is TRUE for are pushed.
+    /// Empty: every message.
+    pub selector: String,
+}
+
+impl Subscribe {
+    /// The same subscription, restricted to the messages `selector` is TRUE for (empty: all).
+    #[must_use]
+    pub fn with_selector(mut self, selector: impl Into<String>) -> Self {
+        self.selector = selector.into();
+        self
+    }
 }
 
 /// A request, decoded.
@@ -287,6 +327,7 @@ impl Request {
                 });
                 put_ack(out, r.ack);
                 out.put_u32_le(r.wait_ms);
+                put_string(out, &r.selector);
             }
             Request::Ack { ids } => put_u64s(out, ids),
             Request::Nack { ids, requeue } => {
@@ -298,6 +339,7 @@ impl Request {
                 put_order(out, s.order);
                 put_ack(out, s.ack);
                 out.put_u32_le(s.prefetch);
+                put_string(out, &s.selector);
             }
             Request::Credit {
                 subscription,
@@ -369,6 +411,7 @@ impl Request {
                     mode,
                     ack: read_ack(&mut r)?,
                     wait_ms: r.u32()?,
+                    selector: r.string("selector")?,
                 })
             }
             FrameKind::Ack => Request::Ack {
@@ -384,6 +427,7 @@ impl Request {
                 order: read_order(&mut r)?,
                 ack: read_ack(&mut r)?,
                 prefetch: r.u32()?,
+                selector: r.string("selector")?,
             }),
             FrameKind::Credit => Request::Credit {
                 subscription: r.u64()?,

@@ -48,12 +48,13 @@ const REQUESTS: &[(&str, &str)] = &[
            00 00 00 00",
     ),
     (
-        "Receive queue 'q', priority order, take, client ack, wait 1000 ms",
-        "11 00 00 00 | 30 00 | 07 00 00 00 || 00 | 01 00 71 | 00 | 00 | 01 | e8 03 00 00",
+        "Receive queue 'q', priority order, take, client ack, wait 1000 ms, no selector",
+        "13 00 00 00 | 30 00 | 07 00 00 00 || 00 | 01 00 71 | 00 | 00 | 01 | e8 03 00 00 | 00 00",
     ),
     (
-        "Receive sender 's', time order, peek, auto ack, no wait",
-        "11 00 00 00 | 30 00 | 07 00 00 00 || 01 | 01 00 73 | 01 | 01 | 00 | 00 00 00 00",
+        "Receive sender 's', time order, peek, auto ack, no wait, selector 'a=1'",
+        "16 00 00 00 | 30 00 | 07 00 00 00 ||
+         01 | 01 00 73 | 01 | 01 | 00 | 00 00 00 00 | 03 00 61 3d 31",
     ),
     (
         "Ack [1, 256]",
@@ -66,8 +67,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ),
     ("WaitingQueues", "06 00 00 00 | 33 00 | 07 00 00 00"),
     (
-        "Subscribe 'q', time order, auto ack, prefetch 100",
-        "0f 00 00 00 | 40 00 | 07 00 00 00 || 01 00 71 | 01 | 00 | 64 00 00 00",
+        "Subscribe 'q', time order, auto ack, prefetch 100, selector 'a=1'",
+        "14 00 00 00 | 40 00 | 07 00 00 00 || 01 00 71 | 01 | 00 | 64 00 00 00 | 03 00 61 3d 31",
     ),
     (
         "Credit subscription 2 +50",

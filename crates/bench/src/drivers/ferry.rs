@@ -151,6 +151,7 @@ impl Connection for FerryConnection {
                 mode: ferry_client::protocol::ReceiveMode::Take,
                 ack: AckMode::Auto,
                 wait_ms: 0,
+                selector: String::new(),
             })
             .await
             .map_err(error)?;
@@ -174,6 +175,7 @@ impl Connection for FerryConnection {
                 order: Order::Priority,
                 ack: AckMode::Client,
                 prefetch,
+                selector: String::new(),
             })
             .await
             .map_err(error)?;

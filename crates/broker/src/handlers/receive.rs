@@ -25,6 +25,16 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
     if let Err(e) = validate::name(what, name, &shared.limits) {
         return Response::Error(e);
     }
+    match validate::selector(&r.selector) {
+        Ok(None) => {}
+        Ok(Some(_)) => {
+            return Response::error(
+                ErrorCode::InvalidArgument,
+                "selectors on queues are not supported yet",
+            )
+        }
+        Err(e) => return Response::Error(e),
+    }
     let leases = r.mode == ReceiveMode::Take && r.ack == AckMode::Client;
     if leases && session.in_flight() >= shared.limits.max_in_flight_per_session as usize {
         return Response::error(

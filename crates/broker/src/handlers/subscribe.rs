@@ -40,6 +40,16 @@ async fn check(shared: &Shared, sub: &Subscribe) -> Option<Response> {
     if let Err(e) = validate::name("queue", &sub.queue, &shared.limits) {
         return fail(Response::Error(e));
     }
+    match validate::selector(&sub.selector) {
+        Ok(None) => {}
+        Ok(Some(_)) => {
+            return fail(Response::error(
+                ErrorCode::InvalidArgument,
+                "selectors on queues are not supported yet",
+            ))
+        }
+        Err(e) => return fail(Response::Error(e)),
+    }
     if sub.prefetch == 0 {
         return fail(Response::error(
             ErrorCode::InvalidArgument,

@@ -1,9 +1,11 @@
 //! Checks of names, sizes and counts against the limits, before anything reaches the store.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use ferry_protocol::limits::is_valid_name;
 use ferry_protocol::{ErrorCode, ErrorReply, Limits, OutgoingMessage, MAX_PRIORITY, MIN_PRIORITY};
+use ferry_selector::Selector;
 
 /// Checks a client or queue name; `what` is "queue", "client", ...
 pub fn name(what: &str, name: &str, limits: &Limits) -> Result<(), ErrorReply> {
@@ -18,6 +20,23 @@ pub fn name(what: &str, name: &str, limits: &Limits) -> Result<(), ErrorReply> {
             limits.max_name_len
         ),
     ))
+}
+
+/// Parses a receive's or subscription's selector, once: `None` when there is none (empty text,
+/// or a selector that selects every message, such as white space). A selector that does not
+/// parse is `InvalidArgument` naming the byte position of the problem.
+pub fn selector(text: &str) -> Result<Option<Arc<Selector>>, ErrorReply> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match Selector::parse(text) {
+        Ok(s) if s.selects_all() => Ok(None),
+        Ok(s) => Ok(Some(Arc::new(s))),
+        Err(e) => Err(ErrorReply::new(
+            ErrorCode::InvalidArgument,
+            format!("invalid selector: {e}"),
+        )),
+    }
 }
 
 /// Checks one outgoing message.

@@ -14,6 +14,7 @@ pub fn from_queue(q: &str, order: Order, mode: ReceiveMode, ack: AckMode, wait_m
         mode,
         ack,
         wait_ms,
+        selector: String::new(),
     }
 }
 

@@ -80,6 +80,7 @@ pub async fn run(args: RecvArgs) -> Result<()> {
         },
         ack: AckMode::Client,
         wait_ms,
+        selector: String::new(),
     };
     let client = args.conn.connect().await?;
     let result = receive_loop(&client, request, args.count, args.json).await;

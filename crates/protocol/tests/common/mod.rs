@@ -151,6 +151,7 @@ pub fn pinned_requests() -> Vec<Request> {
             mode: ReceiveMode::Take,
             ack: AckMode::Client,
             wait_ms: 1000,
+            selector: String::new(),
         }),
         Request::Receive(Receive {
             source: Source::Sender("s".into()),
@@ -158,6 +159,7 @@ pub fn pinned_requests() -> Vec<Request> {
             mode: ReceiveMode::Peek,
             ack: AckMode::Auto,
             wait_ms: 0,
+            selector: "a=1".into(),
         }),
         Request::Ack {
             ids: vec![1, 0x100],
@@ -172,6 +174,7 @@ pub fn pinned_requests() -> Vec<Request> {
             order: Order::Time,
             ack: AckMode::Auto,
             prefetch: 100,
+            selector: "a=1".into(),
         }),
         Request::Credit {
             subscription: 2,
@@ -251,6 +254,15 @@ pub fn all_requests() -> Vec<Request> {
             order: Order::Priority,
             ack: AckMode::Client,
             prefetch: u32::MAX,
+            selector: String::new(),
+        }),
+        Request::Receive(Receive {
+            source: Source::Queue("q".into()),
+            order: Order::Time,
+            mode: ReceiveMode::Take,
+            ack: AckMode::Client,
+            wait_ms: u32::MAX,
+            selector: "région = 'é' AND price BETWEEN 1 AND 2".into(),
         }),
     ]);
     v
@@ -367,6 +379,11 @@ pub fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
         )
 }
 
+/// Selector text: empty (no selector) or any string, the protocol does not parse it.
+fn selector() -> impl Strategy<Value = String> {
+    prop_oneof![Just(String::new()), any::<String>()]
+}
+
 fn order() -> impl Strategy<Value = Order> {
     prop_oneof![Just(Order::Priority), Just(Order::Time)]
 }
@@ -402,27 +419,32 @@ pub fn request() -> impl Strategy<Value = Request> {
             prop_oneof![Just(ReceiveMode::Take), Just(ReceiveMode::Peek)],
             ack_mode(),
             any::<u32>(),
+            selector(),
         )
-            .prop_map(|(source, order, mode, ack, wait_ms)| {
+            .prop_map(|(source, order, mode, ack, wait_ms, selector)| {
                 Request::Receive(Receive {
                     source,
                     order,
                     mode,
                     ack,
                     wait_ms,
+                    selector,
                 })
             }),
         ids().prop_map(|ids| Request::Ack { ids }),
         (ids(), any::<bool>()).prop_map(|(ids, requeue)| Request::Nack { ids, requeue }),
         Just(Request::WaitingQueues),
-        (name(), order(), ack_mode(), any::<u32>()).prop_map(|(queue, order, ack, prefetch)| {
-            Request::Subscribe(Subscribe {
-                queue,
-                order,
-                ack,
-                prefetch,
-            })
-        }),
+        (name(), order(), ack_mode(), any::<u32>(), selector()).prop_map(
+            |(queue, order, ack, prefetch, selector)| {
+                Request::Subscribe(Subscribe {
+                    queue,
+                    order,
+                    ack,
+                    prefetch,
+                    selector,
+                })
+            }
+        ),
         (any::<u64>(), any::<u32>()).prop_map(|(subscription, credit)| Request::Credit {
             subscription,
             credit,
