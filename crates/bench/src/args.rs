@@ -1,10 +1,11 @@
 //! Flags every workload shares, and parsing of durations (`10s`, `500ms`, `2m`) and of
 //! `--window`.
 //!
-//! `--window` has two spellings because `ferry bench throughput` used it for requests in flight
-//! before the harness had per-interval traces: a value with a time unit (`1s`, `500ms`) is the
-//! trace window; a bare integer keeps its old meaning, requests in flight per producer (now
-//! also `--in-flight`). Neither spelling changes meaning silently.
+//! `--window` is the per-interval trace window and takes a duration with a unit (`1s`,
+//! `500ms`). `ferry bench throughput` once used `--window N` for requests in flight (now
+//! `--in-flight N`); a bare integer is refused with a message naming `--in-flight` rather than
+//! read as a number of seconds or milliseconds, so an old command line never changes meaning
+//! silently.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,10 +31,10 @@ pub struct CommonArgs {
     /// Load after measuring, not counted (keeps the end of the run out of the figures).
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     pub cooldown: Duration,
-    /// Per-interval trace window with a unit (e.g. 1s, 500ms; default 1s). For throughput, a
-    /// bare integer is the older spelling of --in-flight.
-    #[arg(long, value_name = "WINDOW", value_parser = parse_window, action = clap::ArgAction::Append)]
-    pub window: Vec<WindowArg>,
+    /// Per-interval trace window, with a unit (e.g. 1s, 500ms). Requests in flight are
+    /// --in-flight N (throughput).
+    #[arg(long, value_name = "DURATION", value_parser = parse_window, default_value = "1s")]
+    pub window: Duration,
     /// What to measure: ferry, nats, amqp (RabbitMQ) or postgres; peers are expected where
     /// `scripts/peers up` starts them unless their URL option says otherwise.
     #[arg(long, value_enum, default_value_t = TargetArg::Ferry)]
@@ -54,6 +55,11 @@ pub struct CommonArgs {
     /// PostgreSQL URL (target postgres).
     #[arg(long, value_name = "URL", env = "FERRY_POSTGRES_URL", default_value = postgres::DEFAULT_URL)]
     pub postgres_url: String,
+    /// Most PostgreSQL sessions the clients share (target postgres), like a middleware's
+    /// connection pool: up to N clients have a session each, more take turns on them
+    /// (statements pipeline); consumers have their own.
+    #[arg(long, value_name = "N", default_value_t = postgres::DEFAULT_SESSIONS, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..=10_000), |n| n as usize))]
+    pub postgres_sessions: usize,
     /// Base client name for the bench's connections; default: a unique ferry-bench-<pid>-<random>.
     #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
     pub name: Option<String>,
@@ -63,27 +69,19 @@ pub struct CommonArgs {
     /// Also write the per-window series as CSV to this file.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// No live progress line on standard error (it is drawn only when standard error is a
+    /// terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Where `compare` is (e.g. "round 2/3"), for the progress line. Not a flag.
+    #[arg(skip)]
+    pub progress_round: Option<String>,
 }
 
 impl CommonArgs {
-    /// The trace window: the last `--window` with a unit, or 1 s.
+    /// The trace window (`--window`, default 1 s).
     pub fn trace_window(&self) -> Duration {
         self.window
-            .iter()
-            .rev()
-            .find_map(|w| match w {
-                WindowArg::Trace(d) if !d.is_zero() => Some(*d),
-                _ => None,
-            })
-            .unwrap_or(Duration::from_secs(1))
-    }
-
-    /// A bare-integer `--window` (the older spelling of `--in-flight`), if given.
-    pub fn legacy_in_flight(&self) -> Option<u32> {
-        self.window.iter().rev().find_map(|w| match w {
-            WindowArg::InFlight(n) => Some(*n),
-            WindowArg::Trace(_) => None,
-        })
     }
 
     /// Where each target is, from the flags.
@@ -97,6 +95,7 @@ impl CommonArgs {
             },
             amqp_url: self.amqp_url.clone(),
             postgres_url: self.postgres_url.clone(),
+            postgres_sessions: self.postgres_sessions,
         }
     }
 
@@ -143,28 +142,21 @@ impl From<TargetArg> for Target {
     }
 }
 
-/// One `--window` value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WindowArg {
-    /// A trace window (`1s`).
-    Trace(Duration),
-    /// Requests in flight (`16`), the throughput workload's older spelling.
-    InFlight(u32),
-}
-
-/// Parses `--window`: a bare integer is a count of requests in flight, anything else a duration.
-pub fn parse_window(s: &str) -> Result<WindowArg> {
+/// Parses `--window`: a positive duration with a unit. A bare number is refused, naming
+/// `--in-flight`, because `--window N` once meant N requests in flight.
+pub fn parse_window(s: &str) -> Result<Duration> {
     let s = s.trim();
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-        let n: u32 = s
-            .parse()
-            .map_err(|_| anyhow::anyhow!("'{s}' is too large"))?;
-        if n == 0 {
-            bail!("requests in flight must be at least 1 (for a trace window give a unit: 1s)");
-        }
-        return Ok(WindowArg::InFlight(n));
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        bail!(
+            "the trace window needs a unit (e.g. --window {s}s or --window {s}ms); \
+             for requests in flight use --in-flight {s}"
+        );
     }
-    Ok(WindowArg::Trace(parse_duration(s)?))
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(1) {
+        bail!("the trace window must be at least 1ms");
+    }
+    Ok(d)
 }
 
 /// Parses `10s`, `1.5s`, `500ms`, `2m`, `1h` or a bare number of seconds.
@@ -209,15 +201,13 @@ mod tests {
 
     #[test]
     fn windows() {
-        assert_eq!(parse_window("16").unwrap(), WindowArg::InFlight(16));
-        assert_eq!(
-            parse_window("1s").unwrap(),
-            WindowArg::Trace(Duration::from_secs(1))
-        );
-        assert_eq!(
-            parse_window("250ms").unwrap(),
-            WindowArg::Trace(Duration::from_millis(250))
-        );
+        assert_eq!(parse_window("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_window("250ms").unwrap(), Duration::from_millis(250));
+        let bare = parse_window("16").unwrap_err().to_string();
+        assert!(bare.contains("--in-flight 16"), "{bare}");
+        assert!(bare.contains("--window 16s"), "{bare}");
+        assert!(parse_window("1.5").is_err());
+        assert!(parse_window("0s").is_err());
         assert!(parse_window("0").is_err());
         assert!(parse_window("fast").is_err());
     }

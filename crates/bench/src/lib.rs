@@ -8,6 +8,7 @@
 //!   `--target`, `--json`, `--csv`) and duration parsing;
 //! - [`drivers`]: the `Driver` trait, target selection, the `ferry` driver;
 //! - [`payload`]: the bench message body (send timestamp and run id up front);
+//! - [`progress`]: the live progress line on standard error while a workload runs;
 //! - [`stats`]: latency histograms, sample statistics with t-distribution confidence
 //!   intervals, coordinated-omission correction, per-window series;
 //! - [`workloads`]: `throughput`, `latency`, `ftab` and `compare`;
@@ -17,6 +18,7 @@
 pub mod args;
 pub mod drivers;
 pub mod payload;
+pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod workloads;

@@ -106,12 +106,13 @@ mod tests {
             "ferry recv --from alice",
             "ferry waiting",
             "ferry shell",
-            "ferry bench throughput --producers 2 --consumers 2 --size 128 --queues 2 --window 8 --batch 4 --duration 2s --persistent true --json /tmp/r.json",
+            "ferry bench throughput --producers 2 --consumers 2 --size 128 --queues 2 --in-flight 8 --batch 4 --duration 2s --persistent true --json /tmp/r.json",
             "ferry bench throughput --messages 1000",
             "ferry bench throughput --in-flight 16 --batch 64 --max-backlog 20000 --window 1s --cooldown 1s --csv /tmp/w.csv",
-            "ferry bench throughput --size 128 --window 16 --batch 64 --prefetch 4000 --max-backlog 20000 --duration 10s",
-            "ferry bench throughput --target ferry --server 127.0.0.1:6731 --window 16 --window 500ms",
+            "ferry bench throughput --size 128 --in-flight 16 --batch 64 --prefetch 4000 --max-backlog 20000 --duration 10s",
+            "ferry bench throughput --target ferry --server 127.0.0.1:6731 --in-flight 16 --window 500ms --quiet",
             "ferry bench latency --rate 5000 --duration 5s --warmup 1s --cooldown 1s --window 1s --json /tmp/l.json",
+            "ferry bench compare ftab --targets ferry,postgres --alice 50 --bob 50 --window 2s -q",
         ] {
             let args = line.split(' ');
             if let Err(e) = Cli::try_parse_from(args) {
@@ -133,6 +134,8 @@ mod tests {
             "ferry bench throughput --duration 2s --messages 5",
             "ferry bench throughput --size 8",
             "ferry bench throughput --window fast",
+            "ferry bench throughput --window 16",
+            "ferry bench latency --window 0s",
             "ferry bench throughput --target kafka",
         ] {
             assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");

@@ -9,6 +9,14 @@
 //! [`consumer`]) poll with the same statement taking up to a batch of rows in a transaction
 //! that commits once every row of it is acknowledged: that commit is the acknowledgement.
 //!
+//! Sessions: the clients of a run share at most `--postgres-sessions` database sessions
+//! (default [`DEFAULT_SESSIONS`]), as the clients of the FTaB report shared the middleware's
+//! connection pool: up to that many clients have a session each, further clients take turns on
+//! them (tokio-postgres pipelines their statements; PostgreSQL runs a session's statements one
+//! after another). PostgreSQL refuses sessions beyond its `max_connections` (100 by default), so
+//! a mix of 100 clients could not run one session per client. Statements are prepared once per
+//! session. Consumers keep a session of their own (their takes are transactions).
+//!
 //! Durability: every statement commits on its own with the server's `fsync = on` and
 //! `synchronous_commit = on` (as `scripts/peers up` starts it): a send returns once its commit
 //! record is fsynced to the WAL (PostgreSQL groups concurrent commits into one flush).
@@ -17,6 +25,9 @@
 //! (`receiver`), priorities and the "which queues hold messages for me" query.
 
 pub mod consumer;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls, Row, Statement};
@@ -30,6 +41,8 @@ use super::{
 pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5433/ferrybench";
 /// The queue table.
 pub const TABLE: &str = "ferry_bench_queue";
+/// Sessions the clients share at most, by default.
+pub const DEFAULT_SESSIONS: usize = 32;
 /// Priority of a message sent without one (the middle of 1-10).
 const DEFAULT_PRIORITY: i16 = 5;
 
@@ -61,20 +74,110 @@ fn take_one_sql(column: &str, order: &str) -> String {
 }
 
 /// A PostgreSQL database at one URL.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PostgresDriver {
     url: String,
+    max_sessions: usize,
+    sessions: Mutex<Sessions>,
+}
+
+/// The sessions a driver's clients share.
+#[derive(Debug, Default)]
+struct Sessions {
+    open: Vec<Arc<Session>>,
+    next: usize,
 }
 
 impl PostgresDriver {
-    /// A driver for the database at `url` (`postgres://USER@HOST:PORT/DB`).
-    pub fn new(url: String) -> Self {
-        PostgresDriver { url }
+    /// A driver for the database at `url` (`postgres://USER@HOST:PORT/DB`) whose clients
+    /// share at most `max_sessions` sessions.
+    pub fn new(url: String, max_sessions: usize) -> Self {
+        PostgresDriver {
+            url,
+            max_sessions: max_sessions.max(1),
+            sessions: Mutex::new(Sessions::default()),
+        }
+    }
+
+    /// A session for one more client: a new one while fewer than the maximum are open, else
+    /// the open ones in turn.
+    async fn session(&self) -> Result<Arc<Session>, DriverError> {
+        {
+            let mut s = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.open.len() >= self.max_sessions {
+                let i = s.next % s.open.len();
+                s.next += 1;
+                return Ok(s.open[i].clone());
+            }
+        }
+        let session = Arc::new(Session {
+            client: open_client(&self.url).await?,
+            statements: Mutex::new(HashMap::new()),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .open
+            .push(session.clone());
+        Ok(session)
     }
 }
 
-fn err(what: &str, e: impl std::fmt::Display) -> DriverError {
-    DriverError::failed("postgres", what, e)
+/// One database session and its prepared statements.
+#[derive(Debug)]
+struct Session {
+    client: Client,
+    statements: Mutex<HashMap<String, Statement>>,
+}
+
+impl Session {
+    /// `sql`, prepared on this session once.
+    async fn prepared(&self, sql: &str) -> Result<Statement, DriverError> {
+        let cached = self
+            .statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sql)
+            .cloned();
+        if let Some(s) = cached {
+            return Ok(s);
+        }
+        let s = self
+            .client
+            .prepare(sql)
+            .await
+            .map_err(|e| err("prepare", e))?;
+        self.statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+}
+
+fn err(what: &str, e: tokio_postgres::Error) -> DriverError {
+    DriverError::failed("postgres", what, describe(&e))
+}
+
+/// A `tokio-postgres` error in one line: the server's own message for database errors (the
+/// error's `Display` is only "db error"), the error itself otherwise.
+pub fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// A hint for a refused connection: PostgreSQL's connection limit is the usual cause with many
+/// bench clients, each of which is one connection (consumers one more).
+fn connect_hint(e: &tokio_postgres::Error) -> &'static str {
+    match e.code() {
+        Some(c) if *c == tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS => {
+            "every bench client is one PostgreSQL connection: raise the server's max_connections \
+             or run fewer clients"
+        }
+        _ => "is 'scripts/peers up' running?",
+    }
 }
 
 /// Opens a client on `url`; its connection runs on a task of its own until the client drops.
@@ -84,7 +187,9 @@ pub async fn open_client(url: &str) -> Result<Client, DriverError> {
             .await
             .map_err(|e| DriverError {
                 message: format!(
-                    "cannot connect to PostgreSQL at {url}: {e} (is 'scripts/peers up' running?)"
+                    "cannot connect to PostgreSQL at {url}: {} ({})",
+                    describe(&e),
+                    connect_hint(&e)
                 ),
                 fatal: true,
             })?;
@@ -116,35 +221,20 @@ impl Driver for PostgresDriver {
     }
 
     async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
-        let client = open_client(&self.url).await?;
         Ok(Box::new(PostgresConnection {
-            client,
+            session: self.session().await?,
             url: self.url.clone(),
             name: client_name.to_string(),
-            insert: tokio::sync::OnceCell::new(),
         }))
     }
 }
 
-/// One database session; concurrent statements pipeline on it.
+/// One bench client: a name on a (possibly shared) session; concurrent statements pipeline on
+/// the session.
 struct PostgresConnection {
-    client: Client,
+    session: Arc<Session>,
     url: String,
     name: String,
-    insert: tokio::sync::OnceCell<Statement>,
-}
-
-impl PostgresConnection {
-    async fn insert(&self) -> Result<&Statement, DriverError> {
-        self.insert
-            .get_or_try_init(|| async {
-                self.client
-                    .prepare(INSERT)
-                    .await
-                    .map_err(|e| err("prepare insert", e))
-            })
-            .await
-    }
 }
 
 fn received(row: &Row) -> Received {
@@ -170,11 +260,13 @@ impl Connection for PostgresConnection {
         // Queues are values in one table: only the table needs to exist. The advisory lock
         // keeps concurrent set-ups from racing on CREATE.
         let sql = format!("BEGIN; SELECT pg_advisory_xact_lock(7256); {SCHEMA} COMMIT;");
-        self.client
+        self.session
+            .client
             .batch_execute(&sql)
             .await
             .map_err(|e| err("create the queue table", e))?;
         let fsync: String = self
+            .session
             .client
             .query_one("SHOW fsync", &[])
             .await
@@ -212,9 +304,10 @@ impl Connection for PostgresConnection {
                 bodies.push(m.body.as_ref());
             }
         }
-        let insert = self.insert().await?;
-        self.client
-            .execute(insert, &[&queues, &prios, &receivers, &bodies, &self.name])
+        let insert = self.session.prepared(INSERT).await?;
+        self.session
+            .client
+            .execute(&insert, &[&queues, &prios, &receivers, &bodies, &self.name])
             .await
             .map_err(|e| err("insert", e))?;
         Ok(msgs.iter().map(|_| Ok(())).collect())
@@ -230,21 +323,27 @@ impl Connection for PostgresConnection {
             From::Queue(q) => ("queue", q),
             From::Sender(s) => ("sender", s),
         };
+        let take = self.session.prepared(&take_one_sql(column, order)).await?;
         let row = self
+            .session
             .client
-            .query_opt(&take_one_sql(column, order), &[key, &self.name])
+            .query_opt(&take, &[key, &self.name])
             .await
             .map_err(|e| err("take", e))?;
         Ok(row.as_ref().map(received))
     }
 
     async fn waiting_queues(&self) -> Result<Vec<String>, DriverError> {
+        let query = self
+            .session
+            .prepared(&format!(
+                "SELECT DISTINCT queue FROM {TABLE} WHERE receiver = $1 ORDER BY queue"
+            ))
+            .await?;
         let rows = self
+            .session
             .client
-            .query(
-                &format!("SELECT DISTINCT queue FROM {TABLE} WHERE receiver = $1 ORDER BY queue"),
-                &[&self.name],
-            )
+            .query(&query, &[&self.name])
             .await
             .map_err(|e| err("queue query", e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())

@@ -49,6 +49,8 @@ pub struct TargetOptions {
     pub amqp_url: String,
     /// PostgreSQL connection URL.
     pub postgres_url: String,
+    /// Most PostgreSQL sessions the bench clients share (consumers have their own).
+    pub postgres_sessions: usize,
 }
 
 impl Default for TargetOptions {
@@ -59,6 +61,7 @@ impl Default for TargetOptions {
             nats_mode: NatsMode::JetStream,
             amqp_url: amqp::DEFAULT_URL.to_string(),
             postgres_url: postgres::DEFAULT_URL.to_string(),
+            postgres_sessions: postgres::DEFAULT_SESSIONS,
         }
     }
 }
@@ -69,7 +72,10 @@ pub fn open(target: Target, options: &TargetOptions) -> Result<Arc<dyn Driver>> 
         Target::Ferry => Arc::new(FerryDriver::new(options.ferry_server.clone())),
         Target::Nats => Arc::new(NatsDriver::new(options.nats_url.clone(), options.nats_mode)),
         Target::Amqp => Arc::new(AmqpDriver::new(options.amqp_url.clone())),
-        Target::Postgres => Arc::new(PostgresDriver::new(options.postgres_url.clone())),
+        Target::Postgres => Arc::new(PostgresDriver::new(
+            options.postgres_url.clone(),
+            options.postgres_sessions,
+        )),
     })
 }
 

@@ -1,7 +1,9 @@
 //! A consumer: one connection with a client-ack subscription per assigned queue, one task per
 //! subscription. Each delivery of this run is counted, its end-to-end latency (from the stamp
 //! in the body to now) recorded, and it is acknowledged through the driver, which batches the
-//! acknowledgements.
+//! acknowledgements. Whether a delivery counts as measured is [`Shared::counts`]: received
+//! during the measurement, or, in the open-loop workload, stamped with an intended send time
+//! inside it (as its sender counted it).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::run::{Shared, WindowLatency, MEASURE};
+use super::run::{Shared, WindowLatency};
 use crate::drivers::{Connection, Consumer};
 use crate::payload;
 use crate::stats::histogram::clamp_micros;
@@ -88,7 +90,7 @@ async fn take_deliveries(
                 if shared.window_latency == WindowLatency::EndToEnd {
                     shared.windows.latency(at, latency, 1);
                 }
-                if shared.phase() == MEASURE {
+                if shared.counts(stamp) {
                     shared.received_measured.fetch_add(1, Ordering::Relaxed);
                     hist.saturating_record(latency);
                 }

@@ -2,6 +2,7 @@
 //! the per-window series, and the first error seen. Latency histograms are kept per task and
 //! merged at the end, so recording takes no lock.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -58,6 +59,10 @@ pub struct Shared {
     pub last_received_at: AtomicU64,
     /// Messages left to send in message-count mode (`u64::MAX` otherwise).
     pub to_send: AtomicU64,
+    /// Open loop (latency workload): the body stamps (wall-clock µs of the intended send time)
+    /// that count as measured, for senders and consumers alike, so that both count the same
+    /// messages. `None`: what completes during the measured phase counts.
+    pub measured_stamps: Option<Range<u64>>,
     first_error: Mutex<Option<String>>,
 }
 
@@ -88,7 +93,23 @@ impl Shared {
             last_sent_at: AtomicU64::new(0),
             last_received_at: AtomicU64::new(0),
             to_send: AtomicU64::new(to_send.unwrap_or(u64::MAX)),
+            measured_stamps: None,
             first_error: Mutex::new(None),
+        }
+    }
+
+    /// The same run, counting messages by their body stamp: those stamped in `stamps` are
+    /// measured, whenever they complete (see [`Shared::measured_stamps`]).
+    pub fn counting_stamps(mut self, stamps: Range<u64>) -> Self {
+        self.measured_stamps = Some(stamps);
+        self
+    }
+
+    /// Whether a message stamped `stamp` that completes now counts as measured.
+    pub fn counts(&self, stamp: u64) -> bool {
+        match &self.measured_stamps {
+            Some(r) => r.contains(&stamp),
+            None => self.phase() == MEASURE,
         }
     }
 
@@ -195,6 +216,23 @@ mod tests {
         assert_eq!(s.claim(10), 10);
         s.set_phase(STOP);
         assert_eq!(s.claim(10), 0);
+    }
+
+    #[test]
+    fn counting_by_phase_or_by_stamp() {
+        let s = shared(WARMUP, None);
+        assert!(!s.counts(5));
+        s.set_phase(MEASURE);
+        assert!(s.counts(5));
+        // By stamp, the phase does not matter: a message due in the measurement and received
+        // after it counts, one due in the warm-up and received during it does not.
+        let s = shared(MEASURE, None).counting_stamps(100..200);
+        assert!(!s.counts(99));
+        assert!(s.counts(100));
+        assert!(s.counts(199));
+        assert!(!s.counts(200));
+        s.set_phase(COOLDOWN);
+        assert!(s.counts(150));
     }
 
     #[test]

@@ -160,6 +160,9 @@ async fn latency_runs_and_reports() {
     // Open loop: about rate x duration sends are due in the measurement, all counted.
     let sent = r["sent"].as_u64().unwrap();
     assert!(sent > 0 && sent <= 1001, "{sent}");
+    // Consumers count the same messages as the senders (by intended send time), not those that
+    // happen to arrive while the measurement lasts: every counted send is received, no other.
+    assert_eq!(r["received"].as_u64().unwrap(), sent, "{r:#}");
     server.shutdown().await;
 }
 

@@ -102,6 +102,7 @@ pub async fn measure(args: &CompareArgs, launcher: &dyn BrokerLauncher) -> Resul
         None
     };
     let outcome = rounds(args.rounds, &targets, &mut workload).await;
+    workload.common_mut().progress_round = None;
     if let Some(b) = own {
         b.stop().await;
     }
@@ -147,12 +148,16 @@ async fn rounds(n: u32, targets: &[TargetArg], workload: &mut CompareWorkload) -
         let mut results = BTreeMap::new();
         for &t in &order {
             let name = Target::from(t).name();
-            eprintln!(
-                "ferry: round {}/{n}: {} on {name}",
-                round + 1,
-                workload.name()
-            );
-            workload.common_mut().target = t;
+            if !workload.common().quiet {
+                eprintln!(
+                    "ferry: round {}/{n}: {} on {name}",
+                    round + 1,
+                    workload.name()
+                );
+            }
+            let common = workload.common_mut();
+            common.target = t;
+            common.progress_round = Some(format!("round {}/{n}", round + 1));
             let report = match &*workload {
                 CompareWorkload::Throughput(a) => throughput::measure(a).await?,
                 CompareWorkload::Latency(a) => latency::measure(a).await?,

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 pub use args::FtabArgs;
 
 use crate::drivers::Connection;
+use crate::progress::{Progress, ProgressPlan};
 use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::WindowSeries;
@@ -78,6 +79,10 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         .ensure_queues(&all_queues)
         .await
         .map_err(|e| anyhow::anyhow!(e.message))?;
+    // The set-up connection is not needed while the clients run: close it now, so that the
+    // run holds exactly one connection per client (PostgreSQL's max_connections counts them).
+    admin.close().await;
+    drop(admin);
 
     let name = |a: Archetype, i: u32| format!("{base}-{}-{i}", a.name());
     let run_id: u64 = rand::random();
@@ -116,6 +121,11 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         WindowLatency::SendToAck,
     ));
     let op_series = Arc::new(OpSeries::new(make_series));
+    let progress = Progress::start(
+        shared.clone(),
+        ProgressPlan::of("ftab", driver.name(), common),
+        common.quiet,
+    );
     let mut tasks: Vec<(Arc<dyn Connection>, ClientTask)> = Vec::new();
     for (a, i, n, conn) in conns {
         let client = Client {
@@ -164,7 +174,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         }
         conn.close().await;
     }
-    admin.close().await;
+    progress.finish();
     let hists = ops::merge(hists);
 
     let (operations, curves) = op_series.results(&hists, secs, measure_start, measure_end);

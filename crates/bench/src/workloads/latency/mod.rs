@@ -20,6 +20,7 @@ use tokio::sync::watch;
 pub use args::LatencyArgs;
 
 use crate::payload;
+use crate::progress::{Progress, ProgressPlan};
 use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::omission::Schedule;
 use crate::stats::windows::measured_stats;
@@ -50,9 +51,6 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         bail!("--rate must be a positive number of messages per second");
     }
     let common = &args.common;
-    if common.legacy_in_flight().is_some() {
-        bail!("--window takes a duration with a unit here (e.g. 1s, 500ms)");
-    }
     let driver = setup::driver(common)?;
     let base = common.client_name();
     let admin = setup::connect(driver.as_ref(), &format!("{base}-admin")).await?;
@@ -82,14 +80,29 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
     } else {
         WindowLatency::SendToAck
     };
-    let shared = Arc::new(Shared::new(
-        rand::random(),
-        started,
-        WARMUP,
-        None,
-        windows,
-        window_latency,
-    ));
+    // Wall-clock µs of an instant, as bodies are stamped: sends and receipts count when the
+    // stamp (the intended send time) falls in the measurement.
+    let wall_now = payload::now_micros();
+    let now = Instant::now();
+    let wall = |at: Instant| {
+        wall_now + u64::try_from(at.saturating_duration_since(now).as_micros()).unwrap_or(0)
+    };
+    let shared = Arc::new(
+        Shared::new(
+            rand::random(),
+            started,
+            WARMUP,
+            None,
+            windows,
+            window_latency,
+        )
+        .counting_stamps(wall(measure_start)..wall(measure_end)),
+    );
+    let progress = Progress::start(
+        shared.clone(),
+        ProgressPlan::of("latency", driver.name(), common),
+        common.quiet,
+    );
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut consumers = Vec::new();
     for (i, conn) in consumer_conns.into_iter().enumerate() {
@@ -100,8 +113,6 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
     let per_sender = args.rate / f64::from(args.producers);
     // Senders are staggered across one interval so that their sends interleave.
     let interval = Duration::from_secs_f64(1.0 / per_sender);
-    let wall_now = payload::now_micros();
-    let now = Instant::now();
     let queues = Arc::new(queues);
     let mut senders = Vec::new();
     for (i, conn) in sender_conns.into_iter().enumerate() {
@@ -109,9 +120,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         let cfg = sender::SenderConfig {
             index: i as u32,
             schedule: Schedule::at_rate(start, per_sender),
-            wall_start_micros: wall_now
-                + u64::try_from(start.saturating_duration_since(now).as_micros()).unwrap_or(0),
-            measure: (measure_start, measure_end),
+            wall_start_micros: wall(start),
             end,
             size: args.size as usize,
             queues: queues.clone(),
@@ -149,6 +158,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
             Err(e) => shared.note_error(format!("consumer failed: {e}")),
         }
     }
+    progress.finish();
     admin.close().await;
 
     let secs = common.duration.as_secs_f64();

@@ -32,8 +32,6 @@ pub struct SenderConfig {
     pub schedule: Schedule,
     /// Wall-clock µs at `schedule.start`, to stamp bodies with intended times.
     pub wall_start_micros: u64,
-    /// Requests due in `[measure_start, measure_end)` are counted.
-    pub measure: (Instant, Instant),
     /// Requests due from here on are not sent.
     pub end: Instant,
     /// Body size.
@@ -134,9 +132,10 @@ async fn send_one(
             if shared.window_latency == WindowLatency::SendToAck {
                 shared.windows.latency(done, corrected, 1);
             }
-            // Counted by intended time, so that sends due in the measurement but held up past
-            // its end still count, with their full latency.
-            if intended >= cfg.measure.0 && intended < cfg.measure.1 {
+            // Counted by intended time (the stamp), so that sends due in the measurement but
+            // held up past its end still count, with their full latency; consumers count the
+            // same stamps.
+            if shared.counts(stamp) {
                 shared.sent_measured.fetch_add(1, Ordering::Relaxed);
                 let mut h = hists.lock().unwrap_or_else(PoisonError::into_inner);
                 h.corrected.saturating_record(corrected);

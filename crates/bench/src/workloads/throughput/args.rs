@@ -4,7 +4,7 @@ use clap::Args;
 
 use crate::args::CommonArgs;
 
-/// Requests in flight per producer when neither `--in-flight` nor a bare `--window` is given.
+/// Requests in flight per producer when `--in-flight` is not given.
 pub const DEFAULT_IN_FLIGHT: u32 = 64;
 
 /// Flags of `ferry bench throughput`.
@@ -22,10 +22,9 @@ pub struct ThroughputArgs {
     /// Number of queues, named bench-0, bench-1, ...; created if missing.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub queues: u32,
-    /// Requests each producer keeps in flight (pipelined on its connection); default 64. Also
-    /// accepted as a bare integer --window N.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub in_flight: Option<u32>,
+    /// Requests each producer keeps in flight (pipelined on its connection).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub in_flight: u32,
     /// Messages per request: 1 sends one by one, more uses send_batch.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub batch: u32,

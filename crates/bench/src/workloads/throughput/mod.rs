@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 pub use args::ThroughputArgs;
 
+use crate::progress::{Progress, ProgressPlan};
 use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
@@ -46,17 +47,6 @@ pub async fn run(args: ThroughputArgs) -> Result<()> {
     )
 }
 
-/// Requests in flight per producer: `--in-flight`, or the older bare `--window N`.
-pub fn in_flight(args: &ThroughputArgs) -> Result<u32> {
-    match (args.in_flight, args.common.legacy_in_flight()) {
-        (Some(a), Some(b)) if a != b => {
-            bail!("--in-flight {a} and --window {b} disagree (a bare --window N is --in-flight N)")
-        }
-        (Some(n), _) | (None, Some(n)) => Ok(n),
-        (None, None) => Ok(args::DEFAULT_IN_FLIGHT),
-    }
-}
-
 /// Runs the workload and returns its report.
 pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
     if !args.persistent {
@@ -65,7 +55,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
     if args.producers == 0 && args.consumers == 0 {
         bail!("nothing to do: --producers and --consumers are both 0");
     }
-    let in_flight = in_flight(args)?;
+    let in_flight = args.in_flight;
     let common = &args.common;
     let driver = setup::driver(common)?;
     let base = common.client_name();
@@ -121,6 +111,13 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
         windows,
         window_latency,
     ));
+    let mut plan = ProgressPlan::of("throughput", driver.name(), common);
+    if count_mode {
+        plan.warmup = Duration::ZERO;
+        plan.cooldown = Duration::ZERO;
+        plan.messages = args.messages;
+    }
+    let progress = Progress::start(shared.clone(), plan, common.quiet);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut consumers = Vec::new();
     for (i, conn) in consumer_conns.into_iter().enumerate() {
@@ -186,6 +183,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
             Err(e) => shared.note_error(format!("consumer failed: {e}")),
         }
     }
+    progress.finish();
     admin.close().await;
 
     let (send_secs, receive_secs) = if count_mode {
