@@ -114,6 +114,7 @@ async fn run(shared: Arc<Shared>, session: Arc<Session>, h: SubscriptionHandle, 
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,
+        selector: None,
     };
     let lease = u64::from(shared.limits.lease_ms);
     while let Some(credit) = wait_for_credit(&h).await {

@@ -8,11 +8,14 @@
 //! Every mutating call returns only once its effect is as durable as the engine's fsync policy
 //! promises (with `always`: on stable storage).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 use ferry_protocol::{
     AckMode, Delivery, DeliveryId, MessageId, Order, Properties, QueueInfo, ReceiveMode, Source,
 };
+use ferry_selector::Selector;
 
 use crate::error::StoreError;
 
@@ -42,7 +45,7 @@ pub struct NewMessage {
 }
 
 /// What a receive asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReceiveSpec {
     /// A queue, or a sender across all queues.
     pub source: Source,
@@ -58,6 +61,10 @@ pub struct ReceiveSpec {
     pub session: SessionId,
     /// When a client-ack lease expires, ms since the Unix epoch.
     pub lease_until_ms: u64,
+    /// Only messages this selector is TRUE for are eligible (parsed once by the broker). The
+    /// others are passed over, in order, and stay where they are for other receivers. `None`:
+    /// every message.
+    pub selector: Option<Arc<Selector>>,
 }
 
 /// The storage interface. Implementations are shared between sessions (`Arc<dyn Store>`).
@@ -87,7 +94,8 @@ pub trait Store: Send + Sync + 'static {
     /// Stores many messages; each succeeds or fails on its own. One durability wait covers all.
     async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>>;
 
-    /// Receives up to `max` messages (at least one is asked for) matching `spec`, in order.
+    /// Receives up to `max` messages (at least one is asked for) matching `spec` (its source,
+    /// the receiving client and its selector), in order.
     /// Takes with auto ack remove the message from that queue; takes with client ack lease it to
     /// `spec.session` until acked, nacked, released or expired. Peeks change nothing.
     /// `QueueNotFound` for an unknown queue; `ClientNotFound` for an unknown sender.

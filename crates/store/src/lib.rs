@@ -3,6 +3,7 @@
 //! Modules:
 //! - [`api`]: the trait, its argument and result types;
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
+//! - [`select`]: what a selector reads of a message, for every engine;
 //! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
 //! - [`postgres`]: the engine that keeps everything in a PostgreSQL database shared by nodes;
 //! - [`conformance`]: the suite every engine must pass, written against the trait only.
@@ -14,6 +15,7 @@ pub mod conformance;
 pub mod embedded;
 pub mod error;
 pub mod postgres;
+pub mod select;
 
 pub use api::*;
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};

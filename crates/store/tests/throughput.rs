@@ -57,6 +57,7 @@ async fn producer_and_consumer_move_every_message() {
                 client: "c".into(),
                 session: 1,
                 lease_until_ms: u64::MAX,
+                selector: None,
             };
             let mut got = 0;
             let mut last = 0;

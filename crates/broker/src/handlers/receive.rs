@@ -58,6 +58,7 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,
+        selector: None,
     };
     loop {
         let arrived = notify.notified();

@@ -132,6 +132,7 @@ pub fn from_queue(queue: &str, client: &str, mode: ReceiveMode, ack: AckMode) ->
         client: client.into(),
         session: SESSION,
         lease_until_ms: 10_000,
+        selector: None,
     }
 }
 

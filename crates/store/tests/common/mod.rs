@@ -58,6 +58,7 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
         client: "c".into(),
         session,
         lease_until_ms: u64::MAX,
+        selector: None,
     }
 }
 

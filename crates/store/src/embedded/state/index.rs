@@ -109,37 +109,55 @@ impl<K: Ord + Copy> Split<K> {
         v
     }
 
-    /// Up to `max` entries eligible for `client` (unaddressed, or addressed to it), in `order`.
-    pub fn pick(&self, client: Option<ClientKey>, order: Order, max: usize, out: &mut Vec<K>) {
+    /// Up to `max` entries eligible for `client` (unaddressed, or addressed to it), in `order`,
+    /// passing over the entries `accept` refuses (a selector's): the walk goes on in order until
+    /// `max` are accepted or the index ends.
+    pub fn pick(
+        &self,
+        client: Option<ClientKey>,
+        order: Order,
+        max: usize,
+        out: &mut Vec<K>,
+        accept: impl FnMut(&K) -> bool,
+    ) {
         let mine = client.and_then(|c| self.addressed.get(&c));
         match order {
             Order::Time => {
                 let theirs = mine.map(|r| r.by_time.iter());
-                merge(self.open.by_time.iter(), theirs, max, out, |k| *k);
+                merge(self.open.by_time.iter(), theirs, max, out, |k| *k, accept);
             }
             Order::Priority => {
                 let theirs = mine.map(|r| r.by_priority.iter());
-                merge(self.open.by_priority.iter(), theirs, max, out, |(_, k)| *k);
+                merge(
+                    self.open.by_priority.iter(),
+                    theirs,
+                    max,
+                    out,
+                    |(_, k)| *k,
+                    accept,
+                );
             }
         }
     }
 }
 
-/// Merges two ascending iterators, pushing at most `max` keys.
+/// Merges two ascending iterators, pushing at most `max` keys that `accept` takes.
 fn merge<'a, T: Ord + 'a, K>(
     a: impl Iterator<Item = &'a T>,
     b: Option<impl Iterator<Item = &'a T>>,
     max: usize,
     out: &mut Vec<K>,
     key: impl Fn(&T) -> K,
+    mut accept: impl FnMut(&K) -> bool,
 ) {
+    let start = out.len();
     let Some(b) = b else {
-        out.extend(a.take(max).map(key));
+        out.extend(a.map(key).filter(|k| accept(k)).take(max));
         return;
     };
     let mut a: Peekable<_> = a.peekable();
     let mut b: Peekable<_> = b.peekable();
-    for _ in 0..max {
+    while out.len() - start < max {
         let next = match (a.peek(), b.peek()) {
             (Some(x), Some(y)) => {
                 if x <= y {
@@ -153,7 +171,12 @@ fn merge<'a, T: Ord + 'a, K>(
             (None, None) => None,
         };
         match next {
-            Some(t) => out.push(key(t)),
+            Some(t) => {
+                let k = key(t);
+                if accept(&k) {
+                    out.push(k);
+                }
+            }
             None => break,
         }
     }
@@ -172,13 +195,22 @@ mod tests {
         s.insert(Some(8), 10, 4);
         s.insert(Some(7), 5, 5);
         let mut out = Vec::new();
-        s.pick(Some(7), Order::Time, 10, &mut out);
+        s.pick(Some(7), Order::Time, 10, &mut out, |_| true);
         assert_eq!(out, vec![1, 2, 3, 5]);
         out.clear();
-        s.pick(Some(7), Order::Priority, 10, &mut out);
+        s.pick(Some(7), Order::Priority, 10, &mut out, |_| true);
         assert_eq!(out, vec![2, 3, 1, 5]);
         out.clear();
-        s.pick(None, Order::Priority, 1, &mut out);
+        s.pick(None, Order::Priority, 1, &mut out, |_| true);
+        assert_eq!(out, vec![3]);
+        out.clear();
+        s.pick(Some(7), Order::Time, 2, &mut out, |k| k % 2 == 1);
+        assert_eq!(out, vec![1, 3]);
+        out.clear();
+        s.pick(Some(7), Order::Priority, 10, &mut out, |k| *k != 3);
+        assert_eq!(out, vec![2, 1, 5]);
+        out.clear();
+        s.pick(None, Order::Time, 10, &mut out, |k| *k == 3);
         assert_eq!(out, vec![3]);
         assert!(s.remove(Some(8), 10, 4));
         assert!(!s.has_addressed(8));

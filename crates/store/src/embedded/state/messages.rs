@@ -169,6 +169,12 @@ impl State {
     ) -> Result<(Vec<Handout>, bool), StoreError> {
         let client = self.clients.get(spec.client.as_str()).copied();
         let mut picks: Vec<(MessageId, QueueKey)> = Vec::new();
+        // A selector passes over the messages it does not select; they stay in the index.
+        let messages = &self.messages;
+        let selected = |id: &MessageId| match &spec.selector {
+            None => true,
+            Some(selector) => messages.get(id).is_some_and(|e| selector.matches(&*e.msg)),
+        };
         match &spec.source {
             Source::Queue(name) => {
                 let Some(&qk) = self.queue_keys.get(name.as_str()) else {
@@ -176,7 +182,7 @@ impl State {
                 };
                 let mut ids = Vec::new();
                 if let Some(q) = self.queues.get(&qk) {
-                    q.ready.pick(client, spec.order, max, &mut ids);
+                    q.ready.pick(client, spec.order, max, &mut ids, selected);
                 }
                 picks.extend(ids.into_iter().map(|id| (id, qk)));
             }
@@ -185,7 +191,7 @@ impl State {
                     return Err(StoreError::ClientNotFound(name.clone()));
                 };
                 if let Some(s) = self.senders.get(&sk) {
-                    s.pick(client, spec.order, max, &mut picks);
+                    s.pick(client, spec.order, max, &mut picks, |(id, _)| selected(id));
                 }
             }
         }

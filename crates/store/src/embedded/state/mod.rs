@@ -18,12 +18,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ferry_protocol::{DeliveryId, MessageId, Properties, QueueInfo};
+use ferry_selector::{Header, SelectorSource, Value};
 
 use super::format::codec::str_fits;
 use super::format::header;
 use super::format::record::{self, kind, AddedMessage, MessageFields, Record};
 use super::writer::LogGuard;
 use crate::error::StoreError;
+use crate::select;
 
 pub mod index;
 pub mod journal;
@@ -84,6 +86,24 @@ pub struct Stored {
     pub body: Bytes,
     /// Arrival time.
     pub created_at: u64,
+}
+
+/// A stored message as a selector reads it: every value borrowed from the message.
+impl SelectorSource for Stored {
+    fn header(&self, h: Header) -> Value<'_> {
+        select::header(
+            h,
+            self.priority,
+            &self.sender,
+            self.receiver.as_deref(),
+            self.context,
+            self.created_at,
+        )
+    }
+
+    fn property(&self, name: &str) -> Value<'_> {
+        select::property(&self.properties, name)
+    }
 }
 
 impl Stored {
