@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use ferry_store::conformance::{lease, msg, setup, take};
+use ferry_store::conformance::{lease, msg, msg_prio, msg_to, setup, take};
 use ferry_store::{PostgresConfig, PostgresStore, Store, StoreError};
 use ferry_testkit::PgCluster;
 
@@ -52,7 +52,7 @@ async fn migrations_are_idempotent_and_safe_when_opens_race() {
         .unwrap();
     assert_eq!(
         versions.trim(),
-        "2|2",
+        "3|3",
         "each migration applied exactly once"
     );
 }
@@ -122,6 +122,81 @@ async fn concurrent_sends_and_takes_deliver_each_message_once() {
             .trim(),
         "0",
         "a message row goes with its last queue row"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_client_ack_takes_share_the_queue_in_order() {
+    // Many sessions of several clients take with client ack at once, so their receives are
+    // served together: each message goes to exactly one of them, an addressed message only to
+    // its client, each answer is in priority order, and every delivery is settled by the
+    // session it was leased to.
+    let url = fresh_url().await;
+    let store = open(&url).await;
+    let clients = ["c0", "c1", "c2", "c3"];
+    setup(&store, &["p", "c0", "c1", "c2", "c3"], &["q"]).await;
+    let mut batch = Vec::new();
+    for i in 0..600u32 {
+        let body = format!("{i}");
+        batch.push(match i % 10 {
+            0 => msg_to(&["q"], "p", clients[(i / 10 % 4) as usize], &body),
+            _ => msg_prio(&["q"], "p", &body, (i % 7 + 1) as u8),
+        });
+    }
+    let mut ids = HashSet::new();
+    for r in store.send_batch(batch).await {
+        assert!(ids.insert(r.unwrap()));
+    }
+    let takers: Vec<_> = (0..12u64)
+        .map(|session| {
+            let store = store.clone();
+            let client = clients[(session % 4) as usize];
+            tokio::spawn(async move {
+                let mut spec = lease("q", client);
+                spec.session = 100 + session;
+                let mut got = Vec::new();
+                loop {
+                    let ds = store.receive(&spec, 9).await.unwrap();
+                    if ds.is_empty() {
+                        return (session, client, got);
+                    }
+                    assert!(ds.len() <= 9);
+                    let keys: Vec<_> = ds
+                        .iter()
+                        .map(|d| (std::cmp::Reverse(d.message.priority), d.message.id))
+                        .collect();
+                    let mut sorted = keys.clone();
+                    sorted.sort();
+                    assert_eq!(keys, sorted, "one answer is in priority order");
+                    let delivery_ids: Vec<u64> = ds.iter().map(|d| d.delivery_id).collect();
+                    for d in &ds {
+                        if let Some(r) = &d.message.receiver {
+                            assert_eq!(r, client, "addressed to another client");
+                        }
+                        assert_eq!(d.message.queue, "q");
+                        assert_eq!(d.message.sender, "p");
+                    }
+                    got.extend(ds.iter().map(|d| d.message.id));
+                    store.ack(100 + session, &delivery_ids).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for t in takers {
+        let (_, _, got) = t.await.unwrap();
+        taken.extend(got);
+    }
+    assert_eq!(taken.len(), 600, "every message delivered once");
+    assert_eq!(taken.into_iter().collect::<HashSet<_>>(), ids);
+    let db = db_name(&url);
+    assert_eq!(
+        cluster()
+            .psql(&db, "SELECT count(*) FROM messages")
+            .unwrap()
+            .trim(),
+        "0",
+        "acked messages are gone"
     );
 }
 

@@ -13,7 +13,7 @@ use super::names;
 use super::notify::notify;
 use super::props;
 use super::receive::as_i64;
-use super::settle::unknown_ids;
+use super::settle::{unknown_ids, LEASED_ROWS};
 use super::store::Inner;
 use super::tx::{drop_orphans, TxResult};
 use crate::api::{NewMessage, SessionId};
@@ -178,28 +178,38 @@ impl Inner {
         }
         let mut acked: HashMap<i64, Vec<DeliveryId>> = HashMap::new();
         if !ack_ids.is_empty() {
+            // A message that was on this one queue goes with its queue row; one on several
+            // queues when its last row is gone (drop_orphans).
             let stmt = tx
-                .prepare_cached(
-                    "DELETE FROM message_queue mq \
-                     USING unnest($2::bigint[], $3::bigint[]) AS a(session, id) \
-                     WHERE mq.lease_node = $1 AND mq.lease_session = a.session \
-                       AND mq.lease_delivery_id = a.id \
-                     RETURNING a.session, a.id, mq.message_id",
-                )
+                .prepare_cached(&format!(
+                    "WITH a AS (DELETE FROM message_queue mq \
+                       WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS})) \
+                       RETURNING mq.lease_session, mq.lease_delivery_id, mq.message_id, \
+                         mq.alone), \
+                     gone AS (DELETE FROM messages m USING a \
+                       WHERE a.alone AND m.id = a.message_id) \
+                     SELECT lease_session, lease_delivery_id, message_id, alone FROM a"
+                ))
                 .await?;
             let rows = tx
                 .query(&stmt, &[&self.node, &ack_sessions, &ack_ids])
                 .await?;
-            let mut messages = Vec::with_capacity(rows.len());
+            let mut shared = Vec::new();
             for row in rows {
-                let (session, id, message): (i64, i64, i64) =
-                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                let (session, id, message, alone): (i64, i64, i64, bool) = (
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                );
                 acked.entry(session).or_default().push(id as u64);
-                messages.push(message);
+                if !alone {
+                    shared.push(message);
+                }
             }
-            messages.sort_unstable();
-            messages.dedup();
-            drop_orphans(&tx, &messages).await?;
+            shared.sort_unstable();
+            shared.dedup();
+            drop_orphans(&tx, &shared).await?;
         }
         tx.commit().await?;
 
@@ -269,30 +279,8 @@ impl Inner {
         if ids.len() != n {
             return Err(StoreError::Internal("the id sequence returned too few ids".into()).into());
         }
-        let stmt = tx
-            .prepare_cached(
-                "INSERT INTO messages \
-                   (id, sender_id, receiver_id, priority, context, created_at, properties, body) \
-                 SELECT id, s, r, p, c, t, props::jsonb, b FROM unnest($1::bigint[], \
-                   $2::bigint[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], \
-                   $7::text[], $8::bytea[]) AS u(id, s, r, p, c, t, props, b)",
-            )
-            .await?;
-        tx.execute(
-            &stmt,
-            &[
-                &ids,
-                &cols.sender,
-                &cols.receiver,
-                &cols.priority,
-                &cols.context,
-                &cols.created_at,
-                &cols.properties,
-                &cols.body,
-            ],
-        )
-        .await?;
-        let (mut m, mut q, mut p, mut s, mut r) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut m, mut q, mut p, mut s, mut r, mut a) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
         let rows = ids
             .iter()
             .zip(&cols.queues)
@@ -306,16 +294,43 @@ impl Inner {
                 p.push(*prio);
                 s.push(*sender);
                 r.push(*receiver);
+                a.push(queues.len() == 1);
             }
         }
+        // Both tables in one statement (one round trip).
         let stmt = tx
             .prepare_cached(
-                "INSERT INTO message_queue (message_id, queue_id, priority, sender_id, receiver_id) \
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::bigint[], \
-                   $5::bigint[])",
+                "WITH m AS (INSERT INTO messages \
+                   (id, sender_id, receiver_id, priority, context, created_at, properties, body) \
+                   SELECT id, s, r, p, c, t, props::jsonb, b FROM unnest($1::bigint[], \
+                     $2::bigint[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], \
+                     $7::text[], $8::bytea[]) AS u(id, s, r, p, c, t, props, b)) \
+                 INSERT INTO message_queue \
+                   (message_id, queue_id, priority, sender_id, receiver_id, alone) \
+                 SELECT * FROM unnest($9::bigint[], $10::bigint[], $11::smallint[], \
+                   $12::bigint[], $13::bigint[], $14::bool[])",
             )
             .await?;
-        tx.execute(&stmt, &[&m, &q, &p, &s, &r]).await?;
+        tx.execute(
+            &stmt,
+            &[
+                &ids,
+                &cols.sender,
+                &cols.receiver,
+                &cols.priority,
+                &cols.context,
+                &cols.created_at,
+                &cols.properties,
+                &cols.body,
+                &m,
+                &q,
+                &p,
+                &s,
+                &r,
+                &a,
+            ],
+        )
+        .await?;
         Ok(ids.into_iter().map(|id| id as u64).collect())
     }
 }

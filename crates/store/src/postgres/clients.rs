@@ -1,17 +1,19 @@
-//! Client names to row ids, with an in-process cache (clients are never deleted, so a cached
-//! id stays right on every node).
+//! Client names to row ids and back, and queue ids to names, with in-process caches: clients
+//! are never deleted and ids (from sequences) are never reused, so a cached pair stays right
+//! on every node.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{GenericClient, Transaction};
 
 use super::tx::TxResult;
 
-/// Cache of client ids by name.
+/// Cache of client ids by name, and of names by id.
 #[derive(Debug, Default)]
 pub struct ClientIds {
     known: Mutex<HashMap<String, i64>>,
+    names: Mutex<HashMap<i64, String>>,
 }
 
 impl ClientIds {
@@ -22,15 +24,50 @@ impl ClientIds {
 
     /// Caches the id of `name`.
     pub fn remember(&self, name: String, id: i64) {
+        if let Ok(mut names) = self.names.lock() {
+            names.insert(id, name.clone());
+        }
         if let Ok(mut known) = self.known.lock() {
             known.insert(name, id);
         }
     }
 
-    /// Ids of those `names` that are registered (from the cache or the database).
-    pub async fn lookup(
+    /// The names of client `ids` (from the cache or the database); unknown ids are left out.
+    pub async fn names<C: GenericClient>(
         &self,
-        tx: &Transaction<'_>,
+        client: &C,
+        ids: &[i64],
+    ) -> TxResult<HashMap<i64, String>> {
+        let mut found = HashMap::new();
+        let mut missing: Vec<i64> = Vec::new();
+        if let Ok(names) = self.names.lock() {
+            for id in ids {
+                match names.get(id) {
+                    Some(n) => {
+                        found.insert(*id, n.clone());
+                    }
+                    None if !missing.contains(id) => missing.push(*id),
+                    None => {}
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let stmt = client
+                .prepare_cached("SELECT id, name FROM clients WHERE id = ANY($1)")
+                .await?;
+            for row in client.query(&stmt, &[&missing]).await? {
+                let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+                self.remember(name.clone(), id);
+                found.insert(id, name);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Ids of those `names` that are registered (from the cache or the database).
+    pub async fn lookup<C: GenericClient>(
+        &self,
+        tx: &C,
         names: &[&str],
     ) -> TxResult<HashMap<String, i64>> {
         let mut found = HashMap::new();
@@ -80,6 +117,49 @@ impl ClientIds {
             .await?;
         tx.execute(&insert, &[&missing]).await?;
         found.extend(self.lookup(tx, &missing).await?);
+        Ok(found)
+    }
+}
+
+/// Cache of queue names by id (a queue deleted and created again gets a new id).
+#[derive(Debug, Default)]
+pub struct QueueNames {
+    names: Mutex<HashMap<i64, String>>,
+}
+
+impl QueueNames {
+    /// The names of queue `ids` (from the cache or the database); ids of queues deleted
+    /// meanwhile are left out.
+    pub async fn names<C: GenericClient>(
+        &self,
+        client: &C,
+        ids: &[i64],
+    ) -> TxResult<HashMap<i64, String>> {
+        let mut found = HashMap::new();
+        let mut missing: Vec<i64> = Vec::new();
+        if let Ok(names) = self.names.lock() {
+            for id in ids {
+                match names.get(id) {
+                    Some(n) => {
+                        found.insert(*id, n.clone());
+                    }
+                    None if !missing.contains(id) => missing.push(*id),
+                    None => {}
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let stmt = client
+                .prepare_cached("SELECT id, name FROM queues WHERE id = ANY($1)")
+                .await?;
+            for row in client.query(&stmt, &[&missing]).await? {
+                let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+                if let Ok(mut names) = self.names.lock() {
+                    names.insert(id, name.clone());
+                }
+                found.insert(id, name);
+            }
+        }
         Ok(found)
     }
 }

@@ -13,6 +13,7 @@ use crate::error::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_cluster.sql"),
+    include_str!("migrations/0003_lean_rows.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

@@ -6,7 +6,9 @@
 //!   lock;
 //! - `store`: [`PostgresStore`], the `Store` implementation, and the pool;
 //! - `batcher`, `batch`: sends and acks gathered into one transaction per batch;
-//! - `receive`, `settle`, `queues`, `clients`: the other operations;
+//! - `receive`, `gather`: receives; concurrent client-ack takes on one source are served by one
+//!   scan (`gather`);
+//! - `settle`, `queues`, `clients`: the other operations;
 //! - `nodes`: session claims, heartbeats, reaping dead nodes;
 //! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
 //!   per-node `LISTEN` connection that turns them into change reports;
@@ -22,6 +24,7 @@ mod batch;
 mod batcher;
 mod clients;
 mod errors;
+mod gather;
 mod listen;
 mod migrate;
 mod names;

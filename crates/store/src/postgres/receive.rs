@@ -1,24 +1,104 @@
 //! Receiving: peek, auto-ack and client-ack takes, by queue or by sender, in either order.
 //!
-//! One query picks the ready rows (locking them with `FOR UPDATE SKIP LOCKED` for takes, so
-//! concurrent receivers on any node never wait for each other nor get the same row) and reads
-//! the messages; a second one deletes (auto ack) or leases (client ack) the picked rows.
+//! A receive is one statement: it picks the ready rows (locking them with `FOR UPDATE SKIP
+//! LOCKED` for takes, so concurrent receivers on any node never wait for each other nor get
+//! the same row), leases (client ack) or deletes (auto ack) them, and reads the messages, all
+//! in one round trip. Client-ack takes and peeks run on their own (autocommit); an auto-ack
+//! take runs in a transaction with the removal of the messages it emptied. Only an empty
+//! answer costs a second query, to tell "no message" from "no such queue". The picked rows
+//! are locked by the statement itself, so it finds them again by `ctid` (a TID scan, whatever
+//! the table's statistics say).
+
+use std::collections::HashMap;
 
 use bytes::Bytes;
+use deadpool_postgres::GenericClient;
 use ferry_protocol::{AckMode, Delivery, Message, Order, ReceiveMode, Source};
 use tokio_postgres::Row;
 
 use super::errors::bad_data;
 use super::props;
 use super::store::Inner;
-use super::tx::{drop_orphans, retrying, TxError, TxResult};
+use super::tx::{drop_orphans, retrying, TxResult};
 use crate::api::ReceiveSpec;
 use crate::error::StoreError;
 
-/// One picked row: the message and the queue row it came from.
-struct Picked {
-    message: Message,
-    queue_id: i64,
+/// The columns every receive statement returns, from `r` (the picked, leased or deleted rows:
+/// message_id, queue_id, count, delivery, alone) joined with the message. Queue and client
+/// names come from the in-process caches ([`Inner::deliveries`]), not from joins.
+pub const COLUMNS: &str = "r.message_id, r.queue_id, m.sender_id, m.receiver_id, m.priority, \
+    m.context, m.created_at, m.properties::text, m.body, r.count, r.delivery, r.alone";
+
+/// Index of `alone` in [`COLUMNS`]; a statement may add columns after it.
+pub const ALONE: usize = 11;
+
+/// The join that goes with [`COLUMNS`].
+pub const JOINS: &str = "JOIN messages m ON m.id = r.message_id";
+
+/// The receive statement for one kind of receive. Parameters: $1 the queue name or sender id,
+/// $2 the receiving client's id (or NULL), $3 the limit; client-ack takes add $4 node, $5
+/// session, $6 lease deadline.
+fn statement(spec: &ReceiveSpec) -> String {
+    let source = source_condition(&spec.source);
+    let (order, outer_order) = orders(spec.order);
+    let pick = |lock: &str| {
+        format!(
+            "SELECT mq.ctid, mq.queue_id, mq.message_id, mq.priority, mq.delivery_count, \
+               mq.alone \
+             FROM message_queue mq \
+             WHERE {source} AND mq.lease_delivery_id IS NULL \
+               AND (mq.receiver_id IS NULL OR mq.receiver_id = $2) \
+             ORDER BY {order} LIMIT $3 {lock}"
+        )
+    };
+    match (spec.mode, spec.ack) {
+        (ReceiveMode::Peek, _) => format!(
+            "WITH r AS (SELECT p.queue_id, p.message_id, p.priority, p.delivery_count AS count, \
+               0::bigint AS delivery, p.alone FROM ({}) p) \
+             SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}",
+            pick("")
+        ),
+        (ReceiveMode::Take, AckMode::Auto) => format!(
+            "WITH p AS ({}), \
+             r AS (DELETE FROM message_queue mq \
+               WHERE mq.ctid = ANY(ARRAY(SELECT p.ctid FROM p)) \
+               RETURNING mq.queue_id, mq.message_id, mq.priority, mq.delivery_count AS count, \
+                 0::bigint AS delivery, mq.alone), \
+             gone AS (DELETE FROM messages g USING r WHERE r.alone AND g.id = r.message_id) \
+             SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}",
+            pick("FOR UPDATE OF mq SKIP LOCKED")
+        ),
+        (ReceiveMode::Take, AckMode::Client) => format!(
+            "WITH p AS ({}), \
+             r AS (UPDATE message_queue mq SET delivery_count = mq.delivery_count + 1, \
+                 lease_node = $4, lease_session = $5, lease_until = $6, \
+                 lease_delivery_id = nextval('delivery_ids') \
+               WHERE mq.ctid = ANY(ARRAY(SELECT p.ctid FROM p)) \
+               RETURNING mq.queue_id, mq.message_id, mq.priority, \
+                 mq.delivery_count - 1 AS count, mq.lease_delivery_id AS delivery, mq.alone) \
+             SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}",
+            pick("FOR UPDATE OF mq SKIP LOCKED")
+        ),
+    }
+}
+
+/// The condition on `mq` that selects the source; $1 is the queue name or the sender id.
+pub fn source_condition(source: &Source) -> &'static str {
+    match source {
+        Source::Queue(_) => "mq.queue_id = (SELECT id FROM queues WHERE name = $1)",
+        Source::Sender(_) => "mq.sender_id = $1",
+    }
+}
+
+/// ORDER BY lists for `order`, on `mq` and on the result `r`.
+pub fn orders(order: Order) -> (&'static str, &'static str) {
+    match order {
+        Order::Priority => (
+            "mq.priority DESC, mq.message_id, mq.queue_id",
+            "r.priority DESC, r.message_id, r.queue_id",
+        ),
+        Order::Time => ("mq.message_id, mq.queue_id", "r.message_id, r.queue_id"),
+    }
 }
 
 impl Inner {
@@ -33,115 +113,136 @@ impl Inner {
 
     async fn try_receive(&self, spec: &ReceiveSpec, max: usize) -> TxResult<Vec<Delivery>> {
         let mut conn = self.conn().await?;
-        let tx = conn.transaction().await?;
-        let (source_sql, source_id) = match &spec.source {
-            Source::Queue(name) => {
-                let stmt = tx
-                    .prepare_cached("SELECT id FROM queues WHERE name = $1")
-                    .await?;
-                let Some(row) = tx.query_opt(&stmt, &[name]).await? else {
-                    return Err(StoreError::QueueNotFound(name.clone()).into());
-                };
-                ("mq.queue_id", row.try_get::<_, i64>(0)?)
-            }
+        let sender_id = match &spec.source {
+            Source::Queue(_) => None,
             Source::Sender(name) => {
-                let found = self.clients.lookup(&tx, &[name.as_str()]).await?;
+                let found = self.clients.lookup(&conn, &[name.as_str()]).await?;
                 let Some(&id) = found.get(name.as_str()) else {
                     return Err(StoreError::ClientNotFound(name.clone()).into());
                 };
-                ("mq.sender_id", id)
+                Some(id)
             }
         };
         let client_id = self
             .clients
-            .lookup(&tx, &[spec.client.as_str()])
+            .lookup(&conn, &[spec.client.as_str()])
             .await?
             .get(spec.client.as_str())
             .copied();
-        let order = match spec.order {
-            Order::Priority => "mq.priority DESC, mq.message_id, mq.queue_id",
-            Order::Time => "mq.message_id, mq.queue_id",
-        };
-        let lock = match spec.mode {
-            ReceiveMode::Peek => "",
-            ReceiveMode::Take => "FOR UPDATE OF mq SKIP LOCKED",
-        };
-        let sql = format!(
-            "SELECT mq.message_id, mq.queue_id, q.name, s.name, r.name, m.priority, m.context, \
-               m.created_at, m.properties::text, m.body, mq.delivery_count \
-             FROM message_queue mq \
-             JOIN queues q ON q.id = mq.queue_id \
-             JOIN messages m ON m.id = mq.message_id \
-             JOIN clients s ON s.id = m.sender_id \
-             LEFT JOIN clients r ON r.id = m.receiver_id \
-             WHERE {source_sql} = $1 AND mq.lease_delivery_id IS NULL \
-               AND (mq.receiver_id IS NULL OR mq.receiver_id = $2) \
-             ORDER BY {order} LIMIT $3 {lock}"
-        );
         let limit = i64::try_from(max.max(1)).unwrap_or(i64::MAX);
-        let stmt = tx.prepare_cached(&sql).await?;
-        let rows = tx.query(&stmt, &[&source_id, &client_id, &limit]).await?;
-        let picked = rows.iter().map(picked).collect::<Result<Vec<_>, _>>()?;
-        let message_ids: Vec<i64> = picked.iter().map(|p| as_i64(p.message.id)).collect();
-        let queue_ids: Vec<i64> = picked.iter().map(|p| p.queue_id).collect();
-        let mut delivery_ids = vec![0u64; picked.len()];
-        match (spec.mode, spec.ack) {
-            (ReceiveMode::Peek, _) => {}
-            _ if picked.is_empty() => {}
+        let sql = statement(spec);
+        let rows = match (spec.mode, spec.ack) {
             (ReceiveMode::Take, AckMode::Auto) => {
-                let stmt = tx
-                    .prepare_cached(
-                        "DELETE FROM message_queue mq \
-                         USING unnest($1::bigint[], $2::bigint[]) AS p(m, q) \
-                         WHERE mq.message_id = p.m AND mq.queue_id = p.q",
-                    )
+                let tx = conn.transaction().await?;
+                let rows = self
+                    .run(&tx, &sql, spec, sender_id, client_id, limit)
                     .await?;
-                tx.execute(&stmt, &[&message_ids, &queue_ids]).await?;
-                let mut ids = message_ids.clone();
-                ids.sort_unstable();
-                ids.dedup();
-                drop_orphans(&tx, &ids).await?;
+                let mut shared: Vec<i64> = Vec::new();
+                for row in &rows {
+                    if !row.try_get::<_, bool>(ALONE)? {
+                        shared.push(row.try_get(0)?);
+                    }
+                }
+                shared.sort_unstable();
+                shared.dedup();
+                drop_orphans(&tx, &shared).await?;
+                tx.commit().await?;
+                rows
             }
-            (ReceiveMode::Take, AckMode::Client) => {
-                let stmt = tx
-                    .prepare_cached(
-                        "UPDATE message_queue mq SET delivery_count = mq.delivery_count + 1, \
-                           lease_node = $3, lease_session = $4, lease_until = $5, \
-                           lease_delivery_id = nextval('delivery_ids') \
-                         FROM unnest($1::bigint[], $2::bigint[]) AS p(m, q) \
-                         WHERE mq.message_id = p.m AND mq.queue_id = p.q \
-                         RETURNING mq.message_id, mq.queue_id, mq.lease_delivery_id",
-                    )
+            _ => {
+                self.run(&conn, &sql, spec, sender_id, client_id, limit)
+                    .await?
+            }
+        };
+        if rows.is_empty() {
+            if let Source::Queue(name) = &spec.source {
+                let stmt = conn
+                    .prepare_cached("SELECT 1 FROM queues WHERE name = $1")
                     .await?;
-                let session = as_i64(spec.session);
-                let until = as_i64(spec.lease_until_ms);
-                let rows = tx
-                    .query(
-                        &stmt,
-                        &[&message_ids, &queue_ids, &self.node, &session, &until],
-                    )
-                    .await?;
-                for row in rows {
-                    let (m, q, d): (i64, i64, i64) =
-                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                    let slot = picked
-                        .iter()
-                        .position(|p| as_i64(p.message.id) == m && p.queue_id == q)
-                        .and_then(|i| delivery_ids.get_mut(i))
-                        .ok_or_else(|| bad_data("lease of a row not picked"))?;
-                    *slot = u64::try_from(d).map_err(|_| bad_data("delivery id"))?;
+                if conn.query_opt(&stmt, &[name]).await?.is_none() {
+                    return Err(StoreError::QueueNotFound(name.clone()).into());
                 }
             }
         }
-        tx.commit().await?;
-        Ok(picked
-            .into_iter()
-            .zip(delivery_ids)
-            .map(|(p, delivery_id)| Delivery {
-                delivery_id,
-                message: p.message,
-            })
-            .collect())
+        self.deliveries(&conn, &rows).await
+    }
+
+    /// Turns rows of [`COLUMNS`] into deliveries, with the names from the caches (or, the
+    /// first time, from the database).
+    pub async fn deliveries<C: GenericClient>(
+        &self,
+        client: &C,
+        rows: &[Row],
+    ) -> TxResult<Vec<Delivery>> {
+        let mut queue_ids: Vec<i64> = Vec::new();
+        let mut client_ids: Vec<i64> = Vec::new();
+        for row in rows {
+            queue_ids.push(row.try_get(1)?);
+            client_ids.push(row.try_get(2)?);
+            if let Some(r) = row.try_get::<_, Option<i64>>(3)? {
+                client_ids.push(r);
+            }
+        }
+        queue_ids.sort_unstable();
+        queue_ids.dedup();
+        client_ids.sort_unstable();
+        client_ids.dedup();
+        let queues = self.queue_names.names(client, &queue_ids).await?;
+        let clients = self.clients.names(client, &client_ids).await?;
+        rows.iter()
+            .map(|row| delivery(row, &queues, &clients))
+            .collect()
+    }
+
+    /// Runs the receive statement `sql` on `client`.
+    async fn run<C: GenericClient>(
+        &self,
+        client: &C,
+        sql: &str,
+        spec: &ReceiveSpec,
+        sender_id: Option<i64>,
+        client_id: Option<i64>,
+        limit: i64,
+    ) -> TxResult<Vec<Row>> {
+        let stmt = client.prepare_cached(sql).await?;
+        let rows = match (&spec.source, sender_id) {
+            (Source::Sender(_), Some(sender)) => {
+                self.query(client, &stmt, spec, &sender, client_id, limit)
+                    .await?
+            }
+            (Source::Queue(name), _) => {
+                self.query(client, &stmt, spec, name, client_id, limit)
+                    .await?
+            }
+            (Source::Sender(name), None) => {
+                return Err(StoreError::ClientNotFound(name.clone()).into())
+            }
+        };
+        Ok(rows)
+    }
+
+    async fn query<C: GenericClient>(
+        &self,
+        client: &C,
+        stmt: &tokio_postgres::Statement,
+        spec: &ReceiveSpec,
+        source: &(dyn tokio_postgres::types::ToSql + Sync),
+        client_id: Option<i64>,
+        limit: i64,
+    ) -> TxResult<Vec<Row>> {
+        Ok(match (spec.mode, spec.ack) {
+            (ReceiveMode::Take, AckMode::Client) => {
+                let session = as_i64(spec.session);
+                let until = as_i64(spec.lease_until_ms);
+                client
+                    .query(
+                        stmt,
+                        &[source, &client_id, &limit, &self.node, &session, &until],
+                    )
+                    .await?
+            }
+            _ => client.query(stmt, &[source, &client_id, &limit]).await?,
+        })
     }
 }
 
@@ -150,21 +251,35 @@ pub fn as_i64(v: u64) -> i64 {
     v as i64
 }
 
-fn picked(row: &Row) -> Result<Picked, TxError> {
+fn delivery(
+    row: &Row,
+    queues: &HashMap<i64, String>,
+    clients: &HashMap<i64, String>,
+) -> TxResult<Delivery> {
     let id: i64 = row.try_get(0)?;
-    let priority: i16 = row.try_get(5)?;
-    let context: i64 = row.try_get(6)?;
-    let created_at: i64 = row.try_get(7)?;
-    let properties: String = row.try_get(8)?;
-    let body: Vec<u8> = row.try_get(9)?;
-    let count: i32 = row.try_get(10)?;
-    Ok(Picked {
-        queue_id: row.try_get(1)?,
+    let queue_id: i64 = row.try_get(1)?;
+    let sender_id: i64 = row.try_get(2)?;
+    let receiver_id: Option<i64> = row.try_get(3)?;
+    let priority: i16 = row.try_get(4)?;
+    let context: i64 = row.try_get(5)?;
+    let created_at: i64 = row.try_get(6)?;
+    let properties: String = row.try_get(7)?;
+    let body: Vec<u8> = row.try_get(8)?;
+    let count: i32 = row.try_get(9)?;
+    let delivery_id: i64 = row.try_get(10)?;
+    let name = |names: &HashMap<i64, String>, id: i64, what: &str| {
+        names.get(&id).cloned().ok_or_else(|| bad_data(what))
+    };
+    Ok(Delivery {
+        delivery_id: u64::try_from(delivery_id).map_err(|_| bad_data("delivery id"))?,
         message: Message {
             id: u64::try_from(id).map_err(|_| bad_data("message id"))?,
-            queue: row.try_get(2)?,
-            sender: row.try_get(3)?,
-            receiver: row.try_get(4)?,
+            queue: name(queues, queue_id, "queue of a message")?,
+            sender: name(clients, sender_id, "sender of a message")?,
+            receiver: match receiver_id {
+                Some(r) => Some(name(clients, r, "receiver of a message")?),
+                None => None,
+            },
             priority: u8::try_from(priority).map_err(|_| bad_data("priority"))?,
             context: context as u64,
             properties: props::decode(&properties)?,

@@ -15,6 +15,17 @@ use crate::error::StoreError;
 pub const UNLEASE: &str = "lease_node = NULL, lease_session = NULL, lease_until = NULL, \
                        lease_delivery_id = NULL";
 
+/// The `ctid`s of the leased rows named by (session, delivery id) pairs, $2 and $3 (arrays),
+/// held by node $1: one index probe per pair whatever the statistics say (a join of the pairs
+/// with the table could be planned as a scan of every lease per pair). A statement deletes or
+/// updates the rows by these `ctid`s; a row changed meanwhile (its lease expired) no longer
+/// matches and is left alone.
+pub const LEASED_ROWS: &str = "SELECT l.ctid \
+    FROM unnest($2::bigint[], $3::bigint[]) AS a(session, id), \
+    LATERAL (SELECT mq.ctid FROM message_queue mq \
+      WHERE mq.lease_delivery_id = a.id AND mq.lease_node = $1 AND mq.lease_session = a.session \
+      LIMIT 1) l";
+
 /// The delivery ids of `asked` that are not in `settled`, in the order asked (an id asked twice
 /// is unknown the second time, as it was settled the first).
 pub fn unknown_ids(asked: &[DeliveryId], settled: &[DeliveryId]) -> Vec<DeliveryId> {
@@ -60,21 +71,20 @@ impl Inner {
     ) -> TxResult<(Vec<String>, Vec<DeliveryId>)> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
-        // RETURNING sees the new (NULL) delivery id, so the id comes from the unnested list.
+        // RETURNING sees the new (NULL) delivery id, so the id is read before the update.
         let stmt = tx
             .prepare_cached(&format!(
-                "WITH u AS (UPDATE message_queue mq SET {UNLEASE} \
-                   FROM unnest($3::bigint[]) AS d(id) \
-                   WHERE mq.lease_node = $1 AND mq.lease_session = $2 \
-                     AND mq.lease_delivery_id = d.id \
-                   RETURNING d.id, mq.queue_id) \
+                "WITH t AS (SELECT mq.ctid AS t, mq.lease_delivery_id AS id \
+                   FROM message_queue mq WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS}))), \
+                 u AS (UPDATE message_queue mq SET {UNLEASE} FROM t \
+                   WHERE mq.ctid = ANY(ARRAY(SELECT t.t FROM t)) AND mq.ctid = t.t \
+                   RETURNING t.id, mq.queue_id) \
                  SELECT u.id, q.name FROM u JOIN queues q ON q.id = u.queue_id"
             ))
             .await?;
         let ids_i: Vec<i64> = ids.iter().map(|i| as_i64(*i)).collect();
-        let rows = tx
-            .query(&stmt, &[&self.node, &as_i64(session), &ids_i])
-            .await?;
+        let sessions = vec![as_i64(session); ids_i.len()];
+        let rows = tx.query(&stmt, &[&self.node, &sessions, &ids_i]).await?;
         let mut queues = Vec::with_capacity(rows.len());
         let mut settled = Vec::with_capacity(rows.len());
         for row in rows {

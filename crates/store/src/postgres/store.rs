@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
+use ferry_protocol::{AckMode, Delivery, DeliveryId, MessageId, QueueInfo, ReceiveMode};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
 use super::batch::{Done, Work};
 use super::batcher::Batcher;
-use super::clients::ClientIds;
+use super::clients::{ClientIds, QueueNames};
 use super::config::PostgresConfig;
+use super::gather::{self, Gathers};
 use super::tx::{TxError, TxResult};
 use super::{listen, migrate};
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
@@ -33,8 +34,11 @@ pub struct Inner {
     /// This node's name, stored with its leases.
     pub(super) node: String,
     pub(super) clients: ClientIds,
+    pub(super) queue_names: QueueNames,
     /// Set by the first heartbeat (a later one that finds no row was taken for dead).
     pub(super) beating: AtomicBool,
+    /// Client-ack takes waiting to be served together.
+    pub(super) gathers: Gathers,
 }
 
 impl Inner {
@@ -96,7 +100,9 @@ impl PostgresStore {
             pool,
             node: cfg.node.clone(),
             clients: ClientIds::default(),
+            queue_names: QueueNames::default(),
             beating: AtomicBool::new(false),
+            gathers: Gathers::default(),
         });
         let mut conn = inner.conn().await.map_err(StoreError::from)?;
         let before = migrate::migrate(&mut conn).await?;
@@ -185,7 +191,10 @@ impl Store for PostgresStore {
     }
 
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
-        self.inner.receive(spec, max).await
+        match (spec.mode, spec.ack) {
+            (ReceiveMode::Take, AckMode::Client) => gather::receive(&self.inner, spec, max).await,
+            _ => self.inner.receive(spec, max).await,
+        }
     }
 
     async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {

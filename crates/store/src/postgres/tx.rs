@@ -64,7 +64,8 @@ where
 
 /// Deletes those of `ids` whose last queue row is gone. Locks the message rows first (in id
 /// order) so that two transactions removing the last two queue rows of one message cannot both
-/// miss it: the second one to lock sees the first one's deletion.
+/// miss it: the second one to lock sees the first one's deletion. Only messages on several
+/// queues need this; a message whose one queue row (`alone`) was removed is deleted with it.
 pub async fn drop_orphans(tx: &Transaction<'_>, ids: &[i64]) -> TxResult<()> {
     if ids.is_empty() {
         return Ok(());
@@ -76,7 +77,8 @@ pub async fn drop_orphans(tx: &Transaction<'_>, ids: &[i64]) -> TxResult<()> {
     let delete = tx
         .prepare_cached(
             "DELETE FROM messages m WHERE m.id = ANY($1) \
-             AND NOT EXISTS (SELECT 1 FROM message_queue mq WHERE mq.message_id = m.id)",
+             AND NOT EXISTS (SELECT 1 FROM message_queue mq \
+               WHERE mq.message_id = m.id AND NOT mq.alone)",
         )
         .await?;
     tx.execute(&delete, &[&ids]).await?;
