@@ -4,6 +4,7 @@
 //! - [`queues`]: queue and client metadata: create, delete (forced or not), list, register;
 //! - [`sending`]: all-or-nothing sends, unknown receivers, batches, ids;
 //! - [`receiving`]: eligibility, by-sender retrieval, orders, peek, takes, `max`;
+//! - [`selecting`]: receives with a selector, on properties and headers, by queue and sender;
 //! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids;
 //! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat.
 //!
@@ -23,6 +24,7 @@ use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 
 pub mod queues;
 pub mod receiving;
+pub mod selecting;
 pub mod sending;
 pub mod sessions;
 pub mod settling;
@@ -64,6 +66,12 @@ tests!(
     receiving::auto_ack_take_removes,
     receiving::receive_max_many,
     receiving::waiting_queues_lists_addressed,
+    selecting::selector_takes_only_matching_in_order,
+    selecting::non_matching_messages_stay_for_others,
+    selecting::selector_finds_matches_far_down_the_queue,
+    selecting::selector_on_headers,
+    selecting::by_sender_with_selector,
+    selecting::peek_with_selector,
     settling::client_ack_lease_then_ack,
     settling::nack_requeue_redelivers_in_old_position,
     settling::nack_without_requeue_drops,

@@ -8,6 +8,7 @@
 //! - `batcher`, `batch`: sends and acks gathered into one transaction per batch;
 //! - `receive`, `gather`: receives; concurrent client-ack takes on one source are served by one
 //!   scan (`gather`);
+//! - `select`: receives with a selector, evaluated in Rust over the ready rows in order;
 //! - `settle`, `queues`, `clients`: the other operations;
 //! - `nodes`: session claims, heartbeats, reaping dead nodes;
 //! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
@@ -33,6 +34,7 @@ mod notify;
 mod props;
 mod queues;
 mod receive;
+mod select;
 mod settle;
 mod store;
 mod tx;

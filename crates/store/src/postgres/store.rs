@@ -191,6 +191,10 @@ impl Store for PostgresStore {
     }
 
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
+        if spec.selector.is_some() {
+            // Evaluated in Rust, one receive at a time: not gathered with others (`select`).
+            return self.inner.receive_selected(spec, max).await;
+        }
         match (spec.mode, spec.ack) {
             (ReceiveMode::Take, AckMode::Client) => gather::receive(&self.inner, spec, max).await,
             _ => self.inner.receive(spec, max).await,
