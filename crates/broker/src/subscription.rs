@@ -4,7 +4,9 @@
 //! Credit is the prefetch window. Each push spends one; a client-ack subscription gets it back
 //! when the delivery is settled (ack, nack), an auto-ack subscription when the client sends
 //! `Credit`. Deliveries are taken in batches (up to the credit, at most [`MAX_PUSH_BATCH`]) so
-//! that one store call and one durability wait cover many messages.
+//! that one store call and one durability wait cover many messages. A subscription with a
+//! selector takes only the messages it selects; the store passes over the others, which stay
+//! for other receivers, and the task waits for the next arrival as when the queue is empty.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{
     AckMode, ErrorCode, ErrorReply, ReceiveMode, Response, Source, SubscriptionId,
 };
+use ferry_selector::Selector;
 use ferry_store::{ReceiveSpec, StoreError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -59,12 +62,13 @@ impl SubscriptionHandle {
 }
 
 /// Starts subscription `id` (from [`Session::next_subscription_id`]) for `sub` on `session`;
-/// the caller has validated `sub`.
+/// the caller has validated `sub` and parsed its selector (`None`: every message).
 pub fn start(
     shared: Arc<Shared>,
     session: Arc<Session>,
     id: SubscriptionId,
     sub: Subscribe,
+    selector: Option<Arc<Selector>>,
 ) -> SubscriptionHandle {
     let handle = SubscriptionHandle {
         id,
@@ -76,7 +80,7 @@ pub fn start(
         .credit
         .available
         .store(sub.prefetch, Ordering::Release);
-    let task = tokio::spawn(run(shared, session.clone(), handle.clone(), sub));
+    let task = tokio::spawn(run(shared, session.clone(), handle.clone(), sub, selector));
     session.add_subscription(handle.clone(), task);
     handle
 }
@@ -104,7 +108,13 @@ fn closed(sub: SubscriptionId, e: &StoreError) -> Response {
     }
 }
 
-async fn run(shared: Arc<Shared>, session: Arc<Session>, h: SubscriptionHandle, sub: Subscribe) {
+async fn run(
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+    h: SubscriptionHandle,
+    sub: Subscribe,
+    selector: Option<Arc<Selector>>,
+) {
     let notify = shared.wakers.queue(&sub.queue);
     let mut spec = ReceiveSpec {
         source: Source::Queue(sub.queue.clone()),
@@ -114,7 +124,7 @@ async fn run(shared: Arc<Shared>, session: Arc<Session>, h: SubscriptionHandle, 
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,
-        selector: None,
+        selector,
     };
     let lease = u64::from(shared.limits.lease_ms);
     while let Some(credit) = wait_for_credit(&h).await {

@@ -373,3 +373,13 @@ async fn futures_join_all<
     }
     set
 }
+
+#[tokio::test]
+async fn subscription_with_a_selector_pushes_only_matching_messages() {
+    selectors::subscription_pushes_only_matching_messages(TestServer::start().await).await;
+}
+
+#[tokio::test]
+async fn long_poll_with_a_selector_waits_past_non_matching_arrivals() {
+    selectors::long_poll_waits_past_non_matching_arrivals(TestServer::start().await).await;
+}

@@ -45,3 +45,20 @@ async fn broker_serves_from_postgres_and_keeps_messages_across_restarts() {
     assert!(take(&carol, "orders").await.is_none());
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selectors_on_postgres_push_and_wait_for_matching_messages_only() {
+    let pg = tokio::task::spawn_blocking(PgCluster::start).await.unwrap();
+    for scenario in 0..2 {
+        let url = tokio::task::block_in_place(|| pg.fresh_database());
+        let s = TestServer::start_with(|c| {
+            c.store = StoreSetting::Postgres(url);
+            c.store_pool_size = 4;
+        })
+        .await;
+        match scenario {
+            0 => selectors::subscription_pushes_only_matching_messages(s).await,
+            _ => selectors::long_poll_waits_past_non_matching_arrivals(s).await,
+        }
+    }
+}

@@ -3,6 +3,8 @@
 //! A waiting receive is a long poll woken by arrivals: it registers with the queue's notifier
 //! (or the any-queue notifier for by-sender receives) before it looks at the store, and looks
 //! again each time it is woken, until a message is there, the wait ends or the broker stops.
+//! With a selector, a look that finds only messages the selector passes over finds nothing,
+//! so the receive goes on waiting.
 
 use std::time::Duration;
 
@@ -25,16 +27,11 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
     if let Err(e) = validate::name(what, name, &shared.limits) {
         return Response::Error(e);
     }
-    match validate::selector(&r.selector) {
-        Ok(None) => {}
-        Ok(Some(_)) => {
-            return Response::error(
-                ErrorCode::InvalidArgument,
-                "selectors on queues are not supported yet",
-            )
-        }
+    // Parsed once; every look at the store (one per wake-up) tests messages against it.
+    let selector = match validate::selector(&r.selector) {
+        Ok(selector) => selector,
         Err(e) => return Response::Error(e),
-    }
+    };
     let leases = r.mode == ReceiveMode::Take && r.ack == AckMode::Client;
     if leases && session.in_flight() >= shared.limits.max_in_flight_per_session as usize {
         return Response::error(
@@ -58,7 +55,7 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,
-        selector: None,
+        selector,
     };
     loop {
         let arrived = notify.notified();

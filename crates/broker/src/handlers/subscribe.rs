@@ -6,13 +6,15 @@ use bytes::BytesMut;
 
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{ErrorCode, Response, SubscriptionId};
+use ferry_selector::Selector;
 
 use super::{store_error, validate};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::subscription;
 
-/// subscribe: checks the queue exists and the prefetch is within limits, then starts pushing.
+/// subscribe: checks the queue exists, the prefetch is within limits and the selector parses,
+/// then starts pushing.
 /// On success it queues the `Subscribed` reply itself, before the task can push, so that a
 /// client always learns the subscription id before its first delivery; it then returns `None`.
 pub async fn subscribe(
@@ -21,35 +23,27 @@ pub async fn subscribe(
     request_id: u32,
     sub: Subscribe,
 ) -> Option<Response> {
-    if let Some(reply) = check(shared, &sub).await {
-        return Some(reply);
-    }
+    let selector = match check(shared, &sub).await {
+        Ok(selector) => selector,
+        Err(reply) => return Some(reply),
+    };
     let id = session.next_subscription_id();
     let mut reply = BytesMut::new();
     Response::Subscribed { subscription: id }.encode(request_id, &mut reply);
     if session.out.send(reply.freeze()).is_err() {
         return None; // the connection is gone
     }
-    subscription::start(shared.clone(), session.clone(), id, sub);
+    subscription::start(shared.clone(), session.clone(), id, sub, selector);
     None
 }
 
-/// The error response for a subscribe that cannot start, if it cannot.
-async fn check(shared: &Shared, sub: &Subscribe) -> Option<Response> {
-    let fail = Some;
+/// The subscription's parsed selector if it can start, otherwise the error response.
+async fn check(shared: &Shared, sub: &Subscribe) -> Result<Option<Arc<Selector>>, Response> {
+    let fail = Err;
     if let Err(e) = validate::name("queue", &sub.queue, &shared.limits) {
         return fail(Response::Error(e));
     }
-    match validate::selector(&sub.selector) {
-        Ok(None) => {}
-        Ok(Some(_)) => {
-            return fail(Response::error(
-                ErrorCode::InvalidArgument,
-                "selectors on queues are not supported yet",
-            ))
-        }
-        Err(e) => return fail(Response::Error(e)),
-    }
+    let selector = validate::selector(&sub.selector).map_err(Response::Error)?;
     if sub.prefetch == 0 {
         return fail(Response::error(
             ErrorCode::InvalidArgument,
@@ -66,7 +60,7 @@ async fn check(shared: &Shared, sub: &Subscribe) -> Option<Response> {
         ));
     }
     match shared.store.list_queues().await {
-        Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => None,
+        Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => Ok(selector),
         Ok(_) => fail(store_error(&ferry_store::StoreError::QueueNotFound(
             sub.queue.clone(),
         ))),

@@ -1,6 +1,8 @@
 //! Helpers shared by the broker's integration tests.
 #![allow(dead_code)]
 
+pub mod selectors;
+
 use bytes::Bytes;
 use ferry_client::{Client, ClientError};
 use ferry_protocol::requests::Receive;

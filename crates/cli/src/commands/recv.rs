@@ -54,6 +54,10 @@ pub struct RecvArgs {
     /// Take up to N messages; stops early when none arrives within --wait.
     #[arg(long, value_name = "N", default_value_t = 1)]
     count: u64,
+    /// Only messages this JMS message selector is TRUE for, e.g. "region = 'eu' AND
+    /// priority >= 8" (see docs/selectors.md); the others stay in the queue.
+    #[arg(long, value_name = "EXPR")]
+    selector: Option<String>,
     /// Print one JSON object per message per line.
     #[arg(long)]
     json: bool,
@@ -80,7 +84,7 @@ pub async fn run(args: RecvArgs) -> Result<()> {
         },
         ack: AckMode::Client,
         wait_ms,
-        selector: String::new(),
+        selector: args.selector.unwrap_or_default(),
     };
     let client = args.conn.connect().await?;
     let result = receive_loop(&client, request, args.count, args.json).await;

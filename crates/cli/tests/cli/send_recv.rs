@@ -327,3 +327,66 @@ async fn multi_queue_send_is_all_or_nothing() {
     assert_eq!(queue_info(&server, "a").await.unwrap().ready, 2);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recv_with_a_selector_filters_and_a_bad_one_names_its_position() {
+    let server = server_with(&["orders"]).await;
+    for (region, total, priority) in [("eu", "10", "5"), ("us", "99", "9"), ("eu", "150", "8")] {
+        send(
+            &server,
+            &[
+                "--queue",
+                "orders",
+                "--priority",
+                priority,
+                "-p",
+                &format!("region={region}"),
+                "-p",
+                &format!("total={total}"),
+                &format!("{region} {total}"),
+            ],
+        )
+        .await;
+    }
+    // Peeks and takes see only what the selector selects, in the usual order.
+    let selector = ["--selector", "region = 'eu' AND total > 50"];
+    let peeked = recv_json(
+        &server,
+        &[&["--queue", "orders", "--peek"][..], &selector].concat(),
+    )
+    .await;
+    assert_eq!(peeked.len(), 1);
+    assert_eq!(peeked[0]["body"], "eu 150");
+    let eu = recv_json(
+        &server,
+        &[
+            "--queue",
+            "orders",
+            "--count",
+            "10",
+            "--selector",
+            "region = 'eu'",
+        ],
+    )
+    .await;
+    let bodies: Vec<_> = eu.iter().map(|m| m["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["eu 150", "eu 10"]);
+    // The message passed over is still there for a plain receive.
+    assert_eq!(queue_info(&server, "orders").await.unwrap().ready, 1);
+    let rest = recv_json(&server, &["--queue", "orders", "--count", "10"]).await;
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0]["body"], "us 99");
+
+    // A selector that does not parse: the broker's message, with the position, exit 1.
+    let out = ferry(
+        &server,
+        &["recv", "--queue", "orders", "--selector", "total > (1 + 2"],
+    )
+    .run()
+    .await;
+    assert_eq!(
+        out.failed(),
+        "ferry: invalid selector: expected ')', found end of input at position 14"
+    );
+    server.shutdown().await;
+}
