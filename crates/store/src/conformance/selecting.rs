@@ -107,27 +107,39 @@ pub async fn non_matching_messages_stay_for_others(store: Arc<dyn Store>) {
     assert_eq!(bodies(&d), vec!["e2", "u1", "e1", "e3", "u3"]);
 }
 
-/// A selector passes over many non-matching messages to find a match far down the queue.
+/// A selector passes over many non-matching messages (more than an engine reads or examines
+/// in one step) to find matches far down the queue, in one receive.
 pub async fn selector_finds_matches_far_down_the_queue(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    let mut batch: Vec<NewMessage> = (0..600)
+    let mut batch: Vec<NewMessage> = (0..5000)
         .map(|i| regional(&["q"], "p", &format!("us{i}"), "us", i))
         .collect();
-    batch.insert(250, regional(&["q"], "p", "eu-a", "eu", 1000));
-    batch.push(regional(&["q"], "p", "eu-b", "eu", 1001));
-    for r in store.send_batch(batch).await {
-        r.unwrap();
+    batch.insert(250, regional(&["q"], "p", "eu-a", "eu", 10_000));
+    batch.push(regional(&["q"], "p", "eu-b", "eu", 10_001));
+    for chunk in batch.chunks(1000) {
+        for r in store.send_batch(chunk.to_vec()).await {
+            r.unwrap();
+        }
     }
-    let mut spec = selecting(lease("q", "c"), "region = 'eu' AND n >= 1000");
+    let mut spec = selecting(lease("q", "c"), "region = 'eu' AND n >= 10000");
     spec.order = Order::Time;
     let d = store.receive(&spec, 5).await.unwrap();
     assert_eq!(bodies(&d), vec!["eu-a", "eu-b"]);
-    assert_eq!(depth(&store, "q").await, (600, 2));
+    assert_eq!(depth(&store, "q").await, (5000, 2));
     let d = store
-        .receive(&selecting(take("q", "c"), "n = 599 OR n = 3"), 5)
+        .receive(
+            &selecting(take("q", "c"), "n = 4999 OR n = 3 OR n = 4500"),
+            5,
+        )
         .await
         .unwrap();
-    assert_eq!(bodies(&d), vec!["us3", "us599"]);
+    assert_eq!(bodies(&d), vec!["us3", "us4500", "us4999"]);
+    assert_eq!(depth(&store, "q").await, (4997, 2));
+    let d = store
+        .receive(&selecting(peek("q", "c"), "n > 4990"), 100)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&d).len(), 8);
 }
 
 /// Header fields: priority, sender, receiver, context, created_at.

@@ -15,12 +15,16 @@ use super::backend::Backend;
 use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::recovery;
-use super::state::messages::Handout;
+use super::state::messages::{Handout, Walk};
 use super::state::State;
 use super::writer::{self, Log, Ticket};
 use super::SEGMENTS_DIR;
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 use crate::error::StoreError;
+
+/// Most ready entries a receive with a selector examines under one hold of the lock; a longer
+/// walk goes on after other operations had their turn.
+const SELECTOR_STEP: usize = 4096;
 
 /// The embedded storage engine. Open it with [`EmbeddedStore::open`]; share the `Arc`.
 pub struct EmbeddedStore {
@@ -207,21 +211,52 @@ impl Store for EmbeddedStore {
         // Peeks too: while a failed write is carried, the in-memory state is ahead of the log,
         // and a peek must not show what a crash could still take back.
         self.writable().await?;
-        let (handouts, ticket): (Vec<Handout>, Option<Ticket>) = {
-            let mut st = self.state();
-            let mut log = self.log.lock();
-            let (handouts, _wrote) = st.receive(&mut log, spec, max)?;
-            // Whatever is handed out must be durable first: a peek must not show a message
-            // whose send may still be lost, and a take's records must be on disk. Records are
-            // in state order, so the current batch covers everything the handouts depend on.
-            let ticket = if handouts.is_empty() {
-                None
-            } else {
-                log.ticket_if_pending()
-            };
-            (handouts, ticket)
+        // A selector passes over messages, so its walk may be long: it is done in steps of
+        // at most SELECTOR_STEP entries, letting other operations have the lock in between.
+        let budget = if spec.selector.is_some() {
+            SELECTOR_STEP
+        } else {
+            usize::MAX
         };
-        writer::wait(ticket).await?;
+        let mut walk = Walk::default();
+        let mut handouts: Vec<Handout> = Vec::new();
+        let mut tickets: Vec<Ticket> = Vec::new();
+        loop {
+            let step = {
+                let mut st = self.state();
+                let mut log = self.log.lock();
+                st.receive(&mut log, spec, max - handouts.len(), &mut walk, budget)
+                    .map(|(got, _wrote)| {
+                        // Whatever is handed out must be durable first: a peek must not show
+                        // a message whose send may still be lost, and a take's records must be
+                        // on disk. Records are in state order, so the current batch covers
+                        // everything the handouts depend on.
+                        let ticket = if got.is_empty() {
+                            None
+                        } else {
+                            log.ticket_if_pending()
+                        };
+                        (got, ticket)
+                    })
+            };
+            match step {
+                Ok((got, ticket)) => {
+                    handouts.extend(got);
+                    tickets.extend(ticket);
+                }
+                // Messages taken in earlier steps are handed out all the same (the queue may
+                // have gone meanwhile): failing would lose auto-ack takes.
+                Err(_) if !handouts.is_empty() => break,
+                Err(e) => return Err(e),
+            }
+            if walk.end || handouts.len() >= max {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        for ticket in tickets {
+            writer::wait(Some(ticket)).await?;
+        }
         Ok(handouts.into_iter().map(delivery).collect())
     }
 

@@ -9,6 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 use std::iter::Peekable;
+use std::ops::Bound::{Excluded, Unbounded};
 
 use ferry_protocol::Order;
 
@@ -112,6 +113,7 @@ impl<K: Ord + Copy> Split<K> {
     /// Up to `max` entries eligible for `client` (unaddressed, or addressed to it), in `order`,
     /// passing over the entries `accept` refuses (a selector's): the walk goes on in order until
     /// `max` are accepted or the index ends.
+    #[cfg(test)]
     pub fn pick(
         &self,
         client: Option<ClientKey>,
@@ -120,66 +122,98 @@ impl<K: Ord + Copy> Split<K> {
         out: &mut Vec<K>,
         accept: impl FnMut(&K) -> bool,
     ) {
+        self.walk(client, order, None, max, usize::MAX, out, accept);
+    }
+
+    /// As [`Split::pick`], starting after `from` (where an earlier walk stopped) and examining
+    /// at most `budget` entries. Returns where this walk stopped (the last entry examined) and
+    /// whether it reached the end of the index.
+    #[allow(clippy::too_many_arguments)]
+    pub fn walk(
+        &self,
+        client: Option<ClientKey>,
+        order: Order,
+        from: Option<Cursor<K>>,
+        max: usize,
+        budget: usize,
+        out: &mut Vec<K>,
+        accept: impl FnMut(&K) -> bool,
+    ) -> (Option<Cursor<K>>, bool) {
         let mine = client.and_then(|c| self.addressed.get(&c));
         match order {
             Order::Time => {
-                let theirs = mine.map(|r| r.by_time.iter());
-                merge(self.open.by_time.iter(), theirs, max, out, |k| *k, accept);
+                let after = match from {
+                    Some(Cursor::Time(k)) => Excluded(k),
+                    _ => Unbounded,
+                };
+                let theirs = mine.map(|r| r.by_time.range((after, Unbounded)));
+                let open = self.open.by_time.range((after, Unbounded));
+                let (last, end) = merge(open, theirs, max, budget, out, |k| *k, accept);
+                (last.map(Cursor::Time), end)
             }
             Order::Priority => {
-                let theirs = mine.map(|r| r.by_priority.iter());
-                merge(
-                    self.open.by_priority.iter(),
-                    theirs,
-                    max,
-                    out,
-                    |(_, k)| *k,
-                    accept,
-                );
+                let after = match from {
+                    Some(Cursor::Priority(p, k)) => Excluded((p, k)),
+                    _ => Unbounded,
+                };
+                let theirs = mine.map(|r| r.by_priority.range((after, Unbounded)));
+                let open = self.open.by_priority.range((after, Unbounded));
+                let (last, end) = merge(open, theirs, max, budget, out, |(_, k)| *k, accept);
+                (last.map(|(p, k)| Cursor::Priority(p, k)), end)
             }
         }
     }
 }
 
-/// Merges two ascending iterators, pushing at most `max` keys that `accept` takes.
-fn merge<'a, T: Ord + 'a, K>(
+/// Where a walk over a ready index stopped: the last entry it examined, in the walk's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cursor<K> {
+    /// Time order: the entry's key.
+    Time(K),
+    /// Priority order: the entry's priority and key.
+    Priority(Reverse<u8>, K),
+}
+
+/// Merges two ascending iterators, pushing at most `max` keys that `accept` takes and examining
+/// at most `budget` entries. Returns the last entry examined and whether both ran out.
+fn merge<'a, T: Ord + Copy + 'a, K>(
     a: impl Iterator<Item = &'a T>,
     b: Option<impl Iterator<Item = &'a T>>,
     max: usize,
+    budget: usize,
     out: &mut Vec<K>,
     key: impl Fn(&T) -> K,
     mut accept: impl FnMut(&K) -> bool,
-) {
+) -> (Option<T>, bool) {
     let start = out.len();
-    let Some(b) = b else {
-        out.extend(a.map(key).filter(|k| accept(k)).take(max));
-        return;
-    };
     let mut a: Peekable<_> = a.peekable();
-    let mut b: Peekable<_> = b.peekable();
-    while out.len() - start < max {
-        let next = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) => {
-                if x <= y {
-                    a.next()
-                } else {
-                    b.next()
-                }
-            }
-            (Some(_), None) => a.next(),
-            (None, Some(_)) => b.next(),
-            (None, None) => None,
+    let mut b = b.map(Iterator::peekable);
+    let mut last = None;
+    let mut examined = 0;
+    while out.len() - start < max && examined < budget {
+        let from_a = match (a.peek(), b.as_mut().and_then(Peekable::peek)) {
+            (Some(x), Some(y)) => x <= y,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return (last, true),
         };
-        match next {
-            Some(t) => {
-                let k = key(t);
-                if accept(&k) {
-                    out.push(k);
-                }
-            }
-            None => break,
+        let next = if from_a {
+            a.next()
+        } else {
+            b.as_mut().and_then(Iterator::next)
+        };
+        let Some(t) = next else {
+            return (last, true);
+        };
+        examined += 1;
+        last = Some(*t);
+        let k = key(t);
+        if accept(&k) {
+            out.push(k);
         }
     }
+    let end = a.peek().is_none() && b.as_mut().and_then(Peekable::peek).is_none();
+    (last, end)
 }
 
 #[cfg(test)]
@@ -212,6 +246,30 @@ mod tests {
         out.clear();
         s.pick(None, Order::Time, 10, &mut out, |k| *k == 3);
         assert_eq!(out, vec![3]);
+        // A walk in steps of two entries, resumed where the last one stopped, sees every
+        // eligible entry once, in order.
+        for order in [Order::Time, Order::Priority] {
+            let (mut all, mut steps) = (Vec::new(), Vec::new());
+            s.pick(Some(7), order, 10, &mut all, |_| true);
+            let mut from = None;
+            loop {
+                let mut got = Vec::new();
+                let (last, end) = s.walk(Some(7), order, from, 10, 2, &mut got, |_| true);
+                assert!(got.len() <= 2);
+                steps.extend(got);
+                from = last;
+                if end {
+                    break;
+                }
+            }
+            assert_eq!(steps, all, "{order:?}");
+        }
+        out.clear();
+        let (last, end) = s.walk(Some(7), Order::Time, None, 1, 10, &mut out, |k| *k > 2);
+        assert_eq!(
+            (out.as_slice(), last, end),
+            (&[3][..], Some(Cursor::Time(3)), false)
+        );
         assert!(s.remove(Some(8), 10, 4));
         assert!(!s.has_addressed(8));
         assert!(!s.remove(Some(8), 10, 4));

@@ -15,6 +15,7 @@ use ferry_protocol::{
 use super::super::format::codec::{properties_fit, str_fits};
 use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
+use super::index::Cursor;
 use super::leases::Lease;
 use super::{Entry, QueueKey, Slot, State, Stored};
 use crate::api::{NewMessage, ReceiveSpec, SessionId};
@@ -34,6 +35,16 @@ pub struct Handout {
     pub delivery_id: DeliveryId,
     /// Client-ack deliveries before this one.
     pub delivery_count: u32,
+}
+
+/// Where a receive's walk over a ready index stopped, so that the next step goes on from
+/// there. Starts at the head of the index ([`Walk::default`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Walk {
+    queue: Option<Cursor<MessageId>>,
+    sender: Option<Cursor<(MessageId, QueueKey)>>,
+    /// Whether the walk reached the end of the index.
+    pub end: bool,
 }
 
 /// What settling a set of delivery ids did.
@@ -160,12 +171,16 @@ impl State {
     }
 
     /// Picks up to `max` messages for `spec` and hands them out; returns them and whether
-    /// records were written.
+    /// records were written. The walk over the ready index starts where `walk` says and
+    /// examines at most `budget` entries (a selector passes over entries, so its walk is done
+    /// in bounded steps, each under the lock); `walk` is left where this step stopped.
     pub fn receive(
         &mut self,
         log: &mut LogGuard<'_>,
         spec: &ReceiveSpec,
         max: usize,
+        walk: &mut Walk,
+        budget: usize,
     ) -> Result<(Vec<Handout>, bool), StoreError> {
         let client = self.clients.get(spec.client.as_str()).copied();
         let mut picks: Vec<(MessageId, QueueKey)> = Vec::new();
@@ -181,8 +196,12 @@ impl State {
                     return Err(StoreError::QueueNotFound(name.clone()));
                 };
                 let mut ids = Vec::new();
+                walk.end = true;
                 if let Some(q) = self.queues.get(&qk) {
-                    q.ready.pick(client, spec.order, max, &mut ids, selected);
+                    let from = walk.queue;
+                    (walk.queue, walk.end) = q
+                        .ready
+                        .walk(client, spec.order, from, max, budget, &mut ids, selected);
                 }
                 picks.extend(ids.into_iter().map(|id| (id, qk)));
             }
@@ -190,8 +209,18 @@ impl State {
                 let Some(&sk) = self.clients.get(name.as_str()) else {
                     return Err(StoreError::ClientNotFound(name.clone()));
                 };
+                walk.end = true;
                 if let Some(s) = self.senders.get(&sk) {
-                    s.pick(client, spec.order, max, &mut picks, |(id, _)| selected(id));
+                    let from = walk.sender;
+                    (walk.sender, walk.end) = s.walk(
+                        client,
+                        spec.order,
+                        from,
+                        max,
+                        budget,
+                        &mut picks,
+                        |(id, _)| selected(id),
+                    );
                 }
             }
         }
