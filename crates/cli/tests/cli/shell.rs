@@ -23,6 +23,8 @@ list
 recv sq peek
 recv sq time auto
 recv sq
+recv sq2 peek where=\"n = 6\"
+recv sq2 where=\"n > (1\"
 from nobody-here
 waiting
 delete nope
@@ -80,6 +82,11 @@ create never
     );
     assert!(
         stderr.contains("error: unknown command 'bogus'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .contains("error: invalid selector: expected ')', found end of input at position 6\n"),
         "{stderr}"
     );
     assert!(

@@ -163,7 +163,7 @@ async fn receive(client: &Client, line: RecvLine) -> Result<String, ClientError>
             AckMode::Client
         },
         wait_ms: line.wait_ms,
-        selector: String::new(),
+        selector: line.selector,
     };
     Ok(match client.receive(request).await? {
         None => "(no message)\n".to_string(),

@@ -79,6 +79,8 @@ pub struct RecvLine {
     pub auto_ack: bool,
     /// Long-poll time in ms.
     pub wait_ms: u32,
+    /// A message selector; empty = every message.
+    pub selector: String,
 }
 
 /// The text `help` prints.
@@ -90,12 +92,13 @@ commands:
   send Q[,Q2...] [to=CLIENT] [prio=1-10] [ctx=N] [NAME=VALUE ...] -- BODY
                                     send BODY (the rest of the line) to every queue named;
                                     NAME:str=VALUE forces a string property
-  recv QUEUE [peek] [time] [auto] [wait=SECONDS]
+  recv QUEUE [peek] [time] [auto] [wait=SECONDS] [where=\"SELECTOR\"]
                                     take the next message from a queue (highest priority first,
                                     or oldest first with 'time'); 'peek' leaves it in place;
                                     taken messages stay in flight until 'ack' ('auto' removes
-                                    them at once); unacked ones return to the queue on quit
-  from SENDER [peek] [time] [auto] [wait=SECONDS]
+                                    them at once); unacked ones return to the queue on quit;
+                                    'where' takes only messages the selector selects
+  from SENDER [peek] [time] [auto] [wait=SECONDS] [where=\"SELECTOR\"]
                                     the same, for messages from SENDER across all queues
   waiting                           queues holding messages addressed to you
   ack DELIVERY...                   settle taken messages by delivery id
@@ -233,9 +236,9 @@ fn parse_send(args: &[String], body: Option<String>) -> Result<SendLine> {
 
 fn parse_recv(args: &[String], by_sender: bool) -> Result<RecvLine> {
     let usage = if by_sender {
-        "usage: from SENDER [peek] [time] [auto] [wait=SECONDS]"
+        "usage: from SENDER [peek] [time] [auto] [wait=SECONDS] [where=\"SELECTOR\"]"
     } else {
-        "usage: recv QUEUE [peek] [time] [auto] [wait=SECONDS]"
+        "usage: recv QUEUE [peek] [time] [auto] [wait=SECONDS] [where=\"SELECTOR\"]"
     };
     let Some((name, opts)) = args.split_first() else {
         bail!("{usage}");
@@ -250,6 +253,7 @@ fn parse_recv(args: &[String], by_sender: bool) -> Result<RecvLine> {
         order: Order::Priority,
         auto_ack: false,
         wait_ms: 0,
+        selector: String::new(),
     };
     for opt in opts {
         match opt.as_str() {
@@ -257,10 +261,15 @@ fn parse_recv(args: &[String], by_sender: bool) -> Result<RecvLine> {
             "time" => line.order = Order::Time,
             "priority" | "prio" => line.order = Order::Priority,
             "auto" => line.auto_ack = true,
-            other => match other.strip_prefix("wait=") {
-                Some(secs) => line.wait_ms = crate::commands::wait_ms(secs)?,
-                None => bail!("unknown option '{other}' ({usage})"),
-            },
+            other => {
+                if let Some(secs) = other.strip_prefix("wait=") {
+                    line.wait_ms = crate::commands::wait_ms(secs)?;
+                } else if let Some(selector) = other.strip_prefix("where=") {
+                    line.selector = selector.to_owned();
+                } else {
+                    bail!("unknown option '{other}' ({usage})");
+                }
+            }
         }
     }
     Ok(line)
@@ -469,6 +478,10 @@ mod tests {
         let r = recv("from alice time");
         assert_eq!(r.source, Source::Sender("alice".into()));
         assert_eq!(r.order, Order::Time);
+        assert_eq!(r.selector, "");
+        let r = recv(r#"recv orders where="region = 'eu' AND total > 40" peek"#);
+        assert_eq!(r.selector, "region = 'eu' AND total > 40");
+        assert!(r.peek);
     }
 
     #[test]
