@@ -24,6 +24,10 @@ use crate::error::StoreError;
 /// Change reports buffered per subscriber; one that lags further is told "anything changed".
 const CHANGES_CAPACITY: usize = 1024;
 
+/// Planner settings of every connection (see [`PostgresStore::open`]).
+const PLANNER_OPTIONS: &str =
+    "-c enable_sort=off -c enable_bitmapscan=off -c enable_seqscan=off -c jit=off";
+
 /// How long an operation waits for a pooled connection, or for a new one to be made.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -81,6 +85,18 @@ impl PostgresStore {
         if pg.get_application_name().is_none() {
             pg.application_name("ferry");
         }
+        // A queue table's statistics are always stale (it is empty one moment and holds a
+        // million rows the next), and a plan made for "a few rows" (a bitmap or sequential
+        // scan of every ready row, then a sort; a sequential scan to find rows by ctid) turns
+        // a take into a scan of the whole backlog. Ferry's statements are written for ordered
+        // index scans, TID scans and index probes, so its connections price the other paths
+        // out (a sort that is the only way, such as ordering a receive's few rows, still
+        // runs). JIT would then compile every statement, whose cost now looks huge: off.
+        let options = match pg.get_options() {
+            Some(o) if !o.is_empty() => format!("{o} {PLANNER_OPTIONS}"),
+            _ => PLANNER_OPTIONS.to_owned(),
+        };
+        pg.options(&options);
         let manager = Manager::from_config(
             pg.clone(),
             NoTls,

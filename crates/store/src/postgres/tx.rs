@@ -70,6 +70,9 @@ pub async fn drop_orphans(tx: &Transaction<'_>, ids: &[i64]) -> TxResult<()> {
     if ids.is_empty() {
         return Ok(());
     }
+    // The connections price sorts out (see `store`); this one is cheaper than reading the
+    // whole primary key in order, so allow it for the rest of the transaction.
+    tx.batch_execute("SET LOCAL enable_sort = on").await?;
     let lock = tx
         .prepare_cached("SELECT id FROM messages WHERE id = ANY($1) ORDER BY id FOR UPDATE")
         .await?;
