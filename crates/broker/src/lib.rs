@@ -12,8 +12,10 @@
 //! - [`node`]: the node's name among the nodes sharing a database;
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
 //! - [`shutdown`]: SIGTERM/SIGINT; [`runtime_file`]: the bound addresses for tools and tests;
-//! - [`shared`], [`stats`]: state and counters shared by all connections.
+//! - [`shared`], [`stats`]: state and counters shared by all connections;
+//! - [`clock`]: where the broker's time comes from (tests move it by hand).
 
+pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod delivery;
@@ -29,5 +31,6 @@ pub mod shutdown;
 pub mod stats;
 pub mod subscription;
 
+pub use clock::{Clock, SystemClock};
 pub use config::{BrokerConfig, ConfigError, ConfigLayer, StoreSetting};
 pub use server::{Broker, BrokerError, RunningBroker};

@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::{BrokerConfig, StoreSetting};
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -94,6 +95,14 @@ impl Broker {
     /// Opens the configured store (the embedded one in `config.data_dir`, or PostgreSQL) and
     /// starts serving. Either way the data directory is locked and holds `runtime.toml`.
     pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
+        Broker::start_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    /// As [`Broker::start`], with `clock` as the broker's time (tests move a manual clock).
+    pub async fn start_with_clock(
+        config: BrokerConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<RunningBroker, BrokerError> {
         let lock = lock_data_dir(&config.data_dir)?;
         let store: Arc<dyn Store> = match &config.store {
             StoreSetting::Embedded => {
@@ -112,7 +121,7 @@ impl Broker {
                 PostgresStore::open(store_cfg).await?
             }
         };
-        let mut running = Broker::start_with_store(config, store).await?;
+        let mut running = Broker::start_with_store_and_clock(config, store, clock).await?;
         running._lock = Some(lock);
         Ok(running)
     }
@@ -122,6 +131,16 @@ impl Broker {
     pub async fn start_with_store(
         config: BrokerConfig,
         store: Arc<dyn Store>,
+    ) -> Result<RunningBroker, BrokerError> {
+        Broker::start_with_store_and_clock(config, store, Arc::new(SystemClock)).await
+    }
+
+    /// Starts serving over an already opened store with `clock` as the broker's time (tests
+    /// move a manual clock to test delays and time to live without sleeping).
+    pub async fn start_with_store_and_clock(
+        config: BrokerConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
     ) -> Result<RunningBroker, BrokerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
             path: config.data_dir.clone(),
@@ -146,12 +165,14 @@ impl Broker {
             store,
             config.limits,
             config.max_pipelined as usize,
+            clock,
         ));
         let connections = TaskTracker::new();
         let tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
             tokio::spawn(jobs::leases::run(shared.clone())),
             tokio::spawn(jobs::maintenance::run(shared.clone())),
+            tokio::spawn(jobs::delayed::run(shared.clone())),
             tokio::spawn(jobs::cluster::heartbeat(
                 shared.clone(),
                 config.node_timeout_ms,

@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ferry_protocol::Limits;
 use ferry_store::{SessionId, Store};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
 
 use crate::delivery::Wakers;
 use crate::stats::Stats;
@@ -31,11 +33,21 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// Counters for operators and tests.
     pub stats: Arc<Stats>,
+    /// Where time comes from.
+    pub clock: Arc<dyn Clock>,
+    /// Signalled when a delayed message is stored, so the job that wakes waiters when delayed
+    /// messages become due looks at the schedule again.
+    pub delayed_sent: Notify,
 }
 
 impl Shared {
     /// New shared state around a store.
-    pub fn new(store: Arc<dyn Store>, limits: Limits, max_pipelined: usize) -> Shared {
+    pub fn new(
+        store: Arc<dyn Store>,
+        limits: Limits,
+        max_pipelined: usize,
+        clock: Arc<dyn Clock>,
+    ) -> Shared {
         Shared {
             store,
             limits,
@@ -45,6 +57,8 @@ impl Shared {
             wakers: Wakers::default(),
             shutdown: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
+            clock,
+            delayed_sent: Notify::new(),
         }
     }
 
@@ -76,12 +90,9 @@ impl Shared {
     pub fn online_count(&self) -> usize {
         self.online().len()
     }
-}
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    /// The broker clock's current time, ms since the Unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
 }

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::shared::{now_ms, Shared};
+use crate::shared::Shared;
 use crate::stats::Stats;
 
 /// Most deliveries taken from the store in one go.
@@ -125,13 +125,15 @@ async fn run(
         session: session.id,
         lease_until_ms: 0,
         selector,
+        now_ms: 0,
     };
     let lease = u64::from(shared.limits.lease_ms);
     while let Some(credit) = wait_for_credit(&h).await {
         let arrived = notify.notified();
         tokio::pin!(arrived);
         arrived.as_mut().enable();
-        spec.lease_until_ms = now_ms() + lease;
+        spec.now_ms = shared.now_ms();
+        spec.lease_until_ms = spec.now_ms + lease;
         let max = credit.min(MAX_PUSH_BATCH) as usize;
         match shared.store.receive(&spec, max).await {
             Ok(ds) if !ds.is_empty() => {

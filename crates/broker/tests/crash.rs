@@ -78,6 +78,8 @@ async fn producer(addr: String, p: usize, model: Arc<Mutex<Model>>, seed: u64) {
                 context: 0,
                 properties: Vec::new(),
                 body: Bytes::from(body.clone()),
+                ttl_ms: 0,
+                delay_ms: 0,
             };
             let c = c.clone();
             window.push(async move { (body, c.send(msg).await) });

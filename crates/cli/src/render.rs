@@ -120,6 +120,9 @@ pub fn message_block(m: &Message, delivery_id: Option<u64>) -> String {
     let _ = writeln!(out, "context:     {}", m.context);
     let _ = writeln!(out, "properties:  {}", properties_text(&m.properties));
     let _ = writeln!(out, "created_at:  {}", iso8601_utc(m.created_at));
+    if m.expires_at != 0 {
+        let _ = writeln!(out, "expires_at:  {}", iso8601_utc(m.expires_at));
+    }
     let _ = writeln!(out, "redelivered: {}", m.redelivered());
     out.push('\n');
     match std::str::from_utf8(&m.body) {
@@ -194,6 +197,7 @@ mod tests {
             body: Bytes::from_static(body),
             created_at: 951_827_696_789,
             delivery_count: 1,
+            expires_at: 0,
         }
     }
 

@@ -263,9 +263,9 @@ async fn limits_are_enforced_client_side() {
 
 #[tokio::test]
 async fn batches_over_the_frame_limit_are_split_and_pipelined() {
-    // Each message encodes to 2+3+1+1+8+2+4+40 = 61 bytes; a frame has room for 3.
+    // Each message encodes to 2+3+1+1+8+2+4+40+8+8 = 77 bytes; a frame has room for 3.
     let limits = Limits {
-        max_frame_bytes: 200,
+        max_frame_bytes: 250,
         ..Limits::DEFAULT
     };
     let (addr, server) = serve(move |mut peer| async move {

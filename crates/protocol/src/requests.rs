@@ -195,6 +195,8 @@ pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
     out.put_u64_le(m.context);
     put_properties(out, &m.properties);
     put_bytes(out, &m.body);
+    out.put_u64_le(m.ttl_ms);
+    out.put_u64_le(m.delay_ms);
 }
 
 /// The number of bytes [`put_outgoing`] writes for `m`, without writing them: lets a sender
@@ -216,7 +218,7 @@ pub fn outgoing_encoded_len(m: &OutgoingMessage) -> usize {
                 }
         })
         .sum();
-    2 + queues + receiver + 1 + 8 + 2 + properties + 4 + m.body.len()
+    2 + queues + receiver + 1 + 8 + 2 + properties + 4 + m.body.len() + 8 + 8
 }
 
 /// Reads an outgoing message.
@@ -228,11 +230,13 @@ pub fn read_outgoing(r: &mut Reader<'_>) -> Result<OutgoingMessage, WireError> {
         context: r.u64()?,
         properties: r.properties()?,
         body: r.bytes()?,
+        ttl_ms: r.u64()?,
+        delay_ms: r.u64()?,
     })
 }
 
 /// Smallest encoding of an outgoing message: counts and fixed fields only.
-const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4;
+const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4 + 8 + 8;
 
 /// Decodes a connect payload.
 ///

@@ -152,6 +152,7 @@ pub fn put_delivery(out: &mut BytesMut, d: &Delivery) {
     out.put_u32_le(m.delivery_count);
     put_properties(out, &m.properties);
     put_bytes(out, &m.body);
+    out.put_u64_le(m.expires_at);
 }
 
 /// Reads a delivery.
@@ -169,6 +170,7 @@ pub fn read_delivery(r: &mut Reader<'_>) -> Result<Delivery, WireError> {
             delivery_count: r.u32()?,
             properties: r.properties()?,
             body: r.bytes()?,
+            expires_at: r.u64()?,
         },
     })
 }

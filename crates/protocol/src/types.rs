@@ -83,6 +83,12 @@ pub struct OutgoingMessage {
     pub properties: Properties,
     /// The payload.
     pub body: Bytes,
+    /// Time to live in ms from when the broker accepts it: past that it is never delivered.
+    /// 0 = forever.
+    pub ttl_ms: u64,
+    /// Delayed delivery: not visible to receivers until this many ms after the broker accepts
+    /// it. 0 = at once.
+    pub delay_ms: u64,
 }
 
 impl OutgoingMessage {
@@ -95,7 +101,21 @@ impl OutgoingMessage {
             context: 0,
             properties: Vec::new(),
             body: body.into(),
+            ttl_ms: 0,
+            delay_ms: 0,
         }
+    }
+
+    /// The same message with a time to live (0 = forever).
+    pub fn with_ttl_ms(mut self, ttl_ms: u64) -> Self {
+        self.ttl_ms = ttl_ms;
+        self
+    }
+
+    /// The same message delayed by `delay_ms` (0 = visible at once).
+    pub fn with_delay_ms(mut self, delay_ms: u64) -> Self {
+        self.delay_ms = delay_ms;
+        self
     }
 }
 
@@ -122,6 +142,8 @@ pub struct Message {
     pub created_at: u64,
     /// How often it was handed out (client ack) before this delivery.
     pub delivery_count: u32,
+    /// When it expires, ms since the Unix epoch (arrival plus its time to live); 0 = never.
+    pub expires_at: u64,
 }
 
 impl Message {

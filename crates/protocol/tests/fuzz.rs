@@ -57,7 +57,7 @@ mod min {
     pub const U64: usize = 8;
     /// A batch item: queue count (2), receiver tag (1), priority (1), context (8), property
     /// count (2), body length (4).
-    pub const OUTGOING: usize = 18;
+    pub const OUTGOING: usize = 34;
     /// A queue listing entry: name length (2), ready (8), in flight (8).
     pub const QUEUE_INFO: usize = 18;
     /// A batch result: tag (1) and the smaller of an id (8) and an error's code (2) + text
@@ -514,6 +514,8 @@ fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
             context: 0,
             properties: vec![],
             body: Bytes::new(),
+            ttl_ms: 0,
+            delay_ms: 0,
         };
         n
     ]);

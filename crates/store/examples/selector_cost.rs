@@ -49,6 +49,8 @@ fn message(i: i64) -> NewMessage {
         ],
         body: Bytes::from(vec![7u8; 128]),
         created_at: 1_700_000_000_000,
+        deliver_at_ms: 0,
+        expires_at_ms: 0,
     }
 }
 
@@ -81,6 +83,7 @@ async fn drain(store: &EmbeddedStore, selector: Option<&str>) -> (usize, f64) {
         session: 1,
         lease_until_ms: u64::MAX,
         selector: selector.map(|s| Arc::new(Selector::parse(s).expect("selector parses"))),
+        now_ms: 0,
     };
     let started = Instant::now();
     let mut taken = 0;

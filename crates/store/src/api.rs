@@ -42,6 +42,12 @@ pub struct NewMessage {
     pub body: Bytes,
     /// Arrival time, ms since the Unix epoch.
     pub created_at: u64,
+    /// Delayed delivery: invisible to receives until this time, ms since the Unix epoch
+    /// (`created_at` + delay). 0 = visible at once.
+    pub deliver_at_ms: u64,
+    /// Expiry: never delivered at or after this time, ms since the Unix epoch (`created_at` +
+    /// time to live). 0 = never expires.
+    pub expires_at_ms: u64,
 }
 
 /// What a receive asks for.
@@ -65,6 +71,10 @@ pub struct ReceiveSpec {
     /// others are passed over, in order, and stay where they are for other receivers. `None`:
     /// every message.
     pub selector: Option<Arc<Selector>>,
+    /// The current time, ms since the Unix epoch, from the broker's clock: messages whose
+    /// `deliver_at_ms` is later are not visible yet, and messages whose `expires_at_ms` is at
+    /// or before it are never delivered.
+    pub now_ms: u64,
 }
 
 /// The storage interface. Implementations are shared between sessions (`Arc<dyn Store>`).
@@ -123,6 +133,21 @@ pub trait Store: Send + Sync + 'static {
 
     /// The earliest lease deadline, if any delivery is leased (so the expiry job can sleep).
     async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError>;
+
+    /// Delayed messages: the queues (sorted, deduplicated) holding messages whose delivery
+    /// time is in `(after_ms, until_ms]` (they became visible in that span, so their waiters
+    /// are to be woken), and the earliest delivery time after `until_ms`, if any (so the job
+    /// that wakes them can sleep until then).
+    async fn delayed_due(
+        &self,
+        after_ms: u64,
+        until_ms: u64,
+    ) -> Result<(Vec<String>, Option<u64>), StoreError>;
+
+    /// Removes the ready messages whose expiry time is at or before `now_ms` from their queues
+    /// (receives never deliver them anyway; this frees their space). Returns how many queue
+    /// entries went.
+    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError>;
 
     /// Names of the queues holding ready messages addressed to `client`, sorted.
     async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError>;

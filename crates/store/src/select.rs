@@ -86,6 +86,7 @@ mod tests {
             body: Bytes::new(),
             created_at: 1_700_000_000_000,
             delivery_count: 0,
+            expires_at: 0,
         };
         let src = MessageSource(&m);
         for (text, expected) in [

@@ -67,6 +67,11 @@ conformance_tests!(
     sessions::claim_is_exclusive_until_ended,
     sessions::claims_and_leases_are_independent,
     sessions::heartbeat_of_a_lone_node_frees_nothing,
+    timing::delayed_message_is_invisible_until_due,
+    timing::delayed_messages_due_name_their_queues,
+    timing::expired_message_is_never_delivered,
+    timing::expired_messages_are_purged,
+    timing::expired_leased_message_is_not_redelivered,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

@@ -138,3 +138,55 @@ async fn ids_survive_compaction_of_every_old_segment() {
     assert!(next > last);
     assert!(store.client_exists("p").await.unwrap());
 }
+
+#[tokio::test]
+async fn reopen_keeps_delivery_and_expiry_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.register_client("c").await.unwrap();
+    store.create_queue("q").await.unwrap();
+    let mut later = msg(&["q"], "later");
+    later.deliver_at_ms = 1_000;
+    let mut short = msg(&["q"], "short");
+    short.expires_at_ms = 500;
+    let mut both = msg(&["q"], "both");
+    both.deliver_at_ms = 200;
+    both.expires_at_ms = 2_000;
+    for m in [later, short, both, msg(&["q"], "plain")] {
+        store.send(m).await.unwrap();
+    }
+    drop(store);
+
+    let store = open(dir.path()).await;
+    let at = |now_ms| {
+        let mut s = spec("q", ReceiveMode::Peek, AckMode::Auto, 0);
+        s.now_ms = now_ms;
+        s
+    };
+    let peek = |store: Arc<EmbeddedStore>, now_ms| {
+        let s = at(now_ms);
+        async move { bodies(&store.receive(&s, 10).await.unwrap()) }
+    };
+    assert_eq!(peek(store.clone(), 1).await, vec!["short", "plain"]);
+    assert_eq!(
+        peek(store.clone(), 200).await,
+        vec!["short", "both", "plain"]
+    );
+    let got = store.receive(&at(499), 10).await.unwrap();
+    assert_eq!(got[0].message.expires_at, 500);
+    assert_eq!(got[1].message.expires_at, 2_000);
+    // At 500 "short" has expired: the receive passes over it and removes it for good.
+    assert_eq!(
+        peek(store.clone(), 1_000).await,
+        vec!["later", "both", "plain"]
+    );
+    drop(store);
+
+    let store = open(dir.path()).await;
+    assert_eq!(peek(store.clone(), 499).await, vec!["both", "plain"]);
+    assert_eq!(
+        peek(store.clone(), 1_000).await,
+        vec!["later", "both", "plain"]
+    );
+    assert_eq!(peek(store.clone(), 2_000).await, vec!["later", "plain"]);
+}

@@ -38,6 +38,8 @@ async fn producer_and_consumer_move_every_message() {
                         properties: Vec::new(),
                         body: body.clone(),
                         created_at: 0,
+                        deliver_at_ms: 0,
+                        expires_at_ms: 0,
                     })
                     .collect();
                 for r in store.send_batch(batch).await {
@@ -58,6 +60,7 @@ async fn producer_and_consumer_move_every_message() {
                 session: 1,
                 lease_until_ms: u64::MAX,
                 selector: None,
+                now_ms: 0,
             };
             let mut got = 0;
             let mut last = 0;

@@ -3,10 +3,12 @@
 //! ([`ferry_bin`]). Every server gets its own temporary data directory. [`PgCluster`] is a
 //! throwaway PostgreSQL server for the postgres engine's tests.
 
+pub mod clock;
 pub mod faults;
 pub mod pg;
 pub mod raw;
 
+pub use clock::ManualClock;
 pub use faults::FaultInjectingStore;
 pub use pg::PgCluster;
 pub use raw::RawConn;
@@ -17,7 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_broker::{runtime_file, Broker, BrokerConfig, RunningBroker};
+use ferry_broker::{runtime_file, Broker, BrokerConfig, Clock, RunningBroker};
 use ferry_client::Client;
 use ferry_store::Store;
 use tempfile::TempDir;
@@ -52,6 +54,26 @@ impl TestServer {
         let mut config = test_config(dir.path());
         adjust(&mut config);
         let broker = Broker::start(config.clone()).await.expect("broker starts");
+        TestServer {
+            addr: broker.local_addr(),
+            broker: Some(broker),
+            config,
+            dir: Some(dir),
+        }
+    }
+
+    /// Starts a broker whose time is `clock` (e.g. a [`ManualClock`]) after `adjust` has
+    /// changed the test configuration.
+    pub async fn start_with_clock(
+        clock: Arc<dyn Clock>,
+        adjust: impl FnOnce(&mut BrokerConfig),
+    ) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = test_config(dir.path());
+        adjust(&mut config);
+        let broker = Broker::start_with_clock(config.clone(), clock)
+            .await
+            .expect("broker starts");
         TestServer {
             addr: broker.local_addr(),
             broker: Some(broker),

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::{store_error, validate};
 use crate::session::Session;
-use crate::shared::{now_ms, Shared};
+use crate::shared::Shared;
 use crate::stats::Stats;
 
 /// receive.
@@ -56,12 +56,14 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         session: session.id,
         lease_until_ms: 0,
         selector,
+        now_ms: 0,
     };
     loop {
         let arrived = notify.notified();
         tokio::pin!(arrived);
         arrived.as_mut().enable();
-        spec.lease_until_ms = now_ms() + u64::from(shared.limits.lease_ms);
+        spec.now_ms = shared.now_ms();
+        spec.lease_until_ms = spec.now_ms + u64::from(shared.limits.lease_ms);
         match shared.store.receive(&spec, 1).await {
             Ok(mut ds) => {
                 if let Some(d) = ds.pop() {

@@ -5,7 +5,7 @@ use ferry_store::NewMessage;
 
 use super::{store_error, validate};
 use crate::session::Session;
-use crate::shared::{now_ms, Shared};
+use crate::shared::Shared;
 use crate::stats::Stats;
 
 fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
@@ -18,6 +18,16 @@ fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage 
         properties: m.properties,
         body: m.body,
         created_at,
+        deliver_at_ms: if m.delay_ms == 0 {
+            0
+        } else {
+            created_at.saturating_add(m.delay_ms)
+        },
+        expires_at_ms: if m.ttl_ms == 0 {
+            0
+        } else {
+            created_at.saturating_add(m.ttl_ms)
+        },
     }
 }
 
@@ -27,9 +37,13 @@ pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Res
         return Response::Error(e);
     }
     let queues = m.queues.clone();
-    match shared.store.send(to_new(m, session, now_ms())).await {
+    let delayed = m.delay_ms > 0;
+    match shared.store.send(to_new(m, session, shared.now_ms())).await {
         Ok(id) => {
             Stats::add(&shared.stats.messages_sent, 1);
+            if delayed {
+                shared.delayed_sent.notify_one();
+            }
             shared.wakers.notify(&queues);
             Response::Sent { id }
         }
@@ -53,7 +67,8 @@ pub async fn send_batch(
             ),
         );
     }
-    let now = now_ms();
+    let now = shared.now_ms();
+    let delayed = items.iter().any(|m| m.delay_ms > 0);
     // Items that fail validation keep their slot with the error; the rest go to the store.
     let mut results: Vec<Option<Result<u64, ferry_protocol::ErrorReply>>> =
         Vec::with_capacity(items.len());
@@ -98,6 +113,9 @@ pub async fn send_batch(
         })
         .collect();
     if ok > 0 {
+        if delayed {
+            shared.delayed_sent.notify_one();
+        }
         Stats::add(&shared.stats.messages_sent, ok);
         shared.wakers.notify(&touched);
     }

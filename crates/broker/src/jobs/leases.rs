@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::shared::{now_ms, Shared};
+use crate::shared::Shared;
 
 /// How often to look for expired leases: a quarter of the lease, between 10 ms and 1 s, so a
 /// lease ends at most 25% late.
@@ -22,14 +22,14 @@ pub async fn run(shared: Arc<Shared>) {
             _ = shared.shutdown.cancelled() => return,
         }
         match shared.store.next_lease_deadline().await {
-            Ok(Some(deadline)) if deadline <= now_ms() => {}
+            Ok(Some(deadline)) if deadline <= shared.now_ms() => {}
             Ok(_) => continue,
             Err(e) => {
                 warn!(error = %e, "lease expiry: cannot read lease deadlines");
                 continue;
             }
         }
-        match shared.store.expire_leases(now_ms()).await {
+        match shared.store.expire_leases(shared.now_ms()).await {
             Ok(queues) => shared.wakers.notify(&queues),
             Err(e) => warn!(error = %e, "lease expiry failed; will retry"),
         }

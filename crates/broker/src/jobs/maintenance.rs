@@ -1,4 +1,5 @@
-//! Periodic store upkeep: the embedded engine compacts mostly-dead log segments here.
+//! Periodic store upkeep: expired messages are removed from their queues, and the embedded
+//! engine compacts mostly-dead log segments.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +15,9 @@ pub const INTERVAL: Duration = Duration::from_secs(5);
 /// predecessor left, so restarts do not replay ever more dead log), then every [`INTERVAL`].
 pub async fn run(shared: Arc<Shared>) {
     loop {
+        if let Err(e) = shared.store.purge_expired(shared.now_ms()).await {
+            warn!(error = %e, "removing expired messages failed; will retry");
+        }
         if let Err(e) = shared.store.maintain().await {
             warn!(error = %e, "store upkeep failed; will retry");
         }

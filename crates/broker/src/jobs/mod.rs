@@ -1,6 +1,8 @@
-//! Background jobs: lease expiry, store upkeep (compaction), and the cluster jobs (heartbeats,
+//! Background jobs: lease expiry, store upkeep (compaction, expired messages), waking waiters
+//! when delayed messages become due, and the cluster jobs (heartbeats,
 //! change reports from other nodes).
 
 pub mod cluster;
+pub mod delayed;
 pub mod leases;
 pub mod maintenance;

@@ -55,6 +55,8 @@ pub fn msg(queues: &[&str], body: &str, priority: u8) -> OutgoingMessage {
         context: 0,
         properties: Vec::new(),
         body: Bytes::copy_from_slice(body.as_bytes()),
+        ttl_ms: 0,
+        delay_ms: 0,
     }
 }
 

@@ -37,6 +37,14 @@ pub struct SendArgs {
     /// NAME:str=VALUE forces a string (also :int, :float, :bool). Repeatable.
     #[arg(long = "property", short = 'p', value_name = "NAME=VALUE")]
     properties: Vec<String>,
+    /// Time to live (30s, 500ms, 2m, 1h): once it has passed since the broker accepted the
+    /// message, the message is never delivered. Default: forever.
+    #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
+    ttl: Option<u64>,
+    /// Delayed delivery (30s, 500ms, 2m, 1h): the message is invisible to receivers until
+    /// this long after the broker accepted it. Default: at once.
+    #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
+    delay: Option<u64>,
     /// Read the body from this file ('-' for standard input).
     #[arg(long, value_name = "FILE", conflicts_with = "body")]
     file: Option<PathBuf>,
@@ -58,11 +66,23 @@ pub async fn run(args: SendArgs) -> Result<()> {
         context: args.context,
         properties,
         body,
+        ttl_ms: args.ttl.unwrap_or(0),
+        delay_ms: args.delay.unwrap_or(0),
     };
     let client = args.conn.connect().await?;
     let result = client.send(message).await.map_err(explain);
     let _ = client.disconnect().await;
     super::emit(&format!("{}\n", result?))
+}
+
+/// A duration flag in whole milliseconds; a duration that is not 0 must be at least 1 ms.
+fn parse_ms(s: &str) -> Result<u64> {
+    let d = ferry_bench::args::parse_duration(s)?;
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !d.is_zero() {
+        anyhow::bail!("'{s}' is shorter than 1ms");
+    }
+    Ok(ms)
 }
 
 /// The body from the argument, the file, or standard input, in that order of precedence.

@@ -2,7 +2,7 @@
 //! broker ([`ferry_testkit::TestServer`]) and runs the real binary against it as a subprocess.
 //!
 //! Modules: [`support`] (running the binary), [`queue`], [`send_recv`], [`recv_safety`],
-//! [`errors`], [`shell`], [`bench`].
+//! [`errors`], [`shell`], [`bench`], [`time`].
 
 mod bench;
 mod errors;
@@ -11,3 +11,4 @@ mod recv_safety;
 mod send_recv;
 mod shell;
 mod support;
+mod time;

@@ -143,6 +143,7 @@ pub fn delivery(delivery_id: u64, n: u64) -> ferry_client::Delivery {
             body: n.to_string().into(),
             created_at: 0,
             delivery_count: 0,
+            expires_at: 0,
         },
     }
 }

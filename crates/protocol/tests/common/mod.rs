@@ -66,6 +66,8 @@ pub fn full_message() -> OutgoingMessage {
         context: 0x0102_0304_0506_0708,
         properties: vec![("k".into(), PropertyValue::Int(-2))],
         body: Bytes::from_static(b"hi"),
+        ttl_ms: 30_000,
+        delay_ms: 500,
     }
 }
 
@@ -82,6 +84,8 @@ pub fn typed_properties_message() -> OutgoingMessage {
             ("s".into(), PropertyValue::Str("ok".into())),
         ],
         body: Bytes::new(),
+        ttl_ms: 0,
+        delay_ms: 0,
     }
 }
 
@@ -100,6 +104,7 @@ pub fn sample_delivery() -> Delivery {
             body: Bytes::from_static(b"x"),
             created_at: 1000,
             delivery_count: 1,
+            expires_at: 31_000,
         },
     }
 }
@@ -119,6 +124,7 @@ pub fn pushed_delivery() -> Delivery {
             body: Bytes::new(),
             created_at: 0,
             delivery_count: 0,
+            expires_at: 0,
         },
     }
 }
@@ -242,6 +248,8 @@ pub fn all_requests() -> Vec<Request> {
                 ("".into(), PropertyValue::Str(String::new())),
             ],
             body: Bytes::from(vec![0xAB; 3000]),
+            ttl_ms: u64::MAX,
+            delay_ms: u64::MAX,
         }),
         Request::SendBatch(vec![]),
         Request::Ack { ids: vec![] },
@@ -301,6 +309,7 @@ pub fn all_responses() -> Vec<Response> {
                     body: Bytes::from(vec![1u8; 5000]),
                     delivery_count: u32::MAX,
                     created_at: u64::MAX,
+                    expires_at: u64::MAX,
                     ..full_delivery_message()
                 },
             },
@@ -327,6 +336,7 @@ fn full_delivery_message() -> Message {
         body: Bytes::new(),
         created_at: 3,
         delivery_count: 4,
+        expires_at: 5,
     }
 }
 
@@ -366,15 +376,20 @@ pub fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
         any::<u64>(),
         properties(),
         body(),
+        (any::<u64>(), any::<u64>()),
     )
         .prop_map(
-            |(queues, receiver, priority, context, properties, body)| OutgoingMessage {
-                queues,
-                receiver,
-                priority,
-                context,
-                properties,
-                body,
+            |(queues, receiver, priority, context, properties, body, (ttl_ms, delay_ms))| {
+                OutgoingMessage {
+                    queues,
+                    receiver,
+                    priority,
+                    context,
+                    properties,
+                    body,
+                    ttl_ms,
+                    delay_ms,
+                }
             },
         )
 }
@@ -489,6 +504,7 @@ pub fn delivery() -> impl Strategy<Value = Delivery> {
                     body,
                     created_at,
                     delivery_count,
+                    expires_at: created_at ^ id,
                 },
             },
         )

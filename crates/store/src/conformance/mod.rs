@@ -6,7 +6,8 @@
 //! - [`receiving`]: eligibility, by-sender retrieval, orders, peek, takes, `max`;
 //! - [`selecting`]: receives with a selector, on properties and headers, by queue and sender;
 //! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids;
-//! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat.
+//! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat;
+//! - [`timing`]: delayed delivery and time to live, with time controlled by the test.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
 //! one. A failing check panics with a message saying what was expected.
@@ -28,6 +29,7 @@ pub mod selecting;
 pub mod sending;
 pub mod sessions;
 pub mod settling;
+pub mod timing;
 
 /// A boxed conformance test.
 pub type TestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -82,6 +84,11 @@ tests!(
     sessions::claim_is_exclusive_until_ended,
     sessions::claims_and_leases_are_independent,
     sessions::heartbeat_of_a_lone_node_frees_nothing,
+    timing::delayed_message_is_invisible_until_due,
+    timing::delayed_messages_due_name_their_queues,
+    timing::expired_message_is_never_delivered,
+    timing::expired_messages_are_purged,
+    timing::expired_leased_message_is_not_redelivered,
 );
 
 /// Runs every test, each against a fresh store from `make`.
@@ -97,6 +104,10 @@ where
     }
 }
 
+/// The time the suite's messages are sent at and its receives happen at, unless a test
+/// controls time itself (ms since the Unix epoch).
+pub const NOW: u64 = 1_700_000_000_000;
+
 /// The session id tests use unless they need several.
 pub const SESSION: SessionId = 1;
 
@@ -110,7 +121,9 @@ pub fn msg(queues: &[&str], sender: &str, body: &str) -> NewMessage {
         context: 0,
         properties: Vec::new(),
         body: Bytes::copy_from_slice(body.as_bytes()),
-        created_at: 1_700_000_000_000,
+        created_at: NOW,
+        deliver_at_ms: 0,
+        expires_at_ms: 0,
     }
 }
 
@@ -141,6 +154,7 @@ pub fn from_queue(queue: &str, client: &str, mode: ReceiveMode, ack: AckMode) ->
         session: SESSION,
         lease_until_ms: 10_000,
         selector: None,
+        now_ms: NOW,
     }
 }
 

@@ -156,6 +156,7 @@ fn delivery(h: Handout) -> Delivery {
             body: m.body.clone(),
             created_at: m.created_at,
             delivery_count: h.delivery_count,
+            expires_at: m.expires_at,
         },
     }
 }
@@ -304,6 +305,20 @@ impl Store for EmbeddedStore {
 
     async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
         Ok(self.state().next_lease_deadline())
+    }
+
+    async fn delayed_due(
+        &self,
+        _after_ms: u64,
+        until_ms: u64,
+    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
+        // The state remembers which delayed messages it made ready and reports each once.
+        Ok(self.state().delayed_due(until_ms))
+    }
+
+    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
+        self.mutate(|st, log| Ok(st.purge_expired(log, now_ms)))
+            .await
     }
 
     async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {

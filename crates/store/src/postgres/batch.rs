@@ -72,6 +72,8 @@ struct Columns<'a> {
     priority: Vec<i16>,
     context: Vec<i64>,
     created_at: Vec<i64>,
+    deliver_at: Vec<i64>,
+    expires_at: Vec<i64>,
     properties: Vec<String>,
     body: Vec<&'a [u8]>,
     /// Queue ids of each good message.
@@ -143,6 +145,8 @@ impl Inner {
             cols.priority.push(i16::from(m.priority));
             cols.context.push(m.context as i64);
             cols.created_at.push(as_i64(m.created_at));
+            cols.deliver_at.push(as_i64(m.deliver_at_ms));
+            cols.expires_at.push(as_i64(m.expires_at_ms));
             cols.properties.push(props::encode(&m.properties));
             cols.body.push(&m.body[..]);
             cols.queues.push(
@@ -281,13 +285,15 @@ impl Inner {
         }
         let (mut m, mut q, mut p, mut s, mut r, mut a) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut d, mut x) = (vec![], vec![]);
         let rows = ids
             .iter()
             .zip(&cols.queues)
             .zip(&cols.priority)
             .zip(&cols.sender)
-            .zip(&cols.receiver);
-        for ((((id, queues), prio), sender), receiver) in rows {
+            .zip(&cols.receiver)
+            .zip(cols.deliver_at.iter().zip(&cols.expires_at));
+        for (((((id, queues), prio), sender), receiver), (deliver, expires)) in rows {
             for queue in queues {
                 m.push(*id);
                 q.push(*queue);
@@ -295,20 +301,24 @@ impl Inner {
                 s.push(*sender);
                 r.push(*receiver);
                 a.push(queues.len() == 1);
+                d.push(*deliver);
+                x.push(*expires);
             }
         }
         // Both tables in one statement (one round trip).
         let stmt = tx
             .prepare_cached(
                 "WITH m AS (INSERT INTO messages \
-                   (id, sender_id, receiver_id, priority, context, created_at, properties, body) \
-                   SELECT id, s, r, p, c, t, props::jsonb, b FROM unnest($1::bigint[], \
+                   (id, sender_id, receiver_id, priority, context, created_at, properties, body, \
+                    expires_at) \
+                   SELECT id, s, r, p, c, t, props::jsonb, b, x FROM unnest($1::bigint[], \
                      $2::bigint[], $3::bigint[], $4::smallint[], $5::bigint[], $6::bigint[], \
-                     $7::text[], $8::bytea[]) AS u(id, s, r, p, c, t, props, b)) \
+                     $7::text[], $8::bytea[], $15::bigint[]) AS u(id, s, r, p, c, t, props, b, x)) \
                  INSERT INTO message_queue \
-                   (message_id, queue_id, priority, sender_id, receiver_id, alone) \
+                   (message_id, queue_id, priority, sender_id, receiver_id, alone, deliver_at, \
+                    expires_at) \
                  SELECT * FROM unnest($9::bigint[], $10::bigint[], $11::smallint[], \
-                   $12::bigint[], $13::bigint[], $14::bool[])",
+                   $12::bigint[], $13::bigint[], $14::bool[], $16::bigint[], $17::bigint[])",
             )
             .await?;
         tx.execute(
@@ -328,6 +338,9 @@ impl Inner {
                 &s,
                 &r,
                 &a,
+                &cols.expires_at,
+                &d,
+                &x,
             ],
         )
         .await?;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use ferry_protocol::{Delivery, Order, Source};
 use tokio::sync::oneshot;
 
-use super::receive::{as_i64, orders, source_condition, ALONE, COLUMNS, JOINS};
+use super::receive::{as_i64, orders, source_condition, timely, COLUMNS, EXPIRES_AT, JOINS};
 use super::store::Inner;
 use super::tx::{retrying, TxResult};
 use crate::api::ReceiveSpec;
@@ -176,18 +176,22 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
     let limit = i64::try_from(total).unwrap_or(i64::MAX);
 
     let (order, outer_order) = orders(first.order);
+    // The receives of a round arrived together; the earliest current time among them decides
+    // what is due (a row due for one of them only waits for the next round).
+    let now = as_i64(round.iter().map(|p| p.spec.now_ms).min().unwrap_or(0));
     let pick = format!(
         "SELECT mq.ctid::text, mq.receiver_id FROM message_queue mq \
-         WHERE {} AND mq.lease_delivery_id IS NULL \
+         WHERE {} AND mq.lease_delivery_id IS NULL AND {} \
            AND (mq.receiver_id IS NULL OR mq.receiver_id = ANY($2)) \
          ORDER BY {order} LIMIT $3 FOR UPDATE OF mq SKIP LOCKED",
-        source_condition(&first.source)
+        source_condition(&first.source),
+        timely("$4")
     );
     let tx = conn.transaction().await?;
     let stmt = tx.prepare_cached(&pick).await?;
     let rows = match (&first.source, sender_id) {
-        (Source::Queue(name), _) => tx.query(&stmt, &[name, &eligible, &limit]).await?,
-        (Source::Sender(_), Some(id)) => tx.query(&stmt, &[&id, &eligible, &limit]).await?,
+        (Source::Queue(name), _) => tx.query(&stmt, &[name, &eligible, &limit, &now]).await?,
+        (Source::Sender(_), Some(id)) => tx.query(&stmt, &[&id, &eligible, &limit, &now]).await?,
         (Source::Sender(name), None) => return Err(StoreError::ClientNotFound(name.clone()).into()),
     };
     if rows.is_empty() {
@@ -257,7 +261,7 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
     let deliveries = inner.deliveries(&conn, &leased).await?;
     let mut per: HashMap<usize, Vec<Delivery>> = HashMap::new();
     for (row, d) in leased.iter().zip(deliveries) {
-        let req = usize::try_from(row.try_get::<_, i64>(ALONE + 1)?).unwrap_or(0);
+        let req = usize::try_from(row.try_get::<_, i64>(EXPIRES_AT + 1)?).unwrap_or(0);
         per.entry(req).or_default().push(d);
     }
     Ok(per)

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_cluster.sql"),
     include_str!("migrations/0003_lean_rows.sql"),
+    include_str!("migrations/0004_time.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

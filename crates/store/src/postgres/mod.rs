@@ -37,6 +37,7 @@ mod receive;
 mod select;
 mod settle;
 mod store;
+mod time;
 mod tx;
 
 pub use config::{is_postgres_url, PostgresConfig};

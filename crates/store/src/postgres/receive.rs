@@ -27,26 +27,43 @@ use crate::error::StoreError;
 /// message_id, queue_id, count, delivery, alone) joined with the message. Queue and client
 /// names come from the in-process caches ([`Inner::deliveries`]), not from joins.
 pub const COLUMNS: &str = "r.message_id, r.queue_id, m.sender_id, m.receiver_id, m.priority, \
-    m.context, m.created_at, m.properties::text, m.body, r.count, r.delivery, r.alone";
+    m.context, m.created_at, m.properties::text, m.body, r.count, r.delivery, r.alone, \
+    m.expires_at";
 
-/// Index of `alone` in [`COLUMNS`]; a statement may add columns after it.
+/// Index of `alone` in [`COLUMNS`].
 pub const ALONE: usize = 11;
+
+/// Index of `expires_at` in [`COLUMNS`], the last; a statement may add columns after it.
+pub const EXPIRES_AT: usize = 12;
+
+/// The condition on `mq` that leaves out rows not due yet (delayed delivery) and expired rows;
+/// `now` is the parameter holding the receive's current time.
+pub fn timely(now: &str) -> String {
+    format!("mq.deliver_at <= {now} AND (mq.expires_at = 0 OR mq.expires_at > {now})")
+}
 
 /// The join that goes with [`COLUMNS`].
 pub const JOINS: &str = "JOIN messages m ON m.id = r.message_id";
 
 /// The receive statement for one kind of receive. Parameters: $1 the queue name or sender id,
 /// $2 the receiving client's id (or NULL), $3 the limit; client-ack takes add $4 node, $5
-/// session, $6 lease deadline.
+/// session, $6 lease deadline; the current time is the last parameter ($4, or $7).
 fn statement(spec: &ReceiveSpec) -> String {
     let source = source_condition(&spec.source);
     let (order, outer_order) = orders(spec.order);
+    let timely = timely(
+        if (spec.mode, spec.ack) == (ReceiveMode::Take, AckMode::Client) {
+            "$7"
+        } else {
+            "$4"
+        },
+    );
     let pick = |lock: &str| {
         format!(
             "SELECT mq.ctid, mq.queue_id, mq.message_id, mq.priority, mq.delivery_count, \
                mq.alone \
              FROM message_queue mq \
-             WHERE {source} AND mq.lease_delivery_id IS NULL \
+             WHERE {source} AND mq.lease_delivery_id IS NULL AND {timely} \
                AND (mq.receiver_id IS NULL OR mq.receiver_id = $2) \
              ORDER BY {order} LIMIT $3 {lock}"
         )
@@ -230,6 +247,7 @@ impl Inner {
         client_id: Option<i64>,
         limit: i64,
     ) -> TxResult<Vec<Row>> {
+        let now = as_i64(spec.now_ms);
         Ok(match (spec.mode, spec.ack) {
             (ReceiveMode::Take, AckMode::Client) => {
                 let session = as_i64(spec.session);
@@ -237,11 +255,17 @@ impl Inner {
                 client
                     .query(
                         stmt,
-                        &[source, &client_id, &limit, &self.node, &session, &until],
+                        &[
+                            source, &client_id, &limit, &self.node, &session, &until, &now,
+                        ],
                     )
                     .await?
             }
-            _ => client.query(stmt, &[source, &client_id, &limit]).await?,
+            _ => {
+                client
+                    .query(stmt, &[source, &client_id, &limit, &now])
+                    .await?
+            }
         })
     }
 }
@@ -267,6 +291,7 @@ fn delivery(
     let body: Vec<u8> = row.try_get(8)?;
     let count: i32 = row.try_get(9)?;
     let delivery_id: i64 = row.try_get(10)?;
+    let expires_at: i64 = row.try_get(EXPIRES_AT)?;
     let name = |names: &HashMap<i64, String>, id: i64, what: &str| {
         names.get(&id).cloned().ok_or_else(|| bad_data(what))
     };
@@ -286,6 +311,7 @@ fn delivery(
             body: Bytes::from(body),
             created_at: created_at as u64,
             delivery_count: u32::try_from(count).map_err(|_| bad_data("delivery count"))?,
+            expires_at: expires_at as u64,
         },
     })
 }

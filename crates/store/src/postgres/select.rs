@@ -19,7 +19,7 @@ use tokio_postgres::Row;
 
 use super::errors::bad_data;
 use super::props;
-use super::receive::as_i64;
+use super::receive::{as_i64, timely};
 use super::store::Inner;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::api::ReceiveSpec;
@@ -123,9 +123,10 @@ impl Inner {
                  JOIN messages m ON m.id = mq.message_id \
                  JOIN clients s ON s.id = m.sender_id \
                  LEFT JOIN clients rc ON rc.id = m.receiver_id \
-                 WHERE {column} = $1 AND mq.lease_delivery_id IS NULL \
+                 WHERE {column} = $1 AND mq.lease_delivery_id IS NULL AND {timely} \
                    AND (mq.receiver_id IS NULL OR mq.receiver_id = $2) AND {after} \
-                 ORDER BY {order} LIMIT $6"
+                 ORDER BY {order} LIMIT $6",
+                timely = timely("$7")
             ))
             .await?;
         let lock = tx
@@ -138,12 +139,14 @@ impl Inner {
             )
             .await?;
         let take = spec.mode == ReceiveMode::Take;
+        let now = as_i64(spec.now_ms);
         // The walk: (priority, message id, queue id) of the last row read.
         let mut last: (i16, i64, i64) = (i16::MAX, i64::MIN, i64::MIN);
         let mut picked: Vec<(i64, i64)> = Vec::new();
         while picked.len() < max {
-            let params: [&(dyn ToSql + Sync); 6] =
-                [&source_id, &client_id, &last.0, &last.1, &last.2, &PAGE];
+            let params: [&(dyn ToSql + Sync); 7] = [
+                &source_id, &client_id, &last.0, &last.1, &last.2, &PAGE, &now,
+            ];
             let rows = tx.query(&page, &params).await?;
             let full = rows.len() as i64 == PAGE;
             let mut matching: Vec<(i64, i64)> = Vec::new();
@@ -185,7 +188,7 @@ impl Inner {
             .prepare_cached(
                 "SELECT mq.message_id, mq.queue_id, q.name, s.name, rc.name, mq.priority, \
                    m.context, m.created_at, m.properties::text, m.body, mq.delivery_count, \
-                   mq.alone \
+                   mq.alone, m.expires_at \
                  FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS p(m, q, n) \
                  JOIN message_queue mq ON mq.message_id = p.m AND mq.queue_id = p.q \
                  JOIN queues q ON q.id = p.q \
@@ -289,6 +292,7 @@ fn delivery(row: &Row) -> TxResult<Delivery> {
     let properties: String = row.try_get(8)?;
     let body: Vec<u8> = row.try_get(9)?;
     let count: i32 = row.try_get(10)?;
+    let expires_at: i64 = row.try_get(12)?;
     Ok(Delivery {
         delivery_id: 0,
         message: Message {
@@ -302,6 +306,7 @@ fn delivery(row: &Row) -> TxResult<Delivery> {
             body: Bytes::from(body),
             created_at: created_at as u64,
             delivery_count: u32::try_from(count).map_err(|_| bad_data("delivery count"))?,
+            expires_at: expires_at as u64,
         },
     })
 }

@@ -251,6 +251,18 @@ impl Store for PostgresStore {
         self.inner.next_lease_deadline().await
     }
 
+    async fn delayed_due(
+        &self,
+        after_ms: u64,
+        until_ms: u64,
+    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
+        self.inner.delayed_due(after_ms, until_ms).await
+    }
+
+    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
+        self.inner.purge_expired(now_ms).await
+    }
+
     async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
         self.inner.waiting_queues(client).await
     }

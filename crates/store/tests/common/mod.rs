@@ -45,6 +45,8 @@ pub fn msg(queues: &[&str], body: &str) -> NewMessage {
         properties: Vec::new(),
         body: Bytes::copy_from_slice(body.as_bytes()),
         created_at: 1,
+        deliver_at_ms: 0,
+        expires_at_ms: 0,
     }
 }
 
@@ -59,6 +61,7 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
         session,
         lease_until_ms: u64::MAX,
         selector: None,
+        now_ms: 1,
     }
 }
 

@@ -145,6 +145,8 @@ fn outgoing(line: SendLine) -> OutgoingMessage {
         context: line.context,
         properties: line.properties,
         body: Bytes::from(line.body),
+        ttl_ms: 0,
+        delay_ms: 0,
     }
 }
 

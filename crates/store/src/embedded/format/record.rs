@@ -55,6 +55,18 @@ pub struct MessageFields<'a> {
     pub properties: &'a Properties,
     /// Payload.
     pub body: &'a [u8],
+    /// Not visible before this time, ms since the Unix epoch; 0 = at once.
+    pub deliver_at: u64,
+    /// Never delivered at or after this time, ms since the Unix epoch; 0 = never expires.
+    pub expires_at: u64,
+}
+
+impl MessageFields<'_> {
+    /// Whether the record carries the time trailer (delivery and expiry times): only when
+    /// one of them is set, so messages without them keep the original layout.
+    fn timed(&self) -> bool {
+        self.deliver_at != 0 || self.expires_at != 0
+    }
 }
 
 /// A `MessageAdded` record, decoded.
@@ -78,6 +90,10 @@ pub struct AddedMessage {
     pub properties: Properties,
     /// Payload.
     pub body: Bytes,
+    /// Not visible before this time (0 = at once); 0 in records without the time trailer.
+    pub deliver_at: u64,
+    /// Never delivered at or after this time (0 = never); 0 in records without the trailer.
+    pub expires_at: u64,
 }
 
 /// A decoded record.
@@ -159,6 +175,10 @@ pub fn encode_message_added<'q>(
         put_properties(out, m.properties);
         put_u32(out, m.body.len() as u32);
         out.extend_from_slice(m.body);
+        if m.timed() {
+            put_u64(out, m.deliver_at);
+            put_u64(out, m.expires_at);
+        }
     })
 }
 
@@ -180,6 +200,7 @@ pub fn message_added_len<'q>(
         + properties_len(m.properties)
         + 4
         + m.body.len()
+        + if m.timed() { 16 } else { 0 }
 }
 
 /// Writes a `DeliveryStarted` record.
@@ -298,6 +319,13 @@ fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {
     }
     let properties = r.properties()?;
     let body = r.bytes("body")?;
+    // The optional time trailer (records written before it existed, and messages without a
+    // delay or time to live, end after the body).
+    let (deliver_at, expires_at) = if r.remaining() > 0 {
+        (r.u64("deliver_at")?, r.u64("expires_at")?)
+    } else {
+        (0, 0)
+    };
     Ok(AddedMessage {
         id,
         created_at,
@@ -308,6 +336,8 @@ fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {
         queues,
         properties,
         body,
+        deliver_at,
+        expires_at,
     })
 }
 
@@ -328,6 +358,8 @@ mod tests {
             receiver: Some("bob"),
             properties: props,
             body: b"hello",
+            deliver_at: 0,
+            expires_at: 0,
         };
         let n = encode_message_added(out, &m, [("q1", 0u32), ("q2", 2)].into_iter());
         (n, m)
@@ -403,6 +435,41 @@ mod tests {
                     Frame::Record { .. } | Frame::End => panic!("flip {byte}.{bit} undetected"),
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_time_trailer_roundtrips_and_is_absent_without_times() {
+        let props = Properties::new();
+        let plain = MessageFields {
+            id: 1,
+            created_at: 10,
+            context: 0,
+            priority: 5,
+            sender: "s",
+            receiver: None,
+            properties: &props,
+            body: b"x",
+            deliver_at: 0,
+            expires_at: 0,
+        };
+        let timed = MessageFields {
+            deliver_at: 500,
+            expires_at: 30_010,
+            ..plain
+        };
+        for (m, extra) in [(plain, 0), (timed, 16)] {
+            let mut out = Vec::new();
+            let n = encode_message_added(&mut out, &m, [("q", 0u32)].into_iter());
+            assert_eq!(n as usize, message_added_len(&m, ["q"].into_iter()));
+            let Frame::Record { kind, payload, .. } = next_frame(&out) else {
+                panic!("torn")
+            };
+            assert_eq!(payload.len(), 8 * 3 + 1 + 3 + 1 + 2 + 7 + 2 + 5 + extra);
+            let Record::MessageAdded(a) = decode(kind, payload).unwrap() else {
+                panic!()
+            };
+            assert_eq!((a.deliver_at, a.expires_at), (m.deliver_at, m.expires_at));
         }
     }
 

@@ -109,6 +109,8 @@ impl State {
             receiver: m.receiver.as_deref(),
             properties: &m.properties,
             body: &m.body,
+            deliver_at: m.deliver_at_ms,
+            expires_at: m.expires_at_ms,
         };
         if record::message_added_len(&fields, m.queues.iter().map(String::as_str)) > MAX_RECORD {
             return Err(StoreError::InvalidArgument(
@@ -141,6 +143,8 @@ impl State {
             properties: m.properties,
             body: m.body,
             created_at: m.created_at,
+            deliver_at: m.deliver_at_ms,
+            expires_at: m.expires_at_ms,
         });
         let queues = &m.queues;
         let (segment, size) = self.append(log, |b| {
@@ -165,7 +169,7 @@ impl State {
         );
         self.journal.add_live(segment, id, size);
         for qk in keys {
-            self.make_ready(id, qk);
+            self.place(id, qk);
         }
         Ok(id)
     }
@@ -183,12 +187,26 @@ impl State {
         budget: usize,
     ) -> Result<(Vec<Handout>, bool), StoreError> {
         let client = self.clients.get(spec.client.as_str()).copied();
+        let now = spec.now_ms;
+        let due = self.promote_due(now);
+        self.due_unreported.extend(due);
         let mut picks: Vec<(MessageId, QueueKey)> = Vec::new();
+        // Expired messages met on the way are passed over and removed after the walk.
+        let mut expired: Vec<MessageId> = Vec::new();
         // A selector passes over the messages it does not select; they stay in the index.
         let messages = &self.messages;
-        let selected = |id: &MessageId| match &spec.selector {
-            None => true,
-            Some(selector) => messages.get(id).is_some_and(|e| selector.matches(&*e.msg)),
+        let mut selected = |id: &MessageId| {
+            let Some(e) = messages.get(id) else {
+                return false;
+            };
+            if e.msg.expired(now) {
+                expired.push(*id);
+                return false;
+            }
+            match &spec.selector {
+                None => true,
+                Some(selector) => selector.matches(&*e.msg),
+            }
         };
         match &spec.source {
             Source::Queue(name) => {
@@ -199,11 +217,22 @@ impl State {
                 walk.end = true;
                 if let Some(q) = self.queues.get(&qk) {
                     let from = walk.queue;
-                    (walk.queue, walk.end) = q
-                        .ready
-                        .walk(client, spec.order, from, max, budget, &mut ids, selected);
+                    (walk.queue, walk.end) = q.ready.walk(
+                        client,
+                        spec.order,
+                        from,
+                        max,
+                        budget,
+                        &mut ids,
+                        &mut selected,
+                    );
                 }
                 picks.extend(ids.into_iter().map(|id| (id, qk)));
+                let mut wrote = false;
+                for id in expired {
+                    wrote |= self.remove_expired(log, id, qk);
+                }
+                return self.hand_out(log, spec, picks, wrote);
             }
             Source::Sender(name) => {
                 let Some(&sk) = self.clients.get(name.as_str()) else {
@@ -224,8 +253,92 @@ impl State {
                 }
             }
         }
-        let mut out = Vec::with_capacity(picks.len());
+        // By sender the walk names only message ids: remove each expired one from every
+        // queue it is ready on.
         let mut wrote = false;
+        for id in expired {
+            let queues: Vec<QueueKey> = self
+                .messages
+                .get(&id)
+                .map(|e| {
+                    e.slots
+                        .iter()
+                        .filter(|s| s.lease.is_none())
+                        .map(|s| s.queue)
+                        .collect()
+                })
+                .unwrap_or_default();
+            for qk in queues {
+                wrote |= self.remove_expired(log, id, qk);
+            }
+        }
+        self.hand_out(log, spec, picks, wrote)
+    }
+
+    /// Removes expired message `id` from queue `qk` if it is ready there; whether it did.
+    fn remove_expired(&mut self, log: &mut LogGuard<'_>, id: MessageId, qk: QueueKey) -> bool {
+        let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) else {
+            return false;
+        };
+        if !self.unready(id, qk) {
+            return false;
+        }
+        self.append(log, |b| record::encode_message_removed(b, id, &queue));
+        self.drop_slot(id, qk);
+        true
+    }
+
+    /// Removes every ready message expired at `now_ms` from its queues; returns how many
+    /// queue entries went.
+    pub fn purge_expired(&mut self, log: &mut LogGuard<'_>, now_ms: u64) -> u64 {
+        let doomed: Vec<(MessageId, QueueKey)> = self
+            .messages
+            .iter()
+            .filter(|(_, e)| e.msg.expired(now_ms))
+            .flat_map(|(id, e)| {
+                e.slots
+                    .iter()
+                    .filter(|s| s.lease.is_none())
+                    .map(move |s| (*id, s.queue))
+            })
+            .collect();
+        let mut n = 0;
+        for (id, qk) in doomed {
+            if self.remove_expired(log, id, qk) || self.remove_expired_delayed(log, id, qk) {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Removes expired message `id` from queue `qk` if it still waits for its delivery time.
+    fn remove_expired_delayed(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        id: MessageId,
+        qk: QueueKey,
+    ) -> bool {
+        let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) else {
+            return false;
+        };
+        if !self.undelay(id, qk) {
+            return false;
+        }
+        self.append(log, |b| record::encode_message_removed(b, id, &queue));
+        self.drop_slot(id, qk);
+        true
+    }
+
+    /// Hands out the picked messages: leases them, removes them or leaves them (peek).
+    fn hand_out(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        spec: &ReceiveSpec,
+        picks: Vec<(MessageId, QueueKey)>,
+        wrote: bool,
+    ) -> Result<(Vec<Handout>, bool), StoreError> {
+        let mut wrote = wrote;
+        let mut out = Vec::with_capacity(picks.len());
         for (id, qk) in picks {
             let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) else {
                 continue;

@@ -12,7 +12,7 @@
 //! the log's order is the order of state changes: a take's removal record always follows the
 //! add record of its message, and its durability implies the add's.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -86,6 +86,17 @@ pub struct Stored {
     pub body: Bytes,
     /// Arrival time.
     pub created_at: u64,
+    /// Not visible before this time (0 = at once).
+    pub deliver_at: u64,
+    /// Never delivered at or after this time (0 = never).
+    pub expires_at: u64,
+}
+
+impl Stored {
+    /// Whether the message has expired at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.expires_at != 0 && self.expires_at <= now_ms
+    }
 }
 
 /// A stored message as a selector reads it: every value borrowed from the message.
@@ -117,6 +128,8 @@ impl Stored {
             receiver: self.receiver.as_deref(),
             properties: &self.properties,
             body: &self.body,
+            deliver_at: self.deliver_at,
+            expires_at: self.expires_at,
         }
     }
 }
@@ -147,6 +160,8 @@ struct Queue {
     name: Arc<str>,
     ready: Split<MessageId>,
     ready_count: u64,
+    /// Messages on it waiting for their delivery time (not in `ready`).
+    delayed: u64,
     in_flight: u64,
 }
 
@@ -163,6 +178,12 @@ pub struct State {
     messages: IdMap<MessageId, Entry>,
     senders: IdMap<ClientKey, Split<(MessageId, QueueKey)>>,
     leases: Leases,
+    /// Messages waiting for their delivery time, by (delivery time, id, queue); they enter
+    /// the ready indexes when a receive or [`State::delayed_due`] finds them due.
+    delayed: BTreeSet<(u64, MessageId, QueueKey)>,
+    /// Queues whose delayed messages a receive made ready, not yet reported by
+    /// [`State::delayed_due`] (so their waiters are still woken).
+    due_unreported: BTreeSet<QueueKey>,
     /// Where records go, and live bytes per segment.
     pub journal: Journal,
 }
@@ -206,6 +227,8 @@ impl State {
             messages: IdMap::default(),
             senders: IdMap::default(),
             leases: Leases::default(),
+            delayed: BTreeSet::new(),
+            due_unreported: BTreeSet::new(),
             journal,
         }
     }
@@ -274,6 +297,7 @@ impl State {
                 name,
                 ready: Split::default(),
                 ready_count: 0,
+                delayed: 0,
                 in_flight: 0,
             },
         );
@@ -303,7 +327,7 @@ impl State {
         let depth = self
             .queues
             .get(&qk)
-            .map_or(0, |q| q.ready_count + q.in_flight);
+            .map_or(0, |q| q.ready_count + q.delayed + q.in_flight);
         if depth > 0 && !force {
             return Err(StoreError::QueueNotEmpty {
                 name: name.to_owned(),
@@ -328,6 +352,10 @@ impl State {
             self.append(log, |b| record::encode_message_removed(b, id, name));
             self.drop_slot(id, qk);
         }
+        for id in self.undelay_queue(qk) {
+            self.append(log, |b| record::encode_message_removed(b, id, name));
+            self.drop_slot(id, qk);
+        }
         self.append(log, |b| record::encode_name(b, kind::QUEUE_DELETED, name));
         self.remove_queue(qk);
         Ok(())
@@ -347,7 +375,7 @@ impl State {
                 let q = self.queues.get(qk)?;
                 Some(QueueInfo {
                     name: name.to_string(),
-                    ready: q.ready_count,
+                    ready: q.ready_count + q.delayed,
                     in_flight: q.in_flight,
                 })
             })
@@ -370,6 +398,66 @@ impl State {
             .collect()
     }
 
+    /// Places a message that arrived (send, recovery) on queue `qk`: ready, or waiting for its
+    /// delivery time.
+    fn place(&mut self, id: MessageId, qk: QueueKey) {
+        let Some(deliver_at) = self.messages.get(&id).map(|e| e.msg.deliver_at) else {
+            return;
+        };
+        if deliver_at == 0 {
+            self.make_ready(id, qk);
+        } else {
+            self.delayed.insert((deliver_at, id, qk));
+            if let Some(q) = self.queues.get_mut(&qk) {
+                q.delayed += 1;
+            }
+        }
+    }
+
+    /// Makes every delayed message due at `now_ms` ready; returns their queues.
+    pub fn promote_due(&mut self, now_ms: u64) -> Vec<QueueKey> {
+        let mut queues = Vec::new();
+        while let Some(&(at, id, qk)) = self.delayed.first() {
+            if at > now_ms {
+                break;
+            }
+            self.delayed.pop_first();
+            if let Some(q) = self.queues.get_mut(&qk) {
+                q.delayed = q.delayed.saturating_sub(1);
+            }
+            self.make_ready(id, qk);
+            queues.push(qk);
+        }
+        queues
+    }
+
+    /// Takes queue `qk`'s delayed messages out of the waiting set (forced delete); returns them.
+    fn undelay_queue(&mut self, qk: QueueKey) -> Vec<MessageId> {
+        let ids: Vec<(u64, MessageId, QueueKey)> =
+            self.delayed.iter().filter(|e| e.2 == qk).copied().collect();
+        for e in &ids {
+            self.delayed.remove(e);
+        }
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.delayed = 0;
+        }
+        ids.into_iter().map(|e| e.1).collect()
+    }
+
+    /// See [`crate::Store::delayed_due`]: makes the messages due by `until_ms` ready and names
+    /// the queues that got delayed messages since the last call (by this or by receives).
+    pub fn delayed_due(&mut self, until_ms: u64) -> (Vec<String>, Option<u64>) {
+        let promoted = self.promote_due(until_ms);
+        let mut keys = std::mem::take(&mut self.due_unreported);
+        keys.extend(promoted);
+        let mut names: Vec<String> = keys
+            .iter()
+            .filter_map(|qk| self.queues.get(qk).map(|q| q.name.to_string()))
+            .collect();
+        names.sort_unstable();
+        (names, self.delayed.first().map(|e| e.0))
+    }
+
     /// Puts message `id` in the ready indexes of queue `qk` (and of its sender).
     fn make_ready(&mut self, id: MessageId, qk: QueueKey) {
         let Some(e) = self.messages.get(&id) else {
@@ -384,6 +472,20 @@ impl State {
             .entry(m.sender_key)
             .or_default()
             .insert(m.receiver_key, m.priority, (id, qk));
+    }
+
+    /// Takes message `id` on queue `qk` out of the delayed set; whether it was there.
+    fn undelay(&mut self, id: MessageId, qk: QueueKey) -> bool {
+        let Some(at) = self.messages.get(&id).map(|e| e.msg.deliver_at) else {
+            return false;
+        };
+        let found = at != 0 && self.delayed.remove(&(at, id, qk));
+        if found {
+            if let Some(q) = self.queues.get_mut(&qk) {
+                q.delayed = q.delayed.saturating_sub(1);
+            }
+        }
+        found
     }
 
     /// Takes message `id` out of the ready indexes of queue `qk`; whether it was ready there.
@@ -442,6 +544,9 @@ impl State {
                         self.unready(id, qk);
                         self.drop_slot(id, qk);
                     }
+                    for id in self.undelay_queue(qk) {
+                        self.drop_slot(id, qk);
+                    }
                     self.remove_queue(qk);
                 }
             }
@@ -463,7 +568,7 @@ impl State {
                 let Some(&qk) = self.queue_keys.get(queue.as_str()) else {
                     return;
                 };
-                if self.unready(id, qk) {
+                if self.unready(id, qk) || self.undelay(id, qk) {
                     self.drop_slot(id, qk);
                 }
             }
@@ -477,7 +582,9 @@ impl State {
         if let Some(old) = self.messages.get(&a.id) {
             let queues: Vec<QueueKey> = old.slots.iter().map(|s| s.queue).collect();
             for qk in queues {
-                self.unready(a.id, qk);
+                if !self.unready(a.id, qk) {
+                    self.undelay(a.id, qk);
+                }
                 self.drop_slot(a.id, qk);
             }
         }
@@ -515,6 +622,8 @@ impl State {
             properties: a.properties,
             body: a.body,
             created_at: a.created_at,
+            deliver_at: a.deliver_at,
+            expires_at: a.expires_at,
         });
         let queues: Vec<QueueKey> = slots.iter().map(|s| s.queue).collect();
         self.messages.insert(
@@ -528,7 +637,7 @@ impl State {
         );
         self.journal.add_live(segment, a.id, size);
         for qk in queues {
-            self.make_ready(a.id, qk);
+            self.place(a.id, qk);
         }
     }
 
