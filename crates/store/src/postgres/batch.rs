@@ -190,8 +190,8 @@ impl Inner {
                        WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS})) \
                        RETURNING mq.lease_session, mq.lease_delivery_id, mq.message_id, \
                          mq.alone), \
-                     gone AS (DELETE FROM messages m USING a \
-                       WHERE a.alone AND m.id = a.message_id) \
+                     gone AS (DELETE FROM messages m \
+                       WHERE m.id = ANY(ARRAY(SELECT a.message_id FROM a WHERE a.alone))) \
                      SELECT lease_session, lease_delivery_id, message_id, alone FROM a"
                 ))
                 .await?;

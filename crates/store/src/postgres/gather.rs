@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use ferry_protocol::{Delivery, Order, Source};
 use tokio::sync::oneshot;
 
-use super::receive::{as_i64, orders, source_condition, timely, COLUMNS, EXPIRES_AT, JOINS};
+use super::receive::{as_i64, orders, source_condition, timely, COLUMNS, JOINS};
 use super::store::Inner;
 use super::tx::{retrying, TxResult};
 use crate::api::ReceiveSpec;
@@ -223,7 +223,8 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
             )
         })
         .collect();
-    let (mut tids, mut reqs, mut sessions, mut untils) = (vec![], vec![], vec![], vec![]);
+    // The row ids each receive gets, in order.
+    let mut tids: Vec<Vec<String>> = vec![Vec::new(); round.len()];
     for row in &rows {
         let receiver: Option<i64> = row.try_get(1)?;
         let taker = takers
@@ -231,38 +232,39 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
             .find(|t| t.1 > 0 && (receiver.is_none() || receiver == t.2));
         if let Some(t) = taker {
             t.1 -= 1;
-            tids.push(row.try_get::<_, String>(0)?);
-            reqs.push(t.0);
-            sessions.push(t.3);
-            untils.push(t.4);
+            if let Some(mine) = usize::try_from(t.0).ok().and_then(|i| tids.get_mut(i)) {
+                mine.push(row.try_get::<_, String>(0)?);
+            }
         }
         if takers.iter().all(|t| t.1 == 0) {
             break;
         }
     }
+    // One statement per receive that got rows: a TID scan of its rows, no join with the
+    // parameters (a join's plan depends on row estimates, which a queue table never has right).
     let stmt = tx
         .prepare_cached(&format!(
             "WITH r AS (UPDATE message_queue mq SET delivery_count = mq.delivery_count + 1, \
-                 lease_node = $1, lease_session = a.session, lease_until = a.until, \
+                 lease_node = $1, lease_session = $2, lease_until = $3, \
                  lease_delivery_id = nextval('delivery_ids') \
-               FROM unnest($2::text[]::tid[], $3::bigint[], $4::bigint[], $5::bigint[]) \
-                 AS a(t, req, session, until) \
-               WHERE mq.ctid = ANY($2::text[]::tid[]) AND mq.ctid = a.t \
+               WHERE mq.ctid = ANY($4::text[]::tid[]) \
                RETURNING mq.queue_id, mq.message_id, mq.priority, \
-                 mq.delivery_count - 1 AS count, mq.lease_delivery_id AS delivery, mq.alone, \
-                 a.req) \
-             SELECT {COLUMNS}, r.req FROM r {JOINS} ORDER BY {outer_order}"
+                 mq.delivery_count - 1 AS count, mq.lease_delivery_id AS delivery, mq.alone) \
+             SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}"
         ))
         .await?;
-    let leased = tx
-        .query(&stmt, &[&inner.node, &tids, &reqs, &sessions, &untils])
-        .await?;
+    let mut leased: Vec<(usize, Vec<tokio_postgres::Row>)> = Vec::new();
+    for ((i, mine), t) in tids.iter().enumerate().zip(&takers) {
+        if mine.is_empty() {
+            continue;
+        }
+        let rows = tx.query(&stmt, &[&inner.node, &t.3, &t.4, mine]).await?;
+        leased.push((i, rows));
+    }
     tx.commit().await?;
-    let deliveries = inner.deliveries(&conn, &leased).await?;
     let mut per: HashMap<usize, Vec<Delivery>> = HashMap::new();
-    for (row, d) in leased.iter().zip(deliveries) {
-        let req = usize::try_from(row.try_get::<_, i64>(EXPIRES_AT + 1)?).unwrap_or(0);
-        per.entry(req).or_default().push(d);
+    for (i, rows) in leased {
+        per.insert(i, inner.deliveries(&conn, &rows).await?);
     }
     Ok(per)
 }

@@ -42,8 +42,11 @@ pub fn timely(now: &str) -> String {
     format!("mq.deliver_at <= {now} AND (mq.expires_at = 0 OR mq.expires_at > {now})")
 }
 
-/// The join that goes with [`COLUMNS`].
-pub const JOINS: &str = "JOIN messages m ON m.id = r.message_id";
+/// The join that goes with [`COLUMNS`]: one primary-key probe per row (`LATERAL ... LIMIT 1`
+/// cannot be turned into a hash or merge join, whose choice would rest on the row estimates of
+/// a queue table, which are always wrong).
+pub const JOINS: &str = "CROSS JOIN LATERAL (SELECT * FROM messages m0 \
+    WHERE m0.id = r.message_id LIMIT 1) m";
 
 /// The receive statement for one kind of receive. Parameters: $1 the queue name or sender id,
 /// $2 the receiving client's id (or NULL), $3 the limit; client-ack takes add $4 node, $5
@@ -81,7 +84,8 @@ fn statement(spec: &ReceiveSpec) -> String {
                WHERE mq.ctid = ANY(ARRAY(SELECT p.ctid FROM p)) \
                RETURNING mq.queue_id, mq.message_id, mq.priority, mq.delivery_count AS count, \
                  0::bigint AS delivery, mq.alone), \
-             gone AS (DELETE FROM messages g USING r WHERE r.alone AND g.id = r.message_id) \
+             gone AS (DELETE FROM messages g \
+               WHERE g.id = ANY(ARRAY(SELECT r.message_id FROM r WHERE r.alone))) \
              SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}",
             pick("FOR UPDATE OF mq SKIP LOCKED")
         ),
