@@ -22,7 +22,7 @@ pub async fn dispatch(
     }
     Some(match request {
         Request::Ping => Response::Pong,
-        Request::CreateQueue { name } => queues::create(&shared, name).await,
+        Request::CreateQueue { name, options } => queues::create(&shared, name, options).await,
         Request::DeleteQueue { name, force } => queues::delete(&shared, name, force).await,
         Request::ListQueues => queues::list(&shared).await,
         Request::WaitingQueues => queues::waiting(&shared, &session).await,

@@ -187,9 +187,15 @@ async fn too_large_body_is_refused_by_the_broker() {
     let s = TestServer::start_with(|c| c.limits.max_body_bytes = 1000).await;
     let (mut raw, reply) = RawConn::connect(&s.addr_string(), "alice").await.unwrap();
     assert!(matches!(reply, Response::Connected(_)));
-    raw.send(2, &Request::CreateQueue { name: "q".into() })
-        .await
-        .unwrap();
+    raw.send(
+        2,
+        &Request::CreateQueue {
+            name: "q".into(),
+            options: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(raw.recv().await.unwrap(), (2, Response::Ok));
     let mut m = msg(&["q"], "", 5);
     m.body = Bytes::from(vec![7u8; 1001]);

@@ -56,7 +56,10 @@ async fn malformed_payload_closes_only_that_connection() {
 fn seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let reqs = [
-        Request::CreateQueue { name: "q".into() },
+        Request::CreateQueue {
+            name: "q".into(),
+            options: Default::default(),
+        },
         Request::Send(msg(&["q"], "hello", 5)),
         Request::SendBatch(vec![msg(&["q"], "a", 1), msg(&["q"], "b", 9)]),
         Request::Ack { ids: vec![1, 2, 3] },

@@ -1,5 +1,5 @@
-//! Delayed delivery and time to live through the broker, on both engines, with the broker's
-//! clock moved by hand (a [`ManualClock`]): nothing here sleeps to let time pass.
+//! Delayed delivery, time to live and dead-lettering through the broker, on both engines, with
+//! the broker's clock moved by hand (a [`ManualClock`]): nothing here sleeps to let time pass.
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use ferry_broker::StoreSetting;
 use ferry_protocol::requests::Subscribe;
-use ferry_protocol::{AckMode, Order, ReceiveMode};
+use ferry_protocol::{AckMode, Order, PropertyValue, QueueOptions, ReceiveMode};
 use ferry_testkit::{ManualClock, PgCluster, TestServer};
 
 /// The manual clock's start: any fixed time.
@@ -120,6 +120,76 @@ async fn expired_messages_are_never_delivered(s: TestServer, clock: Arc<ManualCl
     s.shutdown().await;
 }
 
+/// A client-ack delivery whose lease expires (on the manual clock) for the second time on a
+/// queue with at most 2 deliveries goes to its dead-letter queue, waking a long poll there.
+async fn dead_lettered_by_lease_expiry(s: TestServer, clock: Arc<ManualClock>) {
+    let alice = s.client("alice").await;
+    let bob = s.client("bob").await;
+    alice.create_queue("dead").await.unwrap();
+    alice
+        .create_queue_with(
+            "work",
+            QueueOptions {
+                max_deliveries: 2,
+                dead_letter_queue: Some("dead".into()),
+            },
+        )
+        .await
+        .unwrap();
+    alice.send(msg(&["work"], "poison", 5)).await.unwrap();
+    let wait = |q: &str| from_queue(q, Order::Time, ReceiveMode::Take, AckMode::Client, 60_000);
+    let d = take_client_ack(&bob, "work").await.unwrap();
+    assert_eq!(d.message.delivery_count, 0);
+    let again = tokio::spawn({
+        let (bob, r) = (bob.clone(), wait("work"));
+        async move { bob.receive(r).await }
+    });
+    bob.list_queues().await.unwrap();
+    clock.advance(u64::from(LEASE_MS));
+    let d = tokio::time::timeout(GUARD, again)
+        .await
+        .expect("the expired delivery did not come back")
+        .unwrap()
+        .unwrap()
+        .expect("a message");
+    assert_eq!(d.message.delivery_count, 1);
+    let dead = tokio::spawn({
+        let (bob, r) = (bob.clone(), wait("dead"));
+        async move { bob.receive(r).await }
+    });
+    bob.list_queues().await.unwrap();
+    clock.advance(u64::from(LEASE_MS));
+    let d = tokio::time::timeout(GUARD, dead)
+        .await
+        .expect("the long poll on the dead-letter queue was not woken")
+        .unwrap()
+        .unwrap()
+        .expect("a message");
+    assert_eq!(body(&d), "poison");
+    let count = d
+        .message
+        .properties
+        .iter()
+        .find(|(n, _)| n == "ferry_delivery_count")
+        .map(|(_, v)| v.clone());
+    assert_eq!(count, Some(PropertyValue::Int(2)));
+    let qs = alice.list_queues().await.unwrap();
+    let work = qs.iter().find(|q| q.name == "work").unwrap();
+    assert_eq!((work.ready, work.in_flight), (0, 0));
+    s.shutdown().await;
+}
+
+/// A short lease, so the broker's expiry job (every quarter lease, at least 10 ms of real
+/// time) notices a lease the manual clock ended quickly.
+const LEASE_MS: u32 = 40;
+
+#[tokio::test]
+async fn embedded_dead_lettered_by_lease_expiry() {
+    let clock = ManualClock::new(START);
+    let s = TestServer::start_with_clock(clock.clone(), |c| c.limits.lease_ms = LEASE_MS).await;
+    dead_lettered_by_lease_expiry(s, clock).await;
+}
+
 #[tokio::test]
 async fn embedded_long_poll_wakes_when_a_delayed_message_is_due() {
     let clock = ManualClock::new(START);
@@ -142,20 +212,22 @@ async fn embedded_expired_messages_are_never_delivered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_delay_and_ttl() {
+async fn postgres_delay_ttl_and_dead_letters() {
     let pg = tokio::task::spawn_blocking(PgCluster::start).await.unwrap();
-    for scenario in 0..3 {
+    for scenario in 0..4 {
         let url = tokio::task::block_in_place(|| pg.fresh_database());
         let clock = ManualClock::new(START);
         let s = TestServer::start_with_clock(clock.clone(), |c| {
             c.store = StoreSetting::Postgres(url);
             c.store_pool_size = 4;
+            c.limits.lease_ms = LEASE_MS;
         })
         .await;
         match scenario {
             0 => long_poll_wakes_when_a_delayed_message_is_due(s, clock).await,
             1 => subscription_pushed_when_a_delayed_message_is_due(s, clock).await,
-            _ => expired_messages_are_never_delivered(s, clock).await,
+            2 => expired_messages_are_never_delivered(s, clock).await,
+            _ => dead_lettered_by_lease_expiry(s, clock).await,
         }
     }
 }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use ferry_protocol::requests::{outgoing_encoded_len, Connect, Receive, Subscribe};
 use ferry_protocol::{
-    Delivery, DeliveryId, ErrorCode, Limits, MessageId, OutgoingMessage, QueueInfo, Request,
-    Response, WireError, HEADER_LEN, PROTOCOL_VERSION,
+    Delivery, DeliveryId, ErrorCode, Limits, MessageId, OutgoingMessage, QueueInfo, QueueOptions,
+    Request, Response, WireError, HEADER_LEN, PROTOCOL_VERSION,
 };
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -195,9 +195,24 @@ impl Client {
 
     /// Creates a queue. `QueueExists` if it exists, `InvalidArgument` for a bad name.
     pub async fn create_queue(&self, name: &str) -> Result<(), ClientError> {
+        self.create_queue_with(name, QueueOptions::default()).await
+    }
+
+    /// Creates a queue with settings (maximum delivery count, dead-letter queue).
+    pub async fn create_queue_with(
+        &self,
+        name: &str,
+        options: QueueOptions,
+    ) -> Result<(), ClientError> {
         check_str("queue name", name)?;
-        self.call_ok(Request::CreateQueue { name: name.into() })
-            .await
+        if let Some(d) = &options.dead_letter_queue {
+            check_str("dead-letter queue name", d)?;
+        }
+        self.call_ok(Request::CreateQueue {
+            name: name.into(),
+            options,
+        })
+        .await
     }
 
     /// Deletes a queue. `QueueNotEmpty` if it holds messages and `force` is false;

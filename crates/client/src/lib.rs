@@ -59,6 +59,6 @@ pub use ferry_protocol as protocol;
 pub use ferry_protocol::requests::{Receive, Subscribe};
 pub use ferry_protocol::{
     AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message, MessageId, Order,
-    OutgoingMessage, Properties, PropertyValue, QueueInfo, ReceiveMode, Source, SubscriptionId,
-    WireError,
+    OutgoingMessage, Properties, PropertyValue, QueueInfo, QueueOptions, ReceiveMode, Source,
+    SubscriptionId, WireError,
 };

@@ -56,7 +56,13 @@ async fn every_method_maps_to_its_request_and_reply() {
         .await;
         let script: Vec<(Request, Response)> = vec![
             (Request::Ping, Response::Pong),
-            (Request::CreateQueue { name: "q".into() }, Response::Ok),
+            (
+                Request::CreateQueue {
+                    name: "q".into(),
+                    options: Default::default(),
+                },
+                Response::Ok,
+            ),
             (
                 Request::DeleteQueue {
                     name: "q".into(),

@@ -4,7 +4,8 @@ use bytes::{BufMut, BytesMut};
 
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
 use crate::types::{
-    AckMode, DeliveryId, Order, OutgoingMessage, PropertyValue, ReceiveMode, Source, SubscriptionId,
+    AckMode, DeliveryId, Order, OutgoingMessage, PropertyValue, QueueOptions, ReceiveMode, Source,
+    SubscriptionId,
 };
 use crate::version::PROTOCOL_VERSION;
 use crate::wire::{
@@ -104,6 +105,8 @@ pub enum Request {
     CreateQueue {
         /// Its name.
         name: String,
+        /// Its settings.
+        options: QueueOptions,
     },
     /// Delete a queue.
     DeleteQueue {
@@ -301,7 +304,11 @@ impl Request {
                 put_string(out, &c.credentials);
             }
             Request::Disconnect | Request::Ping | Request::ListQueues | Request::WaitingQueues => {}
-            Request::CreateQueue { name } => put_string(out, name),
+            Request::CreateQueue { name, options } => {
+                put_string(out, name);
+                out.put_u32_le(options.max_deliveries);
+                put_opt_string(out, options.dead_letter_queue.as_deref());
+            }
             Request::DeleteQueue { name, force } => {
                 put_string(out, name);
                 put_bool(out, *force);
@@ -372,6 +379,10 @@ impl Request {
             FrameKind::Ping => Request::Ping,
             FrameKind::CreateQueue => Request::CreateQueue {
                 name: r.string("queue name")?,
+                options: QueueOptions {
+                    max_deliveries: r.u32()?,
+                    dead_letter_queue: r.opt_string("dead-letter queue")?,
+                },
             },
             FrameKind::DeleteQueue => Request::DeleteQueue {
                 name: r.string("queue name")?,

@@ -68,6 +68,17 @@ pub enum Source {
     Sender(String),
 }
 
+/// Settings of a queue, given when it is created.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueueOptions {
+    /// Client-ack deliveries a message may have on the queue: when one that reaches this count
+    /// comes back (nack with requeue, lease expiry, disconnect), the message goes to the
+    /// dead-letter queue instead. 0 = unlimited.
+    pub max_deliveries: u32,
+    /// Where messages over `max_deliveries` go (a queue that exists); `None`: they are dropped.
+    pub dead_letter_queue: Option<String>,
+}
+
 /// A message as a sender hands it to the broker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutgoingMessage {

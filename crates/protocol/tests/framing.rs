@@ -104,7 +104,13 @@ fn an_incomplete_frame_reserves_room_for_itself_only() {
 #[test]
 fn back_to_back_frames_split_one_at_a_time_leaving_the_partial_tail() {
     let a = req_bytes(&Request::Ping, 1);
-    let b = req_bytes(&Request::CreateQueue { name: "q".into() }, 2);
+    let b = req_bytes(
+        &Request::CreateQueue {
+            name: "q".into(),
+            options: Default::default(),
+        },
+        2,
+    );
     let mut buf = BytesMut::new();
     buf.put_slice(&a);
     buf.put_slice(&b);

@@ -143,7 +143,13 @@ impl Tally {
                 self.string(&c.client);
                 self.string(&c.credentials);
             }
-            Request::CreateQueue { name } | Request::DeleteQueue { name, .. } => self.string(name),
+            Request::CreateQueue { name, options } => {
+                self.string(name);
+                if let Some(d) = &options.dead_letter_queue {
+                    self.string(d);
+                }
+            }
+            Request::DeleteQueue { name, .. } => self.string(name),
             Request::Send(m) => self.outgoing(m),
             Request::SendBatch(items) => {
                 self.list(items, items.capacity(), min::OUTGOING);

@@ -13,11 +13,44 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use ferry_protocol::{
-    AckMode, Delivery, DeliveryId, MessageId, Order, Properties, QueueInfo, ReceiveMode, Source,
+    AckMode, Delivery, DeliveryId, MessageId, Order, Properties, QueueInfo, QueueOptions,
+    ReceiveMode, Source,
 };
 use ferry_selector::Selector;
 
 use crate::error::StoreError;
+
+/// The history a dead-lettered message carries, as properties of its copy on the dead-letter
+/// queue (names that the message already had are replaced).
+pub mod dead_letter {
+    use ferry_protocol::{Properties, PropertyValue};
+
+    /// The queue it was dead-lettered from (string).
+    pub const ORIGINAL_QUEUE: &str = "ferry_original_queue";
+    /// Its id there (int).
+    pub const ORIGINAL_ID: &str = "ferry_original_id";
+    /// How many client-ack deliveries it had there (int).
+    pub const DELIVERY_COUNT: &str = "ferry_delivery_count";
+    /// Why (string): `max_deliveries`.
+    pub const REASON: &str = "ferry_dead_letter_reason";
+    /// The reason for a message over its queue's maximum delivery count.
+    pub const MAX_DELIVERIES: &str = "max_deliveries";
+
+    /// `props` with the history of a message dead-lettered from `queue`.
+    pub fn history(props: &Properties, queue: &str, id: u64, count: u32) -> Properties {
+        let names = [ORIGINAL_QUEUE, ORIGINAL_ID, DELIVERY_COUNT, REASON];
+        let mut out: Properties = props
+            .iter()
+            .filter(|(n, _)| !names.contains(&n.as_str()))
+            .cloned()
+            .collect();
+        out.push((ORIGINAL_QUEUE.into(), PropertyValue::Str(queue.into())));
+        out.push((ORIGINAL_ID.into(), PropertyValue::Int(id as i64)));
+        out.push((DELIVERY_COUNT.into(), PropertyValue::Int(i64::from(count))));
+        out.push((REASON.into(), PropertyValue::Str(MAX_DELIVERIES.into())));
+        out
+    }
+}
 
 /// Identifies the session that holds leases. Chosen by the broker, unique per store while the
 /// broker runs (engines shared by several nodes qualify it with the node).
@@ -86,8 +119,15 @@ pub trait Store: Send + Sync + 'static {
     /// Whether a client name was ever registered.
     async fn client_exists(&self, name: &str) -> Result<bool, StoreError>;
 
-    /// Creates a queue. `QueueExists` if it does.
-    async fn create_queue(&self, name: &str) -> Result<(), StoreError>;
+    /// Creates a queue with default settings. `QueueExists` if it does.
+    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+        self.create_queue_with(name, &QueueOptions::default()).await
+    }
+
+    /// Creates a queue with settings. `QueueExists` if it does; `QueueNotFound` when the
+    /// dead-letter queue does not exist; `InvalidArgument` when it is the queue itself.
+    async fn create_queue_with(&self, name: &str, options: &QueueOptions)
+        -> Result<(), StoreError>;
 
     /// Deletes a queue. `QueueNotFound`; `QueueNotEmpty` when it holds ready or in-flight
     /// messages and `force` is false. With `force`, its messages are dropped from it (a message

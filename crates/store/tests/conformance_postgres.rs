@@ -72,6 +72,9 @@ conformance_tests!(
     timing::expired_message_is_never_delivered,
     timing::expired_messages_are_purged,
     timing::expired_leased_message_is_not_redelivered,
+    dead_letters::dead_lettered_after_max_deliveries_with_history,
+    dead_letters::over_max_without_dead_letter_queue_is_dropped,
+    dead_letters::dead_letter_queue_must_exist,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

@@ -52,7 +52,7 @@ async fn migrations_are_idempotent_and_safe_when_opens_race() {
         .unwrap();
     assert_eq!(
         versions.trim(),
-        "4|4",
+        "5|5",
         "each migration applied exactly once"
     );
 }

@@ -190,3 +190,50 @@ async fn reopen_keeps_delivery_and_expiry_times() {
     );
     assert_eq!(peek(store.clone(), 2_000).await, vec!["later", "plain"]);
 }
+
+/// Queue settings survive a reopen, from their record and, once compaction has deleted the
+/// segment holding it, from the segment header's snapshot.
+#[tokio::test]
+async fn reopen_keeps_queue_settings_also_after_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.register_client("p").await.unwrap();
+    store.register_client("c").await.unwrap();
+    store.create_queue("dlq").await.unwrap();
+    let options = ferry_protocol::QueueOptions {
+        max_deliveries: 1,
+        dead_letter_queue: Some("dlq".into()),
+    };
+    store.create_queue_with("q", &options).await.unwrap();
+    let lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
+    let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
+    let take_dead = spec("dlq", ReceiveMode::Take, AckMode::Auto, 1);
+    let dead_letters = |store: Arc<EmbeddedStore>, body: &'static str| {
+        let (lease, take_dead) = (lease.clone(), take_dead.clone());
+        async move {
+            store.send(msg(&["q"], body)).await.unwrap();
+            let d = store.receive(&lease, 1).await.unwrap();
+            store.nack(1, &[d[0].delivery_id], true).await.unwrap();
+            assert_eq!(
+                bodies(&store.receive(&take_dead, 1).await.unwrap()),
+                vec![body]
+            );
+        }
+    };
+    dead_letters(store.clone(), "first").await;
+    drop(store);
+    let store = open(dir.path()).await;
+    dead_letters(store.clone(), "after reopen").await;
+    // Fill and empty segments so that compaction deletes the one holding the settings.
+    let first = store.segments()[0];
+    for i in 0..50 {
+        store.send(msg(&["q"], &format!("m{i}"))).await.unwrap();
+        store.receive(&take, 1).await.unwrap();
+    }
+    store.maintain().await.unwrap();
+    store.maintain().await.unwrap();
+    assert!(!store.segments().contains(&first), "{:?}", store.segments());
+    drop(store);
+    let store = open(dir.path()).await;
+    dead_letters(store.clone(), "after compaction").await;
+}

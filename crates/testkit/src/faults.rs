@@ -45,9 +45,13 @@ impl Store for FaultInjectingStore {
     async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
         self.inner.client_exists(name).await
     }
-    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+    async fn create_queue_with(
+        &self,
+        name: &str,
+        options: &ferry_protocol::QueueOptions,
+    ) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.create_queue(name).await
+        self.inner.create_queue_with(name, options).await
     }
     async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
         self.check()?;

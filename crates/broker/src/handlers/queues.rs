@@ -1,6 +1,6 @@
 //! create_queue, delete_queue, list_queues and waiting_queues.
 
-use ferry_protocol::{ErrorCode, Response};
+use ferry_protocol::{ErrorCode, QueueOptions, Response};
 
 use super::{store_error, validate};
 use crate::session::Session;
@@ -8,9 +8,14 @@ use crate::shared::Shared;
 
 /// create_queue: `InvalidArgument` for a bad name, `LimitExceeded` at the queue limit,
 /// `QueueExists`.
-pub async fn create(shared: &Shared, name: String) -> Response {
+pub async fn create(shared: &Shared, name: String, options: QueueOptions) -> Response {
     if let Err(e) = validate::name("queue", &name, &shared.limits) {
         return Response::Error(e);
+    }
+    if let Some(d) = &options.dead_letter_queue {
+        if let Err(e) = validate::name("queue", d, &shared.limits) {
+            return Response::Error(e);
+        }
     }
     match shared.store.list_queues().await {
         Ok(qs) if qs.len() >= shared.limits.max_queues as usize => {
@@ -25,7 +30,7 @@ pub async fn create(shared: &Shared, name: String) -> Response {
         Ok(_) => {}
         Err(e) => return store_error(&e),
     }
-    match shared.store.create_queue(&name).await {
+    match shared.store.create_queue_with(&name, &options).await {
         Ok(()) => Response::Ok,
         Err(e) => store_error(&e),
     }

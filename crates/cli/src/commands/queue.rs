@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use ferry_protocol::QueueOptions;
 
 use crate::connection::{explain, ConnArgs};
 use crate::render;
@@ -20,6 +21,15 @@ enum QueueCommand {
         /// Queue name ([A-Za-z0-9._-]).
         #[arg(value_name = "NAME")]
         queue: String,
+        /// A message whose client-ack delivery comes back (nack, lease expiry, disconnect)
+        /// after N deliveries leaves the queue: to the dead-letter queue, or dropped without
+        /// one. Default: unlimited.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        max_deliveries: Option<u32>,
+        /// Where messages over --max-deliveries go, with their history in properties (an
+        /// existing queue).
+        #[arg(long, value_name = "NAME", requires = "max_deliveries")]
+        dead_letter_queue: Option<String>,
         #[command(flatten)]
         conn: ConnArgs,
     },
@@ -47,9 +57,21 @@ enum QueueCommand {
 /// Runs `ferry queue ...`.
 pub async fn run(args: QueueArgs) -> Result<()> {
     match args.command {
-        QueueCommand::Create { queue: name, conn } => {
+        QueueCommand::Create {
+            queue: name,
+            max_deliveries,
+            dead_letter_queue,
+            conn,
+        } => {
+            let options = QueueOptions {
+                max_deliveries: max_deliveries.unwrap_or(0),
+                dead_letter_queue,
+            };
             let client = conn.connect().await?;
-            let result = client.create_queue(&name).await.map_err(explain);
+            let result = client
+                .create_queue_with(&name, options)
+                .await
+                .map_err(explain);
             let _ = client.disconnect().await;
             result?;
             super::emit(&format!("created queue '{name}'\n"))?;

@@ -60,3 +60,75 @@ async fn send_with_delay_and_ttl() {
     }
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_create_with_max_deliveries_and_dead_letter_queue() {
+    use ferry_client::{AckMode, Order, Receive, ReceiveMode, Source};
+
+    let server = TestServer::start().await;
+    ferry(&server, &["queue", "create", "dead"])
+        .run()
+        .await
+        .ok();
+    let out = ferry(
+        &server,
+        &[
+            "queue",
+            "create",
+            "work",
+            "--max-deliveries",
+            "1",
+            "--dead-letter-queue",
+            "dead",
+        ],
+    )
+    .run()
+    .await;
+    assert_eq!(out.ok(), "created queue 'work'\n");
+    let out = ferry(
+        &server,
+        &[
+            "queue",
+            "create",
+            "w2",
+            "--max-deliveries",
+            "1",
+            "--dead-letter-queue",
+            "nope",
+        ],
+    )
+    .run()
+    .await;
+    assert!(out.failed().contains("nope"), "{out:?}");
+    ferry(&server, &["send", "--queue", "work", "poison"])
+        .run()
+        .await
+        .ok();
+    let worker = server.client("worker").await;
+    let d = worker
+        .receive(Receive {
+            source: Source::Queue("work".into()),
+            order: Order::Time,
+            mode: ReceiveMode::Take,
+            ack: AckMode::Client,
+            wait_ms: 0,
+            selector: String::new(),
+        })
+        .await
+        .unwrap()
+        .expect("a message");
+    worker.nack(&[d.delivery_id], true).await.unwrap();
+    let out = ferry(&server, &["recv", "--queue", "dead", "--json"])
+        .run()
+        .await;
+    let msgs = json_lines(out.ok());
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["body"], "poison");
+    assert_eq!(msgs[0]["properties"]["ferry_original_queue"], "work");
+    assert_eq!(msgs[0]["properties"]["ferry_delivery_count"], 1);
+    assert_eq!(
+        msgs[0]["properties"]["ferry_dead_letter_reason"],
+        "max_deliveries"
+    );
+    server.shutdown().await;
+}

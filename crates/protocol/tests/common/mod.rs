@@ -140,7 +140,13 @@ pub fn pinned_requests() -> Vec<Request> {
         }),
         Request::Disconnect,
         Request::Ping,
-        Request::CreateQueue { name: "q1".into() },
+        Request::CreateQueue {
+            name: "q1".into(),
+            options: ferry_protocol::QueueOptions {
+                max_deliveries: 5,
+                dead_letter_queue: Some("d".into()),
+            },
+        },
         Request::DeleteQueue {
             name: "q1".into(),
             force: true,
@@ -420,7 +426,15 @@ pub fn request() -> impl Strategy<Value = Request> {
         }),
         Just(Request::Disconnect),
         Just(Request::Ping),
-        name().prop_map(|name| Request::CreateQueue { name }),
+        (name(), any::<u32>(), prop::option::of(name())).prop_map(
+            |(name, max_deliveries, dead_letter_queue)| Request::CreateQueue {
+                name,
+                options: ferry_protocol::QueueOptions {
+                    max_deliveries,
+                    dead_letter_queue,
+                },
+            }
+        ),
         (name(), any::<bool>()).prop_map(|(name, force)| Request::DeleteQueue { name, force }),
         Just(Request::ListQueues),
         outgoing().prop_map(Request::Send),

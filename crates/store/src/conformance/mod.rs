@@ -7,7 +7,8 @@
 //! - [`selecting`]: receives with a selector, on properties and headers, by queue and sender;
 //! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids;
 //! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat;
-//! - [`timing`]: delayed delivery and time to live, with time controlled by the test.
+//! - [`timing`]: delayed delivery and time to live, with time controlled by the test;
+//! - [`dead_letters`]: maximum delivery count and dead-letter queues.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
 //! one. A failing check panics with a message saying what was expected.
@@ -23,6 +24,7 @@ use ferry_protocol::{AckMode, Delivery, Order, PropertyValue, ReceiveMode, Sourc
 
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 
+pub mod dead_letters;
 pub mod queues;
 pub mod receiving;
 pub mod selecting;
@@ -89,6 +91,9 @@ tests!(
     timing::expired_message_is_never_delivered,
     timing::expired_messages_are_purged,
     timing::expired_leased_message_is_not_redelivered,
+    dead_letters::dead_lettered_after_max_deliveries_with_history,
+    dead_letters::over_max_without_dead_letter_queue_is_dropped,
+    dead_letters::dead_letter_queue_must_exist,
 );
 
 /// Runs every test, each against a fresh store from `make`.

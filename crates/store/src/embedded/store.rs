@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo};
+use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo, QueueOptions};
 
 use super::backend::Backend;
 use super::claims::Claims;
@@ -135,6 +135,24 @@ impl EmbeddedStore {
     }
 }
 
+impl EmbeddedStore {
+    /// Returns deliveries to their queues with `f`; waits for durability only when `f` wrote
+    /// (dead-lettering), so returning works even while writes are refused.
+    async fn settle_back(
+        &self,
+        f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> (Vec<String>, bool),
+    ) -> Result<Vec<String>, StoreError> {
+        let (queues, ticket) = {
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            let (queues, wrote) = f(&mut st, &mut log);
+            (queues, if wrote { log.ticket_if_pending() } else { None })
+        };
+        writer::wait(ticket).await?;
+        Ok(queues)
+    }
+}
+
 impl Drop for EmbeddedStore {
     fn drop(&mut self) {
         self.log.shutdown();
@@ -171,8 +189,13 @@ impl Store for EmbeddedStore {
         Ok(self.state().client_exists(name))
     }
 
-    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.create_queue(log, name)).await
+    async fn create_queue_with(
+        &self,
+        name: &str,
+        options: &QueueOptions,
+    ) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.create_queue(log, name, options))
+            .await
     }
 
     async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
@@ -280,10 +303,20 @@ impl Store for EmbeddedStore {
     ) -> Result<Vec<String>, StoreError> {
         let settled = if requeue {
             // A requeue writes nothing (after a crash every leased message comes back anyway),
-            // so it works even while writes are refused.
-            let mut st = self.state();
-            let mut log = self.log.lock();
-            st.settle(&mut log, session, ids, true)
+            // so it works even while writes are refused; only dead-lettering writes.
+            let (settled, ticket) = {
+                let mut st = self.state();
+                let mut log = self.log.lock();
+                let settled = st.settle(&mut log, session, ids, true);
+                let ticket = if settled.wrote {
+                    log.ticket_if_pending()
+                } else {
+                    None
+                };
+                (settled, ticket)
+            };
+            writer::wait(ticket).await?;
+            settled
         } else {
             self.mutate(|st, log| Ok(st.settle(log, session, ids, false)))
                 .await?
@@ -296,11 +329,13 @@ impl Store for EmbeddedStore {
     }
 
     async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        Ok(self.state().release_session(session))
+        self.settle_back(|st, log| st.release_session(log, session))
+            .await
     }
 
     async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        Ok(self.state().expire_leases(now_ms))
+        self.settle_back(|st, log| st.expire_leases(log, now_ms))
+            .await
     }
 
     async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {

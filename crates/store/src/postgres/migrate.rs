@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_cluster.sql"),
     include_str!("migrations/0003_lean_rows.sql"),
     include_str!("migrations/0004_time.sql"),
+    include_str!("migrations/0005_dead_letters.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

@@ -24,6 +24,7 @@ pub mod config;
 mod batch;
 mod batcher;
 mod clients;
+mod dead_letter;
 mod errors;
 mod gather;
 mod listen;

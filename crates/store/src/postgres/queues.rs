@@ -39,18 +39,43 @@ impl Inner {
     }
 
     /// Creates a queue.
-    pub async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
+    pub async fn create_queue(
+        &self,
+        name: &str,
+        options: &ferry_protocol::QueueOptions,
+    ) -> Result<(), StoreError> {
         names::check("queue", name)?;
+        if options.dead_letter_queue.as_deref() == Some(name) {
+            return Err(StoreError::InvalidArgument(format!(
+                "queue '{name}' cannot be its own dead-letter queue"
+            )));
+        }
+        let max = i32::try_from(options.max_deliveries).unwrap_or(i32::MAX);
         retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let dlq: Option<i64> = match &options.dead_letter_queue {
+                None => None,
+                Some(d) => {
+                    let stmt = tx
+                        .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR KEY SHARE")
+                        .await?;
+                    match tx.query_opt(&stmt, &[d]).await? {
+                        Some(row) => Some(row.try_get(0)?),
+                        None => return Err(StoreError::QueueNotFound(d.clone()).into()),
+                    }
+                }
+            };
+            let stmt = tx
                 .prepare_cached(
-                    "INSERT INTO queues (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+                    "INSERT INTO queues (name, max_deliveries, dead_letter_queue_id) \
+                     VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
                 )
                 .await?;
-            if conn.execute(&stmt, &[&name]).await? == 0 {
+            if tx.execute(&stmt, &[&name, &max, &dlq]).await? == 0 {
                 return Err(StoreError::QueueExists(name.to_owned()).into());
             }
+            tx.commit().await?;
             Ok(())
         })
         .await

@@ -4,6 +4,7 @@
 
 use ferry_protocol::DeliveryId;
 
+use super::dead_letter::move_over_limit;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
@@ -48,6 +49,22 @@ pub fn sorted_names(mut names: Vec<String>) -> Vec<String> {
     names
 }
 
+/// From rows of (queue name, ctid text) just returned to their queues: dead-letters those over
+/// their queue's maximum delivery count, and returns the queues that got messages, sorted.
+async fn names_after_dead_letters(
+    tx: &deadpool_postgres::Transaction<'_>,
+    rows: &[tokio_postgres::Row],
+) -> TxResult<Vec<String>> {
+    let mut names = Vec::with_capacity(rows.len());
+    let mut ctids = Vec::with_capacity(rows.len());
+    for row in rows {
+        names.push(row.try_get::<_, String>(0)?);
+        ctids.push(row.try_get::<_, String>(1)?);
+    }
+    names.extend(move_over_limit(tx, &ctids).await?);
+    Ok(sorted_names(names))
+}
+
 impl Inner {
     /// Requeues deliveries held by `session` (drops go through the batcher as acks).
     pub async fn requeue(
@@ -78,8 +95,8 @@ impl Inner {
                    FROM message_queue mq WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS}))), \
                  u AS (UPDATE message_queue mq SET {UNLEASE} FROM t \
                    WHERE mq.ctid = ANY(ARRAY(SELECT t.t FROM t)) AND mq.ctid = t.t \
-                   RETURNING t.id, mq.queue_id) \
-                 SELECT u.id, q.name FROM u JOIN queues q ON q.id = u.queue_id"
+                   RETURNING t.id, mq.queue_id, mq.ctid) \
+                 SELECT u.id, q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
             ))
             .await?;
         let ids_i: Vec<i64> = ids.iter().map(|i| as_i64(*i)).collect();
@@ -87,10 +104,13 @@ impl Inner {
         let rows = tx.query(&stmt, &[&self.node, &sessions, &ids_i]).await?;
         let mut queues = Vec::with_capacity(rows.len());
         let mut settled = Vec::with_capacity(rows.len());
+        let mut ctids = Vec::with_capacity(rows.len());
         for row in rows {
             settled.push(row.try_get::<_, i64>(0)? as u64);
             queues.push(row.try_get::<_, String>(1)?);
+            ctids.push(row.try_get::<_, String>(2)?);
         }
+        queues.extend(move_over_limit(&tx, &ctids).await?);
         notify(&tx, &self.node, &sorted_names(queues.clone())).await?;
         tx.commit().await?;
         Ok((queues, settled))
@@ -107,16 +127,12 @@ impl Inner {
                     "WITH u AS (UPDATE message_queue SET {UNLEASE} \
                        WHERE lease_node = $1 AND lease_session = $2 \
                          AND lease_delivery_id IS NOT NULL \
-                       RETURNING queue_id) \
-                     SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
+                       RETURNING queue_id, ctid) \
+                     SELECT q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
                 ))
                 .await?;
             let rows = tx.query(&stmt, &[&self.node, &session]).await?;
-            let names = rows
-                .iter()
-                .map(|r| r.try_get::<_, String>(0))
-                .collect::<Result<Vec<_>, _>>()?;
-            let names = sorted_names(names);
+            let names = names_after_dead_letters(&tx, &rows).await?;
             notify(&tx, &self.node, &names).await?;
             tx.commit().await?;
             Ok(names)
@@ -135,16 +151,12 @@ impl Inner {
                 .prepare_cached(&format!(
                     "WITH u AS (UPDATE message_queue SET {UNLEASE} \
                        WHERE lease_delivery_id IS NOT NULL AND lease_until <= $1 \
-                       RETURNING queue_id) \
-                     SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
+                       RETURNING queue_id, ctid) \
+                     SELECT q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
                 ))
                 .await?;
             let rows = tx.query(&stmt, &[&now]).await?;
-            let names = rows
-                .iter()
-                .map(|r| r.try_get::<_, String>(0))
-                .collect::<Result<Vec<_>, _>>()?;
-            let names = sorted_names(names);
+            let names = names_after_dead_letters(&tx, &rows).await?;
             notify(&tx, &self.node, &names).await?;
             tx.commit().await?;
             Ok(names)

@@ -173,8 +173,12 @@ impl Store for PostgresStore {
         self.inner.client_exists(name).await
     }
 
-    async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
-        self.inner.create_queue(name).await
+    async fn create_queue_with(
+        &self,
+        name: &str,
+        options: &ferry_protocol::QueueOptions,
+    ) -> Result<(), StoreError> {
+        self.inner.create_queue(name, options).await
     }
 
     async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {

@@ -24,7 +24,14 @@ pub struct SegmentHeader {
     pub queues: Vec<String>,
     /// Every client registered when the segment was created.
     pub clients: Vec<String>,
+    /// The settings of the queues that have any (name, maximum delivery count, dead-letter
+    /// queue), from the optional trailer.
+    pub options: Vec<QueueSettings>,
 }
+
+/// A queue's settings as a header snapshot holds them: name, maximum delivery count (0 =
+/// unlimited), dead-letter queue.
+pub type QueueSettings = (String, u32, Option<String>);
 
 /// Why a header could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,6 +55,7 @@ pub fn encode<'a>(
     next_id: u64,
     queues: impl ExactSizeIterator<Item = &'a str>,
     clients: impl ExactSizeIterator<Item = &'a str>,
+    options: &[(&'a str, u32, Option<&'a str>)],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&MAGIC);
@@ -64,6 +72,21 @@ pub fn encode<'a>(
     put_u32(&mut out, clients.len() as u32);
     for c in clients {
         put_str(&mut out, c);
+    }
+    // The optional trailer: queue settings, only when some queue has any.
+    if !options.is_empty() {
+        put_u32(&mut out, options.len() as u32);
+        for (name, max, dlq) in options {
+            put_str(&mut out, name);
+            put_u32(&mut out, *max);
+            match dlq {
+                Some(d) => {
+                    out.push(1);
+                    put_str(&mut out, d);
+                }
+                None => out.push(0),
+            }
+        }
     }
     let body = out.get(PREFIX_LEN..).unwrap_or_default();
     let len = (body.len() as u32).to_le_bytes();
@@ -101,12 +124,33 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
     let next_id = r.u64("next message id").map_err(bad)?;
     let queues = names(&mut r, "queue count")?;
     let clients = names(&mut r, "client count")?;
+    let mut options = Vec::new();
+    if r.remaining() > 0 {
+        let n = u64::from(r.u32("queue settings count").map_err(bad)?);
+        let n = r.count(n, 7, "queue settings count").map_err(bad)?;
+        for _ in 0..n {
+            let name = r.str("queue name").map_err(bad)?;
+            let max = r.u32("max deliveries").map_err(bad)?;
+            let dlq = match r.u8("dead-letter presence").map_err(bad)? {
+                0 => None,
+                1 => Some(r.str("dead-letter queue").map_err(bad)?),
+                v => {
+                    return Err(bad(FormatError::Invalid {
+                        field: "dead-letter presence",
+                        value: u64::from(v),
+                    }))
+                }
+            };
+            options.push((name, max, dlq));
+        }
+    }
     r.finish().map_err(bad)?;
     let header = SegmentHeader {
         segment,
         next_id,
         queues,
         clients,
+        options,
     };
     Ok((header, PREFIX_LEN + len))
 }
@@ -127,7 +171,13 @@ mod tests {
 
     #[test]
     fn roundtrip_and_every_truncation_is_torn() {
-        let buf = encode(7, 42, ["a", "bb"].into_iter(), ["c"].into_iter());
+        let buf = encode(
+            7,
+            42,
+            ["a", "bb"].into_iter(),
+            ["c"].into_iter(),
+            &[("a", 3, Some("bb")), ("bb", 0, None)],
+        );
         let (h, len) = decode(&buf).unwrap();
         assert_eq!(len, buf.len());
         assert_eq!(
@@ -137,6 +187,7 @@ mod tests {
                 next_id: 42,
                 queues: vec!["a".into(), "bb".into()],
                 clients: vec!["c".into()],
+                options: vec![("a".into(), 3, Some("bb".into())), ("bb".into(), 0, None)],
             }
         );
         for cut in 0..buf.len() {
@@ -152,7 +203,7 @@ mod tests {
 
     #[test]
     fn pinned_layout() {
-        let buf = encode(1, 2, std::iter::empty(), std::iter::empty());
+        let buf = encode(1, 2, std::iter::empty(), std::iter::empty(), &[]);
         assert_eq!(&buf[..8], b"FERRYLOG");
         assert_eq!(&buf[8..12], &28u32.to_le_bytes());
         assert_eq!(&buf[16..18], &1u16.to_le_bytes());

@@ -34,6 +34,8 @@ pub mod kind {
     pub const DELIVERY_STARTED: u8 = 5;
     /// A message left one queue for good.
     pub const MESSAGE_REMOVED: u8 = 6;
+    /// A queue's settings (maximum delivery count, dead-letter queue).
+    pub const QUEUE_OPTIONS: u8 = 7;
 }
 
 /// The fields of a message as [`encode_message_added`] writes them, borrowed from the caller.
@@ -115,6 +117,15 @@ pub enum Record {
         queue: String,
         /// Delivery count after this delivery.
         count: u32,
+    },
+    /// A queue's settings, written after its `QueueCreated`.
+    QueueOptions {
+        /// The queue.
+        name: String,
+        /// Maximum client-ack deliveries (0 = unlimited).
+        max_deliveries: u32,
+        /// Where messages over it go.
+        dead_letter_queue: Option<String>,
     },
     /// The message left this queue (auto-ack take, ack, nack without requeue, forced delete).
     MessageRemoved {
@@ -203,6 +214,26 @@ pub fn message_added_len<'q>(
         + if m.timed() { 16 } else { 0 }
 }
 
+/// Writes a `QueueOptions` record.
+pub fn encode_queue_options(
+    out: &mut Vec<u8>,
+    name: &str,
+    max_deliveries: u32,
+    dead_letter_queue: Option<&str>,
+) -> u32 {
+    frame(out, kind::QUEUE_OPTIONS, |out| {
+        put_str(out, name);
+        put_u32(out, max_deliveries);
+        match dead_letter_queue {
+            Some(d) => {
+                out.push(1);
+                put_str(out, d);
+            }
+            None => out.push(0),
+        }
+    })
+}
+
 /// Writes a `DeliveryStarted` record.
 pub fn encode_delivery_started(out: &mut Vec<u8>, id: u64, queue: &str, count: u32) -> u32 {
     frame(out, kind::DELIVERY_STARTED, |out| {
@@ -282,6 +313,20 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
         kind::MESSAGE_REMOVED => Record::MessageRemoved {
             id: r.u64("message id")?,
             queue: r.str("queue name")?,
+        },
+        kind::QUEUE_OPTIONS => Record::QueueOptions {
+            name: r.str("queue name")?,
+            max_deliveries: r.u32("max deliveries")?,
+            dead_letter_queue: match r.u8("dead-letter presence")? {
+                0 => None,
+                1 => Some(r.str("dead-letter queue")?),
+                v => {
+                    return Err(FormatError::Invalid {
+                        field: "dead-letter presence",
+                        value: u64::from(v),
+                    })
+                }
+            },
         },
         other => {
             return Err(FormatError::Invalid {
@@ -376,6 +421,8 @@ mod tests {
         encode_name(&mut out, kind::CLIENT_REGISTERED, "carol");
         encode_delivery_started(&mut out, 9, "q2", 3);
         encode_message_removed(&mut out, 9, "q1");
+        encode_queue_options(&mut out, "q1", 3, Some("dlq"));
+        encode_queue_options(&mut out, "q2", 0, None);
         let mut pos = 0;
         let mut got = Vec::new();
         loop {
@@ -392,7 +439,15 @@ mod tests {
                 Frame::Torn(why) => panic!("{why}"),
             }
         }
-        assert_eq!(got.len(), 6);
+        assert_eq!(got.len(), 8);
+        assert_eq!(
+            got[6],
+            Record::QueueOptions {
+                name: "q1".into(),
+                max_deliveries: 3,
+                dead_letter_queue: Some("dlq".into())
+            }
+        );
         let Record::MessageAdded(a) = &got[0] else {
             panic!()
         };

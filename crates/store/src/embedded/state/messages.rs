@@ -18,7 +18,7 @@ use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::Lease;
 use super::{Entry, QueueKey, Slot, State, Stored};
-use crate::api::{NewMessage, ReceiveSpec, SessionId};
+use crate::api::{dead_letter, NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
 
 /// Largest record the format can frame (its length field is a u32).
@@ -433,9 +433,9 @@ impl State {
                 continue;
             };
             if requeue {
-                self.make_ready(id, qk);
-                if let Some(q) = self.queues.get(&qk) {
-                    settled.requeued.push(q.name.to_string());
+                if let Some(back) = self.come_back(log, id, qk) {
+                    settled.wrote |= back.1;
+                    settled.requeued.push(back.0);
                 }
             } else {
                 let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) else {
@@ -446,37 +446,97 @@ impl State {
                 settled.wrote = true;
             }
         }
+        settled.requeued.retain(|q| !q.is_empty());
         settled.requeued.sort_unstable();
         settled.requeued.dedup();
         settled
     }
 
-    /// Returns deliveries to their queues (disconnect, expiry); returns the queues.
-    fn requeue_all(&mut self, ids: Vec<DeliveryId>) -> Vec<String> {
+    /// A delivery of message `id` on queue `qk` came back (its lease ended): it is ready again
+    /// there, or, when it had its queue's maximum number of deliveries, it goes to the
+    /// dead-letter queue (a copy with its history; dropped without one). Returns the queue that
+    /// got it, if any, and whether records were written.
+    fn come_back(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        id: MessageId,
+        qk: QueueKey,
+    ) -> Option<(String, bool)> {
+        let (name, max, dlq) = {
+            let q = self.queues.get(&qk)?;
+            (q.name.clone(), q.max_deliveries, q.dead_letter.clone())
+        };
+        let count = self
+            .messages
+            .get(&id)?
+            .slots
+            .iter()
+            .find(|s| s.queue == qk)
+            .map_or(0, |s| s.count);
+        if max == 0 || count < max {
+            self.make_ready(id, qk);
+            return Some((name.to_string(), false));
+        }
+        let msg = self.messages.get(&id)?.msg.clone();
+        // The copy first, then the removal: a crash between them leaves the message on both
+        // queues (delivered again, never lost).
+        let mut got = None;
+        if let Some(d) = dlq.filter(|d| self.queue_keys.contains_key(&**d)) {
+            let copy = NewMessage {
+                queues: vec![d.to_string()],
+                sender: msg.sender.to_string(),
+                receiver: msg.receiver.as_deref().map(str::to_owned),
+                priority: msg.priority,
+                context: msg.context,
+                properties: dead_letter::history(&msg.properties, &name, id, count),
+                body: msg.body.clone(),
+                created_at: msg.created_at,
+                deliver_at_ms: 0,
+                expires_at_ms: 0,
+            };
+            match self.send(log, copy) {
+                Ok(_) => got = Some(d.to_string()),
+                Err(e) => tracing::warn!(id, error = %e, "cannot dead-letter a message; dropped"),
+            }
+        }
+        self.append(log, |b| record::encode_message_removed(b, id, &name));
+        self.drop_slot(id, qk);
+        Some((got.unwrap_or_default(), true))
+    }
+
+    /// Returns deliveries to their queues (disconnect, expiry); returns the queues and whether
+    /// records were written (dead-lettering).
+    fn requeue_all(&mut self, log: &mut LogGuard<'_>, ids: Vec<DeliveryId>) -> (Vec<String>, bool) {
         let mut queues = Vec::new();
+        let mut wrote = false;
         for did in ids {
             if let Some((id, qk)) = self.end_lease(did) {
-                self.make_ready(id, qk);
-                if let Some(q) = self.queues.get(&qk) {
-                    queues.push(q.name.to_string());
+                if let Some((queue, w)) = self.come_back(log, id, qk) {
+                    queues.push(queue);
+                    wrote |= w;
                 }
             }
         }
+        queues.retain(|q| !q.is_empty());
         queues.sort_unstable();
         queues.dedup();
-        queues
+        (queues, wrote)
     }
 
     /// Returns every delivery `session` holds.
-    pub fn release_session(&mut self, session: SessionId) -> Vec<String> {
+    pub fn release_session(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        session: SessionId,
+    ) -> (Vec<String>, bool) {
         let ids = self.leases.of_session(session);
-        self.requeue_all(ids)
+        self.requeue_all(log, ids)
     }
 
     /// Returns every delivery whose lease ended at or before `now_ms`.
-    pub fn expire_leases(&mut self, now_ms: u64) -> Vec<String> {
+    pub fn expire_leases(&mut self, log: &mut LogGuard<'_>, now_ms: u64) -> (Vec<String>, bool) {
         let ids = self.leases.expired(now_ms);
-        self.requeue_all(ids)
+        self.requeue_all(log, ids)
     }
 
     /// The earliest lease deadline.

@@ -17,7 +17,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferry_protocol::{DeliveryId, MessageId, Properties, QueueInfo};
+use ferry_protocol::{DeliveryId, MessageId, Properties, QueueInfo, QueueOptions};
 use ferry_selector::{Header, SelectorSource, Value};
 
 use super::format::codec::str_fits;
@@ -163,6 +163,10 @@ struct Queue {
     /// Messages on it waiting for their delivery time (not in `ready`).
     delayed: u64,
     in_flight: u64,
+    /// Client-ack deliveries a message may have here (0 = unlimited).
+    max_deliveries: u32,
+    /// Where messages over `max_deliveries` go.
+    dead_letter: Option<Arc<str>>,
 }
 
 /// Everything the embedded engine knows.
@@ -194,13 +198,23 @@ fn snapshot<'a>(
     next_id: MessageId,
     queues: &'a BTreeMap<Arc<str>, QueueKey>,
     clients: &'a [Arc<str>],
+    settings: &'a IdMap<QueueKey, Queue>,
 ) -> impl FnOnce(u64) -> Vec<u8> + 'a {
     move |n| {
+        let options: Vec<(&str, u32, Option<&str>)> = queues
+            .iter()
+            .filter_map(|(name, qk)| {
+                let q = settings.get(qk)?;
+                (q.max_deliveries != 0 || q.dead_letter.is_some())
+                    .then(|| (&**name, q.max_deliveries, q.dead_letter.as_deref()))
+            })
+            .collect();
         header::encode(
             n,
             next_id,
             queues.keys().map(|q| &**q),
             clients.iter().map(|c| &**c),
+            &options,
         )
     }
 }
@@ -235,7 +249,12 @@ impl State {
 
     /// The header for a new segment `n` holding the current metadata.
     pub fn header(&self, n: u64) -> Vec<u8> {
-        snapshot(self.next_id, &self.queue_keys, &self.client_names)(n)
+        snapshot(
+            self.next_id,
+            &self.queue_keys,
+            &self.client_names,
+            &self.queues,
+        )(n)
     }
 
     /// Appends a record to the log (see [`Journal::append`]).
@@ -247,7 +266,12 @@ impl State {
         self.journal.append(
             log,
             encode,
-            snapshot(self.next_id, &self.queue_keys, &self.client_names),
+            snapshot(
+                self.next_id,
+                &self.queue_keys,
+                &self.client_names,
+                &self.queues,
+            ),
         )
     }
 
@@ -299,19 +323,53 @@ impl State {
                 ready_count: 0,
                 delayed: 0,
                 in_flight: 0,
+                max_deliveries: 0,
+                dead_letter: None,
             },
         );
     }
 
-    /// Creates a queue.
-    pub fn create_queue(&mut self, log: &mut LogGuard<'_>, name: &str) -> Result<(), StoreError> {
+    /// Creates a queue with `options`.
+    pub fn create_queue(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        name: &str,
+        options: &QueueOptions,
+    ) -> Result<(), StoreError> {
         check_name("queue", name)?;
         if self.queue_keys.contains_key(name) {
             return Err(StoreError::QueueExists(name.to_owned()));
         }
+        if let Some(d) = &options.dead_letter_queue {
+            if d == name {
+                return Err(StoreError::InvalidArgument(format!(
+                    "queue '{name}' cannot be its own dead-letter queue"
+                )));
+            }
+            if !self.queue_keys.contains_key(d.as_str()) {
+                return Err(StoreError::QueueNotFound(d.clone()));
+            }
+        }
         self.append(log, |b| record::encode_name(b, kind::QUEUE_CREATED, name));
         self.insert_queue(name);
+        if options.max_deliveries != 0 || options.dead_letter_queue.is_some() {
+            let dlq = options.dead_letter_queue.as_deref();
+            self.append(log, |b| {
+                record::encode_queue_options(b, name, options.max_deliveries, dlq)
+            });
+            self.set_options(name, options.max_deliveries, dlq);
+        }
         Ok(())
+    }
+
+    fn set_options(&mut self, name: &str, max_deliveries: u32, dead_letter: Option<&str>) {
+        let Some(qk) = self.queue_keys.get(name) else {
+            return;
+        };
+        if let Some(q) = self.queues.get_mut(qk) {
+            q.max_deliveries = max_deliveries;
+            q.dead_letter = dead_letter.map(Arc::from);
+        }
     }
 
     /// Deletes a queue; with `force`, drops its messages and leases first.
@@ -563,6 +621,11 @@ impl State {
                     slot.count = count;
                 }
             }
+            Record::QueueOptions {
+                name,
+                max_deliveries,
+                dead_letter_queue,
+            } => self.set_options(&name, max_deliveries, dead_letter_queue.as_deref()),
             Record::MessageRemoved { id, queue } => {
                 // A removal of a message whose add was compacted away is simply dead.
                 let Some(&qk) = self.queue_keys.get(queue.as_str()) else {
@@ -699,6 +762,9 @@ impl State {
         }
         for c in &h.clients {
             self.client_key(c);
+        }
+        for (name, max, dlq) in &h.options {
+            self.set_options(name, *max, dlq.as_deref());
         }
     }
 }

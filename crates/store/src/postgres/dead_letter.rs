@@ -1,0 +1,107 @@
+//! Dead-lettering: a client-ack delivery that came back after its queue's maximum number of
+//! deliveries leaves that queue; a copy with its history (see [`crate::api::dead_letter`])
+//! goes to the queue's dead-letter queue, in the transaction that returned the delivery.
+//! Without a dead-letter queue (or when it has been deleted) the message is dropped.
+
+use deadpool_postgres::Transaction;
+
+use super::props;
+use super::tx::{drop_orphans, TxResult};
+use crate::api::dead_letter;
+
+/// Moves the rows among `ctids` (rows just returned to their queues, as text) that reached
+/// their queue's maximum delivery count; returns the dead-letter queues that got messages.
+pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult<Vec<String>> {
+    if ctids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let over = tx
+        .prepare_cached(
+            "SELECT mq.ctid::text, mq.message_id, mq.delivery_count, mq.alone, q.name, \
+               q.dead_letter_queue_id, m.sender_id, m.receiver_id, m.priority, m.context, \
+               m.created_at, m.properties::text, m.body \
+             FROM message_queue mq \
+             JOIN queues q ON q.id = mq.queue_id \
+             JOIN messages m ON m.id = mq.message_id \
+             WHERE mq.ctid = ANY($1::text[]::tid[]) AND mq.lease_delivery_id IS NULL \
+               AND q.max_deliveries > 0 AND mq.delivery_count >= q.max_deliveries",
+        )
+        .await?;
+    let rows = tx.query(&over, &[&ctids]).await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let target = tx
+        .prepare_cached("SELECT name FROM queues WHERE id = $1 FOR KEY SHARE")
+        .await?;
+    let next_id = tx.prepare_cached("SELECT nextval('message_ids')").await?;
+    let insert = tx
+        .prepare_cached(
+            "WITH m AS (INSERT INTO messages (id, sender_id, receiver_id, priority, context, \
+               created_at, properties, body, expires_at) \
+               VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, 0)) \
+             INSERT INTO message_queue (message_id, queue_id, priority, sender_id, receiver_id, \
+               alone) VALUES ($1, $9, $4, $2, $3, true)",
+        )
+        .await?;
+    let remove = tx
+        .prepare_cached(
+            "WITH r AS (DELETE FROM message_queue WHERE ctid = $1::text::tid RETURNING alone) \
+             DELETE FROM messages WHERE id = $2 AND (SELECT alone FROM r)",
+        )
+        .await?;
+    let mut targets = Vec::new();
+    let mut shared = Vec::new();
+    for row in &rows {
+        let ctid: String = row.try_get(0)?;
+        let id: i64 = row.try_get(1)?;
+        let count: i32 = row.try_get(2)?;
+        let alone: bool = row.try_get(3)?;
+        let queue: String = row.try_get(4)?;
+        let dlq: Option<i64> = row.try_get(5)?;
+        if let Some(dlq) = dlq {
+            if let Some(t) = tx.query_opt(&target, &[&dlq]).await? {
+                let properties = props::decode(&row.try_get::<_, String>(11)?)?;
+                let history = dead_letter::history(
+                    &properties,
+                    &queue,
+                    id as u64,
+                    u32::try_from(count).unwrap_or(0),
+                );
+                let new_id: i64 = tx.query_one(&next_id, &[]).await?.try_get(0)?;
+                let sender: i64 = row.try_get(6)?;
+                let receiver: Option<i64> = row.try_get(7)?;
+                let priority: i16 = row.try_get(8)?;
+                let context: i64 = row.try_get(9)?;
+                let created_at: i64 = row.try_get(10)?;
+                let body: Vec<u8> = row.try_get(12)?;
+                tx.execute(
+                    &insert,
+                    &[
+                        &new_id,
+                        &sender,
+                        &receiver,
+                        &priority,
+                        &context,
+                        &created_at,
+                        &props::encode(&history),
+                        &body,
+                        &dlq,
+                    ],
+                )
+                .await?;
+                targets.push(t.try_get::<_, String>(0)?);
+            }
+        }
+        tx.execute(&remove, &[&ctid, &id]).await?;
+        if !alone {
+            shared.push(id);
+        }
+    }
+    shared.sort_unstable();
+    shared.dedup();
+    drop_orphans(tx, &shared).await?;
+    targets.sort();
+    targets.dedup();
+    Ok(targets)
+}
