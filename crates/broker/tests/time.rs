@@ -132,6 +132,7 @@ async fn dead_lettered_by_lease_expiry(s: TestServer, clock: Arc<ManualClock>) {
             QueueOptions {
                 max_deliveries: 2,
                 dead_letter_queue: Some("dead".into()),
+                expiry_queue: None,
             },
         )
         .await

@@ -208,6 +208,9 @@ impl Client {
         if let Some(d) = &options.dead_letter_queue {
             check_str("dead-letter queue name", d)?;
         }
+        if let Some(x) = &options.expiry_queue {
+            check_str("expiry queue name", x)?;
+        }
         self.call_ok(Request::CreateQueue {
             name: name.into(),
             options,

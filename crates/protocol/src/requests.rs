@@ -308,6 +308,7 @@ impl Request {
                 put_string(out, name);
                 out.put_u32_le(options.max_deliveries);
                 put_opt_string(out, options.dead_letter_queue.as_deref());
+                put_opt_string(out, options.expiry_queue.as_deref());
             }
             Request::DeleteQueue { name, force } => {
                 put_string(out, name);
@@ -382,6 +383,7 @@ impl Request {
                 options: QueueOptions {
                     max_deliveries: r.u32()?,
                     dead_letter_queue: r.opt_string("dead-letter queue")?,
+                    expiry_queue: r.opt_string("expiry queue")?,
                 },
             },
             FrameKind::DeleteQueue => Request::DeleteQueue {

@@ -77,6 +77,9 @@ pub struct QueueOptions {
     pub max_deliveries: u32,
     /// Where messages over `max_deliveries` go (a queue that exists); `None`: they are dropped.
     pub dead_letter_queue: Option<String>,
+    /// Where messages that expire (time to live) on the queue go (a queue that exists);
+    /// `None`: they are dropped.
+    pub expiry_queue: Option<String>,
 }
 
 /// A message as a sender hands it to the broker.

@@ -148,6 +148,9 @@ impl Tally {
                 if let Some(d) = &options.dead_letter_queue {
                     self.string(d);
                 }
+                if let Some(x) = &options.expiry_queue {
+                    self.string(x);
+                }
             }
             Request::DeleteQueue { name, .. } => self.string(name),
             Request::Send(m) => self.outgoing(m),

@@ -18,8 +18,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ("Disconnect", "06 00 00 00 | 02 00 | 07 00 00 00"),
     ("Ping", "06 00 00 00 | 03 00 | 07 00 00 00"),
     (
-        "CreateQueue 'q1', max deliveries 5, dead-letter queue 'd'",
-        "12 00 00 00 | 10 00 | 07 00 00 00 || 02 00 71 31 | 05 00 00 00 | 01 01 00 64",
+        "CreateQueue 'q1', max deliveries 5, dead-letter queue 'd', no expiry queue",
+        "13 00 00 00 | 10 00 | 07 00 00 00 || 02 00 71 31 | 05 00 00 00 | 01 01 00 64 | 00",
     ),
     (
         "DeleteQueue 'q1' force",

@@ -31,13 +31,21 @@ pub mod dead_letter {
     pub const ORIGINAL_ID: &str = "ferry_original_id";
     /// How many client-ack deliveries it had there (int).
     pub const DELIVERY_COUNT: &str = "ferry_delivery_count";
-    /// Why (string): `max_deliveries`.
+    /// Why (string): `max_deliveries` or `expired`.
     pub const REASON: &str = "ferry_dead_letter_reason";
     /// The reason for a message over its queue's maximum delivery count.
     pub const MAX_DELIVERIES: &str = "max_deliveries";
+    /// The reason for a message moved to its queue's expiry queue.
+    pub const EXPIRED: &str = "expired";
 
-    /// `props` with the history of a message dead-lettered from `queue`.
-    pub fn history(props: &Properties, queue: &str, id: u64, count: u32) -> Properties {
+    /// `props` with the history of a message moved from `queue` for `reason`.
+    pub fn history(
+        props: &Properties,
+        queue: &str,
+        id: u64,
+        count: u32,
+        reason: &str,
+    ) -> Properties {
         let names = [ORIGINAL_QUEUE, ORIGINAL_ID, DELIVERY_COUNT, REASON];
         let mut out: Properties = props
             .iter()
@@ -47,7 +55,7 @@ pub mod dead_letter {
         out.push((ORIGINAL_QUEUE.into(), PropertyValue::Str(queue.into())));
         out.push((ORIGINAL_ID.into(), PropertyValue::Int(id as i64)));
         out.push((DELIVERY_COUNT.into(), PropertyValue::Int(i64::from(count))));
-        out.push((REASON.into(), PropertyValue::Str(MAX_DELIVERIES.into())));
+        out.push((REASON.into(), PropertyValue::Str(reason.into())));
         out
     }
 }
@@ -125,7 +133,8 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Creates a queue with settings. `QueueExists` if it does; `QueueNotFound` when the
-    /// dead-letter queue does not exist; `InvalidArgument` when it is the queue itself.
+    /// dead-letter or expiry queue does not exist; `InvalidArgument` when one is the queue
+    /// itself.
     async fn create_queue_with(&self, name: &str, options: &QueueOptions)
         -> Result<(), StoreError>;
 

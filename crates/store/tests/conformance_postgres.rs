@@ -75,6 +75,7 @@ conformance_tests!(
     dead_letters::dead_lettered_after_max_deliveries_with_history,
     dead_letters::over_max_without_dead_letter_queue_is_dropped,
     dead_letters::dead_letter_queue_must_exist,
+    dead_letters::expired_messages_move_to_the_expiry_queue,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

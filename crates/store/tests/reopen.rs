@@ -200,22 +200,34 @@ async fn reopen_keeps_queue_settings_also_after_compaction() {
     store.register_client("p").await.unwrap();
     store.register_client("c").await.unwrap();
     store.create_queue("dlq").await.unwrap();
+    store.create_queue("exp").await.unwrap();
     let options = ferry_protocol::QueueOptions {
         max_deliveries: 1,
         dead_letter_queue: Some("dlq".into()),
+        expiry_queue: Some("exp".into()),
     };
     store.create_queue_with("q", &options).await.unwrap();
     let lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
     let take_dead = spec("dlq", ReceiveMode::Take, AckMode::Auto, 1);
+    let take_expired = spec("exp", ReceiveMode::Take, AckMode::Auto, 1);
     let dead_letters = |store: Arc<EmbeddedStore>, body: &'static str| {
         let (lease, take_dead) = (lease.clone(), take_dead.clone());
+        let take_expired = take_expired.clone();
         async move {
             store.send(msg(&["q"], body)).await.unwrap();
             let d = store.receive(&lease, 1).await.unwrap();
             store.nack(1, &[d[0].delivery_id], true).await.unwrap();
             assert_eq!(
                 bodies(&store.receive(&take_dead, 1).await.unwrap()),
+                vec![body]
+            );
+            let mut short = msg(&["q"], body);
+            short.expires_at_ms = 5;
+            store.send(short).await.unwrap();
+            assert_eq!(store.purge_expired(10).await.unwrap(), 1);
+            assert_eq!(
+                bodies(&store.receive(&take_expired, 1).await.unwrap()),
                 vec![body]
             );
         }

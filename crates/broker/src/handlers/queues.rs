@@ -12,8 +12,11 @@ pub async fn create(shared: &Shared, name: String, options: QueueOptions) -> Res
     if let Err(e) = validate::name("queue", &name, &shared.limits) {
         return Response::Error(e);
     }
-    if let Some(d) = &options.dead_letter_queue {
-        if let Err(e) = validate::name("queue", d, &shared.limits) {
+    for other in [&options.dead_letter_queue, &options.expiry_queue]
+        .into_iter()
+        .flatten()
+    {
+        if let Err(e) = validate::name("queue", other, &shared.limits) {
             return Response::Error(e);
         }
     }

@@ -15,8 +15,11 @@ pub const INTERVAL: Duration = Duration::from_secs(5);
 /// predecessor left, so restarts do not replay ever more dead log), then every [`INTERVAL`].
 pub async fn run(shared: Arc<Shared>) {
     loop {
-        if let Err(e) = shared.store.purge_expired(shared.now_ms()).await {
-            warn!(error = %e, "removing expired messages failed; will retry");
+        match shared.store.purge_expired(shared.now_ms()).await {
+            // Expired messages may have gone to expiry queues: wake whoever waits anywhere.
+            Ok(n) if n > 0 => shared.wakers.notify_all(),
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "removing expired messages failed; will retry"),
         }
         if let Err(e) = shared.store.maintain().await {
             warn!(error = %e, "store upkeep failed; will retry");

@@ -30,6 +30,10 @@ enum QueueCommand {
         /// existing queue).
         #[arg(long, value_name = "NAME", requires = "max_deliveries")]
         dead_letter_queue: Option<String>,
+        /// Where messages that expire here (send --ttl) go, with their history in properties
+        /// (an existing queue). Default: expired messages are dropped.
+        #[arg(long, value_name = "NAME")]
+        expiry_queue: Option<String>,
         #[command(flatten)]
         conn: ConnArgs,
     },
@@ -61,11 +65,13 @@ pub async fn run(args: QueueArgs) -> Result<()> {
             queue: name,
             max_deliveries,
             dead_letter_queue,
+            expiry_queue,
             conn,
         } => {
             let options = QueueOptions {
                 max_deliveries: max_deliveries.unwrap_or(0),
                 dead_letter_queue,
+                expiry_queue,
             };
             let client = conn.connect().await?;
             let result = client

@@ -12,7 +12,17 @@ const START: u64 = 1_800_000_000_000;
 async fn send_with_delay_and_ttl() {
     let clock = ManualClock::new(START);
     let server = TestServer::start_with_clock(clock.clone(), |_| {}).await;
-    ferry(&server, &["queue", "create", "q"]).run().await.ok();
+    ferry(&server, &["queue", "create", "expired"])
+        .run()
+        .await
+        .ok();
+    ferry(
+        &server,
+        &["queue", "create", "q", "--expiry-queue", "expired"],
+    )
+    .run()
+    .await
+    .ok();
 
     // Delayed by 500 ms: invisible until the broker's clock gets there.
     ferry(
@@ -49,6 +59,15 @@ async fn send_with_delay_and_ttl() {
     clock.advance(30_000);
     let out = ferry(&server, &["recv", "--queue", "q"]).run().await;
     assert_eq!(out.ok(), "", "expired: never delivered");
+    // Passed over by that receive, it went to the queue's expiry queue with its history.
+    let out = ferry(&server, &["recv", "--queue", "expired", "--json"])
+        .run()
+        .await;
+    let msgs = json_lines(out.ok());
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["body"], "second");
+    assert_eq!(msgs[0]["properties"]["ferry_original_queue"], "q");
+    assert_eq!(msgs[0]["properties"]["ferry_dead_letter_reason"], "expired");
 
     // Bad durations are usage errors, refused before connecting.
     for bad in ["--ttl=10 parsecs", "--ttl=-1s", "--ttl=0.1ms"] {

@@ -145,6 +145,7 @@ pub fn pinned_requests() -> Vec<Request> {
             options: ferry_protocol::QueueOptions {
                 max_deliveries: 5,
                 dead_letter_queue: Some("d".into()),
+                expiry_queue: None,
             },
         },
         Request::DeleteQueue {
@@ -426,15 +427,22 @@ pub fn request() -> impl Strategy<Value = Request> {
         }),
         Just(Request::Disconnect),
         Just(Request::Ping),
-        (name(), any::<u32>(), prop::option::of(name())).prop_map(
-            |(name, max_deliveries, dead_letter_queue)| Request::CreateQueue {
-                name,
-                options: ferry_protocol::QueueOptions {
-                    max_deliveries,
-                    dead_letter_queue,
-                },
-            }
-        ),
+        (
+            name(),
+            any::<u32>(),
+            prop::option::of(name()),
+            prop::option::of(name()),
+        )
+            .prop_map(|(name, max_deliveries, dead_letter_queue, expiry_queue)| {
+                Request::CreateQueue {
+                    name,
+                    options: ferry_protocol::QueueOptions {
+                        max_deliveries,
+                        dead_letter_queue,
+                        expiry_queue,
+                    },
+                }
+            }),
         (name(), any::<bool>()).prop_map(|(name, force)| Request::DeleteQueue { name, force }),
         Just(Request::ListQueues),
         outgoing().prop_map(Request::Send),

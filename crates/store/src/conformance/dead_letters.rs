@@ -12,6 +12,7 @@ fn limited(max_deliveries: u32, dead_letter_queue: Option<&str>) -> QueueOptions
     QueueOptions {
         max_deliveries,
         dead_letter_queue: dead_letter_queue.map(str::to_owned),
+        expiry_queue: None,
     }
 }
 
@@ -132,4 +133,59 @@ pub async fn dead_letter_queue_must_exist(store: Arc<dyn Store>) {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
     assert!(store.list_queues().await.unwrap().is_empty());
+}
+
+/// Expired messages of a queue with an expiry queue go there, with their history, once: the
+/// ones a receive passes over and the ones the upkeep purges (delayed ones included).
+pub async fn expired_messages_move_to_the_expiry_queue(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["exp"]).await;
+    let options = QueueOptions {
+        expiry_queue: Some("exp".into()),
+        ..QueueOptions::default()
+    };
+    store.create_queue_with("q", &options).await.unwrap();
+    let mut gone = msg(&["q"], "p", "gone");
+    gone.expires_at_ms = NOW + 100;
+    let gone_id = store.send(gone).await.unwrap();
+    let mut never = msg(&["q"], "p", "never visible");
+    never.deliver_at_ms = NOW + 1_000;
+    never.expires_at_ms = NOW + 500;
+    store.send(never).await.unwrap();
+    store.send(msg(&["q"], "p", "plain")).await.unwrap();
+    let mut spec = take("q", "c");
+    spec.now_ms = NOW + 100;
+    assert_eq!(
+        bodies(&store.receive(&spec, 10).await.unwrap()),
+        vec!["plain"]
+    );
+    store.purge_expired(NOW + 600).await.unwrap();
+    assert_eq!(depth(&store, "q").await, (0, 0));
+    let got = store.receive(&take("exp", "c"), 10).await.unwrap();
+    assert_eq!(bodies(&got), vec!["gone", "never visible"]);
+    assert_eq!(
+        got[0].message.expires_at, 0,
+        "no time to live on the expiry queue"
+    );
+    assert_eq!(
+        property(&got[0], dead_letter::REASON),
+        Some(&PropertyValue::Str(dead_letter::EXPIRED.into()))
+    );
+    assert_eq!(
+        property(&got[0], dead_letter::ORIGINAL_QUEUE),
+        Some(&PropertyValue::Str("q".into()))
+    );
+    assert_eq!(
+        property(&got[0], dead_letter::ORIGINAL_ID),
+        Some(&PropertyValue::Int(gone_id as i64))
+    );
+    assert_eq!(
+        property(&got[0], dead_letter::DELIVERY_COUNT),
+        Some(&PropertyValue::Int(0))
+    );
+    store.purge_expired(NOW + 10_000).await.unwrap();
+    assert!(store
+        .receive(&take("exp", "c"), 10)
+        .await
+        .unwrap()
+        .is_empty());
 }

@@ -1,7 +1,8 @@
 //! Dead-lettering: a client-ack delivery that came back after its queue's maximum number of
 //! deliveries leaves that queue; a copy with its history (see [`crate::api::dead_letter`])
 //! goes to the queue's dead-letter queue, in the transaction that returned the delivery.
-//! Without a dead-letter queue (or when it has been deleted) the message is dropped.
+//! Without a dead-letter queue (or when it has been deleted) the message is dropped. Expired
+//! messages go the same way to their queue's expiry queue when the upkeep removes them.
 
 use deadpool_postgres::Transaction;
 
@@ -28,6 +29,39 @@ pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult
         )
         .await?;
     let rows = tx.query(&over, &[&ctids]).await?;
+    move_rows(tx, &rows, dead_letter::MAX_DELIVERIES).await
+}
+
+/// Moves the expired ready rows (at `now`) of queues with an expiry queue there; returns the
+/// expiry queues that got messages and how many rows went. The caller deletes the other
+/// expired rows.
+pub async fn move_expired(tx: &Transaction<'_>, now: i64) -> TxResult<(Vec<String>, u64)> {
+    let expired = tx
+        .prepare_cached(
+            "SELECT mq.ctid::text, mq.message_id, mq.delivery_count, mq.alone, q.name, \
+               q.expiry_queue_id, m.sender_id, m.receiver_id, m.priority, m.context, \
+               m.created_at, m.properties::text, m.body \
+             FROM message_queue mq \
+             JOIN queues q ON q.id = mq.queue_id \
+             JOIN messages m ON m.id = mq.message_id \
+             WHERE mq.expires_at > 0 AND mq.expires_at <= $1 AND mq.lease_delivery_id IS NULL \
+               AND q.expiry_queue_id IS NOT NULL \
+             ORDER BY mq.message_id",
+        )
+        .await?;
+    let rows = tx.query(&expired, &[&now]).await?;
+    let targets = move_rows(tx, &rows, dead_letter::EXPIRED).await?;
+    Ok((targets, rows.len() as u64))
+}
+
+/// Moves `rows` (columns as selected above: ctid text, message id, delivery count, alone,
+/// queue name, target queue id, then the message's fields) to their target queues for
+/// `reason`, or drops them when the target is gone.
+async fn move_rows(
+    tx: &Transaction<'_>,
+    rows: &[tokio_postgres::Row],
+    reason: &str,
+) -> TxResult<Vec<String>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -52,7 +86,7 @@ pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult
         .await?;
     let mut targets = Vec::new();
     let mut shared = Vec::new();
-    for row in &rows {
+    for row in rows {
         let ctid: String = row.try_get(0)?;
         let id: i64 = row.try_get(1)?;
         let count: i32 = row.try_get(2)?;
@@ -67,6 +101,7 @@ pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult
                     &queue,
                     id as u64,
                     u32::try_from(count).unwrap_or(0),
+                    reason,
                 );
                 let new_id: i64 = tx.query_one(&next_id, &[]).await?.try_get(0)?;
                 let sender: i64 = row.try_get(6)?;

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_lean_rows.sql"),
     include_str!("migrations/0004_time.sql"),
     include_str!("migrations/0005_dead_letters.sql"),
+    include_str!("migrations/0006_expiry_queues.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

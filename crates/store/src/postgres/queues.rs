@@ -45,34 +45,45 @@ impl Inner {
         options: &ferry_protocol::QueueOptions,
     ) -> Result<(), StoreError> {
         names::check("queue", name)?;
-        if options.dead_letter_queue.as_deref() == Some(name) {
-            return Err(StoreError::InvalidArgument(format!(
-                "queue '{name}' cannot be its own dead-letter queue"
-            )));
+        for (what, other) in [
+            ("dead-letter", &options.dead_letter_queue),
+            ("expiry", &options.expiry_queue),
+        ] {
+            if other.as_deref() == Some(name) {
+                return Err(StoreError::InvalidArgument(format!(
+                    "queue '{name}' cannot be its own {what} queue"
+                )));
+            }
         }
         let max = i32::try_from(options.max_deliveries).unwrap_or(i32::MAX);
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
-            let dlq: Option<i64> = match &options.dead_letter_queue {
-                None => None,
-                Some(d) => {
-                    let stmt = tx
-                        .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR KEY SHARE")
-                        .await?;
-                    match tx.query_opt(&stmt, &[d]).await? {
+            let lookup = tx
+                .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR KEY SHARE")
+                .await?;
+            let mut ids: Vec<Option<i64>> = Vec::new();
+            for other in [&options.dead_letter_queue, &options.expiry_queue] {
+                ids.push(match other {
+                    None => None,
+                    Some(d) => match tx.query_opt(&lookup, &[d]).await? {
                         Some(row) => Some(row.try_get(0)?),
                         None => return Err(StoreError::QueueNotFound(d.clone()).into()),
-                    }
-                }
-            };
+                    },
+                });
+            }
+            let (dlq, expiry) = (
+                ids.first().copied().flatten(),
+                ids.get(1).copied().flatten(),
+            );
             let stmt = tx
                 .prepare_cached(
-                    "INSERT INTO queues (name, max_deliveries, dead_letter_queue_id) \
-                     VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+                    "INSERT INTO queues (name, max_deliveries, dead_letter_queue_id, \
+                       expiry_queue_id) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
                 )
                 .await?;
-            if tx.execute(&stmt, &[&name, &max, &dlq]).await? == 0 {
+            if tx.execute(&stmt, &[&name, &max, &dlq, &expiry]).await? == 0 {
                 return Err(StoreError::QueueExists(name.to_owned()).into());
             }
             tx.commit().await?;

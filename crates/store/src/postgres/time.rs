@@ -1,6 +1,8 @@
 //! Delayed delivery and time to live: which queues' delayed rows became due (so the broker can
 //! wake their waiters) and the deletion of expired ready rows (receives skip them anyway).
 
+use super::dead_letter::move_expired;
+use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
 use super::tx::{drop_orphans, retrying};
@@ -46,6 +48,8 @@ impl Inner {
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
+            // Those whose queue has an expiry queue move there first; the rest are deleted.
+            let (moved, n) = move_expired(&tx, now).await?;
             let stmt = tx
                 .prepare_cached(
                     "WITH r AS (DELETE FROM message_queue mq \
@@ -66,8 +70,11 @@ impl Inner {
             shared.sort_unstable();
             shared.dedup();
             drop_orphans(&tx, &shared).await?;
+            if !moved.is_empty() {
+                notify(&tx, &self.node, &moved).await?;
+            }
             tx.commit().await?;
-            Ok(rows.len() as u64)
+            Ok(n + rows.len() as u64)
         })
         .await
     }

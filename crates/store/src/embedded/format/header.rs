@@ -27,6 +27,9 @@ pub struct SegmentHeader {
     /// The settings of the queues that have any (name, maximum delivery count, dead-letter
     /// queue), from the optional trailer.
     pub options: Vec<QueueSettings>,
+    /// The expiry queues of the queues that have one (name, expiry queue), from the second
+    /// optional trailer.
+    pub expiry: Vec<(String, String)>,
 }
 
 /// A queue's settings as a header snapshot holds them: name, maximum delivery count (0 =
@@ -56,6 +59,7 @@ pub fn encode<'a>(
     queues: impl ExactSizeIterator<Item = &'a str>,
     clients: impl ExactSizeIterator<Item = &'a str>,
     options: &[(&'a str, u32, Option<&'a str>)],
+    expiry: &[(&'a str, &'a str)],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&MAGIC);
@@ -73,8 +77,9 @@ pub fn encode<'a>(
     for c in clients {
         put_str(&mut out, c);
     }
-    // The optional trailer: queue settings, only when some queue has any.
-    if !options.is_empty() {
+    // The optional trailers: queue settings, only when some queue has any; expiry queues, only
+    // when some queue has one (then the settings count is written even if 0).
+    if !options.is_empty() || !expiry.is_empty() {
         put_u32(&mut out, options.len() as u32);
         for (name, max, dlq) in options {
             put_str(&mut out, name);
@@ -86,6 +91,13 @@ pub fn encode<'a>(
                 }
                 None => out.push(0),
             }
+        }
+    }
+    if !expiry.is_empty() {
+        put_u32(&mut out, expiry.len() as u32);
+        for (name, x) in expiry {
+            put_str(&mut out, name);
+            put_str(&mut out, x);
         }
     }
     let body = out.get(PREFIX_LEN..).unwrap_or_default();
@@ -144,6 +156,15 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
             options.push((name, max, dlq));
         }
     }
+    let mut expiry = Vec::new();
+    if r.remaining() > 0 {
+        let n = u64::from(r.u32("expiry queue count").map_err(bad)?);
+        let n = r.count(n, 4, "expiry queue count").map_err(bad)?;
+        for _ in 0..n {
+            let name = r.str("queue name").map_err(bad)?;
+            expiry.push((name, r.str("expiry queue").map_err(bad)?));
+        }
+    }
     r.finish().map_err(bad)?;
     let header = SegmentHeader {
         segment,
@@ -151,6 +172,7 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
         queues,
         clients,
         options,
+        expiry,
     };
     Ok((header, PREFIX_LEN + len))
 }
@@ -177,6 +199,7 @@ mod tests {
             ["a", "bb"].into_iter(),
             ["c"].into_iter(),
             &[("a", 3, Some("bb")), ("bb", 0, None)],
+            &[("a", "bb")],
         );
         let (h, len) = decode(&buf).unwrap();
         assert_eq!(len, buf.len());
@@ -188,6 +211,7 @@ mod tests {
                 queues: vec!["a".into(), "bb".into()],
                 clients: vec!["c".into()],
                 options: vec![("a".into(), 3, Some("bb".into())), ("bb".into(), 0, None)],
+                expiry: vec![("a".into(), "bb".into())],
             }
         );
         for cut in 0..buf.len() {
@@ -203,7 +227,7 @@ mod tests {
 
     #[test]
     fn pinned_layout() {
-        let buf = encode(1, 2, std::iter::empty(), std::iter::empty(), &[]);
+        let buf = encode(1, 2, std::iter::empty(), std::iter::empty(), &[], &[]);
         assert_eq!(&buf[..8], b"FERRYLOG");
         assert_eq!(&buf[8..12], &28u32.to_le_bytes());
         assert_eq!(&buf[16..18], &1u16.to_le_bytes());

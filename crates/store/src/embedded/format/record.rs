@@ -126,6 +126,8 @@ pub enum Record {
         max_deliveries: u32,
         /// Where messages over it go.
         dead_letter_queue: Option<String>,
+        /// Where expired messages go (an optional field at the end of the record).
+        expiry_queue: Option<String>,
     },
     /// The message left this queue (auto-ack take, ack, nack without requeue, forced delete).
     MessageRemoved {
@@ -220,6 +222,7 @@ pub fn encode_queue_options(
     name: &str,
     max_deliveries: u32,
     dead_letter_queue: Option<&str>,
+    expiry_queue: Option<&str>,
 ) -> u32 {
     frame(out, kind::QUEUE_OPTIONS, |out| {
         put_str(out, name);
@@ -230,6 +233,10 @@ pub fn encode_queue_options(
                 put_str(out, d);
             }
             None => out.push(0),
+        }
+        // Optional: written only when set.
+        if let Some(x) = expiry_queue {
+            put_str(out, x);
         }
     })
 }
@@ -327,6 +334,11 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
                     })
                 }
             },
+            expiry_queue: if r.remaining() > 0 {
+                Some(r.str("expiry queue")?)
+            } else {
+                None
+            },
         },
         other => {
             return Err(FormatError::Invalid {
@@ -421,8 +433,8 @@ mod tests {
         encode_name(&mut out, kind::CLIENT_REGISTERED, "carol");
         encode_delivery_started(&mut out, 9, "q2", 3);
         encode_message_removed(&mut out, 9, "q1");
-        encode_queue_options(&mut out, "q1", 3, Some("dlq"));
-        encode_queue_options(&mut out, "q2", 0, None);
+        encode_queue_options(&mut out, "q1", 3, Some("dlq"), None);
+        encode_queue_options(&mut out, "q2", 0, None, Some("exp"));
         let mut pos = 0;
         let mut got = Vec::new();
         loop {
@@ -445,7 +457,17 @@ mod tests {
             Record::QueueOptions {
                 name: "q1".into(),
                 max_deliveries: 3,
-                dead_letter_queue: Some("dlq".into())
+                dead_letter_queue: Some("dlq".into()),
+                expiry_queue: None,
+            }
+        );
+        assert_eq!(
+            got[7],
+            Record::QueueOptions {
+                name: "q2".into(),
+                max_deliveries: 0,
+                dead_letter_queue: None,
+                expiry_queue: Some("exp".into()),
             }
         );
         let Record::MessageAdded(a) = &got[0] else {

@@ -283,8 +283,7 @@ impl State {
         if !self.unready(id, qk) {
             return false;
         }
-        self.append(log, |b| record::encode_message_removed(b, id, &queue));
-        self.drop_slot(id, qk);
+        self.expire_from(log, id, qk, &queue);
         true
     }
 
@@ -324,8 +323,7 @@ impl State {
         if !self.undelay(id, qk) {
             return false;
         }
-        self.append(log, |b| record::encode_message_removed(b, id, &queue));
-        self.drop_slot(id, qk);
+        self.expire_from(log, id, qk, &queue);
         true
     }
 
@@ -477,31 +475,64 @@ impl State {
             self.make_ready(id, qk);
             return Some((name.to_string(), false));
         }
-        let msg = self.messages.get(&id)?.msg.clone();
         // The copy first, then the removal: a crash between them leaves the message on both
         // queues (delivered again, never lost).
-        let mut got = None;
-        if let Some(d) = dlq.filter(|d| self.queue_keys.contains_key(&**d)) {
-            let copy = NewMessage {
-                queues: vec![d.to_string()],
-                sender: msg.sender.to_string(),
-                receiver: msg.receiver.as_deref().map(str::to_owned),
-                priority: msg.priority,
-                context: msg.context,
-                properties: dead_letter::history(&msg.properties, &name, id, count),
-                body: msg.body.clone(),
-                created_at: msg.created_at,
-                deliver_at_ms: 0,
-                expires_at_ms: 0,
-            };
-            match self.send(log, copy) {
-                Ok(_) => got = Some(d.to_string()),
-                Err(e) => tracing::warn!(id, error = %e, "cannot dead-letter a message; dropped"),
-            }
-        }
+        let got = self.copy_to(log, dlq, id, &name, count, dead_letter::MAX_DELIVERIES);
         self.append(log, |b| record::encode_message_removed(b, id, &name));
         self.drop_slot(id, qk);
         Some((got.unwrap_or_default(), true))
+    }
+
+    /// Stores a copy of message `id` (leaving `queue` after `count` deliveries for `reason`)
+    /// with its history on `target`, if that queue exists; returns its name then.
+    fn copy_to(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        target: Option<Arc<str>>,
+        id: MessageId,
+        queue: &str,
+        count: u32,
+        reason: &str,
+    ) -> Option<String> {
+        let target = target.filter(|t| self.queue_keys.contains_key(&**t))?;
+        let msg = self.messages.get(&id)?.msg.clone();
+        let copy = NewMessage {
+            queues: vec![target.to_string()],
+            sender: msg.sender.to_string(),
+            receiver: msg.receiver.as_deref().map(str::to_owned),
+            priority: msg.priority,
+            context: msg.context,
+            properties: dead_letter::history(&msg.properties, queue, id, count, reason),
+            body: msg.body.clone(),
+            created_at: msg.created_at,
+            deliver_at_ms: 0,
+            expires_at_ms: 0,
+        };
+        match self.send(log, copy) {
+            Ok(_) => Some(target.to_string()),
+            Err(e) => {
+                tracing::warn!(id, error = %e, "cannot move a message to {target}; dropped");
+                None
+            }
+        }
+    }
+
+    /// Moves expired message `id` on queue `qk` (already out of its ready or delayed index) to
+    /// the queue's expiry queue, if it has one, and removes it from `qk`.
+    fn expire_from(&mut self, log: &mut LogGuard<'_>, id: MessageId, qk: QueueKey, queue: &str) {
+        let target = self.queues.get(&qk).and_then(|q| q.expiry.clone());
+        if target.is_some() {
+            let count = self
+                .messages
+                .get(&id)
+                .and_then(|e| e.slots.iter().find(|s| s.queue == qk))
+                .map_or(0, |s| s.count);
+            if let Some(t) = self.copy_to(log, target, id, queue, count, dead_letter::EXPIRED) {
+                self.expired_to.push(t);
+            }
+        }
+        self.append(log, |b| record::encode_message_removed(b, id, queue));
+        self.drop_slot(id, qk);
     }
 
     /// Returns deliveries to their queues (disconnect, expiry); returns the queues and whether

@@ -167,6 +167,8 @@ struct Queue {
     max_deliveries: u32,
     /// Where messages over `max_deliveries` go.
     dead_letter: Option<Arc<str>>,
+    /// Where expired messages go.
+    expiry: Option<Arc<str>>,
 }
 
 /// Everything the embedded engine knows.
@@ -188,6 +190,8 @@ pub struct State {
     /// Queues whose delayed messages a receive made ready, not yet reported by
     /// [`State::delayed_due`] (so their waiters are still woken).
     due_unreported: BTreeSet<QueueKey>,
+    /// Expiry queues that got expired messages since [`State::take_expired_to`] last ran.
+    expired_to: Vec<String>,
     /// Where records go, and live bytes per segment.
     pub journal: Journal,
 }
@@ -209,12 +213,17 @@ fn snapshot<'a>(
                     .then(|| (&**name, q.max_deliveries, q.dead_letter.as_deref()))
             })
             .collect();
+        let expiry: Vec<(&str, &str)> = queues
+            .iter()
+            .filter_map(|(name, qk)| Some((&**name, settings.get(qk)?.expiry.as_deref()?)))
+            .collect();
         header::encode(
             n,
             next_id,
             queues.keys().map(|q| &**q),
             clients.iter().map(|c| &**c),
             &options,
+            &expiry,
         )
     }
 }
@@ -243,6 +252,7 @@ impl State {
             leases: Leases::default(),
             delayed: BTreeSet::new(),
             due_unreported: BTreeSet::new(),
+            expired_to: Vec::new(),
             journal,
         }
     }
@@ -325,6 +335,7 @@ impl State {
                 in_flight: 0,
                 max_deliveries: 0,
                 dead_letter: None,
+                expiry: None,
             },
         );
     }
@@ -340,10 +351,16 @@ impl State {
         if self.queue_keys.contains_key(name) {
             return Err(StoreError::QueueExists(name.to_owned()));
         }
-        if let Some(d) = &options.dead_letter_queue {
+        for (what, other) in [
+            ("dead-letter", &options.dead_letter_queue),
+            ("expiry", &options.expiry_queue),
+        ] {
+            let Some(d) = other else {
+                continue;
+            };
             if d == name {
                 return Err(StoreError::InvalidArgument(format!(
-                    "queue '{name}' cannot be its own dead-letter queue"
+                    "queue '{name}' cannot be its own {what} queue"
                 )));
             }
             if !self.queue_keys.contains_key(d.as_str()) {
@@ -352,12 +369,14 @@ impl State {
         }
         self.append(log, |b| record::encode_name(b, kind::QUEUE_CREATED, name));
         self.insert_queue(name);
-        if options.max_deliveries != 0 || options.dead_letter_queue.is_some() {
+        if options != &QueueOptions::default() {
             let dlq = options.dead_letter_queue.as_deref();
+            let exp = options.expiry_queue.as_deref();
             self.append(log, |b| {
-                record::encode_queue_options(b, name, options.max_deliveries, dlq)
+                record::encode_queue_options(b, name, options.max_deliveries, dlq, exp)
             });
             self.set_options(name, options.max_deliveries, dlq);
+            self.set_expiry(name, exp);
         }
         Ok(())
     }
@@ -369,6 +388,15 @@ impl State {
         if let Some(q) = self.queues.get_mut(qk) {
             q.max_deliveries = max_deliveries;
             q.dead_letter = dead_letter.map(Arc::from);
+        }
+    }
+
+    fn set_expiry(&mut self, name: &str, expiry: Option<&str>) {
+        let Some(qk) = self.queue_keys.get(name) else {
+            return;
+        };
+        if let Some(q) = self.queues.get_mut(qk) {
+            q.expiry = expiry.map(Arc::from);
         }
     }
 
@@ -489,6 +517,15 @@ impl State {
         queues
     }
 
+    /// The expiry queues that got expired messages since the last call, sorted (their waiters
+    /// are to be woken).
+    pub fn take_expired_to(&mut self) -> Vec<String> {
+        let mut v = std::mem::take(&mut self.expired_to);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// Takes queue `qk`'s delayed messages out of the waiting set (forced delete); returns them.
     fn undelay_queue(&mut self, qk: QueueKey) -> Vec<MessageId> {
         let ids: Vec<(u64, MessageId, QueueKey)> =
@@ -504,6 +541,7 @@ impl State {
 
     /// See [`crate::Store::delayed_due`]: makes the messages due by `until_ms` ready and names
     /// the queues that got delayed messages since the last call (by this or by receives).
+    /// Also names the expiry queues that got expired messages from receives since then.
     pub fn delayed_due(&mut self, until_ms: u64) -> (Vec<String>, Option<u64>) {
         let promoted = self.promote_due(until_ms);
         let mut keys = std::mem::take(&mut self.due_unreported);
@@ -512,7 +550,9 @@ impl State {
             .iter()
             .filter_map(|qk| self.queues.get(qk).map(|q| q.name.to_string()))
             .collect();
+        names.extend(self.take_expired_to());
         names.sort_unstable();
+        names.dedup();
         (names, self.delayed.first().map(|e| e.0))
     }
 
@@ -625,7 +665,11 @@ impl State {
                 name,
                 max_deliveries,
                 dead_letter_queue,
-            } => self.set_options(&name, max_deliveries, dead_letter_queue.as_deref()),
+                expiry_queue,
+            } => {
+                self.set_options(&name, max_deliveries, dead_letter_queue.as_deref());
+                self.set_expiry(&name, expiry_queue.as_deref());
+            }
             Record::MessageRemoved { id, queue } => {
                 // A removal of a message whose add was compacted away is simply dead.
                 let Some(&qk) = self.queue_keys.get(queue.as_str()) else {
@@ -765,6 +809,9 @@ impl State {
         }
         for (name, max, dlq) in &h.options {
             self.set_options(name, *max, dlq.as_deref());
+        }
+        for (name, x) in &h.expiry {
+            self.set_expiry(name, Some(x));
         }
     }
 }
