@@ -38,30 +38,11 @@ impl ClientIds {
         client: &C,
         ids: &[i64],
     ) -> TxResult<HashMap<i64, String>> {
-        let mut found = HashMap::new();
-        let mut missing: Vec<i64> = Vec::new();
-        if let Ok(names) = self.names.lock() {
-            for id in ids {
-                match names.get(id) {
-                    Some(n) => {
-                        found.insert(*id, n.clone());
-                    }
-                    None if !missing.contains(id) => missing.push(*id),
-                    None => {}
-                }
-            }
-        }
-        if !missing.is_empty() {
-            let stmt = client
-                .prepare_cached("SELECT id, name FROM clients WHERE id = ANY($1)")
-                .await?;
-            for row in client.query(&stmt, &[&missing]).await? {
-                let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
-                self.remember(name.clone(), id);
-                found.insert(id, name);
-            }
-        }
-        Ok(found)
+        let sql = "SELECT id, name FROM clients WHERE id = ANY($1)";
+        names_by_id(&self.names, client, ids, sql, |name, id| {
+            self.remember(name, id)
+        })
+        .await
     }
 
     /// Ids of those `names` that are registered (from the cache or the database).
@@ -135,31 +116,45 @@ impl QueueNames {
         client: &C,
         ids: &[i64],
     ) -> TxResult<HashMap<i64, String>> {
-        let mut found = HashMap::new();
-        let mut missing: Vec<i64> = Vec::new();
-        if let Ok(names) = self.names.lock() {
-            for id in ids {
-                match names.get(id) {
-                    Some(n) => {
-                        found.insert(*id, n.clone());
-                    }
-                    None if !missing.contains(id) => missing.push(*id),
-                    None => {}
-                }
+        let sql = "SELECT id, name FROM queues WHERE id = ANY($1)";
+        names_by_id(&self.names, client, ids, sql, |name, id| {
+            if let Ok(mut names) = self.names.lock() {
+                names.insert(id, name);
             }
-        }
-        if !missing.is_empty() {
-            let stmt = client
-                .prepare_cached("SELECT id, name FROM queues WHERE id = ANY($1)")
-                .await?;
-            for row in client.query(&stmt, &[&missing]).await? {
-                let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
-                if let Ok(mut names) = self.names.lock() {
-                    names.insert(id, name.clone());
-                }
-                found.insert(id, name);
-            }
-        }
-        Ok(found)
+        })
+        .await
     }
+}
+
+/// The names of `ids`: from `cache`, and for the others from the database with `sql` (which
+/// selects `id, name` for the ids in `$1`), handing each fetched pair to `remember`.
+async fn names_by_id<C: GenericClient>(
+    cache: &Mutex<HashMap<i64, String>>,
+    client: &C,
+    ids: &[i64],
+    sql: &str,
+    remember: impl Fn(String, i64),
+) -> TxResult<HashMap<i64, String>> {
+    let mut found = HashMap::new();
+    let mut missing: Vec<i64> = Vec::new();
+    if let Ok(names) = cache.lock() {
+        for id in ids {
+            match names.get(id) {
+                Some(n) => {
+                    found.insert(*id, n.clone());
+                }
+                None if !missing.contains(id) => missing.push(*id),
+                None => {}
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let stmt = client.prepare_cached(sql).await?;
+        for row in client.query(&stmt, &[&missing]).await? {
+            let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+            remember(name.clone(), id);
+            found.insert(id, name);
+        }
+    }
+    Ok(found)
 }
