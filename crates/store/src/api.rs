@@ -198,8 +198,9 @@ pub trait Store: Send + Sync + 'static {
     /// entries went.
     async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError>;
 
-    /// Names of the queues holding ready messages addressed to `client`, sorted.
-    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError>;
+    /// Names of the queues holding ready messages addressed to `client`, sorted. A delayed
+    /// message counts once it is due at `now_ms`.
+    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError>;
 
     /// Background upkeep (compaction of dead log space and the like); cheap when there is none.
     async fn maintain(&self) -> Result<(), StoreError>;

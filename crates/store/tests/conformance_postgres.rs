@@ -69,6 +69,7 @@ conformance_tests!(
     sessions::heartbeat_of_a_lone_node_frees_nothing,
     timing::delayed_message_is_invisible_until_due,
     timing::delayed_messages_due_name_their_queues,
+    timing::delayed_addressed_message_waits_only_once_due,
     timing::expired_message_is_never_delivered,
     timing::expired_messages_are_purged,
     timing::expired_leased_message_is_not_redelivered,

@@ -88,7 +88,10 @@ async fn reopen_keeps_everything() {
     );
     assert_eq!(m.receiver.as_deref(), Some("r"));
     assert_eq!(m.properties, rich.properties);
-    assert_eq!(store.waiting_queues("r").await.unwrap(), vec!["a"]);
+    assert_eq!(
+        store.waiting_queues("r", u64::MAX).await.unwrap(),
+        vec!["a"]
+    );
     let next = store.send(msg(&["a"], "after")).await.unwrap();
     assert!(next > last, "ids are never reused: {next} after {last}");
     // A second reopen after more work still agrees.

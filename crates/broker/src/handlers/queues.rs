@@ -64,7 +64,11 @@ pub async fn list(shared: &Shared) -> Response {
 
 /// waiting_queues: queues holding messages addressed to this session's client.
 pub async fn waiting(shared: &Shared, session: &Session) -> Response {
-    match shared.store.waiting_queues(&session.client).await {
+    match shared
+        .store
+        .waiting_queues(&session.client, shared.now_ms())
+        .await
+    {
         Ok(qs) => Response::WaitingQueues(qs),
         Err(e) => store_error(&e),
     }

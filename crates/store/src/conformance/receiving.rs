@@ -177,21 +177,27 @@ pub async fn waiting_queues_lists_addressed(store: Arc<dyn Store>) {
         .await
         .unwrap();
     store.send(msg(&["q2"], "p", "open")).await.unwrap();
-    assert_eq!(store.waiting_queues("bob").await.unwrap(), vec!["q1", "q3"]);
-    assert_eq!(store.waiting_queues("carol").await.unwrap(), vec!["q2"]);
-    assert!(store.waiting_queues("p").await.unwrap().is_empty());
+    assert_eq!(
+        store.waiting_queues("bob", NOW).await.unwrap(),
+        vec!["q1", "q3"]
+    );
+    assert_eq!(
+        store.waiting_queues("carol", NOW).await.unwrap(),
+        vec!["q2"]
+    );
+    assert!(store.waiting_queues("p", NOW).await.unwrap().is_empty());
     let d = store.receive(&take("q1", "bob"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["y"]);
-    assert_eq!(store.waiting_queues("bob").await.unwrap(), vec!["q3"]);
+    assert_eq!(store.waiting_queues("bob", NOW).await.unwrap(), vec!["q3"]);
     let d = store.receive(&lease("q3", "bob"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["x"]);
     assert!(
-        store.waiting_queues("bob").await.unwrap().is_empty(),
+        store.waiting_queues("bob", NOW).await.unwrap().is_empty(),
         "in flight is not waiting"
     );
     store
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
-    assert_eq!(store.waiting_queues("bob").await.unwrap(), vec!["q3"]);
+    assert_eq!(store.waiting_queues("bob", NOW).await.unwrap(), vec!["q3"]);
 }

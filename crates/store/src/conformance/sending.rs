@@ -26,7 +26,7 @@ pub async fn unknown_receiver_changes_nothing(store: Arc<dyn Store>) {
         Err(StoreError::ClientNotFound("ghost".into()))
     );
     assert_eq!(depth(&store, "q").await, (0, 0));
-    assert!(store.waiting_queues("ghost").await.unwrap().is_empty());
+    assert!(store.waiting_queues("ghost", NOW).await.unwrap().is_empty());
 }
 
 /// Ids increase in send order; every field comes back as sent.

@@ -85,6 +85,28 @@ pub async fn delayed_message_is_invisible_until_due(store: Arc<dyn Store>) {
     assert_eq!(got[0].message.delivery_count, 1);
 }
 
+/// `waiting_queues` names a queue for an addressed delayed message only once it is due.
+pub async fn delayed_addressed_message_waits_only_once_due(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    let m = NewMessage {
+        receiver: Some("c".into()),
+        ..delayed(&["q"], "later", 1_000)
+    };
+    store.send(m).await.unwrap();
+    assert!(
+        store
+            .waiting_queues("c", NOW + 999)
+            .await
+            .unwrap()
+            .is_empty(),
+        "not due yet"
+    );
+    assert_eq!(
+        store.waiting_queues("c", NOW + 1_000).await.unwrap(),
+        vec!["q"]
+    );
+}
+
 /// `delayed_due` names the queues whose delayed messages became due in the span asked about
 /// and the next delivery time after it.
 pub async fn delayed_messages_due_name_their_queues(store: Arc<dyn Store>) {

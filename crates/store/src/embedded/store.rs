@@ -356,8 +356,8 @@ impl Store for EmbeddedStore {
             .await
     }
 
-    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
-        Ok(self.state().waiting_queues(client))
+    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        Ok(self.state().waiting_queues(client, now_ms))
     }
 
     async fn maintain(&self) -> Result<(), StoreError> {

@@ -179,21 +179,27 @@ impl Inner {
         .await
     }
 
-    /// Queues holding ready messages addressed to `client`, sorted.
-    pub async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
+    /// Queues holding ready messages addressed to `client` (delayed ones once due at
+    /// `now_ms`), sorted.
+    pub async fn waiting_queues(
+        &self,
+        client: &str,
+        now_ms: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
         retrying(|| async {
             let conn = self.conn().await?;
             let stmt = conn
                 .prepare_cached(
                     "SELECT DISTINCT q.name FROM clients c \
                      JOIN message_queue mq ON mq.receiver_id = c.id \
-                       AND mq.lease_delivery_id IS NULL \
+                       AND mq.lease_delivery_id IS NULL AND mq.deliver_at <= $2 \
                      JOIN queues q ON q.id = mq.queue_id \
                      WHERE c.name = $1",
                 )
                 .await?;
             let mut out = Vec::new();
-            for row in conn.query(&stmt, &[&client]).await? {
+            for row in conn.query(&stmt, &[&client, &now]).await? {
                 out.push(row.try_get::<_, String>(0)?);
             }
             out.sort();

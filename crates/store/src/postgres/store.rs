@@ -267,8 +267,8 @@ impl Store for PostgresStore {
         self.inner.purge_expired(now_ms).await
     }
 
-    async fn waiting_queues(&self, client: &str) -> Result<Vec<String>, StoreError> {
-        self.inner.waiting_queues(client).await
+    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.waiting_queues(client, now_ms).await
     }
 
     async fn maintain(&self) -> Result<(), StoreError> {

@@ -468,8 +468,11 @@ impl State {
             .collect()
     }
 
-    /// Queues holding ready messages addressed to `client`, by name.
-    pub fn waiting_queues(&self, client: &str) -> Vec<String> {
+    /// Queues holding ready messages addressed to `client`, by name; delayed messages due at
+    /// `now_ms` are made ready first (their waiters are woken as after a receive).
+    pub fn waiting_queues(&mut self, client: &str, now_ms: u64) -> Vec<String> {
+        let due = self.promote_due(now_ms);
+        self.due_unreported.extend(due);
         let Some(&ck) = self.clients.get(client) else {
             return Vec::new();
         };
