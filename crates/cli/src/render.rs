@@ -27,6 +27,9 @@ struct JsonMessage<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     body_base64: Option<String>,
     created_at: String,
+    /// When the message expires (ISO 8601), if it has a time to live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<String>,
     redelivered: bool,
 }
 
@@ -69,6 +72,7 @@ pub fn message_json(m: &Message) -> String {
         body,
         body_base64,
         created_at: iso8601_utc(m.created_at),
+        expires_at: (m.expires_at != 0).then(|| iso8601_utc(m.expires_at)),
         redelivered: m.redelivered(),
     };
     // Serialising plain strings, numbers and maps with string keys cannot fail.
@@ -207,6 +211,17 @@ mod tests {
         assert_eq!(
             line,
             r#"{"id":42,"queue":"orders","sender":"alice","receiver":null,"priority":7,"context":9,"properties":{"n":5,"f":2.0,"b":true,"s":"5"},"body":"hello","created_at":"2000-02-29T12:34:56.789Z","redelivered":true}"#
+        );
+    }
+
+    #[test]
+    fn json_names_the_expiry_time_when_there_is_one() {
+        let mut m = message(b"hello");
+        m.expires_at = m.created_at + 1_000;
+        let line = message_json(&m);
+        assert!(
+            line.ends_with(r#""created_at":"2000-02-29T12:34:56.789Z","expires_at":"2000-02-29T12:34:57.789Z","redelivered":true}"#),
+            "{line}"
         );
     }
 
