@@ -231,6 +231,10 @@ impl RunningBroker {
             t.abort();
             let _ = t.await;
         }
+        // The heartbeat job is stopped: nothing re-adds this node once it has left.
+        if let Err(e) = self.shared.store.leave().await {
+            warn!(error = %e, "could not leave the cluster; the other nodes free this node after its heartbeat timeout");
+        }
         self.shared.store.flush().await?;
         let _ = std::fs::remove_file(runtime_file::path(&self.data_dir));
         info!("ferry broker stopped");

@@ -222,6 +222,11 @@ pub trait Store: Send + Sync + 'static {
     /// for an engine that only one node uses.
     async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError>;
 
+    /// A clean stop (after every session ended): frees whatever this node still holds and
+    /// takes it out of the nodes the others watch, so they need not wait for its heartbeat to
+    /// time out. A no-op for an engine that only one node uses.
+    async fn leave(&self) -> Result<(), StoreError>;
+
     /// Queues that other nodes changed (messages arrived or came back), as they are reported;
     /// an empty list means "anything may have changed" (e.g. after reconnecting). `None` for an
     /// engine that only one node uses.

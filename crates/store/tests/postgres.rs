@@ -266,3 +266,44 @@ async fn unavailable_while_database_is_down_then_recovers_losing_nothing() {
         assert!(got.contains(id), "acknowledged message {id} was lost");
     }
 }
+
+/// Names in the `nodes` table, read directly.
+async fn node_rows(url: &str) -> Vec<String> {
+    let (db, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let task = tokio::spawn(conn);
+    let rows = db
+        .query("SELECT name FROM nodes ORDER BY name", &[])
+        .await
+        .unwrap();
+    drop(db);
+    let _ = task.await;
+    rows.iter().map(|r| r.get::<_, String>(0)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
+    let url = fresh_url().await;
+    let open_as = |node: &str| {
+        let mut cfg = PostgresConfig::new(url.as_str());
+        cfg.node = node.into();
+        PostgresStore::open(cfg)
+    };
+    let a = open_as("a").await.unwrap();
+    let b = open_as("b").await.unwrap();
+    a.heartbeat(60_000).await.unwrap();
+    b.heartbeat(60_000).await.unwrap();
+    a.claim_session("alice", 1).await.unwrap();
+    assert_eq!(node_rows(&url).await, vec!["a", "b"]);
+    assert!(matches!(
+        b.claim_session("alice", 7).await,
+        Err(StoreError::AlreadyOnline(_))
+    ));
+
+    a.leave().await.unwrap();
+    assert_eq!(node_rows(&url).await, vec!["b"], "a's row is gone at once");
+    b.claim_session("alice", 7)
+        .await
+        .expect("the name is free without waiting for a's heartbeat to time out");
+}

@@ -124,6 +124,9 @@ impl Store for FaultInjectingStore {
     async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
         self.inner.heartbeat(node_timeout_ms).await
     }
+    async fn leave(&self) -> Result<(), StoreError> {
+        self.inner.leave().await
+    }
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
         self.inner.subscribe_changes()
     }

@@ -389,6 +389,10 @@ impl Store for EmbeddedStore {
         Ok(Vec::new())
     }
 
+    async fn leave(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
         None
     }

@@ -159,6 +159,24 @@ impl Inner {
         Ok(names)
     }
 
+    /// A clean stop: frees what this node still holds and deletes its `nodes` row, in one
+    /// transaction (the other nodes are told about deliveries that went back to their queues).
+    pub async fn leave(&self) -> Result<(), StoreError> {
+        let me = [self.node.clone()];
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            self.free_nodes(&tx, &me).await?;
+            let stmt = tx
+                .prepare_cached("DELETE FROM nodes WHERE name = $1")
+                .await?;
+            tx.execute(&stmt, &[&self.node]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Frees what this node's previous run held (it died or stopped with sessions and
     /// deliveries), as the embedded engine does on recovery. Returns the queues.
     pub async fn release_node(&self) -> Result<Vec<String>, StoreError> {

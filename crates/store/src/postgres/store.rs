@@ -293,6 +293,10 @@ impl Store for PostgresStore {
         self.inner.heartbeat(node_timeout_ms).await
     }
 
+    async fn leave(&self) -> Result<(), StoreError> {
+        self.inner.leave().await
+    }
+
     fn subscribe_changes(&self) -> Option<broadcast::Receiver<Vec<String>>> {
         Some(self.changes.subscribe())
     }
