@@ -70,6 +70,7 @@ conformance_tests!(
     timing::delayed_message_is_invisible_until_due,
     timing::delayed_messages_due_name_their_queues,
     timing::delayed_addressed_message_waits_only_once_due,
+    timing::times_at_the_end_of_the_range_mean_never,
     timing::expired_message_is_never_delivered,
     timing::expired_messages_are_purged,
     timing::expired_leased_message_is_not_redelivered,

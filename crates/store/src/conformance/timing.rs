@@ -85,6 +85,27 @@ pub async fn delayed_message_is_invisible_until_due(store: Arc<dyn Store>) {
     assert_eq!(got[0].message.delivery_count, 1);
 }
 
+/// Times at the end of the range (a hostile time to live or delay) mean "never", not a time
+/// in the past: such a message is delivered and never expires; such a delay never ends.
+pub async fn times_at_the_end_of_the_range_mean_never(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    let forever = NewMessage {
+        expires_at_ms: u64::MAX,
+        ..msg(&["q"], "p", "forever")
+    };
+    store.send(forever).await.unwrap();
+    let never = NewMessage {
+        deliver_at_ms: u64::MAX,
+        ..msg(&["q"], "p", "never")
+    };
+    store.send(never).await.unwrap();
+    let got = store
+        .receive(&at(take("q", "c"), NOW + 1_000_000), 10)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&got), vec!["forever"]);
+}
+
 /// `waiting_queues` names a queue for an addressed delayed message only once it is due.
 pub async fn delayed_addressed_message_waits_only_once_due(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;

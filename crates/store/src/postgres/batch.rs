@@ -12,7 +12,7 @@ use ferry_protocol::{DeliveryId, MessageId, MAX_PRIORITY, MIN_PRIORITY};
 use super::names;
 use super::notify::notify;
 use super::props;
-use super::receive::as_i64;
+use super::receive::{as_i64, time_as_i64};
 use super::settle::{unknown_ids, LEASED_ROWS};
 use super::store::Inner;
 use super::tx::{drop_orphans, TxResult};
@@ -145,8 +145,8 @@ impl Inner {
             cols.priority.push(i16::from(m.priority));
             cols.context.push(m.context as i64);
             cols.created_at.push(as_i64(m.created_at));
-            cols.deliver_at.push(as_i64(m.deliver_at_ms));
-            cols.expires_at.push(as_i64(m.expires_at_ms));
+            cols.deliver_at.push(time_as_i64(m.deliver_at_ms));
+            cols.expires_at.push(time_as_i64(m.expires_at_ms));
             cols.properties.push(props::encode(&m.properties));
             cols.body.push(&m.body[..]);
             cols.queues.push(

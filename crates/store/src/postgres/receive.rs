@@ -279,6 +279,12 @@ pub fn as_i64(v: u64) -> i64 {
     v as i64
 }
 
+/// A time in ms as a bigint, saturating: a time past `i64::MAX` ms (a hostile time to live,
+/// say) means "never" and must not wrap into the past.
+pub fn time_as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 fn delivery(
     row: &Row,
     queues: &HashMap<i64, String>,
