@@ -41,5 +41,13 @@ pub async fn dispatch(
             "the session is already connected",
         ),
         Request::Disconnect | Request::Subscribe(_) => Response::Ok,
+        Request::CreateTopic { .. }
+        | Request::DeleteTopic { .. }
+        | Request::ListTopics
+        | Request::SubscribeTopic(_)
+        | Request::Unsubscribe { .. }
+        | Request::TxnBegin
+        | Request::TxnCommit
+        | Request::TxnRollback => Response::error(ErrorCode::UnknownRequest, "not yet"),
     })
 }

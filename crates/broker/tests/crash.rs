@@ -73,6 +73,8 @@ async fn producer(addr: String, p: usize, model: Arc<Mutex<Model>>, seed: u64) {
                 .insert(body.clone(), qs.clone());
             let msg = OutgoingMessage {
                 queues: qs,
+                topic: None,
+                persistent: true,
                 receiver: None,
                 priority: rng.gen_range(1..=10),
                 context: 0,

@@ -37,11 +37,22 @@ pub enum ErrorCode {
     UnknownRequest = 14,
     /// A per-session or per-broker count limit (in-flight deliveries, prefetch, queues) is reached.
     LimitExceeded = 15,
+    /// A named topic does not exist.
+    TopicNotFound = 16,
+    /// `create_topic` for a name that exists.
+    TopicExists = 17,
+    /// `delete_topic` without `force` on a topic whose subscriptions hold messages.
+    TopicNotEmpty = 18,
+    /// A subscription is consumed by another session and is not shared, or `unsubscribe` of a
+    /// subscription that has consumers.
+    SubscriptionInUse = 19,
+    /// A transaction request out of order: commit or rollback without `begin`, `begin` twice.
+    TransactionState = 20,
 }
 
 impl ErrorCode {
     /// Every code, in number order.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::QueueNotFound,
         ErrorCode::QueueExists,
         ErrorCode::QueueNotEmpty,
@@ -57,6 +68,11 @@ impl ErrorCode {
         ErrorCode::Internal,
         ErrorCode::UnknownRequest,
         ErrorCode::LimitExceeded,
+        ErrorCode::TopicNotFound,
+        ErrorCode::TopicExists,
+        ErrorCode::TopicNotEmpty,
+        ErrorCode::SubscriptionInUse,
+        ErrorCode::TransactionState,
     ];
 
     /// The wire number.
@@ -87,6 +103,11 @@ impl ErrorCode {
             ErrorCode::Internal => "Internal",
             ErrorCode::UnknownRequest => "UnknownRequest",
             ErrorCode::LimitExceeded => "LimitExceeded",
+            ErrorCode::TopicNotFound => "TopicNotFound",
+            ErrorCode::TopicExists => "TopicExists",
+            ErrorCode::TopicNotEmpty => "TopicNotEmpty",
+            ErrorCode::SubscriptionInUse => "SubscriptionInUse",
+            ErrorCode::TransactionState => "TransactionState",
         }
     }
 }

@@ -48,6 +48,23 @@ pub enum FrameKind {
     Credit = 0x0041,
     /// Request: end a subscription.
     Cancel = 0x0042,
+    /// Request: create a topic.
+    CreateTopic = 0x0050,
+    /// Request: delete a topic.
+    DeleteTopic = 0x0051,
+    /// Request: list topics with their subscriptions.
+    ListTopics = 0x0052,
+    /// Request: subscribe to a topic (creating or attaching to a subscription) with push
+    /// delivery.
+    SubscribeTopic = 0x0053,
+    /// Request: remove a durable subscription and its backlog.
+    Unsubscribe = 0x0054,
+    /// Request: begin a transaction.
+    TxnBegin = 0x0060,
+    /// Request: commit the transaction.
+    TxnCommit = 0x0061,
+    /// Request: roll the transaction back.
+    TxnRollback = 0x0062,
     /// Reply to connect.
     Connected = 0x8001,
     /// Reply: success without data.
@@ -72,11 +89,17 @@ pub enum FrameKind {
     Deliver = 0x8041,
     /// Push: the broker ended a subscription (request id 0).
     SubscriptionClosed = 0x8042,
+    /// Reply to list topics.
+    Topics = 0x8052,
+    /// Reply to subscribe topic.
+    TopicSubscribed = 0x8053,
+    /// Reply to commit.
+    Committed = 0x8061,
 }
 
 impl FrameKind {
     /// Every kind.
-    pub const ALL: [FrameKind; 27] = [
+    pub const ALL: [FrameKind; 38] = [
         FrameKind::Connect,
         FrameKind::Disconnect,
         FrameKind::Ping,
@@ -92,6 +115,14 @@ impl FrameKind {
         FrameKind::Subscribe,
         FrameKind::Credit,
         FrameKind::Cancel,
+        FrameKind::CreateTopic,
+        FrameKind::DeleteTopic,
+        FrameKind::ListTopics,
+        FrameKind::SubscribeTopic,
+        FrameKind::Unsubscribe,
+        FrameKind::TxnBegin,
+        FrameKind::TxnCommit,
+        FrameKind::TxnRollback,
         FrameKind::Connected,
         FrameKind::Ok,
         FrameKind::Error,
@@ -104,6 +135,9 @@ impl FrameKind {
         FrameKind::Subscribed,
         FrameKind::Deliver,
         FrameKind::SubscriptionClosed,
+        FrameKind::Topics,
+        FrameKind::TopicSubscribed,
+        FrameKind::Committed,
     ];
 
     /// The kind for a wire number, if known.

@@ -5,7 +5,7 @@ use bytes::{BufMut, BytesMut};
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
 use crate::types::{
     AckMode, DeliveryId, Order, OutgoingMessage, PropertyValue, QueueOptions, ReceiveMode, Source,
-    SubscriptionId,
+    SubscriptionId, SubscriptionOptions,
 };
 use crate::version::PROTOCOL_VERSION;
 use crate::wire::{
@@ -92,6 +92,26 @@ impl Subscribe {
     }
 }
 
+/// Subscribes to a topic with push delivery: creates the subscription, or attaches to the
+/// durable one of that name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscribeTopic {
+    /// The topic.
+    pub topic: String,
+    /// The durable subscription's name; empty for a non-durable one (the broker names it).
+    pub name: String,
+    /// Durability, sharing, selector and queue settings of the subscription.
+    pub options: SubscriptionOptions,
+    /// Priority or time order.
+    pub order: Order,
+    /// Auto or client ack.
+    pub ack: AckMode,
+    /// Most deliveries pushed and not yet settled (client ack) or credited back (auto ack);
+    /// 0 creates or checks the subscription without consuming (the reply's subscription id is
+    /// then 0).
+    pub prefetch: u32,
+}
+
 /// A request, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
@@ -152,6 +172,37 @@ pub enum Request {
         /// The subscription.
         subscription: SubscriptionId,
     },
+    /// Create a topic.
+    CreateTopic {
+        /// Its name.
+        name: String,
+    },
+    /// Delete a topic and its subscriptions.
+    DeleteTopic {
+        /// Its name.
+        name: String,
+        /// Delete even when subscriptions hold messages (they are dropped).
+        force: bool,
+    },
+    /// List every topic with its subscriptions.
+    ListTopics,
+    /// Subscribe to a topic.
+    SubscribeTopic(SubscribeTopic),
+    /// Remove a durable subscription and its backlog.
+    Unsubscribe {
+        /// The topic.
+        topic: String,
+        /// The subscription's name.
+        name: String,
+    },
+    /// Begin a transaction: until commit or rollback, sends and publishes are held back and
+    /// acks (and auto-ack takes) are settled only at commit.
+    TxnBegin,
+    /// Commit the transaction: all of its sends, publishes and acks take effect, atomically.
+    TxnCommit,
+    /// Roll the transaction back: its sends are dropped and the deliveries it acked return to
+    /// their queues.
+    TxnRollback,
 }
 
 fn put_order(out: &mut BytesMut, o: Order) {
@@ -190,6 +241,20 @@ fn read_ack(r: &mut Reader<'_>) -> Result<AckMode, WireError> {
     }
 }
 
+fn put_queue_options(out: &mut BytesMut, o: &QueueOptions) {
+    out.put_u32_le(o.max_deliveries);
+    put_opt_string(out, o.dead_letter_queue.as_deref());
+    put_opt_string(out, o.expiry_queue.as_deref());
+}
+
+fn read_queue_options(r: &mut Reader<'_>) -> Result<QueueOptions, WireError> {
+    Ok(QueueOptions {
+        max_deliveries: r.u32()?,
+        dead_letter_queue: r.opt_string("dead-letter queue")?,
+        expiry_queue: r.opt_string("expiry queue")?,
+    })
+}
+
 /// Writes an outgoing message (send payload, and each item of a batch).
 pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
     put_strings(out, &m.queues);
@@ -200,7 +265,12 @@ pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
     put_bytes(out, &m.body);
     out.put_u64_le(m.ttl_ms);
     out.put_u64_le(m.delay_ms);
+    out.put_u8(if m.persistent { 0 } else { FLAG_NON_PERSISTENT });
+    put_string(out, m.topic.as_deref().unwrap_or(""));
 }
+
+/// Outgoing message flag: kept in memory only.
+const FLAG_NON_PERSISTENT: u8 = 0x01;
 
 /// The number of bytes [`put_outgoing`] writes for `m`, without writing them: lets a sender
 /// split a batch into frames that fit the broker's frame limit.
@@ -221,7 +291,8 @@ pub fn outgoing_encoded_len(m: &OutgoingMessage) -> usize {
                 }
         })
         .sum();
-    2 + queues + receiver + 1 + 8 + 2 + properties + 4 + m.body.len() + 8 + 8
+    let topic = string(m.topic.as_deref().unwrap_or(""));
+    2 + queues + receiver + 1 + 8 + 2 + properties + 4 + m.body.len() + 8 + 8 + 1 + topic
 }
 
 /// Reads an outgoing message.
@@ -235,11 +306,22 @@ pub fn read_outgoing(r: &mut Reader<'_>) -> Result<OutgoingMessage, WireError> {
         body: r.bytes()?,
         ttl_ms: r.u64()?,
         delay_ms: r.u64()?,
+        persistent: match r.u8()? {
+            0 => true,
+            FLAG_NON_PERSISTENT => false,
+            v => {
+                return Err(WireError::InvalidValue {
+                    field: "message flags",
+                    value: u64::from(v),
+                })
+            }
+        },
+        topic: Some(r.string("topic name")?).filter(|t| !t.is_empty()),
     })
 }
 
 /// Smallest encoding of an outgoing message: counts and fixed fields only.
-const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4 + 8 + 8;
+const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4 + 8 + 8 + 1 + 2;
 
 /// Decodes a connect payload.
 ///
@@ -291,6 +373,14 @@ impl Request {
             Request::Subscribe(_) => FrameKind::Subscribe,
             Request::Credit { .. } => FrameKind::Credit,
             Request::Cancel { .. } => FrameKind::Cancel,
+            Request::CreateTopic { .. } => FrameKind::CreateTopic,
+            Request::DeleteTopic { .. } => FrameKind::DeleteTopic,
+            Request::ListTopics => FrameKind::ListTopics,
+            Request::SubscribeTopic(_) => FrameKind::SubscribeTopic,
+            Request::Unsubscribe { .. } => FrameKind::Unsubscribe,
+            Request::TxnBegin => FrameKind::TxnBegin,
+            Request::TxnCommit => FrameKind::TxnCommit,
+            Request::TxnRollback => FrameKind::TxnRollback,
         }
     }
 
@@ -303,12 +393,17 @@ impl Request {
                 put_string(out, &c.client);
                 put_string(out, &c.credentials);
             }
-            Request::Disconnect | Request::Ping | Request::ListQueues | Request::WaitingQueues => {}
+            Request::Disconnect
+            | Request::Ping
+            | Request::ListQueues
+            | Request::WaitingQueues
+            | Request::ListTopics
+            | Request::TxnBegin
+            | Request::TxnCommit
+            | Request::TxnRollback => {}
             Request::CreateQueue { name, options } => {
                 put_string(out, name);
-                out.put_u32_le(options.max_deliveries);
-                put_opt_string(out, options.dead_letter_queue.as_deref());
-                put_opt_string(out, options.expiry_queue.as_deref());
+                put_queue_options(out, options);
             }
             Request::DeleteQueue { name, force } => {
                 put_string(out, name);
@@ -361,6 +456,26 @@ impl Request {
                 out.put_u32_le(*credit);
             }
             Request::Cancel { subscription } => out.put_u64_le(*subscription),
+            Request::CreateTopic { name } => put_string(out, name),
+            Request::DeleteTopic { name, force } => {
+                put_string(out, name);
+                put_bool(out, *force);
+            }
+            Request::SubscribeTopic(s) => {
+                put_string(out, &s.topic);
+                put_string(out, &s.name);
+                put_bool(out, s.options.durable);
+                put_bool(out, s.options.shared);
+                put_string(out, &s.options.selector);
+                put_queue_options(out, &s.options.queue);
+                put_order(out, s.order);
+                put_ack(out, s.ack);
+                out.put_u32_le(s.prefetch);
+            }
+            Request::Unsubscribe { topic, name } => {
+                put_string(out, topic);
+                put_string(out, name);
+            }
         }
         end_frame(out, start);
     }
@@ -380,11 +495,7 @@ impl Request {
             FrameKind::Ping => Request::Ping,
             FrameKind::CreateQueue => Request::CreateQueue {
                 name: r.string("queue name")?,
-                options: QueueOptions {
-                    max_deliveries: r.u32()?,
-                    dead_letter_queue: r.opt_string("dead-letter queue")?,
-                    expiry_queue: r.opt_string("expiry queue")?,
-                },
+                options: read_queue_options(&mut r)?,
             },
             FrameKind::DeleteQueue => Request::DeleteQueue {
                 name: r.string("queue name")?,
@@ -453,6 +564,34 @@ impl Request {
             FrameKind::Cancel => Request::Cancel {
                 subscription: r.u64()?,
             },
+            FrameKind::CreateTopic => Request::CreateTopic {
+                name: r.string("topic name")?,
+            },
+            FrameKind::DeleteTopic => Request::DeleteTopic {
+                name: r.string("topic name")?,
+                force: r.bool("force")?,
+            },
+            FrameKind::ListTopics => Request::ListTopics,
+            FrameKind::SubscribeTopic => Request::SubscribeTopic(SubscribeTopic {
+                topic: r.string("topic name")?,
+                name: r.string("subscription name")?,
+                options: SubscriptionOptions {
+                    durable: r.bool("durable")?,
+                    shared: r.bool("shared")?,
+                    selector: r.string("selector")?,
+                    queue: read_queue_options(&mut r)?,
+                },
+                order: read_order(&mut r)?,
+                ack: read_ack(&mut r)?,
+                prefetch: r.u32()?,
+            }),
+            FrameKind::Unsubscribe => Request::Unsubscribe {
+                topic: r.string("topic name")?,
+                name: r.string("subscription name")?,
+            },
+            FrameKind::TxnBegin => Request::TxnBegin,
+            FrameKind::TxnCommit => Request::TxnCommit,
+            FrameKind::TxnRollback => Request::TxnRollback,
             other => return Err(WireError::UnknownKind(other as u16)),
         };
         r.finish()?;

@@ -5,7 +5,9 @@ use bytes::{BufMut, BytesMut};
 use crate::codes::ErrorCode;
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
 use crate::limits::Limits;
-use crate::types::{Delivery, Message, MessageId, QueueInfo, SubscriptionId};
+use crate::types::{
+    Delivery, Message, MessageId, QueueInfo, SubscriptionId, SubscriptionInfo, TopicInfo,
+};
 use crate::wire::{
     put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, Reader, WireError,
 };
@@ -90,6 +92,21 @@ pub enum Response {
         subscription: SubscriptionId,
         /// Why.
         error: ErrorReply,
+    },
+    /// Topic listing.
+    Topics(Vec<TopicInfo>),
+    /// A topic subscription started (or was created or checked, with prefetch 0).
+    TopicSubscribed {
+        /// Its id, carried by each pushed delivery; 0 when nothing is consumed (prefetch 0).
+        subscription: SubscriptionId,
+        /// The queue holding the subscription's messages (`topic:name`): deliveries carry it,
+        /// and receives may name it to pull from the subscription.
+        queue: String,
+    },
+    /// A transaction committed: the ids of its sends and publishes, in the order they were made.
+    Committed {
+        /// Message ids.
+        ids: Vec<MessageId>,
     },
 }
 
@@ -191,6 +208,9 @@ impl Response {
             Response::Subscribed { .. } => FrameKind::Subscribed,
             Response::Deliver { .. } => FrameKind::Deliver,
             Response::SubscriptionClosed { .. } => FrameKind::SubscriptionClosed,
+            Response::Topics(_) => FrameKind::Topics,
+            Response::TopicSubscribed { .. } => FrameKind::TopicSubscribed,
+            Response::Committed { .. } => FrameKind::Committed,
         }
     }
 
@@ -257,6 +277,29 @@ impl Response {
                 out.put_u64_le(*subscription);
                 put_error(out, error);
             }
+            Response::Topics(topics) => {
+                out.put_u32_le(topics.len() as u32);
+                for t in topics {
+                    put_string(out, &t.name);
+                    out.put_u32_le(t.subscriptions.len() as u32);
+                    for s in &t.subscriptions {
+                        put_string(out, &s.name);
+                        put_bool(out, s.durable);
+                        put_bool(out, s.shared);
+                        put_string(out, &s.selector);
+                        out.put_u64_le(s.ready);
+                        out.put_u64_le(s.in_flight);
+                    }
+                }
+            }
+            Response::TopicSubscribed {
+                subscription,
+                queue,
+            } => {
+                out.put_u64_le(*subscription);
+                put_string(out, queue);
+            }
+            Response::Committed { ids } => crate::wire::put_u64s(out, ids),
         }
         end_frame(out, start);
     }
@@ -322,6 +365,37 @@ impl Response {
             FrameKind::SubscriptionClosed => Response::SubscriptionClosed {
                 subscription: r.u64()?,
                 error: read_error(&mut r)?,
+            },
+            FrameKind::Topics => {
+                let n = r.count32("topics", 2 + 4)?;
+                let mut topics = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let name = r.string("topic name")?;
+                    let m = r.count32("subscriptions", 2 + 1 + 1 + 2 + 8 + 8)?;
+                    let mut subscriptions = Vec::with_capacity(m);
+                    for _ in 0..m {
+                        subscriptions.push(SubscriptionInfo {
+                            name: r.string("subscription name")?,
+                            durable: r.bool("durable")?,
+                            shared: r.bool("shared")?,
+                            selector: r.string("selector")?,
+                            ready: r.u64()?,
+                            in_flight: r.u64()?,
+                        });
+                    }
+                    topics.push(TopicInfo {
+                        name,
+                        subscriptions,
+                    });
+                }
+                Response::Topics(topics)
+            }
+            FrameKind::TopicSubscribed => Response::TopicSubscribed {
+                subscription: r.u64()?,
+                queue: r.string("queue name")?,
+            },
+            FrameKind::Committed => Response::Committed {
+                ids: r.u64s("message ids")?,
             },
             other => return Err(WireError::UnknownKind(other as u16)),
         };

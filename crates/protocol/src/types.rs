@@ -85,8 +85,15 @@ pub struct QueueOptions {
 /// A message as a sender hands it to the broker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutgoingMessage {
-    /// The queues to place it on, atomically: all or none.
+    /// The queues to place it on, atomically: all or none. Empty when it is published to
+    /// `topic`.
     pub queues: Vec<String>,
+    /// The topic to publish it to (a copy for every subscription whose selector matches);
+    /// `None` when it is sent to `queues`. Exactly one of the two is given.
+    pub topic: Option<String>,
+    /// `false`: kept in memory only, never written to the log, lost when the broker stops
+    /// (much faster). Default `true`.
+    pub persistent: bool,
     /// If set, only this client may receive it.
     pub receiver: Option<String>,
     /// 1 (lowest) to 10 (highest).
@@ -110,6 +117,8 @@ impl OutgoingMessage {
     pub fn new(queue: impl Into<String>, body: impl Into<Bytes>) -> Self {
         OutgoingMessage {
             queues: vec![queue.into()],
+            topic: None,
+            persistent: true,
             receiver: None,
             priority: DEFAULT_PRIORITY,
             context: 0,
@@ -118,6 +127,22 @@ impl OutgoingMessage {
             ttl_ms: 0,
             delay_ms: 0,
         }
+    }
+
+    /// A message for every subscription of `topic`, with default priority and no receiver,
+    /// context or properties.
+    pub fn to_topic(topic: impl Into<String>, body: impl Into<Bytes>) -> Self {
+        OutgoingMessage {
+            queues: Vec::new(),
+            topic: Some(topic.into()),
+            ..OutgoingMessage::new(String::new(), body)
+        }
+    }
+
+    /// The same message, kept in memory only (lost when the broker stops).
+    pub fn non_persistent(mut self) -> Self {
+        self.persistent = false;
+        self
     }
 
     /// The same message with a time to live (0 = forever).
@@ -185,4 +210,60 @@ pub struct QueueInfo {
     pub ready: u64,
     /// Messages handed out with client ack and not yet settled.
     pub in_flight: u64,
+}
+
+/// Separates a topic's name from a subscription's in the name of the queue that holds the
+/// subscription's messages (`prices:audit`). Never part of a queue or topic name.
+pub const SUBSCRIPTION_SEPARATOR: char = ':';
+
+/// The name of the queue holding the messages of subscription `name` on `topic`: what
+/// deliveries from it carry as their queue, and what a receive names to pull from it.
+pub fn subscription_queue(topic: &str, name: &str) -> String {
+    format!("{topic}{SUBSCRIPTION_SEPARATOR}{name}")
+}
+
+/// Topic and subscription names of a subscription queue name, if it is one.
+pub fn split_subscription_queue(queue: &str) -> Option<(&str, &str)> {
+    queue.split_once(SUBSCRIPTION_SEPARATOR)
+}
+
+/// How a topic subscription is set up (the part the store keeps).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubscriptionOptions {
+    /// Named and kept while nobody is connected (and across restarts) until unsubscribed;
+    /// otherwise it lives as long as the consumer that made it.
+    pub durable: bool,
+    /// Several sessions may consume it at once, as competing consumers (durable only).
+    pub shared: bool,
+    /// A JMS message selector: only messages it is TRUE for are placed on the subscription.
+    /// Empty: every message.
+    pub selector: String,
+    /// Maximum delivery count and dead-letter queue, as for a queue (expiry queue too).
+    pub queue: QueueOptions,
+}
+
+/// One subscription in a topic listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionInfo {
+    /// The subscription's name (generated for non-durable ones).
+    pub name: String,
+    /// Durable or not.
+    pub durable: bool,
+    /// Shared or not.
+    pub shared: bool,
+    /// Its selector; empty when none.
+    pub selector: String,
+    /// Messages ready to be taken.
+    pub ready: u64,
+    /// Messages handed out with client ack and not yet settled.
+    pub in_flight: u64,
+}
+
+/// One topic in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    /// The topic name.
+    pub name: String,
+    /// Its subscriptions, sorted by name.
+    pub subscriptions: Vec<SubscriptionInfo>,
 }

@@ -2,4 +2,7 @@
 
 /// The version this build speaks. A broker answers a connect carrying any other version with
 /// [`crate::ErrorCode::UnsupportedVersion`] and closes the connection.
-pub const PROTOCOL_VERSION: u16 = 1;
+///
+/// Version 2 added topics, transactions and non-persistent messages (two fields at the end of
+/// every outgoing message).
+pub const PROTOCOL_VERSION: u16 = 2;

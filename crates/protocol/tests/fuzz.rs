@@ -122,6 +122,9 @@ impl Tally {
         if let Some(r) = &m.receiver {
             self.string(r);
         }
+        if let Some(t) = &m.topic {
+            self.string(t);
+        }
         self.properties(&m.properties);
         self.body(&m.body);
     }
@@ -165,6 +168,17 @@ impl Tally {
                 self.list(ids, ids.capacity(), min::U64)
             }
             Request::Subscribe(s) => self.string(&s.queue),
+            Request::CreateTopic { name } | Request::DeleteTopic { name, .. } => self.string(name),
+            Request::SubscribeTopic(s) => {
+                self.string(&s.topic);
+                self.string(&s.name);
+                self.string(&s.options.selector);
+            }
+            Request::Unsubscribe { topic, name } => {
+                self.string(topic);
+                self.string(name);
+            }
+            Request::ListTopics | Request::TxnBegin | Request::TxnCommit | Request::TxnRollback => {}
             Request::Disconnect
             | Request::Ping
             | Request::ListQueues
@@ -193,6 +207,17 @@ impl Tally {
             }
             Response::Received(Some(d)) | Response::Deliver { delivery: d, .. } => self.delivery(d),
             Response::WaitingQueues(names) => self.strings(names),
+            Response::Topics(ts) => {
+                for t in ts {
+                    self.string(&t.name);
+                    for sub in &t.subscriptions {
+                        self.string(&sub.name);
+                        self.string(&sub.selector);
+                    }
+                }
+            }
+            Response::TopicSubscribed { queue, .. } => self.string(queue),
+            Response::Committed { ids } => self.list(ids, ids.capacity(), min::U64),
             Response::Ok
             | Response::Pong
             | Response::Sent { .. }
@@ -518,6 +543,8 @@ fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
     let req = Request::SendBatch(vec![
         OutgoingMessage {
             queues: vec![],
+            topic: None,
+            persistent: true,
             receiver: None,
             priority: 0,
             context: 0,

@@ -25,6 +25,8 @@ fn message(i: i64) -> NewMessage {
     let region = if i % 2 == 0 { "eu" } else { "us" };
     NewMessage {
         queues: vec!["q".into()],
+        topic: None,
+        persistent: true,
         sender: "shop".into(),
         receiver: None,
         priority: 5,

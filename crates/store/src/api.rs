@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use ferry_protocol::{
     AckMode, Delivery, DeliveryId, MessageId, Order, Properties, QueueInfo, QueueOptions,
-    ReceiveMode, Source,
+    ReceiveMode, Source, SubscriptionOptions, TopicInfo,
 };
 use ferry_selector::Selector;
 
@@ -67,8 +67,18 @@ pub type SessionId = u64;
 /// A message to store, with the fields the broker sets (sender, time) filled in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {
-    /// Queues to place it on: all or none. Non-empty, no duplicates (the broker ensures it).
+    /// Queues to place it on: all or none. Non-empty, no duplicates (the broker ensures it),
+    /// unless `topic` is set; then empty.
     pub queues: Vec<String>,
+    /// Publish: the message goes on the queue of every subscription of this topic whose
+    /// selector is TRUE for it, evaluated by the store in the same atomic step that stores it
+    /// (no matching subscription: it is stored nowhere, yet gets an id). `TopicNotFound` when
+    /// the topic does not exist.
+    pub topic: Option<String>,
+    /// `false`: kept in memory only where the engine can (never written to the log, lost on
+    /// restart); the engine says in its docs what it does instead where it cannot. Settling
+    /// such a message writes nothing either.
+    pub persistent: bool,
     /// The sending client.
     pub sender: String,
     /// If set, only this client may receive it; must be a known client.
@@ -207,6 +217,52 @@ pub trait Store: Send + Sync + 'static {
 
     /// Makes everything written so far durable, whatever the fsync policy (shutdown).
     async fn flush(&self) -> Result<(), StoreError>;
+
+    /// Creates a topic. `TopicExists` if it does.
+    async fn create_topic(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Deletes a topic with all of its subscriptions. `TopicNotFound`; `TopicNotEmpty` when a
+    /// subscription holds ready or in-flight messages and `force` is false.
+    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError>;
+
+    /// Every topic with its subscriptions (and their depths), sorted by name.
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError>;
+
+    /// Creates subscription `name` on `topic`, or checks that the existing one has the same
+    /// `durable`, `shared` and `selector` (`InvalidArgument` naming the difference otherwise:
+    /// nothing is dropped implicitly). `TopicNotFound`. Returns the name of its queue
+    /// ([`ferry_protocol::subscription_queue`]), which receives, acks and leases use like any
+    /// queue; `options.queue` sets that queue's maximum delivery count and dead-letter and
+    /// expiry queues (`QueueNotFound` when those do not exist).
+    ///
+    /// A subscription is placed only messages published after it exists. A non-durable one
+    /// belongs to `owner` (a client): the broker removes it with [`Store::unsubscribe`] when
+    /// its consumer ends, and an engine removes it by itself when the owner's session ends
+    /// without that (crash recovery, a dead node's claims being freed). Creating a non-durable
+    /// subscription under a name that exists replaces it.
+    async fn subscribe_topic(
+        &self,
+        topic: &str,
+        name: &str,
+        options: &SubscriptionOptions,
+        owner: &str,
+    ) -> Result<String, StoreError>;
+
+    /// Removes a subscription and its messages (in-flight deliveries of it become unknown).
+    /// `TopicNotFound`, `SubscriptionNotFound`.
+    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError>;
+
+    /// Commits a transaction of `session`: stores every message of `msgs` (sends and
+    /// publishes, in order) and settles every delivery of `acks` (held by `session`), all or
+    /// nothing, atomically also across a crash. Returns the ids of `msgs` in order. Any error
+    /// (`QueueNotFound`, `TopicNotFound`, `ClientNotFound`, `DeliveriesNotFound` for an ack of
+    /// a delivery the session does not hold, ...) leaves everything unchanged.
+    async fn commit(
+        &self,
+        session: SessionId,
+        msgs: Vec<NewMessage>,
+        acks: &[DeliveryId],
+    ) -> Result<Vec<MessageId>, StoreError>;
 
     /// Registers `client` (as [`Store::register_client`]) and claims it for `session`: one live
     /// session per client name, across every node sharing the store. `AlreadyOnline` when

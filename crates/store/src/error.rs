@@ -20,6 +20,23 @@ pub enum StoreError {
         /// Messages ready plus in flight.
         depth: u64,
     },
+    /// A named topic does not exist.
+    #[error("topic '{0}' does not exist")]
+    TopicNotFound(String),
+    /// The topic exists already.
+    #[error("topic '{0}' already exists")]
+    TopicExists(String),
+    /// The topic's subscriptions hold messages and the delete was not forced.
+    #[error("topic '{name}' is not empty ({depth} messages on its subscriptions)")]
+    TopicNotEmpty {
+        /// The topic.
+        name: String,
+        /// Messages ready plus in flight, over all its subscriptions.
+        depth: u64,
+    },
+    /// A named subscription does not exist (`topic:name`).
+    #[error("subscription '{0}' does not exist")]
+    SubscriptionNotFound(String),
     /// A named client has never connected.
     #[error("client '{0}' does not exist")]
     ClientNotFound(String),
@@ -51,6 +68,10 @@ impl StoreError {
             StoreError::QueueExists(_) => ErrorCode::QueueExists,
             StoreError::QueueNotEmpty { .. } => ErrorCode::QueueNotEmpty,
             StoreError::ClientNotFound(_) => ErrorCode::ClientNotFound,
+            StoreError::TopicNotFound(_) => ErrorCode::TopicNotFound,
+            StoreError::TopicExists(_) => ErrorCode::TopicExists,
+            StoreError::TopicNotEmpty { .. } => ErrorCode::TopicNotEmpty,
+            StoreError::SubscriptionNotFound(_) => ErrorCode::NotFound,
             StoreError::DeliveriesNotFound(_) => ErrorCode::NotFound,
             StoreError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             StoreError::AlreadyOnline(_) => ErrorCode::AlreadyOnline,

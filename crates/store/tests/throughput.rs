@@ -31,6 +31,8 @@ async fn producer_and_consumer_move_every_message() {
                 let batch = (0..BATCH)
                     .map(|_| NewMessage {
                         queues: vec!["q".into()],
+                        topic: None,
+                        persistent: true,
                         sender: "p".into(),
                         receiver: None,
                         priority: 5,

@@ -121,6 +121,40 @@ impl Store for FaultInjectingStore {
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
         self.inner.end_session(client, session).await
     }
+    async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.create_topic(name).await
+    }
+    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.delete_topic(name, force).await
+    }
+    async fn list_topics(&self) -> Result<Vec<ferry_protocol::TopicInfo>, StoreError> {
+        self.inner.list_topics().await
+    }
+    async fn subscribe_topic(
+        &self,
+        topic: &str,
+        name: &str,
+        options: &ferry_protocol::SubscriptionOptions,
+        owner: &str,
+    ) -> Result<String, StoreError> {
+        self.check()?;
+        self.inner.subscribe_topic(topic, name, options, owner).await
+    }
+    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.unsubscribe(topic, name).await
+    }
+    async fn commit(
+        &self,
+        session: SessionId,
+        msgs: Vec<NewMessage>,
+        acks: &[DeliveryId],
+    ) -> Result<Vec<MessageId>, StoreError> {
+        self.check()?;
+        self.inner.commit(session, msgs, acks).await
+    }
     async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
         self.inner.heartbeat(node_timeout_ms).await
     }

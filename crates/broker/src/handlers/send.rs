@@ -11,6 +11,8 @@ use crate::stats::Stats;
 fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
     NewMessage {
         queues: m.queues,
+        topic: m.topic,
+        persistent: m.persistent,
         sender: session.client.clone(),
         receiver: m.receiver,
         priority: m.priority,

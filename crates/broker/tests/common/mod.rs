@@ -50,6 +50,8 @@ pub async fn take_client_ack(c: &Client, q: &str) -> Option<Delivery> {
 pub fn msg(queues: &[&str], body: &str, priority: u8) -> OutgoingMessage {
     OutgoingMessage {
         queues: queues.iter().map(|q| q.to_string()).collect(),
+        topic: None,
+        persistent: true,
         receiver: None,
         priority,
         context: 0,

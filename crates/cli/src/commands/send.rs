@@ -61,6 +61,8 @@ pub async fn run(args: SendArgs) -> Result<()> {
     let body = read_body(args.body, args.file.as_deref())?;
     let message = OutgoingMessage {
         queues: args.queues,
+        topic: None,
+        persistent: true,
         receiver: args.to,
         priority: args.priority,
         context: args.context,

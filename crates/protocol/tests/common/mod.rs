@@ -61,6 +61,8 @@ pub fn one_frame(bytes: &[u8]) -> RawFrame {
 pub fn full_message() -> OutgoingMessage {
     OutgoingMessage {
         queues: vec!["a".into(), "b".into()],
+        topic: None,
+        persistent: true,
         receiver: Some("r".into()),
         priority: 7,
         context: 0x0102_0304_0506_0708,
@@ -75,6 +77,8 @@ pub fn full_message() -> OutgoingMessage {
 pub fn typed_properties_message() -> OutgoingMessage {
     OutgoingMessage {
         queues: vec!["q".into()],
+        topic: None,
+        persistent: true,
         receiver: None,
         priority: 10,
         context: 0,
@@ -245,6 +249,8 @@ pub fn all_requests() -> Vec<Request> {
         }),
         Request::Send(OutgoingMessage {
             queues: vec![],
+            topic: None,
+            persistent: true,
             receiver: Some(String::new()),
             priority: 0,
             context: u64::MAX,
@@ -389,6 +395,8 @@ pub fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
             |(queues, receiver, priority, context, properties, body, (ttl_ms, delay_ms))| {
                 OutgoingMessage {
                     queues,
+                    topic: None,
+                    persistent: true,
                     receiver,
                     priority,
                     context,

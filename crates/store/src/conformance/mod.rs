@@ -123,6 +123,8 @@ pub const SESSION: SessionId = 1;
 pub fn msg(queues: &[&str], sender: &str, body: &str) -> NewMessage {
     NewMessage {
         queues: queues.iter().map(|q| q.to_string()).collect(),
+        topic: None,
+        persistent: true,
         sender: sender.into(),
         receiver: None,
         priority: 5,

@@ -384,6 +384,42 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
+    // TOPICS-STUB: replaced by the engine's topic and transaction support.
+    async fn create_topic(&self, _name: &str) -> Result<(), StoreError> {
+        Err(StoreError::Internal("topics are not implemented yet".into()))
+    }
+
+    async fn delete_topic(&self, _name: &str, _force: bool) -> Result<(), StoreError> {
+        Err(StoreError::Internal("topics are not implemented yet".into()))
+    }
+
+    async fn list_topics(&self) -> Result<Vec<ferry_protocol::TopicInfo>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    async fn subscribe_topic(
+        &self,
+        _topic: &str,
+        _name: &str,
+        _options: &ferry_protocol::SubscriptionOptions,
+        _owner: &str,
+    ) -> Result<String, StoreError> {
+        Err(StoreError::Internal("topics are not implemented yet".into()))
+    }
+
+    async fn unsubscribe(&self, _topic: &str, _name: &str) -> Result<(), StoreError> {
+        Err(StoreError::Internal("topics are not implemented yet".into()))
+    }
+
+    async fn commit(
+        &self,
+        _session: SessionId,
+        _msgs: Vec<NewMessage>,
+        _acks: &[DeliveryId],
+    ) -> Result<Vec<MessageId>, StoreError> {
+        Err(StoreError::Internal("transactions are not implemented yet".into()))
+    }
+
     async fn heartbeat(&self, _node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
         // One process owns the store: there are no other nodes to tell or to outlive.
         Ok(Vec::new())

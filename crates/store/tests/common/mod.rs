@@ -38,6 +38,8 @@ pub async fn open(
 pub fn msg(queues: &[&str], body: &str) -> NewMessage {
     NewMessage {
         queues: queues.iter().map(|q| q.to_string()).collect(),
+        topic: None,
+        persistent: true,
         sender: "p".into(),
         receiver: None,
         priority: 5,

@@ -140,6 +140,8 @@ async fn execute(client: &Client, command: ShellCommand) -> Result<Flow, ClientE
 fn outgoing(line: SendLine) -> OutgoingMessage {
     OutgoingMessage {
         queues: line.queues,
+        topic: None,
+        persistent: true,
         receiver: line.to,
         priority: line.priority,
         context: line.context,

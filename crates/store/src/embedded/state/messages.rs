@@ -498,6 +498,8 @@ impl State {
         let msg = self.messages.get(&id)?.msg.clone();
         let copy = NewMessage {
             queues: vec![target.to_string()],
+            topic: None,
+            persistent: true,
             sender: msg.sender.to_string(),
             receiver: msg.receiver.as_deref().map(str::to_owned),
             priority: msg.priority,
