@@ -112,6 +112,101 @@ pub struct SubscribeTopic {
     pub prefetch: u32,
 }
 
+impl SubscribeTopic {
+    /// A non-durable, unshared subscription to `topic` without selector: priority order,
+    /// client ack, prefetch 100, default queue settings. Refine it with the other methods.
+    ///
+    /// ```
+    /// use ferry_protocol::requests::SubscribeTopic;
+    /// use ferry_protocol::types::{AckMode, Order, QueueOptions};
+    ///
+    /// let s = SubscribeTopic::new("prices")
+    ///     .durable("audit")
+    ///     .shared()
+    ///     .with_selector("region = 'eu'")
+    ///     .ack(AckMode::Auto)
+    ///     .order(Order::Time)
+    ///     .prefetch(10)
+    ///     .options(QueueOptions { max_deliveries: 5, ..QueueOptions::default() });
+    /// assert_eq!(s.topic, "prices");
+    /// assert_eq!(s.name, "audit");
+    /// assert!(s.options.durable && s.options.shared);
+    /// assert_eq!(s.options.selector, "region = 'eu'");
+    /// assert_eq!(s.options.queue.max_deliveries, 5);
+    /// assert_eq!((s.ack, s.order, s.prefetch), (AckMode::Auto, Order::Time, 10));
+    ///
+    /// let plain = SubscribeTopic::new("prices");
+    /// assert!(!plain.options.durable && plain.name.is_empty());
+    /// assert_eq!((plain.ack, plain.order, plain.prefetch), (AckMode::Client, Order::Priority, 100));
+    /// ```
+    pub fn new(topic: impl Into<String>) -> Self {
+        SubscribeTopic {
+            topic: topic.into(),
+            name: String::new(),
+            options: SubscriptionOptions::default(),
+            order: Order::Priority,
+            ack: AckMode::Client,
+            prefetch: DEFAULT_TOPIC_PREFETCH,
+        }
+    }
+
+    /// The same subscription, durable under `name`: kept (with its backlog) while nobody
+    /// consumes it, until unsubscribed.
+    #[must_use]
+    pub fn durable(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.options.durable = true;
+        self
+    }
+
+    /// The same subscription, shared: several sessions may consume it at once as competing
+    /// consumers (brokers accept it on durable subscriptions only).
+    #[must_use]
+    pub fn shared(mut self) -> Self {
+        self.options.shared = true;
+        self
+    }
+
+    /// The same subscription, keeping only the messages `selector` is TRUE for (empty: all).
+    #[must_use]
+    pub fn with_selector(mut self, selector: impl Into<String>) -> Self {
+        self.options.selector = selector.into();
+        self
+    }
+
+    /// The same subscription with another ack mode.
+    #[must_use]
+    pub fn ack(mut self, ack: AckMode) -> Self {
+        self.ack = ack;
+        self
+    }
+
+    /// The same subscription with another delivery order.
+    #[must_use]
+    pub fn order(mut self, order: Order) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// The same subscription with another prefetch (0: create or check only, consume nothing).
+    #[must_use]
+    pub fn prefetch(mut self, prefetch: u32) -> Self {
+        self.prefetch = prefetch;
+        self
+    }
+
+    /// The same subscription with these queue settings (maximum deliveries, dead-letter and
+    /// expiry queues) for its queue. Kept from the first subscribe when it already exists.
+    #[must_use]
+    pub fn options(mut self, queue: QueueOptions) -> Self {
+        self.options.queue = queue;
+        self
+    }
+}
+
+/// The prefetch [`SubscribeTopic::new`] starts with.
+pub const DEFAULT_TOPIC_PREFETCH: u32 = 100;
+
 /// A request, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {

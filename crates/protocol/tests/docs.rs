@@ -1,10 +1,11 @@
-//! The byte examples in `docs/protocol.md` are real frames: each one splits and decodes, and
-//! together they show every frame kind. (The layouts themselves are pinned in `layout.rs`.)
+//! The byte examples in `docs/protocol.md` are real frames: each one splits, decodes and
+//! re-encodes to the very same bytes, and together they show every frame kind. (The layouts
+//! themselves are pinned in `layout.rs`.)
 
 use std::collections::HashSet;
 
 use bytes::BytesMut;
-use ferry_protocol::{split_frame, FrameKind, Request, Response};
+use ferry_protocol::{split_frame, FrameKind, Request, Response, HEADER_LEN};
 
 /// The bytes of each ```text block: on every line, after an optional leading word (a frame
 /// name), the run of two-digit hex tokens (`|` and `||` separators skipped) up to the first
@@ -55,14 +56,25 @@ fn every_example_in_the_protocol_doc_is_a_valid_frame() {
         let mut buf = BytesMut::from(&block[..]);
         while let Some(frame) = split_frame(&mut buf, 1 << 20).expect("a valid frame") {
             let kind = FrameKind::from_u16(frame.kind).expect("a known kind");
+            let mut again = BytesMut::new();
             if kind.is_request() {
-                Request::decode(&frame).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+                Request::decode(&frame)
+                    .unwrap_or_else(|e| panic!("{kind:?}: {e}"))
+                    .encode(frame.request_id, &mut again);
             } else {
-                Response::decode(&frame).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+                Response::decode(&frame)
+                    .unwrap_or_else(|e| panic!("{kind:?}: {e}"))
+                    .encode(frame.request_id, &mut again);
                 if matches!(kind, FrameKind::Deliver | FrameKind::SubscriptionClosed) {
                     assert_eq!(frame.request_id, 0, "pushes carry request id 0");
                 }
             }
+            // Every example is in the canonical encoding: what an encoder writes for its value.
+            assert_eq!(
+                &again[HEADER_LEN..],
+                &frame.payload[..],
+                "{kind:?}: the example is not what the encoder writes"
+            );
             kinds.insert(kind);
             frames += 1;
         }
@@ -78,5 +90,5 @@ fn every_example_in_the_protocol_doc_is_a_valid_frame() {
         .filter(|k| !kinds.contains(k))
         .collect();
     assert!(missing.is_empty(), "no example of {missing:?}");
-    assert!(frames >= 30, "only {frames} example frames found");
+    assert!(frames >= 50, "only {frames} example frames found");
 }

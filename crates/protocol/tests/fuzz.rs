@@ -56,13 +56,18 @@ mod min {
     /// A delivery id.
     pub const U64: usize = 8;
     /// A batch item: queue count (2), receiver tag (1), priority (1), context (8), property
-    /// count (2), body length (4).
-    pub const OUTGOING: usize = 34;
+    /// count (2), body length (4), time to live (8), delay (8), flags (1), topic length (2).
+    pub const OUTGOING: usize = 37;
     /// A queue listing entry: name length (2), ready (8), in flight (8).
     pub const QUEUE_INFO: usize = 18;
     /// A batch result: tag (1) and the smaller of an id (8) and an error's code (2) + text
     /// length (2).
     pub const BATCH_RESULT: usize = 5;
+    /// A topic listing entry: name length (2), subscription count (4).
+    pub const TOPIC_INFO: usize = 6;
+    /// A subscription in a topic listing: name length (2), durable (1), shared (1), selector
+    /// length (2), ready (8), in flight (8).
+    pub const SUBSCRIPTION_INFO: usize = 22;
 }
 
 /// Adds up what a decoded value allocated, against the payload it came from.
@@ -140,6 +145,15 @@ impl Tally {
         self.body(&m.body);
     }
 
+    fn queue_options(&mut self, o: &ferry_protocol::QueueOptions) {
+        if let Some(d) = &o.dead_letter_queue {
+            self.string(d);
+        }
+        if let Some(x) = &o.expiry_queue {
+            self.string(x);
+        }
+    }
+
     fn request(mut self, r: &Request) {
         match r {
             Request::Connect(c) => {
@@ -148,12 +162,7 @@ impl Tally {
             }
             Request::CreateQueue { name, options } => {
                 self.string(name);
-                if let Some(d) = &options.dead_letter_queue {
-                    self.string(d);
-                }
-                if let Some(x) = &options.expiry_queue {
-                    self.string(x);
-                }
+                self.queue_options(options);
             }
             Request::DeleteQueue { name, .. } => self.string(name),
             Request::Send(m) => self.outgoing(m),
@@ -161,24 +170,32 @@ impl Tally {
                 self.list(items, items.capacity(), min::OUTGOING);
                 items.iter().for_each(|m| self.outgoing(m));
             }
-            Request::Receive(rc) => match &rc.source {
-                Source::Queue(s) | Source::Sender(s) => self.string(s),
-            },
+            Request::Receive(rc) => {
+                match &rc.source {
+                    Source::Queue(s) | Source::Sender(s) => self.string(s),
+                }
+                self.string(&rc.selector);
+            }
             Request::Ack { ids } | Request::Nack { ids, .. } => {
                 self.list(ids, ids.capacity(), min::U64)
             }
-            Request::Subscribe(s) => self.string(&s.queue),
+            Request::Subscribe(s) => {
+                self.string(&s.queue);
+                self.string(&s.selector);
+            }
             Request::CreateTopic { name } | Request::DeleteTopic { name, .. } => self.string(name),
             Request::SubscribeTopic(s) => {
                 self.string(&s.topic);
                 self.string(&s.name);
                 self.string(&s.options.selector);
+                self.queue_options(&s.options.queue);
             }
             Request::Unsubscribe { topic, name } => {
                 self.string(topic);
                 self.string(name);
             }
-            Request::ListTopics | Request::TxnBegin | Request::TxnCommit | Request::TxnRollback => {}
+            Request::ListTopics | Request::TxnBegin | Request::TxnCommit | Request::TxnRollback => {
+            }
             Request::Disconnect
             | Request::Ping
             | Request::ListQueues
@@ -208,9 +225,12 @@ impl Tally {
             Response::Received(Some(d)) | Response::Deliver { delivery: d, .. } => self.delivery(d),
             Response::WaitingQueues(names) => self.strings(names),
             Response::Topics(ts) => {
+                self.list(ts, ts.capacity(), min::TOPIC_INFO);
                 for t in ts {
                     self.string(&t.name);
-                    for sub in &t.subscriptions {
+                    let subs = &t.subscriptions;
+                    self.list(subs, subs.capacity(), min::SUBSCRIPTION_INFO);
+                    for sub in subs {
                         self.string(&sub.name);
                         self.string(&sub.selector);
                     }
@@ -464,9 +484,12 @@ fn hostile_counts_are_refused_before_allocating() {
         );
     }
     let cases: &[(u16, &str)] = &[
-        (0x8012, "ff ff ff ff"), // Queues
-        (0x8021, "ff ff ff ff"), // BatchSent
-        (0x8033, "ff ff"),       // WaitingQueues
+        (0x8012, "ff ff ff ff"),                          // Queues
+        (0x8021, "ff ff ff ff"),                          // BatchSent
+        (0x8033, "ff ff"),                                // WaitingQueues
+        (0x8052, "ff ff ff ff"),                          // Topics
+        (0x8052, "01 00 00 00 | 01 00 74 | ff ff ff ff"), // a topic's subscriptions
+        (0x8061, "ff ff ff ff"),                          // Committed ids
     ];
     for (kind, payload) in cases {
         let frame = RawFrame {
@@ -538,7 +561,8 @@ fn every_with_capacity_is_fed_by_a_checked_count() {
 
 #[test]
 fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
-    // The most elements a frame can carry: a batch of empty messages filling 64 KiB.
+    // The most elements a frame can carry: a batch of empty messages filling 64 KiB (each one
+    // exactly min::OUTGOING bytes, so the bound is met with equality).
     let n = (64 * 1024 - 4) / min::OUTGOING;
     let req = Request::SendBatch(vec![
         OutgoingMessage {
@@ -556,6 +580,7 @@ fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
         n
     ]);
     let bytes = req_bytes(&req, 1);
+    assert_eq!(bytes.len(), HEADER_LEN + 4 + n * min::OUTGOING);
     assert!(bytes.len() <= 64 * 1024 + HEADER_LEN);
     let frame = one_frame(&bytes);
     let decoded = Request::decode(&frame).unwrap();
@@ -572,4 +597,29 @@ fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
     let frame = one_frame(&resp_bytes(&resp, 1));
     let decoded = Response::decode(&frame).unwrap();
     Tally::new(&frame.payload).response(&decoded);
+    // And a topic listing of empty-named topics with minimal subscriptions.
+    let sub = ferry_protocol::SubscriptionInfo {
+        name: String::new(),
+        durable: false,
+        shared: false,
+        selector: String::new(),
+        ready: 0,
+        in_flight: 0,
+    };
+    let resp = Response::Topics(vec![
+        ferry_protocol::TopicInfo {
+            name: String::new(),
+            subscriptions: vec![sub; 3],
+        };
+        500
+    ]);
+    let bytes = resp_bytes(&resp, 1);
+    assert_eq!(
+        bytes.len(),
+        HEADER_LEN + 4 + 500 * (min::TOPIC_INFO + 3 * min::SUBSCRIPTION_INFO)
+    );
+    let frame = one_frame(&bytes);
+    let decoded = Response::decode(&frame).unwrap();
+    Tally::new(&frame.payload).response(&decoded);
+    assert_eq!(decoded, resp);
 }

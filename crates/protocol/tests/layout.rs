@@ -12,8 +12,8 @@ use ferry_protocol::{Request, Response};
 /// Pinned bytes of `pinned_requests()`, in the same order.
 const REQUESTS: &[(&str, &str)] = &[
     (
-        "Connect v1 'app' creds 'pw'",
-        "11 00 00 00 | 01 00 | 07 00 00 00 || 01 00 | 03 00 61 70 70 | 02 00 70 77",
+        "Connect v2 'app' creds 'pw'",
+        "11 00 00 00 | 01 00 | 07 00 00 00 || 02 00 | 03 00 61 70 70 | 02 00 70 77",
     ),
     ("Disconnect", "06 00 00 00 | 02 00 | 07 00 00 00"),
     ("Ping", "06 00 00 00 | 03 00 | 07 00 00 00"),
@@ -27,28 +27,36 @@ const REQUESTS: &[(&str, &str)] = &[
     ),
     ("ListQueues", "06 00 00 00 | 12 00 | 07 00 00 00"),
     (
-        "Send to a,b for r, priority 7, context 0x0102030405060708, k=Int(-2), body 'hi', ttl 30 s, delay 500 ms",
-        "3f 00 00 00 | 20 00 | 07 00 00 00 ||
+        "Send to a,b for r, priority 7, context 0x0102030405060708, k=Int(-2), body 'hi', ttl 30 s, delay 500 ms, persistent, no topic",
+        "42 00 00 00 | 20 00 | 07 00 00 00 ||
          02 00 | 01 00 61 | 01 00 62 |
          01 | 01 00 72 |
          07 |
          08 07 06 05 04 03 02 01 |
          01 00 | 01 00 6b | 01 | fe ff ff ff ff ff ff ff |
          02 00 00 00 | 68 69 |
-         30 75 00 00 00 00 00 00 | f4 01 00 00 00 00 00 00",
+         30 75 00 00 00 00 00 00 | f4 01 00 00 00 00 00 00 |
+         00 | 00 00",
     ),
     (
         "SendBatch [q 'x'] [q prio 10, b=true f=1.5 s='ok', empty body]",
-        "6e 00 00 00 | 21 00 | 07 00 00 00 ||
+        "74 00 00 00 | 21 00 | 07 00 00 00 ||
          02 00 00 00 |
          01 00 | 01 00 71 | 00 | 05 | 00 00 00 00 00 00 00 00 | 00 00 | 01 00 00 00 78 |
-           00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 |
+           00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 | 00 | 00 00 |
          01 00 | 01 00 71 | 00 | 0a | 00 00 00 00 00 00 00 00 |
            03 00 | 01 00 62 | 00 | 01
                  | 01 00 66 | 02 | 00 00 00 00 00 00 f8 3f
                  | 01 00 73 | 03 | 02 00 6f 6b |
            00 00 00 00 |
-           00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00",
+           00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 | 00 | 00 00",
+    ),
+    (
+        "Send non-persistent 'p' published to topic 't'",
+        "2d 00 00 00 | 20 00 | 07 00 00 00 ||
+         00 00 | 00 | 05 | 00 00 00 00 00 00 00 00 | 00 00 | 01 00 00 00 70 |
+         00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 |
+         01 | 01 00 74",
     ),
     (
         "Receive queue 'q', priority order, take, client ack, wait 1000 ms, no selector",
@@ -81,14 +89,42 @@ const REQUESTS: &[(&str, &str)] = &[
         "Cancel subscription 2",
         "0e 00 00 00 | 42 00 | 07 00 00 00 || 02 00 00 00 00 00 00 00",
     ),
+    (
+        "CreateTopic 't'",
+        "09 00 00 00 | 50 00 | 07 00 00 00 || 01 00 74",
+    ),
+    (
+        "DeleteTopic 't' force",
+        "0a 00 00 00 | 51 00 | 07 00 00 00 || 01 00 74 | 01",
+    ),
+    ("ListTopics", "06 00 00 00 | 52 00 | 07 00 00 00"),
+    (
+        "SubscribeTopic 't' as built by SubscribeTopic::new: non-durable, priority, client ack, prefetch 100",
+        "1b 00 00 00 | 53 00 | 07 00 00 00 ||
+         01 00 74 | 00 00 | 00 | 00 | 00 00 | 00 00 00 00 | 00 | 00 | 00 | 01 | 64 00 00 00",
+    ),
+    (
+        "SubscribeTopic 't' durable 'd' shared, selector 'a=1', max deliveries 3, dead letters 'x', expired 'y', time order, auto ack, prefetch 0",
+        "25 00 00 00 | 53 00 | 07 00 00 00 ||
+         01 00 74 | 01 00 64 | 01 | 01 | 03 00 61 3d 31 |
+         03 00 00 00 | 01 01 00 78 | 01 01 00 79 |
+         01 | 00 | 00 00 00 00",
+    ),
+    (
+        "Unsubscribe 't' 'd'",
+        "0c 00 00 00 | 54 00 | 07 00 00 00 || 01 00 74 | 01 00 64",
+    ),
+    ("TxnBegin", "06 00 00 00 | 60 00 | 07 00 00 00"),
+    ("TxnCommit", "06 00 00 00 | 61 00 | 07 00 00 00"),
+    ("TxnRollback", "06 00 00 00 | 62 00 | 07 00 00 00"),
 ];
 
 /// Pinned bytes of `pinned_responses()`, in the same order.
 const RESPONSES: &[(&str, &str)] = &[
     (
-        "Connected v1 'app' with the default limits",
+        "Connected v2 'app' with the default limits",
         "33 00 00 00 | 01 80 | 07 00 00 00 ||
-         01 00 | 03 00 61 70 70 |
+         02 00 | 03 00 61 70 70 |
          00 00 00 01 | 00 00 10 00 | c8 00 | 00 04 00 00 | a0 86 01 00 | a0 86 01 00 |
          10 27 00 00 | 10 27 00 00 | 64 00 | 40 00 | 60 ea 00 00",
     ),
@@ -146,6 +182,21 @@ const RESPONSES: &[(&str, &str)] = &[
         "SubscriptionClosed 3 QueueNotFound 'gone'",
         "16 00 00 00 | 42 80 | 07 00 00 00 ||
          03 00 00 00 00 00 00 00 | 01 00 | 04 00 67 6f 6e 65",
+    ),
+    (
+        "Topics [t: d durable, not shared, selector 'a=1', ready 2, in flight 1]",
+        "2b 00 00 00 | 52 80 | 07 00 00 00 ||
+         01 00 00 00 | 01 00 74 | 01 00 00 00 |
+         01 00 64 | 01 | 00 | 03 00 61 3d 31 | 02 00 00 00 00 00 00 00 | 01 00 00 00 00 00 00 00",
+    ),
+    (
+        "TopicSubscribed 4 on queue 't:d'",
+        "13 00 00 00 | 53 80 | 07 00 00 00 || 04 00 00 00 00 00 00 00 | 03 00 74 3a 64",
+    ),
+    (
+        "Committed [5, 6]",
+        "1a 00 00 00 | 61 80 | 07 00 00 00 ||
+         02 00 00 00 | 05 00 00 00 00 00 00 00 | 06 00 00 00 00 00 00 00",
     ),
 ];
 

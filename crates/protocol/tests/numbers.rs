@@ -24,6 +24,11 @@ const ERROR_CODES: &[(ErrorCode, u16, &str)] = &[
     (ErrorCode::Internal, 13, "Internal"),
     (ErrorCode::UnknownRequest, 14, "UnknownRequest"),
     (ErrorCode::LimitExceeded, 15, "LimitExceeded"),
+    (ErrorCode::TopicNotFound, 16, "TopicNotFound"),
+    (ErrorCode::TopicExists, 17, "TopicExists"),
+    (ErrorCode::TopicNotEmpty, 18, "TopicNotEmpty"),
+    (ErrorCode::SubscriptionInUse, 19, "SubscriptionInUse"),
+    (ErrorCode::TransactionState, 20, "TransactionState"),
 ];
 
 const FRAME_KINDS: &[(FrameKind, u16)] = &[
@@ -42,6 +47,14 @@ const FRAME_KINDS: &[(FrameKind, u16)] = &[
     (FrameKind::Subscribe, 0x0040),
     (FrameKind::Credit, 0x0041),
     (FrameKind::Cancel, 0x0042),
+    (FrameKind::CreateTopic, 0x0050),
+    (FrameKind::DeleteTopic, 0x0051),
+    (FrameKind::ListTopics, 0x0052),
+    (FrameKind::SubscribeTopic, 0x0053),
+    (FrameKind::Unsubscribe, 0x0054),
+    (FrameKind::TxnBegin, 0x0060),
+    (FrameKind::TxnCommit, 0x0061),
+    (FrameKind::TxnRollback, 0x0062),
     (FrameKind::Connected, 0x8001),
     (FrameKind::Ok, 0x8002),
     (FrameKind::Error, 0x8003),
@@ -54,6 +67,9 @@ const FRAME_KINDS: &[(FrameKind, u16)] = &[
     (FrameKind::Subscribed, 0x8040),
     (FrameKind::Deliver, 0x8041),
     (FrameKind::SubscriptionClosed, 0x8042),
+    (FrameKind::Topics, 0x8052),
+    (FrameKind::TopicSubscribed, 0x8053),
+    (FrameKind::Committed, 0x8061),
 ];
 
 #[test]
@@ -115,8 +131,8 @@ fn frame_kind_numbers_are_pinned() {
 }
 
 #[test]
-fn protocol_version_is_1() {
-    assert_eq!(PROTOCOL_VERSION, 1);
+fn protocol_version_is_2() {
+    assert_eq!(PROTOCOL_VERSION, 2);
 }
 
 #[test]

@@ -226,12 +226,19 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("02 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("03 00 | ff ff ff | 01")),
     };
-    assert_eq!(Request::decode(&frame), Ok(foreign_connect(2)));
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(3)));
+    // Version 1 clients (before topics) are refused the same way.
+    let frame = RawFrame {
+        kind: 0x0001,
+        request_id: 1,
+        payload: Bytes::from(hex("01 00 | ff ff ff | 01")),
+    };
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(1)));
     // If the rest does have this version's layout it is kept.
     let req = Request::Connect(Connect {
-        version: 2,
+        version: 3,
         client: "app".into(),
         credentials: String::new(),
     });
@@ -240,7 +247,7 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("01 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("02 00 | ff ff ff | 01")),
     };
     assert!(Request::decode(&frame).is_err());
 }

@@ -3,11 +3,12 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use bytes::{Bytes, BytesMut};
-use ferry_protocol::requests::{Connect, Receive, Subscribe};
+use ferry_protocol::requests::{Connect, Receive, Subscribe, SubscribeTopic};
 use ferry_protocol::responses::Connected;
 use ferry_protocol::{
     split_frame, AckMode, Delivery, ErrorCode, ErrorReply, FrameKind, Limits, Message, Order,
-    OutgoingMessage, PropertyValue, QueueInfo, RawFrame, ReceiveMode, Request, Response, Source,
+    OutgoingMessage, PropertyValue, QueueInfo, QueueOptions, RawFrame, ReceiveMode, Request,
+    Response, Source, SubscriptionInfo, SubscriptionOptions, TopicInfo,
 };
 use proptest::prelude::*;
 
@@ -93,6 +94,11 @@ pub fn typed_properties_message() -> OutgoingMessage {
     }
 }
 
+/// A non-persistent message published to a topic.
+pub fn topic_message() -> OutgoingMessage {
+    OutgoingMessage::to_topic("t", Bytes::from_static(b"p")).non_persistent()
+}
+
 /// A delivery as a client-ack receive returns it.
 pub fn sample_delivery() -> Delivery {
     Delivery {
@@ -138,7 +144,7 @@ pub fn pushed_delivery() -> Delivery {
 pub fn pinned_requests() -> Vec<Request> {
     vec![
         Request::Connect(Connect {
-            version: 1,
+            version: 2,
             client: "app".into(),
             credentials: "pw".into(),
         }),
@@ -162,6 +168,7 @@ pub fn pinned_requests() -> Vec<Request> {
             OutgoingMessage::new("q", Bytes::from_static(b"x")),
             typed_properties_message(),
         ]),
+        Request::Send(topic_message()),
         Request::Receive(Receive {
             source: Source::Queue("q".into()),
             order: Order::Priority,
@@ -198,6 +205,34 @@ pub fn pinned_requests() -> Vec<Request> {
             credit: 50,
         },
         Request::Cancel { subscription: 2 },
+        Request::CreateTopic { name: "t".into() },
+        Request::DeleteTopic {
+            name: "t".into(),
+            force: true,
+        },
+        Request::ListTopics,
+        Request::SubscribeTopic(SubscribeTopic::new("t")),
+        Request::SubscribeTopic(
+            SubscribeTopic::new("t")
+                .durable("d")
+                .shared()
+                .with_selector("a=1")
+                .ack(AckMode::Auto)
+                .order(Order::Time)
+                .prefetch(0)
+                .options(QueueOptions {
+                    max_deliveries: 3,
+                    dead_letter_queue: Some("x".into()),
+                    expiry_queue: Some("y".into()),
+                }),
+        ),
+        Request::Unsubscribe {
+            topic: "t".into(),
+            name: "d".into(),
+        },
+        Request::TxnBegin,
+        Request::TxnCommit,
+        Request::TxnRollback,
     ]
 }
 
@@ -206,7 +241,7 @@ pub fn pinned_requests() -> Vec<Request> {
 pub fn pinned_responses() -> Vec<Response> {
     vec![
         Response::Connected(Connected {
-            version: 1,
+            version: 2,
             client: "app".into(),
             limits: Limits::DEFAULT,
         }),
@@ -235,6 +270,22 @@ pub fn pinned_responses() -> Vec<Response> {
             subscription: 3,
             error: ErrorReply::new(ErrorCode::QueueNotFound, "gone"),
         },
+        Response::Topics(vec![TopicInfo {
+            name: "t".into(),
+            subscriptions: vec![SubscriptionInfo {
+                name: "d".into(),
+                durable: true,
+                shared: false,
+                selector: "a=1".into(),
+                ready: 2,
+                in_flight: 1,
+            }],
+        }]),
+        Response::TopicSubscribed {
+            subscription: 4,
+            queue: "t:d".into(),
+        },
+        Response::Committed { ids: vec![5, 6] },
     ]
 }
 
@@ -285,6 +336,39 @@ pub fn all_requests() -> Vec<Request> {
             wait_ms: u32::MAX,
             selector: "région = 'é' AND price BETWEEN 1 AND 2".into(),
         }),
+        Request::SendBatch(vec![
+            topic_message(),
+            full_message(),
+            OutgoingMessage::to_topic("ünï", Bytes::new()),
+        ]),
+        Request::CreateTopic {
+            name: String::new(),
+        },
+        Request::DeleteTopic {
+            name: "t".into(),
+            force: false,
+        },
+        Request::SubscribeTopic(SubscribeTopic {
+            topic: "ü".into(),
+            name: "~c.1".into(),
+            options: SubscriptionOptions {
+                durable: false,
+                shared: true,
+                selector: "région = 'é'".into(),
+                queue: QueueOptions {
+                    max_deliveries: u32::MAX,
+                    dead_letter_queue: None,
+                    expiry_queue: Some(String::new()),
+                },
+            },
+            order: Order::Priority,
+            ack: AckMode::Client,
+            prefetch: u32::MAX,
+        }),
+        Request::Unsubscribe {
+            topic: String::new(),
+            name: String::new(),
+        },
     ]);
     v
 }
@@ -314,6 +398,42 @@ pub fn all_responses() -> Vec<Response> {
         Response::BatchSent(vec![]),
         Response::WaitingQueues(vec![]),
         Response::Error(ErrorReply::new(ErrorCode::LimitExceeded, "")),
+        Response::Topics(vec![]),
+        Response::Topics(vec![
+            TopicInfo {
+                name: "empty".into(),
+                subscriptions: vec![],
+            },
+            TopicInfo {
+                name: "ü".into(),
+                subscriptions: vec![
+                    SubscriptionInfo {
+                        name: "~c.1".into(),
+                        durable: false,
+                        shared: false,
+                        selector: String::new(),
+                        ready: u64::MAX,
+                        in_flight: 0,
+                    },
+                    SubscriptionInfo {
+                        name: "s".into(),
+                        durable: true,
+                        shared: true,
+                        selector: "x > 1".into(),
+                        ready: 0,
+                        in_flight: u64::MAX,
+                    },
+                ],
+            },
+        ]),
+        Response::TopicSubscribed {
+            subscription: 0,
+            queue: String::new(),
+        },
+        Response::Committed { ids: vec![] },
+        Response::Committed {
+            ids: vec![0, u64::MAX],
+        },
         Response::Deliver {
             subscription: u64::MAX,
             delivery: Delivery {
@@ -390,13 +510,24 @@ pub fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
         properties(),
         body(),
         (any::<u64>(), any::<u64>()),
+        // An empty topic is "none" on the wire, so a generated one is never empty.
+        (prop::option::of(".{1,12}"), any::<bool>()),
     )
         .prop_map(
-            |(queues, receiver, priority, context, properties, body, (ttl_ms, delay_ms))| {
+            |(
+                queues,
+                receiver,
+                priority,
+                context,
+                properties,
+                body,
+                (ttl_ms, delay_ms),
+                (topic, persistent),
+            )| {
                 OutgoingMessage {
                     queues,
-                    topic: None,
-                    persistent: true,
+                    topic,
+                    persistent,
                     receiver,
                     priority,
                     context,
@@ -495,7 +626,56 @@ pub fn request() -> impl Strategy<Value = Request> {
             credit,
         }),
         any::<u64>().prop_map(|subscription| Request::Cancel { subscription }),
+        name().prop_map(|name| Request::CreateTopic { name }),
+        (name(), any::<bool>()).prop_map(|(name, force)| Request::DeleteTopic { name, force }),
+        Just(Request::ListTopics),
+        subscribe_topic().prop_map(Request::SubscribeTopic),
+        (name(), name()).prop_map(|(topic, name)| Request::Unsubscribe { topic, name }),
+        Just(Request::TxnBegin),
+        Just(Request::TxnCommit),
+        Just(Request::TxnRollback),
     ]
+}
+
+fn queue_options() -> impl Strategy<Value = QueueOptions> {
+    (
+        any::<u32>(),
+        prop::option::of(name()),
+        prop::option::of(name()),
+    )
+        .prop_map(
+            |(max_deliveries, dead_letter_queue, expiry_queue)| QueueOptions {
+                max_deliveries,
+                dead_letter_queue,
+                expiry_queue,
+            },
+        )
+}
+
+/// Any topic subscription request.
+pub fn subscribe_topic() -> impl Strategy<Value = SubscribeTopic> {
+    (
+        (name(), name()),
+        (any::<bool>(), any::<bool>(), selector(), queue_options()),
+        (order(), ack_mode(), any::<u32>()),
+    )
+        .prop_map(
+            |((topic, name), (durable, shared, selector, queue), (order, ack, prefetch))| {
+                SubscribeTopic {
+                    topic,
+                    name,
+                    options: SubscriptionOptions {
+                        durable,
+                        shared,
+                        selector,
+                        queue,
+                    },
+                    order,
+                    ack,
+                    prefetch,
+                }
+            },
+        )
 }
 
 fn error_reply() -> impl Strategy<Value = ErrorReply> {
@@ -602,7 +782,43 @@ pub fn response() -> impl Strategy<Value = Response> {
                 error,
             }
         }),
+        prop::collection::vec(topic_info(), 0..4).prop_map(Response::Topics),
+        (any::<u64>(), name()).prop_map(|(subscription, queue)| Response::TopicSubscribed {
+            subscription,
+            queue
+        }),
+        prop::collection::vec(any::<u64>(), 0..8).prop_map(|ids| Response::Committed { ids }),
     ]
+}
+
+fn subscription_info() -> impl Strategy<Value = SubscriptionInfo> {
+    (
+        name(),
+        any::<bool>(),
+        any::<bool>(),
+        selector(),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(name, durable, shared, selector, ready, in_flight)| SubscriptionInfo {
+                name,
+                durable,
+                shared,
+                selector,
+                ready,
+                in_flight,
+            },
+        )
+}
+
+fn topic_info() -> impl Strategy<Value = TopicInfo> {
+    (name(), prop::collection::vec(subscription_info(), 0..4)).prop_map(|(name, subscriptions)| {
+        TopicInfo {
+            name,
+            subscriptions,
+        }
+    })
 }
 
 /// Request kinds (high bit clear).
