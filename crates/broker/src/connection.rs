@@ -173,6 +173,9 @@ pub async fn serve(
             warn!(client = %session.client, error = %e, "could not release the session's deliveries; they return when their leases expire")
         }
     }
+    for consumer in session.take_topic_consumers() {
+        crate::handlers::subscribe::end_topic_consumer(&shared, consumer).await;
+    }
     end_session(&shared, &session.client, session.id).await;
     let reason = closing.unwrap_or(CloseReason::PeerClosed);
     log_close(&shared, &peer, Some(&session.client), &reason);

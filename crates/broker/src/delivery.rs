@@ -9,6 +9,16 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+/// The notifier key of a queue: the queues of a topic's subscriptions (`topic:name`) share one
+/// notifier, keyed `topic:`, so that a publish wakes them all with one lookup (a subscription
+/// woken by another one's message looks, finds nothing and waits again).
+fn key(queue: &str) -> &str {
+    match queue.find(ferry_protocol::SUBSCRIPTION_SEPARATOR) {
+        Some(i) => queue.get(..=i).unwrap_or(queue),
+        None => queue,
+    }
+}
+
 /// One `Notify` per queue with waiters, plus one for waiters by sender (any queue).
 #[derive(Default)]
 pub struct Wakers {
@@ -20,6 +30,7 @@ pub struct Wakers {
 impl Wakers {
     /// The notifier for `queue`, created on first use.
     pub fn queue(&self, queue: &str) -> Arc<Notify> {
+        let queue = key(queue);
         let mut map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = map.get(queue) {
             return n.clone();
@@ -42,12 +53,21 @@ impl Wakers {
         {
             let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
             for q in queues {
-                if let Some(n) = map.get(q.as_ref()) {
+                if let Some(n) = map.get(key(q.as_ref())) {
                     n.notify_waiters();
                 }
             }
         }
         self.any.notify_waiters();
+    }
+
+    /// Wakes the waiters of every subscription of `topic` (a publish).
+    pub fn notify_topic(&self, topic: &str) {
+        let key = ferry_protocol::subscription_queue(topic, "");
+        let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get(&key) {
+            n.notify_waiters();
+        }
     }
 
     /// Wakes every waiter of every queue (when what changed is not known).
@@ -61,13 +81,17 @@ impl Wakers {
         self.any.notify_waiters();
     }
 
-    /// Wakes every waiter of `queue` (deleted) and forgets its notifier.
+    /// Wakes every waiter of `queue` (deleted) and forgets its notifier. A subscription queue's
+    /// notifier is shared with the topic's other subscriptions, so it is only woken.
     pub fn remove(&self, queue: &str) {
-        let removed = self
-            .queues
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(queue);
+        let mut map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let k = key(queue);
+        let removed = if k == queue {
+            map.remove(k)
+        } else {
+            map.get(k).cloned()
+        };
+        drop(map);
         if let Some(n) = removed {
             n.notify_waiters();
         }

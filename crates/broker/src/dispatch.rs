@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use ferry_protocol::{ErrorCode, Request, Response};
 
-use crate::handlers::{queues, receive, send, settle, subscribe};
+use crate::handlers::{queues, receive, send, settle, subscribe, topics, txn};
 use crate::session::Session;
 use crate::shared::Shared;
 
@@ -19,6 +19,9 @@ pub async fn dispatch(
 ) -> Option<Response> {
     if let Request::Subscribe(s) = request {
         return subscribe::subscribe(&shared, &session, request_id, s).await;
+    }
+    if let Request::SubscribeTopic(s) = request {
+        return subscribe::subscribe_topic(&shared, &session, request_id, s).await;
     }
     Some(match request {
         Request::Ping => Response::Pong,
@@ -35,19 +38,20 @@ pub async fn dispatch(
             subscription,
             credit,
         } => subscribe::credit(&session, subscription, credit),
-        Request::Cancel { subscription } => subscribe::cancel(&session, subscription).await,
+        Request::Cancel { subscription } => {
+            subscribe::cancel(&shared, &session, subscription).await
+        }
+        Request::CreateTopic { name } => topics::create(&shared, name).await,
+        Request::DeleteTopic { name, force } => topics::delete(&shared, name, force).await,
+        Request::ListTopics => topics::list(&shared).await,
+        Request::Unsubscribe { topic, name } => topics::unsubscribe(&shared, topic, name).await,
+        Request::TxnBegin => txn::begin(&session),
+        Request::TxnCommit => txn::commit(&shared, &session).await,
+        Request::TxnRollback => txn::rollback(&shared, &session).await,
         Request::Connect(_) => Response::error(
             ErrorCode::InvalidArgument,
             "the session is already connected",
         ),
-        Request::Disconnect | Request::Subscribe(_) => Response::Ok,
-        Request::CreateTopic { .. }
-        | Request::DeleteTopic { .. }
-        | Request::ListTopics
-        | Request::SubscribeTopic(_)
-        | Request::Unsubscribe { .. }
-        | Request::TxnBegin
-        | Request::TxnCommit
-        | Request::TxnRollback => Response::error(ErrorCode::UnknownRequest, "not yet"),
+        Request::Disconnect | Request::Subscribe(_) | Request::SubscribeTopic(_) => Response::Ok,
     })
 }

@@ -8,6 +8,8 @@
 //! - [`handlers`]: one handler per operation;
 //! - [`delivery`]: wakers for long-poll receivers and subscriptions;
 //! - [`subscription`]: push subscriptions with prefetch credit;
+//! - [`consumers`]: consumers of topic subscriptions (exclusive or shared);
+//! - [`txn`]: a session's open transaction;
 //! - [`jobs`]: lease expiry, store upkeep, heartbeats and other nodes' change reports;
 //! - [`node`]: the node's name among the nodes sharing a database;
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
@@ -18,6 +20,7 @@
 pub mod clock;
 pub mod config;
 pub mod connection;
+pub mod consumers;
 pub mod delivery;
 pub mod dispatch;
 pub mod handlers;
@@ -30,6 +33,7 @@ pub mod shared;
 pub mod shutdown;
 pub mod stats;
 pub mod subscription;
+pub mod txn;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{BrokerConfig, ConfigError, ConfigLayer, StoreSetting};

@@ -14,6 +14,20 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use crate::subscription::SubscriptionHandle;
+use crate::txn::Txn;
+
+/// A push subscription on a topic: what to undo when it ends.
+#[derive(Debug, Clone)]
+pub struct TopicConsumer {
+    /// The topic.
+    pub topic: String,
+    /// The subscription's name.
+    pub name: String,
+    /// Its queue (`topic:name`).
+    pub queue: String,
+    /// Durable subscriptions stay when their consumer ends; others are removed.
+    pub durable: bool,
+}
 
 /// Sends encoded frames to the connection's writer task. Unbounded because what flows through it
 /// is bounded elsewhere: replies by the pipelining limit, pushes by subscription credit.
@@ -31,6 +45,12 @@ pub struct Session {
     deliveries: Mutex<HashMap<DeliveryId, Option<SubscriptionId>>>,
     subscriptions: Mutex<HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>>,
     next_subscription: AtomicU64,
+    /// Push subscriptions that consume topic subscriptions.
+    topic_consumers: Mutex<HashMap<SubscriptionId, TopicConsumer>>,
+    /// Numbers the session's non-durable subscriptions.
+    next_non_durable: AtomicU64,
+    /// The open transaction, if any.
+    txn: Mutex<Option<Txn>>,
 }
 
 impl Session {
@@ -43,7 +63,59 @@ impl Session {
             deliveries: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(HashMap::new()),
             next_subscription: AtomicU64::new(1),
+            topic_consumers: Mutex::new(HashMap::new()),
+            next_non_durable: AtomicU64::new(1),
+            txn: Mutex::new(None),
         }
+    }
+
+    /// The open transaction (`None` inside when there is none).
+    pub fn txn(&self) -> MutexGuard<'_, Option<Txn>> {
+        self.txn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a transaction is open.
+    pub fn in_txn(&self) -> bool {
+        self.txn().is_some()
+    }
+
+    /// Whether the session holds client-ack delivery `id` unsettled.
+    pub fn holds(&self, id: DeliveryId) -> bool {
+        self.deliveries().contains_key(&id)
+    }
+
+    /// A fresh name for a non-durable subscription of this session: `~client.n`, outside the
+    /// name alphabet so it never equals a durable subscription's name, and unique while the
+    /// client's session lives (one session per client name).
+    pub fn non_durable_name(&self) -> String {
+        let n = self.next_non_durable.fetch_add(1, Ordering::Relaxed);
+        format!("~{}.{n}", self.client)
+    }
+
+    /// Records that subscription `id` consumes a topic subscription.
+    pub fn add_topic_consumer(&self, id: SubscriptionId, consumer: TopicConsumer) {
+        self.topic_consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, consumer);
+    }
+
+    /// Forgets and returns what subscription `id` consumed, if it was a topic subscription.
+    pub fn take_topic_consumer(&self, id: SubscriptionId) -> Option<TopicConsumer> {
+        self.topic_consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id)
+    }
+
+    /// Forgets and returns every topic subscription consumed (disconnect).
+    pub fn take_topic_consumers(&self) -> Vec<TopicConsumer> {
+        self.topic_consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, c)| c)
+            .collect()
     }
 
     fn deliveries(&self) -> MutexGuard<'_, HashMap<DeliveryId, Option<SubscriptionId>>> {

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 
+use crate::consumers::Consumers;
 use crate::delivery::Wakers;
 use crate::stats::Stats;
 
@@ -29,6 +30,8 @@ pub struct Shared {
     next_session: AtomicU64,
     /// Wakes long-poll receivers and subscriptions when queues change.
     pub wakers: Wakers,
+    /// Consumers of topic subscriptions on this node.
+    pub consumers: Consumers,
     /// Cancelled when the broker starts shutting down.
     pub shutdown: CancellationToken,
     /// Counters for operators and tests.
@@ -55,6 +58,7 @@ impl Shared {
             online: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             wakers: Wakers::default(),
+            consumers: Consumers::default(),
             shutdown: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
             clock,

@@ -174,6 +174,9 @@ async fn run(
                 closed(h.id, &e).encode(0, &mut buf);
                 let _ = session.out.send(buf.freeze());
                 session.forget_subscription(h.id);
+                if let Some(consumer) = session.take_topic_consumer(h.id) {
+                    shared.consumers.detach(&consumer.queue);
+                }
                 return;
             }
         }

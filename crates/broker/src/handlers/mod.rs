@@ -9,6 +9,8 @@ pub mod receive;
 pub mod send;
 pub mod settle;
 pub mod subscribe;
+pub mod topics;
+pub mod txn;
 pub mod validate;
 
 use ferry_protocol::Response;

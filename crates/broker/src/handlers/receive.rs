@@ -20,11 +20,11 @@ use crate::stats::Stats;
 
 /// receive.
 pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response {
-    let (what, name) = match &r.source {
-        Source::Queue(q) => ("queue", q),
-        Source::Sender(s) => ("sender", s),
+    let checked = match &r.source {
+        Source::Queue(q) => validate::queue_or_subscription(q, &shared.limits),
+        Source::Sender(s) => validate::name("sender", s, &shared.limits),
     };
-    if let Err(e) = validate::name(what, name, &shared.limits) {
+    if let Err(e) = checked {
         return Response::Error(e);
     }
     // Parsed once; every look at the store (one per wake-up) tests messages against it.
@@ -32,7 +32,11 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         Ok(selector) => selector,
         Err(e) => return Response::Error(e),
     };
-    let leases = r.mode == ReceiveMode::Take && r.ack == AckMode::Client;
+    // In a transaction a take is settled at commit: an auto-ack take becomes a lease that the
+    // transaction acks, so a rollback returns it.
+    let in_txn = r.mode == ReceiveMode::Take && session.in_txn();
+    let ack = if in_txn { AckMode::Client } else { r.ack };
+    let leases = r.mode == ReceiveMode::Take && ack == AckMode::Client;
     if leases && session.in_flight() >= shared.limits.max_in_flight_per_session as usize {
         return Response::error(
             ErrorCode::LimitExceeded,
@@ -51,7 +55,7 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         source: r.source,
         order: r.order,
         mode: r.mode,
-        ack: r.ack,
+        ack,
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,
@@ -69,6 +73,11 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
                 if let Some(d) = ds.pop() {
                     if leases {
                         session.track([d.delivery_id], None);
+                    }
+                    if in_txn && r.ack == AckMode::Auto {
+                        if let Some(txn) = session.txn().as_mut() {
+                            txn.ack(&[d.delivery_id]);
+                        }
                     }
                     Stats::add(&shared.stats.deliveries, 1);
                     return Response::Received(Some(d));

@@ -3,12 +3,13 @@
 use ferry_protocol::{ErrorCode, OutgoingMessage, Response};
 use ferry_store::NewMessage;
 
-use super::{store_error, validate};
+use super::{store_error, txn, validate};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
-fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
+/// The message to store for `m` from `session`, arriving at `created_at`.
+pub fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
     NewMessage {
         queues: m.queues,
         topic: m.topic,
@@ -35,10 +36,18 @@ fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage 
 
 /// send: one message on every named queue, all or none.
 pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Response {
+    if session.in_txn() {
+        return match txn::hold_message(shared, session, m) {
+            Some(Ok(())) => Response::Sent { id: 0 },
+            Some(Err(e)) => Response::Error(e),
+            None => Response::error(ErrorCode::TransactionState, "the transaction ended"),
+        };
+    }
     if let Err(e) = validate::message(&m, &shared.limits) {
         return Response::Error(e);
     }
     let queues = m.queues.clone();
+    let topic = m.topic.clone();
     let delayed = m.delay_ms > 0;
     match shared.store.send(to_new(m, session, shared.now_ms())).await {
         Ok(id) => {
@@ -47,6 +56,9 @@ pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Res
                 shared.delayed_sent.notify_one();
             }
             shared.wakers.notify(&queues);
+            if let Some(t) = topic {
+                shared.wakers.notify_topic(&t);
+            }
             Response::Sent { id }
         }
         Err(e) => store_error(&e),
@@ -69,6 +81,20 @@ pub async fn send_batch(
             ),
         );
     }
+    if session.in_txn() {
+        let results = items
+            .into_iter()
+            .map(|m| match txn::hold_message(shared, session, m) {
+                Some(Ok(())) => Ok(0),
+                Some(Err(e)) => Err(e),
+                None => Err(ferry_protocol::ErrorReply::new(
+                    ErrorCode::TransactionState,
+                    "the transaction ended",
+                )),
+            })
+            .collect();
+        return Response::BatchSent(results);
+    }
     let now = shared.now_ms();
     let delayed = items.iter().any(|m| m.delay_ms > 0);
     // Items that fail validation keep their slot with the error; the rest go to the store.
@@ -76,12 +102,18 @@ pub async fn send_batch(
         Vec::with_capacity(items.len());
     let mut valid = Vec::with_capacity(items.len());
     let mut touched: Vec<String> = Vec::new();
+    let mut topics: Vec<String> = Vec::new();
     for m in items {
         match validate::message(&m, &shared.limits) {
             Ok(()) => {
                 for q in &m.queues {
                     if !touched.contains(q) {
                         touched.push(q.clone());
+                    }
+                }
+                if let Some(t) = &m.topic {
+                    if !topics.contains(t) {
+                        topics.push(t.clone());
                     }
                 }
                 results.push(None);
@@ -120,6 +152,9 @@ pub async fn send_batch(
         }
         Stats::add(&shared.stats.messages_sent, ok);
         shared.wakers.notify(&touched);
+        for t in &topics {
+            shared.wakers.notify_topic(t);
+        }
     }
     Response::BatchSent(results)
 }

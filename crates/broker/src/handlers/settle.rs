@@ -17,6 +17,9 @@ pub async fn ack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>) -> Re
     if ids.is_empty() {
         return empty();
     }
+    if let Some(held) = super::txn::hold_acks(shared, session, &ids) {
+        return held;
+    }
     let result = shared.store.ack(session.id, &ids).await;
     settle_result(session, &ids, result.map(|()| Vec::new()), shared)
 }

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 
-use ferry_protocol::requests::Subscribe;
-use ferry_protocol::{ErrorCode, Response, SubscriptionId};
+use ferry_protocol::requests::{Subscribe, SubscribeTopic};
+use ferry_protocol::{subscription_queue, ErrorCode, ErrorReply, Response, SubscriptionId};
 use ferry_selector::Selector;
+use ferry_store::StoreError;
 
 use super::{store_error, validate};
-use crate::session::Session;
+use crate::session::{Session, TopicConsumer};
 use crate::shared::Shared;
 use crate::subscription;
 
@@ -50,21 +51,154 @@ async fn check(shared: &Shared, sub: &Subscribe) -> Result<Option<Arc<Selector>>
             "prefetch must be at least 1",
         ));
     }
-    if sub.prefetch > shared.limits.max_prefetch {
-        return fail(Response::error(
-            ErrorCode::LimitExceeded,
-            format!(
-                "prefetch {} exceeds the limit of {}",
-                sub.prefetch, shared.limits.max_prefetch
-            ),
-        ));
-    }
+    check_prefetch(shared, sub.prefetch).map_err(Response::Error)?;
     match shared.store.list_queues().await {
         Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => Ok(selector),
         Ok(_) => fail(store_error(&ferry_store::StoreError::QueueNotFound(
             sub.queue.clone(),
         ))),
         Err(e) => fail(store_error(&e)),
+    }
+}
+
+fn check_prefetch(shared: &Shared, prefetch: u32) -> Result<(), ErrorReply> {
+    if prefetch > shared.limits.max_prefetch {
+        return Err(ErrorReply::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "prefetch {prefetch} exceeds the limit of {}",
+                shared.limits.max_prefetch
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The subscription's name (generated for a non-durable one) once its request is valid.
+fn check_topic(
+    shared: &Shared,
+    session: &Session,
+    sub: &SubscribeTopic,
+) -> Result<String, ErrorReply> {
+    let limits = &shared.limits;
+    validate::name("topic", &sub.topic, limits)?;
+    validate::selector(&sub.options.selector)?;
+    check_prefetch(shared, sub.prefetch)?;
+    let q = &sub.options.queue;
+    for other in [&q.dead_letter_queue, &q.expiry_queue]
+        .into_iter()
+        .flatten()
+    {
+        validate::name("queue", other, limits)?;
+    }
+    if !sub.options.durable {
+        if sub.options.shared {
+            return Err(ErrorReply::new(
+                ErrorCode::InvalidArgument,
+                "a shared subscription must be durable (give it a name)",
+            ));
+        }
+        return Ok(session.non_durable_name());
+    }
+    validate::name("subscription", &sub.name, limits)?;
+    Ok(sub.name.clone())
+}
+
+/// subscribe_topic: creates the topic subscription (or attaches to the durable one of that
+/// name) and starts pushing from its queue. Messages are filtered by the subscription's
+/// selector when they are published, so the push itself takes every message of the queue.
+/// With prefetch 0 it only creates or checks the subscription (a non-durable one is removed
+/// again at once) and replies with subscription id 0.
+pub async fn subscribe_topic(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    request_id: u32,
+    sub: SubscribeTopic,
+) -> Option<Response> {
+    let name = match check_topic(shared, session, &sub) {
+        Ok(name) => name,
+        Err(e) => return Some(Response::Error(e)),
+    };
+    let queue = subscription_queue(&sub.topic, &name);
+    let store = &shared.store;
+    if sub.prefetch == 0 {
+        return Some(
+            match store
+                .subscribe_topic(&sub.topic, &name, &sub.options, &session.client)
+                .await
+            {
+                Ok(queue) => {
+                    if !sub.options.durable {
+                        let _ = store.unsubscribe(&sub.topic, &name).await;
+                    }
+                    Response::TopicSubscribed {
+                        subscription: 0,
+                        queue,
+                    }
+                }
+                Err(e) => store_error(&e),
+            },
+        );
+    }
+    // Claimed before the store is asked, so two sessions racing for an exclusive
+    // subscription cannot both get it.
+    if let Err(e) = shared.consumers.attach(&queue, sub.options.shared) {
+        return Some(Response::Error(e));
+    }
+    if let Err(e) = store
+        .subscribe_topic(&sub.topic, &name, &sub.options, &session.client)
+        .await
+    {
+        shared.consumers.detach(&queue);
+        return Some(store_error(&e));
+    }
+    let id = session.next_subscription_id();
+    let mut reply = BytesMut::new();
+    Response::TopicSubscribed {
+        subscription: id,
+        queue: queue.clone(),
+    }
+    .encode(request_id, &mut reply);
+    let consumer = TopicConsumer {
+        topic: sub.topic.clone(),
+        name,
+        queue: queue.clone(),
+        durable: sub.options.durable,
+    };
+    if session.out.send(reply.freeze()).is_err() {
+        end_topic_consumer(shared, consumer).await; // the connection is gone
+        return None;
+    }
+    session.add_topic_consumer(id, consumer);
+    let push = Subscribe {
+        queue,
+        order: sub.order,
+        ack: sub.ack,
+        prefetch: sub.prefetch,
+        selector: String::new(),
+    };
+    subscription::start(shared.clone(), session.clone(), id, push, None);
+    None
+}
+
+/// Undoes a topic consumer: it no longer counts as consuming, and a non-durable subscription
+/// is removed with whatever it still holds.
+pub async fn end_topic_consumer(shared: &Shared, consumer: TopicConsumer) {
+    shared.consumers.detach(&consumer.queue);
+    if consumer.durable {
+        return;
+    }
+    match shared
+        .store
+        .unsubscribe(&consumer.topic, &consumer.name)
+        .await
+    {
+        Ok(()) | Err(StoreError::SubscriptionNotFound(_)) | Err(StoreError::TopicNotFound(_)) => {}
+        Err(e) => tracing::warn!(
+            subscription = %consumer.queue,
+            error = %e,
+            "could not remove a non-durable subscription"
+        ),
     }
 }
 
@@ -80,9 +214,13 @@ pub fn credit(session: &Session, sub: SubscriptionId, n: u32) -> Response {
     }
 }
 
-/// cancel: stops the subscription; its unsettled deliveries stay with the session.
-pub async fn cancel(session: &Session, sub: SubscriptionId) -> Response {
+/// cancel: stops the subscription; its unsettled deliveries stay with the session. A
+/// non-durable topic subscription is removed.
+pub async fn cancel(shared: &Shared, session: &Session, sub: SubscriptionId) -> Response {
     if session.cancel(sub).await {
+        if let Some(consumer) = session.take_topic_consumer(sub) {
+            end_topic_consumer(shared, consumer).await;
+        }
         Response::Ok
     } else {
         subscription::unknown(sub)

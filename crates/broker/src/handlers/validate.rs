@@ -22,6 +22,24 @@ pub fn name(what: &str, name: &str, limits: &Limits) -> Result<(), ErrorReply> {
     ))
 }
 
+/// Checks the queue a receive names: a queue name, or a topic subscription's queue
+/// (`topic:name`, where a non-durable subscription's name is `~client.n`).
+pub fn queue_or_subscription(queue: &str, limits: &Limits) -> Result<(), ErrorReply> {
+    match ferry_protocol::split_subscription_queue(queue) {
+        None => name("queue", queue, limits),
+        Some((topic, sub)) => {
+            name("topic", topic, limits)?;
+            let sub = sub.strip_prefix('~').unwrap_or(sub);
+            // A non-durable name adds '~', '.' and a counter to a client name.
+            if is_valid_name(sub, limits.max_name_len.saturating_add(21)) {
+                Ok(())
+            } else {
+                name("subscription", sub, limits)
+            }
+        }
+    }
+}
+
 /// Parses a receive's or subscription's selector, once: `None` when there is none (empty text,
 /// or a selector that selects every message, such as white space). A selector that does not
 /// parse is `InvalidArgument` naming the byte position of the problem.
@@ -42,8 +60,15 @@ pub fn selector(text: &str) -> Result<Option<Arc<Selector>>, ErrorReply> {
 /// Checks one outgoing message.
 pub fn message(m: &OutgoingMessage, limits: &Limits) -> Result<(), ErrorReply> {
     let invalid = |msg: String| Err(ErrorReply::new(ErrorCode::InvalidArgument, msg));
-    if m.queues.is_empty() {
-        return invalid("a send needs at least one queue".into());
+    match &m.topic {
+        Some(_) if !m.queues.is_empty() => {
+            return invalid("a message goes to queues or to a topic, not both".into())
+        }
+        Some(topic) => name("topic", topic, limits)?,
+        None if m.queues.is_empty() => {
+            return invalid("a send needs at least one queue".into());
+        }
+        None => {}
     }
     if m.queues.len() > usize::from(limits.max_queues_per_send) {
         return Err(ErrorReply::new(
