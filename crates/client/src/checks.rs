@@ -2,6 +2,7 @@
 //! fails at once with [`ClientError::TooLarge`] instead of costing a round trip (or, for a frame
 //! over the limit, the connection).
 
+use ferry_protocol::requests::SubscribeTopic;
 use ferry_protocol::wire::MAX_STRING_BYTES;
 use ferry_protocol::{Limits, OutgoingMessage, PropertyValue};
 
@@ -44,6 +45,9 @@ pub(crate) fn check_message(m: &OutgoingMessage, limits: &Limits) -> Result<(), 
     for q in &m.queues {
         check_str("queue name", q)?;
     }
+    if let Some(t) = &m.topic {
+        check_str("topic name", t)?;
+    }
     if let Some(r) = &m.receiver {
         check_str("receiver name", r)?;
     }
@@ -52,6 +56,20 @@ pub(crate) fn check_message(m: &OutgoingMessage, limits: &Limits) -> Result<(), 
         if let PropertyValue::Str(s) = value {
             check_str(&format!("property '{name}'"), s)?;
         }
+    }
+    Ok(())
+}
+
+/// The strings of a topic subscription must fit their fields.
+pub(crate) fn check_subscribe_topic(s: &SubscribeTopic) -> Result<(), ClientError> {
+    check_str("topic name", &s.topic)?;
+    check_str("subscription name", &s.name)?;
+    check_str("selector", &s.options.selector)?;
+    if let Some(d) = &s.options.queue.dead_letter_queue {
+        check_str("dead-letter queue name", d)?;
+    }
+    if let Some(x) = &s.options.queue.expiry_queue {
+        check_str("expiry queue name", x)?;
     }
     Ok(())
 }
@@ -122,5 +140,31 @@ mod tests {
         assert!(too_big(check_batch_len(3, &l)));
         assert!(too_big(check_frame(101, 100)));
         assert!(too_big(check_str("name", &"n".repeat(65_536))));
+        let long = "t".repeat(65_536);
+        assert!(too_big(check_message(
+            &OutgoingMessage::to_topic(long.clone(), &b""[..]),
+            &l
+        )));
+        assert!(check_message(&OutgoingMessage::to_topic("t", &b""[..]), &l).is_ok());
+    }
+
+    #[test]
+    fn topic_subscription_strings_are_checked() {
+        let long = || "x".repeat(65_536);
+        let too_big =
+            |s: SubscribeTopic| matches!(check_subscribe_topic(&s), Err(ClientError::TooLarge(_)));
+        assert!(check_subscribe_topic(&SubscribeTopic::new("t").durable("d")).is_ok());
+        assert!(too_big(SubscribeTopic::new(long())));
+        assert!(too_big(SubscribeTopic::new("t").durable(long())));
+        assert!(too_big(SubscribeTopic::new("t").with_selector(long())));
+        for (dead_letter_queue, expiry_queue) in [(Some(long()), None), (None, Some(long()))] {
+            assert!(too_big(SubscribeTopic::new("t").options(
+                ferry_protocol::QueueOptions {
+                    max_deliveries: 0,
+                    dead_letter_queue,
+                    expiry_queue,
+                }
+            )));
+        }
     }
 }

@@ -75,10 +75,11 @@ macro_rules! expect_reply {
     ($resp:expr, $pat:pat => $out:expr) => {
         match $resp {
             $pat => Ok($out),
-            other => Err(ClientError::unexpected(other.kind())),
+            other => Err($crate::error::ClientError::unexpected(other.kind())),
         }
     };
 }
+pub(crate) use expect_reply;
 
 impl Client {
     /// Connects to `addr` (`host:port`) as client `name`, without credentials.
@@ -178,11 +179,11 @@ impl Client {
         self.shared().is_closed()
     }
 
-    async fn call(&self, req: Request) -> Result<Response, ClientError> {
+    pub(crate) async fn call(&self, req: Request) -> Result<Response, ClientError> {
         self.shared().call(&req).await
     }
 
-    async fn call_ok(&self, req: Request) -> Result<(), ClientError> {
+    pub(crate) async fn call_ok(&self, req: Request) -> Result<(), ClientError> {
         let reply = self.call(req).await?;
         expect_reply!(reply, Response::Ok => ())
     }
@@ -238,6 +239,10 @@ impl Client {
     /// Sends one message to all its queues, atomically; returns its id once the broker has
     /// stored it. [`ClientError::TooLarge`] without a round trip when it breaks an advertised
     /// limit.
+    ///
+    /// Concurrent sends (and publishes) are coalesced into batch requests on the wire; each
+    /// still succeeds or fails on its own. Inside a transaction ([`Client::begin`]) the message
+    /// is held until [`Client::commit`], which returns the ids: here the id is 0.
     pub async fn send(&self, msg: OutgoingMessage) -> Result<MessageId, ClientError> {
         check_message(&msg, &self.inner.limits)?;
         let reply = self.shared().submit_send(msg)?.reply().await?;
@@ -390,13 +395,21 @@ impl Client {
         let (events_tx, events) = mpsc::unbounded_channel();
         let ack = sub.ack;
         let prefetch = sub.prefetch;
+        let queue = sub.queue.clone();
         let reply = self
             .shared()
             .submit_subscribe(&Request::Subscribe(sub), events_tx)?
             .reply()
             .await?;
         let id = expect_reply!(reply, Response::Subscribed { subscription } => subscription)?;
-        Ok(Subscription::new(id, self.clone(), events, ack, prefetch))
+        Ok(Subscription::new(
+            id,
+            queue,
+            self.clone(),
+            events,
+            ack,
+            prefetch,
+        ))
     }
 
     /// Ends the session: the broker returns unsettled deliveries to their queues and closes the

@@ -53,8 +53,9 @@ pub(crate) enum Pending {
     Call(ReplySender),
     /// Coalesced sends (see `coalesce`): one caller per item of the batch, in order.
     Sends(Vec<ReplySender>),
-    /// A subscribe: on `Subscribed` the reader registers the channel before it reads the next
-    /// frame, so a delivery pushed right behind the reply is never missed.
+    /// A subscribe (to a queue or a topic): on `Subscribed` or `TopicSubscribed` the reader
+    /// registers the channel before it reads the next frame, so a delivery pushed right behind
+    /// the reply is never missed.
     Subscribe(ReplySender, mpsc::UnboundedSender<SubEvent>),
     /// Nobody waits (credit, a cancel on drop, returning unwanted deliveries); an error reply is
     /// logged.
@@ -514,14 +515,16 @@ impl Shared {
             }
             Some(Pending::Sends(txs)) => split_reply(txs, resp),
             Some(Pending::Subscribe(tx, events)) => {
-                if let Response::Subscribed { subscription } = resp {
+                if let Some(subscription) = subscribed(&resp) {
                     self.register_subscription(subscription, events);
                 }
                 self.drop_stale_early();
-                if let Err(Ok(Response::Subscribed { subscription })) = tx.send(Ok(resp)) {
-                    // The caller gave up meanwhile: end the subscription it will never read.
-                    self.forget_subscription(subscription);
-                    self.send_and_forget(&Request::Cancel { subscription }, "cancel");
+                if let Err(Ok(resp)) = tx.send(Ok(resp)) {
+                    if let Some(subscription) = subscribed(&resp) {
+                        // The caller gave up meanwhile: end the subscription it will never read.
+                        self.forget_subscription(subscription);
+                        self.send_and_forget(&Request::Cancel { subscription }, "cancel");
+                    }
                 }
             }
             Some(Pending::Ignore(what)) => {
@@ -532,14 +535,13 @@ impl Shared {
             None => {
                 // The caller gave up. A client-ack delivery it will never see goes back now.
                 tracing::debug!("reply for unknown request id {id}");
-                match resp {
-                    Response::Received(Some(d)) if d.delivery_id != 0 => {
+                if let Response::Received(Some(d)) = &resp {
+                    if d.delivery_id != 0 {
                         self.give_back(vec![d.delivery_id]);
                     }
-                    Response::Subscribed { subscription } => {
-                        self.send_and_forget(&Request::Cancel { subscription }, "cancel");
-                    }
-                    _ => {}
+                }
+                if let Some(subscription) = subscribed(&resp) {
+                    self.send_and_forget(&Request::Cancel { subscription }, "cancel");
                 }
             }
         }
@@ -588,6 +590,16 @@ impl Shared {
             })
             .collect();
         self.give_back(ids);
+    }
+}
+
+/// The subscription a reply started, if it started one: `Subscribed`, or `TopicSubscribed`
+/// with a subscription id (one with id 0 only created or checked the subscription).
+fn subscribed(resp: &Response) -> Option<SubscriptionId> {
+    match resp {
+        Response::Subscribed { subscription } => Some(*subscription),
+        Response::TopicSubscribed { subscription, .. } if *subscription != 0 => Some(*subscription),
+        _ => None,
     }
 }
 

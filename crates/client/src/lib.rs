@@ -30,7 +30,9 @@
 //! batches, and replies are matched to callers by request id, in whatever order they come.
 //!
 //! Modules:
-//! - `client`: [`Client`], one method per broker operation;
+//! - `client`: [`Client`], one method per broker operation on queues and messages;
+//! - `topics`: topics, publishing and topic subscriptions on [`Client`];
+//! - `transactions`: [`Client::begin`], [`Client::commit`], [`Client::rollback`];
 //! - `connection`: the reader and writer tasks and the table of waiting calls;
 //! - `coalesce`: concurrent single sends gathered into batch requests by the writer;
 //! - `subscription`: [`Subscription`], pushed deliveries as a stream, with automatic credit;
@@ -49,6 +51,8 @@ mod connection;
 mod error;
 mod options;
 mod subscription;
+mod topics;
+mod transactions;
 
 pub use client::Client;
 pub use error::ClientError;
@@ -56,9 +60,10 @@ pub use options::ConnectOptions;
 pub use subscription::Subscription;
 
 pub use ferry_protocol as protocol;
-pub use ferry_protocol::requests::{Receive, Subscribe};
+pub use ferry_protocol::requests::{Receive, Subscribe, SubscribeTopic};
 pub use ferry_protocol::{
-    AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message, MessageId, Order,
-    OutgoingMessage, Properties, PropertyValue, QueueInfo, QueueOptions, ReceiveMode, Source,
-    SubscriptionId, WireError,
+    subscription_queue, AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message,
+    MessageId, Order, OutgoingMessage, Properties, PropertyValue, QueueInfo, QueueOptions,
+    ReceiveMode, Source, SubscriptionId, SubscriptionInfo, SubscriptionOptions, TopicInfo,
+    WireError,
 };

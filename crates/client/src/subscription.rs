@@ -1,4 +1,5 @@
-//! [`Subscription`]: the deliveries the broker pushes for one `subscribe`, as an async stream.
+//! [`Subscription`]: the deliveries the broker pushes for one `subscribe` (to a queue) or
+//! `subscribe_topic`, as an async stream.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -11,7 +12,8 @@ use crate::client::Client;
 use crate::connection::SubEvent;
 use crate::error::ClientError;
 
-/// A push subscription on one queue.
+/// A push subscription on one queue, or on one subscription of a topic (whose messages are
+/// held by the queue `topic:name`, see [`Subscription::queue`]).
 ///
 /// Read it with [`Subscription::next`] or as a [`Stream`]. The broker pushes at most `prefetch`
 /// deliveries ahead of the application:
@@ -29,6 +31,8 @@ use crate::error::ClientError;
 /// when pushed: at most once), and client-ack ones go back to their queue.
 pub struct Subscription {
     id: SubscriptionId,
+    /// The queue deliveries come from.
+    queue: String,
     client: Client,
     events: mpsc::UnboundedReceiver<SubEvent>,
     ack: AckMode,
@@ -42,6 +46,7 @@ pub struct Subscription {
 impl Subscription {
     pub(crate) fn new(
         id: SubscriptionId,
+        queue: String,
         client: Client,
         events: mpsc::UnboundedReceiver<SubEvent>,
         ack: AckMode,
@@ -49,6 +54,7 @@ impl Subscription {
     ) -> Self {
         Subscription {
             id,
+            queue,
             client,
             events,
             ack,
@@ -61,6 +67,13 @@ impl Subscription {
     /// The broker's id for this subscription.
     pub fn id(&self) -> SubscriptionId {
         self.id
+    }
+
+    /// The queue the deliveries come from: the subscribed queue, or for a topic subscription
+    /// the queue holding its messages, `topic:name` (for a non-durable one, `name` is the one
+    /// the broker gave it). Receives may name it too.
+    pub fn queue(&self) -> &str {
+        &self.queue
     }
 
     /// How deliveries are settled.
@@ -191,6 +204,7 @@ impl std::fmt::Debug for Subscription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Subscription")
             .field("id", &self.id)
+            .field("queue", &self.queue)
             .field("ack", &self.ack)
             .field("prefetch", &self.prefetch)
             .field("finished", &self.finished)

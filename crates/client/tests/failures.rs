@@ -268,9 +268,10 @@ async fn limits_are_enforced_client_side() {
 
 #[tokio::test]
 async fn batches_over_the_frame_limit_are_split_and_pipelined() {
-    // Each message encodes to 2+3+1+1+8+2+4+40+8+8 = 77 bytes; a frame has room for 3.
+    // Each message encodes to 2+3+1+1+8+2+4+40+8+8+1+2 = 80 bytes; a frame has room for 3
+    // (256 - 10 header - 4 count = 242).
     let limits = Limits {
-        max_frame_bytes: 250,
+        max_frame_bytes: 256,
         ..Limits::DEFAULT
     };
     let (addr, server) = serve(move |mut peer| async move {
