@@ -8,7 +8,10 @@
 //! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids;
 //! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat;
 //! - [`timing`]: delayed delivery and time to live, with time controlled by the test;
-//! - [`dead_letters`]: maximum delivery count and dead-letter queues.
+//! - [`dead_letters`]: maximum delivery count and dead-letter queues;
+//! - [`topics`]: topics, durable and non-durable subscriptions, publishing with selectors;
+//! - [`transactions`]: all-or-nothing commits of sends, publishes and acks;
+//! - [`non_persistent`]: messages kept in memory only, settled like any other.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
 //! one. A failing check panics with a message saying what was expected.
@@ -20,11 +23,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferry_protocol::{AckMode, Delivery, Order, PropertyValue, ReceiveMode, Source};
+use ferry_protocol::{
+    AckMode, Delivery, Order, PropertyValue, ReceiveMode, Source, SubscriptionInfo,
+    SubscriptionOptions,
+};
 
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 
 pub mod dead_letters;
+pub mod non_persistent;
 pub mod queues;
 pub mod receiving;
 pub mod selecting;
@@ -32,6 +39,8 @@ pub mod sending;
 pub mod sessions;
 pub mod settling;
 pub mod timing;
+pub mod topics;
+pub mod transactions;
 
 /// A boxed conformance test.
 pub type TestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -97,19 +106,54 @@ tests!(
     dead_letters::over_max_without_dead_letter_queue_is_dropped,
     dead_letters::dead_letter_queue_must_exist,
     dead_letters::expired_messages_move_to_the_expiry_queue,
+    topics::topic_lifecycle,
+    topics::missing_topic_errors,
+    topics::topic_and_queue_names_are_independent,
+    topics::list_topics_shows_subscriptions_sorted_with_counts,
+    topics::delete_non_empty_topic_needs_force,
+    topics::forced_delete_drops_subscriptions_and_messages,
+    topics::resubscribe_checks_settings_and_keeps_backlog,
+    topics::resubscribe_keeps_queue_options,
+    topics::subscribe_rejects_bad_selector_and_missing_dead_letter_queue,
+    topics::subscription_queues_are_hidden_but_receivable,
+    topics::publish_copies_to_every_subscription,
+    topics::only_messages_published_after_subscribing,
+    topics::publish_without_subscriptions_stores_nothing,
+    topics::selectors_pick_messages_per_subscription,
+    topics::publish_in_send_batch_mixed_with_sends,
+    topics::settling_on_one_subscription_leaves_the_others,
+    topics::subscription_dead_letters_after_max_deliveries,
+    topics::unsubscribe_removes_subscription_and_backlog,
+    topics::non_durable_subscription_lifecycle,
+    transactions::commit_applies_sends_publishes_and_acks,
+    transactions::commit_with_missing_queue_changes_nothing,
+    transactions::commit_with_missing_topic_changes_nothing,
+    transactions::commit_with_unknown_receiver_changes_nothing,
+    transactions::commit_with_unheld_ack_changes_nothing,
+    transactions::empty_and_one_sided_commits,
+    non_persistent::non_persistent_messages_are_received_and_acked,
+    non_persistent::non_persistent_messages_are_nacked_released_and_expired,
+    non_persistent::non_persistent_publish_and_commit,
+    non_persistent::non_persistent_messages_are_dead_lettered,
 );
 
-/// Runs every test, each against a fresh store from `make`.
+/// Runs every test, each against a fresh store from `make`, and panics at the end naming every
+/// test that failed (each runs in a task of its own, so one failure hides no other result).
 pub async fn run_all<F, Fut>(make: F)
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Arc<dyn Store>>,
 {
+    let mut failed = Vec::new();
     for (name, test) in all() {
         tracing::info!(test = name, "conformance");
         let store = make().await;
-        test(store).await;
+        if tokio::spawn(test(store)).await.is_err() {
+            eprintln!("conformance test {name} FAILED");
+            failed.push(name);
+        }
     }
+    assert!(failed.is_empty(), "conformance tests failed: {failed:?}");
 }
 
 /// The time the suite's messages are sent at and its receives happen at, unless a test
@@ -208,6 +252,66 @@ pub async fn depth(store: &Arc<dyn Store>, queue: &str) -> (u64, u64) {
         .find(|q| q.name == queue)
         .unwrap_or_else(|| panic!("queue '{queue}' missing from {list:?}"));
     (q.ready, q.in_flight)
+}
+
+/// A message from `sender` published to `topic` (no queues).
+pub fn publish(topic: &str, sender: &str, body: &str) -> NewMessage {
+    NewMessage {
+        queues: Vec::new(),
+        topic: Some(topic.into()),
+        ..msg(&[], sender, body)
+    }
+}
+
+/// Settings of a durable, non-shared subscription with `selector` (empty: none).
+pub fn durable(selector: &str) -> SubscriptionOptions {
+    SubscriptionOptions {
+        durable: true,
+        shared: false,
+        selector: selector.into(),
+        queue: Default::default(),
+    }
+}
+
+/// Settings of a non-durable subscription with `selector` (empty: none).
+pub fn non_durable(selector: &str) -> SubscriptionOptions {
+    SubscriptionOptions {
+        durable: false,
+        ..durable(selector)
+    }
+}
+
+/// Subscription `name` of `topic`, per `list_topics`, if it is listed.
+pub async fn find_subscription(
+    store: &Arc<dyn Store>,
+    topic: &str,
+    name: &str,
+) -> Option<SubscriptionInfo> {
+    let list = store.list_topics().await.unwrap();
+    let t = list
+        .iter()
+        .find(|t| t.name == topic)
+        .unwrap_or_else(|| panic!("topic '{topic}' missing from {list:?}"));
+    t.subscriptions.iter().find(|s| s.name == name).cloned()
+}
+
+/// Ready and in-flight counts of subscription `name` of `topic`, per `list_topics`.
+pub async fn sub_depth(store: &Arc<dyn Store>, topic: &str, name: &str) -> (u64, u64) {
+    let s = find_subscription(store, topic, name)
+        .await
+        .unwrap_or_else(|| panic!("subscription '{name}' missing from topic '{topic}'"));
+    (s.ready, s.in_flight)
+}
+
+/// Names of the queues `list_queues` reports.
+pub async fn queue_names(store: &Arc<dyn Store>) -> Vec<String> {
+    store
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.name)
+        .collect()
 }
 
 /// A property list with one of each type.

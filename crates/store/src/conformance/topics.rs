@@ -1,0 +1,899 @@
+//! Topics and their subscriptions: lifecycle, listing, subscribing and unsubscribing, and
+//! publishing (a copy on every subscription whose selector is TRUE for the message).
+
+use std::sync::Arc;
+
+use ferry_protocol::{subscription_queue, ErrorCode, QueueOptions};
+
+use super::*;
+use crate::api::dead_letter;
+use crate::error::StoreError;
+
+/// Names of the topics `list_topics` reports.
+async fn topic_names(store: &Arc<dyn Store>) -> Vec<String> {
+    store
+        .list_topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// Names of the subscriptions of `topic`, as listed.
+async fn subscription_names(store: &Arc<dyn Store>, topic: &str) -> Vec<String> {
+    let list = store.list_topics().await.unwrap();
+    list.iter()
+        .find(|t| t.name == topic)
+        .unwrap_or_else(|| panic!("topic '{topic}' missing from {list:?}"))
+        .subscriptions
+        .iter()
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// Registers `clients`, creates `topic` and subscribes durable subscriptions to it, each with
+/// its selector.
+async fn topic_with(store: &Arc<dyn Store>, clients: &[&str], topic: &str, subs: &[(&str, &str)]) {
+    setup(store, clients, &[]).await;
+    store.create_topic(topic).await.unwrap();
+    for (name, selector) in subs {
+        let queue = store
+            .subscribe_topic(topic, name, &durable(selector), "c")
+            .await
+            .unwrap();
+        assert_eq!(queue, subscription_queue(topic, name));
+    }
+}
+
+/// Every ready message of a queue, in time order, without taking it.
+async fn peek_all(store: &Arc<dyn Store>, queue: &str) -> Vec<Delivery> {
+    let mut spec = peek(queue, "c");
+    spec.order = Order::Time;
+    store.receive(&spec, 1000).await.unwrap()
+}
+
+/// Create, `TopicExists`, list (sorted), delete, `TopicNotFound`, re-create.
+pub async fn topic_lifecycle(store: Arc<dyn Store>) {
+    assert!(
+        store.list_topics().await.unwrap().is_empty(),
+        "a fresh store has no topics"
+    );
+    store.create_topic("prices").await.unwrap();
+    store.create_topic("alerts").await.unwrap();
+    store.create_topic("news").await.unwrap();
+    assert_eq!(
+        store.create_topic("prices").await,
+        Err(StoreError::TopicExists("prices".into()))
+    );
+    assert_eq!(
+        topic_names(&store).await,
+        vec!["alerts", "news", "prices"],
+        "list_topics is sorted by name"
+    );
+    for t in store.list_topics().await.unwrap() {
+        assert!(t.subscriptions.is_empty(), "{t:?} has no subscriptions");
+    }
+    store.delete_topic("news", false).await.unwrap();
+    assert_eq!(
+        store.delete_topic("news", false).await,
+        Err(StoreError::TopicNotFound("news".into())),
+        "a deleted topic is gone"
+    );
+    assert_eq!(topic_names(&store).await, vec!["alerts", "prices"]);
+    store.create_topic("news").await.unwrap();
+    assert_eq!(topic_names(&store).await, vec!["alerts", "news", "prices"]);
+    assert!(
+        store.list_queues().await.unwrap().is_empty(),
+        "topics are not queues"
+    );
+}
+
+/// A topic that does not exist is `TopicNotFound` for delete (forced or not), publish (send,
+/// batch), subscribe and unsubscribe; nothing is created by any of them.
+pub async fn missing_topic_errors(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    fn missing<T>() -> Result<T, StoreError> {
+        Err(StoreError::TopicNotFound("nope".into()))
+    }
+    assert_eq!(store.delete_topic("nope", false).await, missing());
+    assert_eq!(store.delete_topic("nope", true).await, missing());
+    assert_eq!(store.send(publish("nope", "p", "x")).await, missing());
+    assert_eq!(
+        store.send_batch(vec![publish("nope", "p", "x")]).await,
+        vec![missing()]
+    );
+    assert_eq!(
+        store.subscribe_topic("nope", "s", &durable(""), "c").await,
+        missing()
+    );
+    assert_eq!(
+        store
+            .subscribe_topic("nope", "~c.1", &non_durable(""), "c")
+            .await,
+        missing()
+    );
+    assert_eq!(store.unsubscribe("nope", "s").await, missing());
+    assert!(store.list_topics().await.unwrap().is_empty());
+    assert_eq!(queue_names(&store).await, vec!["q"]);
+    // A queue of that name is no topic either.
+    store.create_queue("nope").await.unwrap();
+    assert_eq!(store.send(publish("nope", "p", "x")).await, missing());
+    assert_eq!(depth(&store, "nope").await, (0, 0));
+}
+
+/// A queue and a topic may share a name: each is created, listed, used and deleted on its own.
+pub async fn topic_and_queue_names_are_independent(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["shared"]).await;
+    store
+        .create_topic("shared")
+        .await
+        .expect("a topic may have the name of a queue");
+    store.create_topic("only-topic").await.unwrap();
+    store
+        .create_queue("only-topic")
+        .await
+        .expect("a queue may have the name of a topic");
+    store
+        .subscribe_topic("shared", "s", &durable(""), "c")
+        .await
+        .unwrap();
+    assert_eq!(queue_names(&store).await, vec!["only-topic", "shared"]);
+    assert_eq!(topic_names(&store).await, vec!["only-topic", "shared"]);
+    store.send(msg(&["shared"], "p", "to queue")).await.unwrap();
+    store
+        .send(publish("shared", "p", "to topic"))
+        .await
+        .unwrap();
+    assert_eq!(bodies(&peek_all(&store, "shared").await), vec!["to queue"]);
+    assert_eq!(
+        bodies(&peek_all(&store, "shared:s").await),
+        vec!["to topic"]
+    );
+    store.delete_queue("shared", true).await.unwrap();
+    assert_eq!(
+        topic_names(&store).await,
+        vec!["only-topic", "shared"],
+        "deleting a queue leaves the topic of that name"
+    );
+    assert_eq!(sub_depth(&store, "shared", "s").await, (1, 0));
+    store.delete_topic("only-topic", false).await.unwrap();
+    assert_eq!(
+        queue_names(&store).await,
+        vec!["only-topic"],
+        "deleting a topic leaves the queue of that name"
+    );
+    assert_eq!(
+        store.create_queue("only-topic").await,
+        Err(StoreError::QueueExists("only-topic".into()))
+    );
+    assert_eq!(
+        store.create_topic("shared").await,
+        Err(StoreError::TopicExists("shared".into()))
+    );
+}
+
+/// `list_topics` lists each topic's subscriptions sorted by name, with their settings and the
+/// ready and in-flight counts of their queues.
+pub async fn list_topics_shows_subscriptions_sorted_with_counts(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    store.create_topic("empty").await.unwrap();
+    store
+        .subscribe_topic("t", "zeta", &durable(""), "c")
+        .await
+        .unwrap();
+    let shared = SubscriptionOptions {
+        shared: true,
+        ..durable("n > 1")
+    };
+    store
+        .subscribe_topic("t", "alpha", &shared, "c")
+        .await
+        .unwrap();
+    store
+        .subscribe_topic("t", "~c.1", &non_durable(""), "c")
+        .await
+        .unwrap();
+    store
+        .subscribe_topic("t", "mid", &durable(""), "c")
+        .await
+        .unwrap();
+    for n in 1..=3 {
+        let mut m = publish("t", "p", &format!("m{n}"));
+        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        store.send(m).await.unwrap();
+    }
+    // zeta: one leased, one taken, one ready.
+    store.receive(&lease("t:zeta", "c"), 1).await.unwrap();
+    store.receive(&take("t:zeta", "c"), 1).await.unwrap();
+    // alpha (n > 1 only): both leased.
+    store.receive(&lease("t:alpha", "c"), 2).await.unwrap();
+    let list = store.list_topics().await.unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].name, "empty");
+    assert!(list[0].subscriptions.is_empty());
+    assert_eq!(list[1].name, "t");
+    let info = |name: &str, durable: bool, shared: bool, selector: &str, ready, in_flight| {
+        SubscriptionInfo {
+            name: name.into(),
+            durable,
+            shared,
+            selector: selector.into(),
+            ready,
+            in_flight,
+        }
+    };
+    assert_eq!(
+        list[1].subscriptions,
+        vec![
+            info("alpha", true, true, "n > 1", 0, 2),
+            info("mid", true, false, "", 3, 0),
+            info("zeta", true, false, "", 1, 1),
+            info("~c.1", false, false, "", 3, 0),
+        ],
+        "subscriptions sorted by name, with settings and counts"
+    );
+}
+
+/// Without `force`, a topic whose subscriptions hold ready or in-flight messages is
+/// `TopicNotEmpty` (with their total) and stays as it was; a topic with only empty
+/// subscriptions is deleted with them.
+pub async fn delete_non_empty_topic_needs_force(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
+    store.send(publish("t", "p", "one")).await.unwrap();
+    store.send(publish("t", "p", "two")).await.unwrap();
+    assert_eq!(
+        store.delete_topic("t", false).await,
+        Err(StoreError::TopicNotEmpty {
+            name: "t".into(),
+            depth: 4
+        }),
+        "ready messages on two subscriptions"
+    );
+    // Only in-flight messages left: still not empty.
+    store.receive(&take("t:a", "c"), 2).await.unwrap();
+    let d = store.receive(&lease("t:b", "c"), 2).await.unwrap();
+    assert_eq!(sub_depth(&store, "t", "b").await, (0, 2));
+    assert_eq!(
+        store.delete_topic("t", false).await,
+        Err(StoreError::TopicNotEmpty {
+            name: "t".into(),
+            depth: 2
+        }),
+        "in-flight messages count"
+    );
+    assert_eq!(subscription_names(&store, "t").await, vec!["a", "b"]);
+    let ids: Vec<_> = d.iter().map(|d| d.delivery_id).collect();
+    store.ack(SESSION, &ids).await.unwrap();
+    store
+        .delete_topic("t", false)
+        .await
+        .expect("a topic whose subscriptions are empty is deleted without force");
+    assert!(store.list_topics().await.unwrap().is_empty());
+    store.create_topic("t").await.unwrap();
+    assert_eq!(
+        subscription_names(&store, "t").await,
+        Vec::<String>::new(),
+        "a re-created topic has no subscriptions"
+    );
+}
+
+/// A forced delete removes the topic with every subscription and their messages; in-flight
+/// deliveries become unknown; other topics keep theirs.
+pub async fn forced_delete_drops_subscriptions_and_messages(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
+    store.create_topic("other").await.unwrap();
+    store
+        .subscribe_topic("other", "a", &durable(""), "c")
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "one")).await.unwrap();
+    store.send(publish("t", "p", "two")).await.unwrap();
+    store.send(publish("other", "p", "kept")).await.unwrap();
+    let d = store.receive(&lease("t:a", "c"), 1).await.unwrap();
+    let id = d[0].delivery_id;
+    store.delete_topic("t", true).await.unwrap();
+    assert_eq!(topic_names(&store).await, vec!["other"]);
+    assert_eq!(
+        store.ack(SESSION, &[id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![id])),
+        "deliveries of a force-deleted topic's subscription are unknown"
+    );
+    assert_eq!(store.next_lease_deadline().await.unwrap(), None);
+    assert_eq!(
+        store.receive(&take("t:a", "c"), 10).await,
+        Err(StoreError::QueueNotFound("t:a".into())),
+        "the subscription's queue is gone"
+    );
+    assert_eq!(sub_depth(&store, "other", "a").await, (1, 0));
+    // Re-created with a subscription of the same name: nothing of the old one comes back.
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "a", &durable(""), "c")
+        .await
+        .unwrap();
+    assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
+    assert!(store
+        .receive(&take("t:a", "c"), 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// `subscribe_topic` returns `topic:name`; subscribing again with the same settings succeeds
+/// and keeps the backlog; a different selector or shared flag is `InvalidArgument` and changes
+/// nothing (the backlog stays, and the old selector still filters).
+pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    let opts = durable("n > 1");
+    let queue = store.subscribe_topic("t", "s", &opts, "c").await.unwrap();
+    assert_eq!(queue, "t:s");
+    assert_eq!(queue, subscription_queue("t", "s"));
+    let numbered = |n: i64| NewMessage {
+        properties: vec![("n".into(), PropertyValue::Int(n))],
+        ..publish("t", "p", &format!("m{n}"))
+    };
+    store.send(numbered(1)).await.unwrap();
+    store.send(numbered(2)).await.unwrap();
+    assert_eq!(
+        store.subscribe_topic("t", "s", &opts, "c").await,
+        Ok("t:s".to_string()),
+        "the same settings again"
+    );
+    assert_eq!(sub_depth(&store, "t", "s").await, (1, 0), "backlog kept");
+    let other_selector = durable("n > 0");
+    match store.subscribe_topic("t", "s", &other_selector, "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("another selector: expected InvalidArgument, got {other:?}"),
+    }
+    match store.subscribe_topic("t", "s", &durable(""), "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("no selector instead of one: expected InvalidArgument, got {other:?}"),
+    }
+    let shared = SubscriptionOptions {
+        shared: true,
+        ..durable("n > 1")
+    };
+    match store.subscribe_topic("t", "s", &shared, "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("shared instead of not: expected InvalidArgument, got {other:?}"),
+    }
+    let s = find_subscription(&store, "t", "s").await.unwrap();
+    assert_eq!(
+        (s.durable, s.shared, s.selector.as_str(), s.ready),
+        (true, false, "n > 1", 1),
+        "a refused subscribe changes nothing"
+    );
+    store.send(numbered(0)).await.unwrap();
+    store.send(numbered(3)).await.unwrap();
+    assert_eq!(
+        bodies(&peek_all(&store, "t:s").await),
+        vec!["m2", "m3"],
+        "the original selector still filters"
+    );
+    // And the other way round: a shared subscription refuses a non-shared subscribe.
+    store
+        .subscribe_topic("t", "sh", &shared, "c")
+        .await
+        .unwrap();
+    match store
+        .subscribe_topic("t", "sh", &durable("n > 1"), "c")
+        .await
+    {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("not shared instead of shared: expected InvalidArgument, got {other:?}"),
+    }
+    assert_eq!(
+        store.subscribe_topic("t", "sh", &shared, "c").await,
+        Ok("t:sh".to_string())
+    );
+}
+
+/// Subscribing again with other queue options succeeds and keeps the subscription's original
+/// queue options (here: the maximum delivery count).
+pub async fn resubscribe_keeps_queue_options(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    let once = SubscriptionOptions {
+        queue: QueueOptions {
+            max_deliveries: 1,
+            ..QueueOptions::default()
+        },
+        ..durable("")
+    };
+    store.subscribe_topic("t", "s", &once, "c").await.unwrap();
+    store
+        .subscribe_topic("t", "s", &durable(""), "c")
+        .await
+        .expect("other queue options are no conflict");
+    store.send(publish("t", "p", "x")).await.unwrap();
+    let d = store.receive(&lease("t:s", "c"), 1).await.unwrap();
+    store
+        .nack(SESSION, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
+    assert_eq!(
+        sub_depth(&store, "t", "s").await,
+        (0, 0),
+        "the original maximum of 1 delivery still applies: dropped"
+    );
+}
+
+/// A selector that does not parse, and a dead-letter or expiry queue that does not exist, are
+/// refused and create nothing.
+pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    match store.subscribe_topic("t", "s", &durable("n >"), "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("a selector that does not parse: expected InvalidArgument, got {other:?}"),
+    }
+    let dlq = SubscriptionOptions {
+        queue: QueueOptions {
+            max_deliveries: 2,
+            dead_letter_queue: Some("no-dlq".into()),
+            expiry_queue: None,
+        },
+        ..durable("")
+    };
+    assert_eq!(
+        store.subscribe_topic("t", "s", &dlq, "c").await,
+        Err(StoreError::QueueNotFound("no-dlq".into()))
+    );
+    let exp = SubscriptionOptions {
+        queue: QueueOptions {
+            expiry_queue: Some("no-exp".into()),
+            ..QueueOptions::default()
+        },
+        ..durable("")
+    };
+    assert_eq!(
+        store.subscribe_topic("t", "s", &exp, "c").await,
+        Err(StoreError::QueueNotFound("no-exp".into()))
+    );
+    assert_eq!(
+        subscription_names(&store, "t").await,
+        Vec::<String>::new(),
+        "nothing was created"
+    );
+    store.send(publish("t", "p", "x")).await.unwrap();
+    assert!(store.list_queues().await.unwrap().is_empty());
+}
+
+/// Subscription queues belong to their topic: not in `list_queues`, not searched by by-sender
+/// receives, not in `waiting_queues`; yet a receive naming `topic:name` gets their messages.
+pub async fn subscription_queues_are_hidden_but_receivable(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c", "other"], &["plain"]).await;
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "s", &durable(""), "c")
+        .await
+        .unwrap();
+    store
+        .subscribe_topic("t", "~c.1", &non_durable(""), "c")
+        .await
+        .unwrap();
+    let mut addressed = publish("t", "p", "for c");
+    addressed.receiver = Some("c".into());
+    store.send(addressed).await.unwrap();
+    store.send(publish("t", "p", "for all")).await.unwrap();
+    assert_eq!(
+        queue_names(&store).await,
+        vec!["plain"],
+        "list_queues leaves out subscription queues"
+    );
+    assert!(
+        store.waiting_queues("c", NOW).await.unwrap().is_empty(),
+        "waiting_queues leaves out subscription queues"
+    );
+    let by_sender = ReceiveSpec {
+        source: Source::Sender("p".into()),
+        ..take("unused", "c")
+    };
+    assert!(
+        store.receive(&by_sender, 10).await.unwrap().is_empty(),
+        "by-sender receives leave out subscription queues"
+    );
+    store.send(msg(&["plain"], "p", "q")).await.unwrap();
+    assert_eq!(
+        bodies(&store.receive(&by_sender, 10).await.unwrap()),
+        vec!["q"],
+        "by-sender still finds the plain queue's message"
+    );
+    let mut spec = take("t:s", "c");
+    spec.order = Order::Time;
+    let d = store.receive(&spec, 10).await.unwrap();
+    assert_eq!(bodies(&d), vec!["for c", "for all"]);
+    assert!(d.iter().all(|d| d.message.queue == "t:s"), "{d:?}");
+    let mut spec = take("t:~c.1", "other");
+    spec.order = Order::Time;
+    let d = store.receive(&spec, 10).await.unwrap();
+    assert_eq!(
+        bodies(&d),
+        vec!["for all"],
+        "an addressed message stays invisible to other clients on a subscription too"
+    );
+    assert_eq!(d[0].message.queue, "t:~c.1");
+}
+
+/// Every subscription gets a copy of a published message (same id, all fields), taken from
+/// each independently.
+pub async fn publish_copies_to_every_subscription(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", ""), ("c", "")]).await;
+    let m = NewMessage {
+        priority: 8,
+        context: 42,
+        properties: sample_properties(),
+        created_at: NOW + 5,
+        ..publish("t", "p", "hello")
+    };
+    let id = store.send(m).await.unwrap();
+    for s in ["a", "b", "c"] {
+        assert_eq!(sub_depth(&store, "t", s).await, (1, 0), "subscription {s}");
+    }
+    let d = store.receive(&take("t:b", "c"), 1).await.unwrap();
+    assert_eq!(bodies(&d), vec!["hello"]);
+    let got = &d[0].message;
+    assert_eq!(got.id, id, "the copy carries the published id");
+    assert_eq!(got.queue, "t:b");
+    assert_eq!(got.sender, "p");
+    assert_eq!(got.receiver, None);
+    assert_eq!(got.priority, 8);
+    assert_eq!(got.context, 42);
+    assert_eq!(got.properties, sample_properties());
+    assert_eq!(got.created_at, NOW + 5);
+    assert_eq!(got.delivery_count, 0);
+    assert_eq!(sub_depth(&store, "t", "b").await, (0, 0));
+    assert_eq!(sub_depth(&store, "t", "a").await, (1, 0));
+    assert_eq!(sub_depth(&store, "t", "c").await, (1, 0));
+    let d = store.receive(&take("t:c", "c"), 1).await.unwrap();
+    assert_eq!((d[0].message.id, d[0].message.queue.as_str()), (id, "t:c"));
+}
+
+/// A subscription gets only the messages published after it exists.
+pub async fn only_messages_published_after_subscribing(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    store.send(publish("t", "p", "m1")).await.unwrap();
+    store
+        .subscribe_topic("t", "early", &durable(""), "c")
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "m2")).await.unwrap();
+    store
+        .subscribe_topic("t", "late", &durable(""), "c")
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "m3")).await.unwrap();
+    assert_eq!(bodies(&peek_all(&store, "t:early").await), vec!["m2", "m3"]);
+    assert_eq!(bodies(&peek_all(&store, "t:late").await), vec!["m3"]);
+}
+
+/// A publish with no subscription (or none that matches) gets an id and stores nothing.
+pub async fn publish_without_subscriptions_stores_nothing(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.create_topic("t").await.unwrap();
+    let a = store.send(publish("t", "p", "lost")).await.unwrap();
+    store
+        .subscribe_topic("t", "picky", &durable("n = 1"), "c")
+        .await
+        .unwrap();
+    let b = store.send(publish("t", "p", "no match")).await.unwrap();
+    let c = store.send(msg(&["q"], "p", "plain")).await.unwrap();
+    assert!(a > 0 && b > a && c > b, "ids increase: {a} {b} {c}");
+    assert_eq!(queue_names(&store).await, vec!["q"]);
+    assert_eq!(depth(&store, "q").await, (1, 0));
+    assert_eq!(sub_depth(&store, "t", "picky").await, (0, 0));
+    store
+        .subscribe_topic("t", "all", &durable(""), "c")
+        .await
+        .unwrap();
+    assert!(peek_all(&store, "t:all").await.is_empty());
+    assert!(peek_all(&store, "t:picky").await.is_empty());
+    store
+        .delete_topic("t", false)
+        .await
+        .expect("nothing was stored: the topic is empty");
+}
+
+/// Each subscription gets exactly the messages its selector is TRUE for: properties of several
+/// types, header fields, AND/OR/NOT, and NULL (a missing property makes a comparison UNKNOWN,
+/// which selects nothing, even under NOT).
+pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
+    let subs = [
+        ("all", ""),
+        ("eu-big", "region = 'eu' AND amount > 100"),
+        ("urgent", "priority >= 8 OR urgent = TRUE"),
+        ("not-eu", "NOT region = 'eu'"),
+        ("no-region", "region IS NULL"),
+        ("shop", "sender = 'shop' AND ratio BETWEEN 0.5 AND 1.5"),
+        ("for-bob", "receiver = 'bob' OR context = 7"),
+    ];
+    topic_with(&store, &["shop", "bank", "bob", "c"], "t", &subs).await;
+    let region = |r: &str| ("region".to_string(), PropertyValue::Str(r.into()));
+    let amount = |n: i64| ("amount".to_string(), PropertyValue::Int(n));
+    let with_props = [
+        ("eu-500", "shop", vec![region("eu"), amount(500)]),
+        ("eu-50", "shop", vec![region("eu"), amount(50)]),
+        ("us-500", "bank", vec![region("us"), amount(500)]),
+        ("bare", "bank", vec![]),
+        (
+            "urgent-flag",
+            "bank",
+            vec![("urgent".into(), PropertyValue::Bool(true))],
+        ),
+        (
+            "ratio",
+            "shop",
+            vec![("ratio".into(), PropertyValue::Float(1.0)), region("asia")],
+        ),
+    ];
+    for (body, sender, properties) in with_props {
+        store
+            .send(NewMessage {
+                properties,
+                ..publish("t", sender, body)
+            })
+            .await
+            .unwrap();
+    }
+    let mut high = publish("t", "bank", "high");
+    high.priority = 9;
+    high.properties = vec![region("eu"), amount(101)];
+    store.send(high).await.unwrap();
+    let mut to_bob = publish("t", "shop", "to-bob");
+    to_bob.receiver = Some("bob".into());
+    store.send(to_bob).await.unwrap();
+    let mut ctx = publish("t", "bank", "ctx7");
+    ctx.context = 7;
+    ctx.properties = vec![("ratio".into(), PropertyValue::Str("1.0".into()))];
+    store.send(ctx).await.unwrap();
+
+    let expect: [(&str, &[&str]); 7] = [
+        (
+            "all",
+            &[
+                "eu-500",
+                "eu-50",
+                "us-500",
+                "bare",
+                "urgent-flag",
+                "ratio",
+                "high",
+                "to-bob",
+                "ctx7",
+            ],
+        ),
+        ("eu-big", &["eu-500", "high"]),
+        ("urgent", &["urgent-flag", "high"]),
+        ("not-eu", &["us-500", "ratio"]),
+        ("no-region", &["bare", "urgent-flag", "to-bob", "ctx7"]),
+        ("shop", &["ratio"]),
+        ("for-bob", &["to-bob", "ctx7"]),
+    ];
+    for (sub, want) in expect {
+        let mut spec = peek(&subscription_queue("t", sub), "bob");
+        spec.order = Order::Time;
+        let got = bodies(&store.receive(&spec, 100).await.unwrap());
+        assert_eq!(got, want, "subscription '{sub}' ({})", {
+            subs.iter().find(|(n, _)| *n == sub).unwrap().1
+        });
+    }
+}
+
+/// `send_batch` mixes sends and publishes; each succeeds or fails on its own, ids increase.
+pub async fn publish_in_send_batch_mixed_with_sends(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("s", "")]).await;
+    store.create_queue("q").await.unwrap();
+    let results = store
+        .send_batch(vec![
+            msg(&["q"], "p", "send-1"),
+            publish("t", "p", "pub-1"),
+            publish("nope", "p", "pub-missing"),
+            msg(&["nope"], "p", "send-missing"),
+            msg_to(&["q"], "p", "ghost", "send-ghost"),
+            publish("t", "p", "pub-2"),
+            msg(&["q"], "p", "send-2"),
+        ])
+        .await;
+    assert_eq!(results.len(), 7);
+    assert_eq!(results[2], Err(StoreError::TopicNotFound("nope".into())));
+    assert_eq!(results[3], Err(StoreError::QueueNotFound("nope".into())));
+    assert_eq!(results[4], Err(StoreError::ClientNotFound("ghost".into())));
+    let ids: Vec<u64> = [0, 1, 5, 6]
+        .iter()
+        .map(|&i| {
+            results[i]
+                .clone()
+                .unwrap_or_else(|e| panic!("item {i}: {e}"))
+        })
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids increase: {ids:?}");
+    let q = peek_all(&store, "q").await;
+    assert_eq!(bodies(&q), vec!["send-1", "send-2"]);
+    assert_eq!((q[0].message.id, q[1].message.id), (ids[0], ids[3]));
+    let s = peek_all(&store, "t:s").await;
+    assert_eq!(bodies(&s), vec!["pub-1", "pub-2"]);
+    assert_eq!((s[0].message.id, s[1].message.id), (ids[1], ids[2]));
+}
+
+/// Settling on one subscription leaves the copies on the others alone.
+pub async fn settling_on_one_subscription_leaves_the_others(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", ""), ("c", "")]).await;
+    store.send(publish("t", "p", "x")).await.unwrap();
+    store.send(publish("t", "p", "y")).await.unwrap();
+    let d = store.receive(&lease("t:a", "c"), 2).await.unwrap();
+    assert_eq!(bodies(&d), vec!["x", "y"]);
+    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
+    store
+        .nack(SESSION, &[d[1].delivery_id], false)
+        .await
+        .unwrap();
+    assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
+    assert_eq!(sub_depth(&store, "t", "b").await, (2, 0), "b untouched");
+    assert_eq!(sub_depth(&store, "t", "c").await, (2, 0), "c untouched");
+    store.receive(&take("t:b", "c"), 1).await.unwrap();
+    let d = store.receive(&lease("t:c", "c"), 1).await.unwrap();
+    store
+        .nack(SESSION, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
+    assert_eq!(sub_depth(&store, "t", "b").await, (1, 0));
+    let c = peek_all(&store, "t:c").await;
+    assert_eq!(bodies(&c), vec!["x", "y"]);
+    assert_eq!(
+        c[0].message.delivery_count, 1,
+        "redelivered on c after its nack"
+    );
+    let b = peek_all(&store, "t:b").await;
+    assert_eq!(
+        b[0].message.delivery_count, 0,
+        "the nack on c did not count on b"
+    );
+}
+
+/// A subscription's queue options apply: over its maximum delivery count a message goes to its
+/// dead-letter queue, with the subscription queue as its original queue.
+pub async fn subscription_dead_letters_after_max_deliveries(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["dlq"]).await;
+    store.create_topic("t").await.unwrap();
+    let opts = SubscriptionOptions {
+        queue: QueueOptions {
+            max_deliveries: 2,
+            dead_letter_queue: Some("dlq".into()),
+            expiry_queue: None,
+        },
+        ..durable("")
+    };
+    store.subscribe_topic("t", "s", &opts, "c").await.unwrap();
+    store
+        .subscribe_topic("t", "other", &durable(""), "c")
+        .await
+        .unwrap();
+    let id = store.send(publish("t", "p", "poison")).await.unwrap();
+    for _ in 0..2 {
+        let d = store.receive(&lease("t:s", "c"), 1).await.unwrap();
+        assert_eq!(bodies(&d), vec!["poison"]);
+        store
+            .nack(SESSION, &[d[0].delivery_id], true)
+            .await
+            .unwrap();
+    }
+    assert_eq!(sub_depth(&store, "t", "s").await, (0, 0));
+    assert_eq!(depth(&store, "dlq").await, (1, 0));
+    let d = store.receive(&take("dlq", "c"), 1).await.unwrap();
+    assert_eq!(bodies(&d), vec!["poison"]);
+    let prop = |name: &str| {
+        d[0].message
+            .properties
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        prop(dead_letter::ORIGINAL_QUEUE),
+        Some(PropertyValue::Str("t:s".into()))
+    );
+    assert_eq!(
+        prop(dead_letter::ORIGINAL_ID),
+        Some(PropertyValue::Int(id as i64))
+    );
+    assert_eq!(
+        prop(dead_letter::REASON),
+        Some(PropertyValue::Str(dead_letter::MAX_DELIVERIES.into()))
+    );
+    assert_eq!(
+        sub_depth(&store, "t", "other").await,
+        (1, 0),
+        "the other subscription keeps its copy"
+    );
+}
+
+/// `unsubscribe` removes the subscription and its messages, ready and in flight (those
+/// deliveries become unknown); an unknown one is `SubscriptionNotFound` (wire code NotFound).
+pub async fn unsubscribe_removes_subscription_and_backlog(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
+    store.send(publish("t", "p", "one")).await.unwrap();
+    store.send(publish("t", "p", "two")).await.unwrap();
+    let d = store.receive(&lease("t:a", "c"), 1).await.unwrap();
+    let id = d[0].delivery_id;
+    assert_eq!(sub_depth(&store, "t", "a").await, (1, 1));
+    store.unsubscribe("t", "a").await.unwrap();
+    assert_eq!(subscription_names(&store, "t").await, vec!["b"]);
+    assert_eq!(
+        store.ack(SESSION, &[id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![id])),
+        "the unsubscribed subscription's in-flight delivery is unknown"
+    );
+    assert_eq!(store.next_lease_deadline().await.unwrap(), None);
+    assert_eq!(
+        store.receive(&take("t:a", "c"), 10).await,
+        Err(StoreError::QueueNotFound("t:a".into())),
+        "the subscription's queue is gone"
+    );
+    let err = store.unsubscribe("t", "a").await.unwrap_err();
+    assert_eq!(err, StoreError::SubscriptionNotFound("t:a".into()));
+    assert_eq!(err.code(), ErrorCode::NotFound);
+    assert_eq!(
+        store.unsubscribe("t", "never").await,
+        Err(StoreError::SubscriptionNotFound("t:never".into()))
+    );
+    assert_eq!(
+        store.unsubscribe("nope", "a").await,
+        Err(StoreError::TopicNotFound("nope".into()))
+    );
+    assert_eq!(sub_depth(&store, "t", "b").await, (2, 0), "b keeps its own");
+    // Publishing goes on to the remaining subscription only; re-subscribing starts empty.
+    store.send(publish("t", "p", "three")).await.unwrap();
+    store
+        .subscribe_topic("t", "a", &durable(""), "c")
+        .await
+        .unwrap();
+    assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
+    assert_eq!(sub_depth(&store, "t", "b").await, (3, 0));
+    store.unsubscribe("t", "b").await.unwrap();
+    store.unsubscribe("t", "a").await.unwrap();
+    store
+        .delete_topic("t", false)
+        .await
+        .expect("no subscriptions left");
+}
+
+/// A non-durable subscription is created for its owner, listed as not durable, gets published
+/// messages like any other, and `unsubscribe` removes it with its messages.
+pub async fn non_durable_subscription_lifecycle(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    let queue = store
+        .subscribe_topic("t", "~c.1", &non_durable("n = 1"), "c")
+        .await
+        .unwrap();
+    assert_eq!(queue, "t:~c.1");
+    let s = find_subscription(&store, "t", "~c.1")
+        .await
+        .expect("the non-durable subscription is listed");
+    assert_eq!(
+        (s.durable, s.shared, s.selector.as_str()),
+        (false, false, "n = 1")
+    );
+    for n in [0, 1] {
+        let mut m = publish("t", "p", &format!("m{n}"));
+        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        store.send(m).await.unwrap();
+    }
+    let d = store.receive(&lease("t:~c.1", "c"), 10).await.unwrap();
+    assert_eq!(bodies(&d), vec!["m1"]);
+    store.unsubscribe("t", "~c.1").await.unwrap();
+    assert_eq!(find_subscription(&store, "t", "~c.1").await, None);
+    assert_eq!(
+        store.ack(SESSION, &[d[0].delivery_id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id]))
+    );
+    assert_eq!(
+        store.unsubscribe("t", "~c.1").await,
+        Err(StoreError::SubscriptionNotFound("t:~c.1".into()))
+    );
+    store.delete_topic("t", false).await.unwrap();
+}
