@@ -4,12 +4,18 @@
 //! log buffer, take the batch's ticket, unlock, then wait for the ticket (group commit). The
 //! state mutex is a `std::sync::Mutex` because it is never held across an `.await`: holding it
 //! is pure in-memory work, measured in microseconds.
+//!
+//! Message calls (send, publish, receive, ack, commit) wait only when they wrote records or
+//! hand out persistent messages: non-persistent messages never wait for the disk.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, QueueInfo, QueueOptions};
+use ferry_protocol::{
+    Delivery, DeliveryId, Message, MessageId, QueueInfo, QueueOptions, SubscriptionOptions,
+    TopicInfo,
+};
 
 use super::backend::Backend;
 use super::claims::Claims;
@@ -54,9 +60,18 @@ impl EmbeddedStore {
     /// Opens (or creates) the store in `cfg.dir`, replaying its log. Blocking file I/O runs on
     /// tokio's blocking pool.
     pub async fn open(cfg: EmbeddedConfig) -> Result<Arc<EmbeddedStore>, StoreError> {
-        tokio::task::spawn_blocking(move || Self::open_blocking(cfg))
+        let store = tokio::task::spawn_blocking(move || Self::open_blocking(cfg))
             .await
-            .map_err(|e| StoreError::Internal(format!("opening the store panicked: {e}")))?
+            .map_err(|e| StoreError::Internal(format!("opening the store panicked: {e}")))??;
+        // Non-durable subscriptions belonged to sessions of the previous run, all gone now.
+        let dropped = store.mutate(|st, log| Ok(st.drop_non_durable(log))).await?;
+        if dropped > 0 {
+            tracing::info!(
+                subscriptions = dropped,
+                "dropped the non-durable subscriptions of the previous run"
+            );
+        }
+        Ok(store)
     }
 
     fn open_blocking(cfg: EmbeddedConfig) -> Result<Arc<EmbeddedStore>, StoreError> {
@@ -129,6 +144,28 @@ impl EmbeddedStore {
             let mut log = self.log.lock();
             let value = f(&mut st, &mut log)?;
             (value, log.ticket_if_pending())
+        };
+        writer::wait(ticket).await?;
+        Ok(value)
+    }
+
+    /// As [`EmbeddedStore::mutate`], but waits only if `f` appended records (a call on
+    /// non-persistent messages only returns at once).
+    async fn mutate_lean<T>(
+        &self,
+        f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.writable().await?;
+        let (value, ticket) = {
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            let value = f(&mut st, &mut log)?;
+            let ticket = if log.appended() {
+                log.ticket_if_pending()
+            } else {
+                None
+            };
+            (value, ticket)
         };
         writer::wait(ticket).await?;
         Ok(value)
@@ -208,7 +245,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
-        self.mutate(|st, log| st.send(log, msg)).await
+        self.mutate_lean(|st, log| st.send(log, msg)).await
     }
 
     async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
@@ -220,7 +257,12 @@ impl Store for EmbeddedStore {
             let mut st = self.state();
             let mut log = self.log.lock();
             let results: Vec<_> = msgs.into_iter().map(|m| st.send(&mut log, m)).collect();
-            (results, log.ticket_if_pending())
+            let ticket = if log.appended() {
+                log.ticket_if_pending()
+            } else {
+                None
+            };
+            (results, ticket)
         };
         if let Err(e) = writer::wait(ticket).await {
             for r in results.iter_mut().filter(|r| r.is_ok()) {
@@ -254,11 +296,12 @@ impl Store for EmbeddedStore {
                         // Whatever is handed out must be durable first: a peek must not show
                         // a message whose send may still be lost, and a take's records must be
                         // on disk. Records are in state order, so the current batch covers
-                        // everything the handouts depend on.
-                        let ticket = if got.is_empty() {
-                            None
-                        } else {
+                        // everything the handouts depend on. Non-persistent messages depend
+                        // on no record.
+                        let ticket = if log.appended() || got.iter().any(|h| h.msg.persistent) {
                             log.ticket_if_pending()
+                        } else {
+                            None
                         };
                         (got, ticket)
                     })
@@ -286,7 +329,7 @@ impl Store for EmbeddedStore {
 
     async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
         let unknown = self
-            .mutate(|st, log| Ok(st.settle(log, session, ids, false).unknown))
+            .mutate_lean(|st, log| Ok(st.settle(log, session, ids, false).unknown))
             .await?;
         if unknown.is_empty() {
             Ok(())
@@ -318,7 +361,7 @@ impl Store for EmbeddedStore {
             writer::wait(ticket).await?;
             settled
         } else {
-            self.mutate(|st, log| Ok(st.settle(log, session, ids, false)))
+            self.mutate_lean(|st, log| Ok(st.settle(log, session, ids, false)))
                 .await?
         };
         if settled.unknown.is_empty() {
@@ -384,40 +427,44 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
-    // TOPICS-STUB: replaced by the engine's topic and transaction support.
-    async fn create_topic(&self, _name: &str) -> Result<(), StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+    async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.create_topic(log, name)).await
     }
 
-    async fn delete_topic(&self, _name: &str, _force: bool) -> Result<(), StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.delete_topic(log, name, force))
+            .await
     }
 
-    async fn list_topics(&self) -> Result<Vec<ferry_protocol::TopicInfo>, StoreError> {
-        Ok(Vec::new())
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError> {
+        Ok(self.state().list_topics())
     }
 
     async fn subscribe_topic(
         &self,
-        _topic: &str,
-        _name: &str,
-        _options: &ferry_protocol::SubscriptionOptions,
-        _owner: &str,
+        topic: &str,
+        name: &str,
+        options: &SubscriptionOptions,
+        owner: &str,
     ) -> Result<String, StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+        // Waits even when nothing was written: an existing subscription may still be pending.
+        self.mutate(|st, log| st.subscribe(log, topic, name, options, owner))
+            .await
     }
 
-    async fn unsubscribe(&self, _topic: &str, _name: &str) -> Result<(), StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        self.mutate(|st, log| st.unsubscribe(log, topic, name))
+            .await
     }
 
     async fn commit(
         &self,
-        _session: SessionId,
-        _msgs: Vec<NewMessage>,
-        _acks: &[DeliveryId],
+        session: SessionId,
+        msgs: Vec<NewMessage>,
+        acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError> {
-        Err(StoreError::Internal("transactions are not implemented yet".into()))
+        self.mutate_lean(|st, log| st.commit(log, session, msgs, acks))
+            .await
     }
 
     async fn heartbeat(&self, _node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {

@@ -303,6 +303,12 @@ impl LogGuard<'_> {
         &mut self.pending_mut().work.buf
     }
 
+    /// Whether anything was appended through this guard (a call that wrote nothing, such as a
+    /// non-persistent send, need not wait for the batch).
+    pub fn appended(&self) -> bool {
+        self.wake
+    }
+
     /// Seals the active segment before the bytes at `at` of [`LogGuard::buf`] and continues in
     /// `segment`, which starts with `header`.
     pub fn roll_at(&mut self, at: usize, segment: u64, header: Vec<u8>) {

@@ -5,6 +5,7 @@
 //! held are summarised in the next segment's header, and the next message id never goes back.
 
 use super::codec::{put_str, put_u16, put_u32, put_u64, Reader};
+use super::subscription::{self, SubscriptionDef, SubscriptionFields};
 use super::{FormatError, FORMAT_VERSION};
 
 /// First bytes of every segment file.
@@ -30,6 +31,20 @@ pub struct SegmentHeader {
     /// The expiry queues of the queues that have one (name, expiry queue), from the second
     /// optional trailer.
     pub expiry: Vec<(String, String)>,
+    /// Every topic, from the third optional trailer.
+    pub topics: Vec<String>,
+    /// Every subscription with its queue's settings, from the fourth optional trailer (present
+    /// whenever the third is).
+    pub subscriptions: Vec<SubscriptionDef>,
+}
+
+/// The topics and subscriptions a header snapshot holds, borrowed, for writing.
+#[derive(Debug, Default)]
+pub struct TopicSnapshot<'a> {
+    /// Every topic.
+    pub topics: Vec<&'a str>,
+    /// Every subscription.
+    pub subscriptions: Vec<SubscriptionFields<'a>>,
 }
 
 /// A queue's settings as a header snapshot holds them: name, maximum delivery count (0 =
@@ -60,6 +75,7 @@ pub fn encode<'a>(
     clients: impl ExactSizeIterator<Item = &'a str>,
     options: &[(&'a str, u32, Option<&'a str>)],
     expiry: &[(&'a str, &'a str)],
+    topics: &TopicSnapshot<'a>,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&MAGIC);
@@ -77,9 +93,11 @@ pub fn encode<'a>(
     for c in clients {
         put_str(&mut out, c);
     }
-    // The optional trailers: queue settings, only when some queue has any; expiry queues, only
-    // when some queue has one (then the settings count is written even if 0).
-    if !options.is_empty() || !expiry.is_empty() {
+    // The optional trailers, each present when it or a later one has something to say (then
+    // the earlier counts are written even if 0): queue settings; expiry queues; topics, always
+    // followed by the subscriptions.
+    let topical = !topics.topics.is_empty();
+    if !options.is_empty() || !expiry.is_empty() || topical {
         put_u32(&mut out, options.len() as u32);
         for (name, max, dlq) in options {
             put_str(&mut out, name);
@@ -93,11 +111,21 @@ pub fn encode<'a>(
             }
         }
     }
-    if !expiry.is_empty() {
+    if !expiry.is_empty() || topical {
         put_u32(&mut out, expiry.len() as u32);
         for (name, x) in expiry {
             put_str(&mut out, name);
             put_str(&mut out, x);
+        }
+    }
+    if topical {
+        put_u32(&mut out, topics.topics.len() as u32);
+        for t in &topics.topics {
+            put_str(&mut out, t);
+        }
+        put_u32(&mut out, topics.subscriptions.len() as u32);
+        for s in &topics.subscriptions {
+            subscription::put(&mut out, s);
         }
     }
     let body = out.get(PREFIX_LEN..).unwrap_or_default();
@@ -165,6 +193,18 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
             expiry.push((name, r.str("expiry queue").map_err(bad)?));
         }
     }
+    let mut topics = Vec::new();
+    let mut subscriptions = Vec::new();
+    if r.remaining() > 0 {
+        topics = names(&mut r, "topic count")?;
+        let n = u64::from(r.u32("subscription count").map_err(bad)?);
+        let n = r
+            .count(n, subscription::MIN_LEN, "subscription count")
+            .map_err(bad)?;
+        for _ in 0..n {
+            subscriptions.push(subscription::read(&mut r).map_err(bad)?);
+        }
+    }
     r.finish().map_err(bad)?;
     let header = SegmentHeader {
         segment,
@@ -173,6 +213,8 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
         clients,
         options,
         expiry,
+        topics,
+        subscriptions,
     };
     Ok((header, PREFIX_LEN + len))
 }
@@ -200,6 +242,7 @@ mod tests {
             ["c"].into_iter(),
             &[("a", 3, Some("bb")), ("bb", 0, None)],
             &[("a", "bb")],
+            &TopicSnapshot::default(),
         );
         let (h, len) = decode(&buf).unwrap();
         assert_eq!(len, buf.len());
@@ -212,6 +255,8 @@ mod tests {
                 clients: vec!["c".into()],
                 options: vec![("a".into(), 3, Some("bb".into())), ("bb".into(), 0, None)],
                 expiry: vec![("a".into(), "bb".into())],
+                topics: Vec::new(),
+                subscriptions: Vec::new(),
             }
         );
         for cut in 0..buf.len() {
@@ -226,8 +271,50 @@ mod tests {
     }
 
     #[test]
+    fn topics_and_subscriptions_roundtrip_without_queue_settings() {
+        let sub = SubscriptionDef {
+            topic: "t".into(),
+            name: "s".into(),
+            durable: true,
+            selector: "x > 1".into(),
+            owner: "o".into(),
+            expiry: Some("exp".into()),
+            ..SubscriptionDef::default()
+        };
+        let snap = TopicSnapshot {
+            topics: vec!["t", "u"],
+            subscriptions: vec![sub.fields()],
+        };
+        let buf = encode(
+            3,
+            9,
+            ["exp"].into_iter(),
+            std::iter::empty(),
+            &[],
+            &[],
+            &snap,
+        );
+        let (h, len) = decode(&buf).unwrap();
+        assert_eq!(len, buf.len());
+        assert_eq!(h.topics, vec!["t".to_string(), "u".into()]);
+        assert_eq!(h.subscriptions, vec![sub]);
+        assert!(h.options.is_empty() && h.expiry.is_empty());
+        for cut in 0..buf.len() {
+            assert!(decode(&buf[..cut]).is_err(), "{cut}");
+        }
+    }
+
+    #[test]
     fn pinned_layout() {
-        let buf = encode(1, 2, std::iter::empty(), std::iter::empty(), &[], &[]);
+        let buf = encode(
+            1,
+            2,
+            std::iter::empty(),
+            std::iter::empty(),
+            &[],
+            &[],
+            &TopicSnapshot::default(),
+        );
         assert_eq!(&buf[..8], b"FERRYLOG");
         assert_eq!(&buf[8..12], &28u32.to_le_bytes());
         assert_eq!(&buf[16..18], &1u16.to_le_bytes());

@@ -2,7 +2,8 @@
 //!
 //! - [`codec`]: little-endian field writers and a checked reader that never panics;
 //! - [`header`]: the segment header with its metadata snapshot;
-//! - [`record`]: record framing (length, CRC-32C, kind) and every record kind.
+//! - [`record`]: record framing (length, CRC-32C, kind) and every record kind;
+//! - [`subscription`]: a subscription's definition, in its record and in segment headers.
 //!
 //! The format is deliberately independent of the wire protocol's codec: the wire may evolve
 //! with protocol versions, while bytes on disk must stay readable under their format version.
@@ -10,6 +11,7 @@
 pub mod codec;
 pub mod header;
 pub mod record;
+pub mod subscription;
 
 /// Version of the segment format written by this code. Bumped on any incompatible change.
 pub const FORMAT_VERSION: u16 = 1;

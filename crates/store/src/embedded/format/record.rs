@@ -15,6 +15,7 @@ use bytes::Bytes;
 use ferry_protocol::Properties;
 
 use super::codec::{properties_len, put_properties, put_str, put_u16, put_u32, put_u64, Reader};
+use super::subscription::{self, SubscriptionDef, SubscriptionFields};
 use super::FormatError;
 
 /// Bytes of the frame before the kind: length and CRC.
@@ -36,6 +37,16 @@ pub mod kind {
     pub const MESSAGE_REMOVED: u8 = 6;
     /// A queue's settings (maximum delivery count, dead-letter queue).
     pub const QUEUE_OPTIONS: u8 = 7;
+    /// A topic was created.
+    pub const TOPIC_CREATED: u8 = 8;
+    /// A topic was deleted with all of its subscriptions and their messages.
+    pub const TOPIC_DELETED: u8 = 9;
+    /// A subscription was created (or replaced, for a non-durable one).
+    pub const SUBSCRIPTION_CREATED: u8 = 10;
+    /// A subscription was deleted with its messages.
+    pub const SUBSCRIPTION_DELETED: u8 = 11;
+    /// A transaction: records applied at recovery all together or not at all.
+    pub const GROUP: u8 = 12;
 }
 
 /// The fields of a message as [`encode_message_added`] writes them, borrowed from the caller.
@@ -136,6 +147,21 @@ pub enum Record {
         /// The queue it left.
         queue: String,
     },
+    /// A topic was created.
+    TopicCreated(String),
+    /// A topic was deleted, with every subscription it still had and their messages.
+    TopicDeleted(String),
+    /// A subscription was created; one of the same name on the same topic is replaced.
+    SubscriptionCreated(SubscriptionDef),
+    /// A subscription was deleted with the messages still on its queue.
+    SubscriptionDeleted {
+        /// Its topic.
+        topic: String,
+        /// Its name.
+        name: String,
+    },
+    /// A transaction's records, each with its size, to apply all together.
+    Group(Vec<(Record, u32)>),
 }
 
 /// Frames a record: writes the prefix and kind, lets `payload` write the rest, then patches
@@ -156,7 +182,8 @@ fn frame(out: &mut Vec<u8>, kind: u8, payload: impl FnOnce(&mut Vec<u8>)) -> u32
     (out.len() - start) as u32
 }
 
-/// Writes a `ClientRegistered`, `QueueCreated` or `QueueDeleted` record.
+/// Writes a `ClientRegistered`, `QueueCreated`, `QueueDeleted`, `TopicCreated` or `TopicDeleted`
+/// record.
 pub fn encode_name(out: &mut Vec<u8>, kind: u8, name: &str) -> u32 {
     frame(out, kind, |out| put_str(out, name))
 }
@@ -241,6 +268,32 @@ pub fn encode_queue_options(
     })
 }
 
+/// Writes a `SubscriptionCreated` record.
+pub fn encode_subscription_created(out: &mut Vec<u8>, s: &SubscriptionFields<'_>) -> u32 {
+    frame(out, kind::SUBSCRIPTION_CREATED, |out| {
+        subscription::put(out, s)
+    })
+}
+
+/// Writes a `SubscriptionDeleted` record.
+pub fn encode_subscription_deleted(out: &mut Vec<u8>, topic: &str, name: &str) -> u32 {
+    frame(out, kind::SUBSCRIPTION_DELETED, |out| {
+        put_str(out, topic);
+        put_str(out, name);
+    })
+}
+
+/// Writes a `Group` record around `records`, complete records encoded back to back. Its CRC
+/// covers every one of them, so recovery sees the group whole or torn.
+pub fn encode_group(out: &mut Vec<u8>, records: &[u8]) -> u32 {
+    frame(out, kind::GROUP, |out| out.extend_from_slice(records))
+}
+
+/// Size of the `MessageRemoved` record [`encode_message_removed`] writes for `queue`.
+pub fn message_removed_len(queue: &str) -> usize {
+    FRAME_PREFIX + 1 + 8 + 2 + queue.len()
+}
+
 /// Writes a `DeliveryStarted` record.
 pub fn encode_delivery_started(out: &mut Vec<u8>, id: u64, queue: &str, count: u32) -> u32 {
     frame(out, kind::DELIVERY_STARTED, |out| {
@@ -312,6 +365,14 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
         kind::QUEUE_CREATED => Record::QueueCreated(r.str("queue name")?),
         kind::QUEUE_DELETED => Record::QueueDeleted(r.str("queue name")?),
         kind::MESSAGE_ADDED => Record::MessageAdded(decode_added(&mut r)?),
+        kind::TOPIC_CREATED => Record::TopicCreated(r.str("topic name")?),
+        kind::TOPIC_DELETED => Record::TopicDeleted(r.str("topic name")?),
+        kind::SUBSCRIPTION_CREATED => Record::SubscriptionCreated(subscription::read(&mut r)?),
+        kind::SUBSCRIPTION_DELETED => Record::SubscriptionDeleted {
+            topic: r.str("topic name")?,
+            name: r.str("subscription name")?,
+        },
+        kind::GROUP => Record::Group(decode_group(r.take(r.remaining(), "group")?)?),
         kind::DELIVERY_STARTED => Record::DeliveryStarted {
             id: r.u64("message id")?,
             count: r.u32("delivery count")?,
@@ -349,6 +410,34 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
     };
     r.finish()?;
     Ok(record)
+}
+
+/// The records of a group. Its own CRC matched, so an inner record that is not intact, or a
+/// group inside a group, is a bug, not a torn write.
+fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
+    let mut records = Vec::new();
+    loop {
+        match next_frame(buf) {
+            Frame::End => return Ok(records),
+            Frame::Record {
+                kind: kind::GROUP, ..
+            } => {
+                return Err(FormatError::Invalid {
+                    field: "record kind inside a group",
+                    value: u64::from(kind::GROUP),
+                })
+            }
+            Frame::Record {
+                kind,
+                payload,
+                size,
+            } => {
+                records.push((decode(kind, payload)?, size as u32));
+                buf = buf.get(size..).unwrap_or_default();
+            }
+            Frame::Torn(_) => return Err(FormatError::Truncated("record inside a group")),
+        }
+    }
 }
 
 fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {

@@ -1,5 +1,9 @@
-//! Message operations on the state: send, receive (peek, auto-ack and client-ack takes, by
-//! queue or by sender), and settling client-ack deliveries (ack, nack, release, expiry).
+//! Message operations on the state: send and publish, receive (peek, auto-ack and client-ack
+//! takes, by queue or by sender), and settling client-ack deliveries (ack, nack, release,
+//! expiry).
+//!
+//! A non-persistent message is handled exactly like the others, except that no record is ever
+//! written for it: not its add, nor any delivery, removal or dead-letter move.
 //!
 //! Each function changes the state and encodes the matching records into the log buffer in
 //! the same step; the caller waits for the batch's ticket *after* unlocking. A requeue writes
@@ -17,7 +21,7 @@ use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::Lease;
-use super::{Entry, QueueKey, Slot, State, Stored};
+use super::{Entry, QueueKey, Slot, State, Stored, UNLOGGED};
 use crate::api::{dead_letter, NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
 
@@ -60,9 +64,14 @@ pub struct Settled {
 
 impl State {
     /// Checks a message against the store's state before anything changes; returns the queue
-    /// keys in the order named.
-    fn check_send(&self, m: &NewMessage) -> Result<Vec<QueueKey>, StoreError> {
-        if m.queues.is_empty() {
+    /// keys in the order named (none for a publish: the subscriptions decide).
+    pub(super) fn check_send(&self, m: &NewMessage) -> Result<Vec<QueueKey>, StoreError> {
+        if m.topic.is_some() && !m.queues.is_empty() {
+            return Err(StoreError::InvalidArgument(
+                "a message is either sent to queues or published to a topic".into(),
+            ));
+        }
+        if m.queues.is_empty() && m.topic.is_none() {
             return Err(StoreError::InvalidArgument(
                 "a message needs at least one queue".into(),
             ));
@@ -80,7 +89,7 @@ impl State {
         }
         let mut keys = Vec::with_capacity(m.queues.len());
         for name in &m.queues {
-            let Some(&qk) = self.queue_keys.get(name.as_str()) else {
+            let Some(qk) = self.user_queue(name) else {
                 return Err(StoreError::QueueNotFound(name.clone()));
             };
             if keys.contains(&qk) {
@@ -100,6 +109,22 @@ impl State {
                 "sender or property names too long, or too many properties".into(),
             ));
         }
+        if let Some(t) = &m.topic {
+            if self.check_topic(t).is_err() {
+                return Err(StoreError::TopicNotFound(t.clone()));
+            }
+        }
+        if self.added_len(m) > MAX_RECORD {
+            return Err(StoreError::InvalidArgument(
+                "message too large to store".into(),
+            ));
+        }
+        Ok(keys)
+    }
+
+    /// The size of the `MessageAdded` record of `m` (for a publish, as if every subscription of
+    /// its topic took it).
+    pub(super) fn added_len(&self, m: &NewMessage) -> usize {
         let fields = MessageFields {
             id: 0,
             created_at: m.created_at,
@@ -112,19 +137,32 @@ impl State {
             deliver_at: m.deliver_at_ms,
             expires_at: m.expires_at_ms,
         };
-        if record::message_added_len(&fields, m.queues.iter().map(String::as_str)) > MAX_RECORD {
-            return Err(StoreError::InvalidArgument(
-                "message too large to store".into(),
-            ));
+        match m.topic.as_deref().map(|t| self.check_topic(t)) {
+            Some(Ok(subs)) => record::message_added_len(&fields, subs),
+            Some(Err(_)) => 0,
+            None => record::message_added_len(&fields, m.queues.iter().map(String::as_str)),
         }
-        Ok(keys)
     }
 
     /// Stores one message on all its queues, or changes nothing. A sender that was never
     /// registered is registered on the way (the broker registers clients on connect; this keeps
     /// by-sender receives working for any sender).
+    ///
+    /// A publish (`m.topic`) goes on the queue of every subscription whose selector takes it,
+    /// evaluated here, under the same lock hold that stores it; when none does, it gets an id
+    /// and is stored nowhere.
     pub fn send(&mut self, log: &mut LogGuard<'_>, m: NewMessage) -> Result<MessageId, StoreError> {
         let keys = self.check_send(&m)?;
+        self.send_checked(log, m, keys)
+    }
+
+    /// [`State::send`] after [`State::check_send`] passed, with the keys it returned.
+    pub(super) fn send_checked(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        m: NewMessage,
+        keys: Vec<QueueKey>,
+    ) -> Result<MessageId, StoreError> {
         if !self.clients.contains_key(m.sender.as_str()) {
             self.register_client(log, &m.sender)?;
         }
@@ -145,11 +183,20 @@ impl State {
             created_at: m.created_at,
             deliver_at: m.deliver_at_ms,
             expires_at: m.expires_at_ms,
+            persistent: m.persistent,
         });
-        let queues = &m.queues;
-        let (segment, size) = self.append(log, |b| {
-            record::encode_message_added(b, &msg.fields(), queues.iter().map(|q| (q.as_str(), 0)))
-        });
+        let keys = match &m.topic {
+            Some(topic) => self.publish_targets(topic, &msg),
+            None => keys,
+        };
+        if keys.is_empty() {
+            return Ok(id);
+        }
+        let (segment, size) = if msg.persistent {
+            self.append_added(log, &msg, &keys)
+        } else {
+            (UNLOGGED, 0)
+        };
         let slots = keys
             .iter()
             .map(|&queue| Slot {
@@ -167,7 +214,6 @@ impl State {
                 size,
             },
         );
-        self.journal.add_live(segment, id, size);
         for qk in keys {
             self.place(id, qk);
         }
@@ -354,18 +400,19 @@ impl State {
                 (ReceiveMode::Peek, _) => 0,
                 (ReceiveMode::Take, AckMode::Auto) => {
                     self.unready(id, qk);
-                    self.append(log, |b| record::encode_message_removed(b, id, &queue));
+                    wrote |= self.log_removed(log, id, &queue);
                     self.drop_slot(id, qk);
-                    wrote = true;
                     0
                 }
                 (ReceiveMode::Take, AckMode::Client) => {
                     self.unready(id, qk);
                     let next = count.saturating_add(1);
-                    self.append(log, |b| {
-                        record::encode_delivery_started(b, id, &queue, next)
-                    });
-                    wrote = true;
+                    if msg.persistent {
+                        self.append(log, |b| {
+                            record::encode_delivery_started(b, id, &queue, next)
+                        });
+                        wrote = true;
+                    }
                     let did = self.leases.insert(Lease {
                         message: id,
                         queue: qk,
@@ -439,9 +486,8 @@ impl State {
                 let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) else {
                     continue;
                 };
-                self.append(log, |b| record::encode_message_removed(b, id, &queue));
+                settled.wrote |= self.log_removed(log, id, &queue);
                 self.drop_slot(id, qk);
-                settled.wrote = true;
             }
         }
         settled.requeued.retain(|q| !q.is_empty());
@@ -477,10 +523,11 @@ impl State {
         }
         // The copy first, then the removal: a crash between them leaves the message on both
         // queues (delivered again, never lost).
+        let persistent = self.persistent(id);
         let got = self.copy_to(log, dlq, id, &name, count, dead_letter::MAX_DELIVERIES);
-        self.append(log, |b| record::encode_message_removed(b, id, &name));
+        self.log_removed(log, id, &name);
         self.drop_slot(id, qk);
-        Some((got.unwrap_or_default(), true))
+        Some((got.unwrap_or_default(), persistent))
     }
 
     /// Stores a copy of message `id` (leaving `queue` after `count` deliveries for `reason`)
@@ -499,7 +546,8 @@ impl State {
         let copy = NewMessage {
             queues: vec![target.to_string()],
             topic: None,
-            persistent: true,
+            // A copy of a non-persistent message is not persistent either.
+            persistent: msg.persistent,
             sender: msg.sender.to_string(),
             receiver: msg.receiver.as_deref().map(str::to_owned),
             priority: msg.priority,
@@ -533,7 +581,7 @@ impl State {
                 self.expired_to.push(t);
             }
         }
-        self.append(log, |b| record::encode_message_removed(b, id, queue));
+        self.log_removed(log, id, queue);
         self.drop_slot(id, qk);
     }
 

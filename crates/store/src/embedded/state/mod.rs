@@ -4,7 +4,9 @@
 //! - [`index`]: ready indexes in both orders, split by receiver;
 //! - [`leases`]: client-ack leases by id, deadline and session;
 //! - [`journal`]: record placement, segment rolling and live-byte accounting;
-//! - [`messages`]: send, receive and settlement;
+//! - [`messages`]: send, publish, receive and settlement;
+//! - [`topics`]: topics and subscriptions (each backed by a queue of its own);
+//! - [`txn`]: transactions, whose records form one group in the log;
 //! - this file: the types, metadata operations (clients, queues) and replay of records.
 //!
 //! The state sits behind one `std::sync::Mutex` in the store, which is never held across an
@@ -31,15 +33,33 @@ pub mod index;
 pub mod journal;
 pub mod leases;
 pub mod messages;
+pub mod topics;
+pub mod txn;
 
 use index::Split;
 use journal::Journal;
 use leases::Leases;
+use topics::Topic;
 
 /// In-memory number of a registered client (not persisted; names are).
 pub type ClientKey = u32;
-/// In-memory number of a queue; a re-created queue gets a new one.
+/// In-memory number of a queue; a re-created queue gets a new one. Subscription queues have
+/// [`SUBSCRIPTION_KEY`] set, so telling them from user queues costs no lookup.
 pub type QueueKey = u32;
+
+/// The bit set in the key of every subscription queue.
+pub const SUBSCRIPTION_KEY: QueueKey = 1 << 31;
+
+/// Whether `qk` is a subscription's queue (not listed, not searched by sender).
+pub fn is_subscription(qk: QueueKey) -> bool {
+    qk & SUBSCRIPTION_KEY != 0
+}
+
+/// The segment of a message that has no record in the log (non-persistent).
+const UNLOGGED: u64 = 0;
+/// The segment of a message added by the transaction group being built; set when the group is
+/// appended.
+const GROUPED: u64 = u64::MAX;
 
 /// A hasher for integer keys that are already well spread (sequential ids): one multiply.
 #[derive(Debug, Default, Clone, Copy)]
@@ -90,6 +110,8 @@ pub struct Stored {
     pub deliver_at: u64,
     /// Never delivered at or after this time (0 = never).
     pub expires_at: u64,
+    /// `false`: in memory only; no record is ever written for it or for what happens to it.
+    pub persistent: bool,
 }
 
 impl Stored {
@@ -149,7 +171,8 @@ struct Slot {
 struct Entry {
     msg: Arc<Stored>,
     slots: Vec<Slot>,
-    /// Segment and size of its current `MessageAdded` record.
+    /// Segment and size of its current `MessageAdded` record ([`UNLOGGED`] and 0 for a
+    /// non-persistent message).
     segment: u64,
     size: u32,
 }
@@ -169,6 +192,15 @@ struct Queue {
     dead_letter: Option<Arc<str>>,
     /// Where expired messages go.
     expiry: Option<Arc<str>>,
+}
+
+/// A transaction's records while it is applied: they go here instead of the log, and are
+/// appended as one `Group` record at its end.
+#[derive(Debug, Default)]
+struct Group {
+    buf: Vec<u8>,
+    /// Messages added in the group, with the size of their `MessageAdded` record.
+    adds: Vec<(MessageId, u32)>,
 }
 
 /// Everything the embedded engine knows.
@@ -192,6 +224,10 @@ pub struct State {
     due_unreported: BTreeSet<QueueKey>,
     /// Expiry queues that got expired messages since [`State::take_expired_to`] last ran.
     expired_to: Vec<String>,
+    /// Topics by name, each with its subscriptions.
+    topics: BTreeMap<Arc<str>, Topic>,
+    /// The transaction being applied, if any.
+    group: Option<Group>,
     /// Where records go, and live bytes per segment.
     pub journal: Journal,
 }
@@ -203,27 +239,30 @@ fn snapshot<'a>(
     queues: &'a BTreeMap<Arc<str>, QueueKey>,
     clients: &'a [Arc<str>],
     settings: &'a IdMap<QueueKey, Queue>,
+    topics: &'a BTreeMap<Arc<str>, Topic>,
 ) -> impl FnOnce(u64) -> Vec<u8> + 'a {
     move |n| {
-        let options: Vec<(&str, u32, Option<&str>)> = queues
-            .iter()
+        // Subscription queues are described by their subscriptions, not listed as queues.
+        let user = || queues.iter().filter(|(_, qk)| !is_subscription(**qk));
+        let names: Vec<&str> = user().map(|(name, _)| &**name).collect();
+        let options: Vec<(&str, u32, Option<&str>)> = user()
             .filter_map(|(name, qk)| {
                 let q = settings.get(qk)?;
                 (q.max_deliveries != 0 || q.dead_letter.is_some())
                     .then(|| (&**name, q.max_deliveries, q.dead_letter.as_deref()))
             })
             .collect();
-        let expiry: Vec<(&str, &str)> = queues
-            .iter()
+        let expiry: Vec<(&str, &str)> = user()
             .filter_map(|(name, qk)| Some((&**name, settings.get(qk)?.expiry.as_deref()?)))
             .collect();
         header::encode(
             n,
             next_id,
-            queues.keys().map(|q| &**q),
+            names.into_iter(),
             clients.iter().map(|c| &**c),
             &options,
             &expiry,
+            &topics::snapshot(topics, settings),
         )
     }
 }
@@ -253,6 +292,8 @@ impl State {
             delayed: BTreeSet::new(),
             due_unreported: BTreeSet::new(),
             expired_to: Vec::new(),
+            topics: BTreeMap::new(),
+            group: None,
             journal,
         }
     }
@@ -264,15 +305,20 @@ impl State {
             &self.queue_keys,
             &self.client_names,
             &self.queues,
+            &self.topics,
         )(n)
     }
 
-    /// Appends a record to the log (see [`Journal::append`]).
+    /// Appends a record to the log (see [`Journal::append`]), or to the transaction group
+    /// being built (then the segment is [`GROUPED`]).
     fn append(
         &mut self,
         log: &mut LogGuard<'_>,
         encode: impl FnOnce(&mut Vec<u8>) -> u32,
     ) -> (u64, u32) {
+        if let Some(g) = &mut self.group {
+            return (GROUPED, encode(&mut g.buf));
+        }
         self.journal.append(
             log,
             encode,
@@ -281,8 +327,69 @@ impl State {
                 &self.queue_keys,
                 &self.client_names,
                 &self.queues,
+                &self.topics,
             ),
         )
+    }
+
+    /// Appends the `MessageAdded` record of `msg` on `keys` (every delivery count 0) and
+    /// accounts for it; returns its segment and size.
+    fn append_added(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        msg: &Stored,
+        keys: &[QueueKey],
+    ) -> (u64, u32) {
+        let queues = &self.queues;
+        let encode = |b: &mut Vec<u8>| {
+            record::encode_message_added(
+                b,
+                &msg.fields(),
+                keys.iter()
+                    .map(|qk| (queues.get(qk).map_or("", |q| &*q.name), 0)),
+            )
+        };
+        if let Some(g) = &mut self.group {
+            let size = encode(&mut g.buf);
+            g.adds.push((msg.id, size));
+            return (GROUPED, size);
+        }
+        let (segment, size) = self.journal.append(
+            log,
+            encode,
+            snapshot(
+                self.next_id,
+                &self.queue_keys,
+                &self.client_names,
+                &self.queues,
+                &self.topics,
+            ),
+        );
+        self.journal.add_live(segment, msg.id, size);
+        (segment, size)
+    }
+
+    /// Logs that message `id` left `queue`, unless the message is not persistent; whether a
+    /// record was written.
+    fn log_removed(&mut self, log: &mut LogGuard<'_>, id: MessageId, queue: &str) -> bool {
+        if !self.persistent(id) {
+            return false;
+        }
+        self.append(log, |b| record::encode_message_removed(b, id, queue));
+        true
+    }
+
+    /// Whether message `id` is persistent (records are written for it).
+    fn persistent(&self, id: MessageId) -> bool {
+        self.messages.get(&id).is_some_and(|e| e.msg.persistent)
+    }
+
+    /// The key of user queue `name` (not a subscription's).
+    fn user_queue(&self, name: &str) -> Option<QueueKey> {
+        self.queue_keys
+            .get(name)
+            .copied()
+            .filter(|qk| !is_subscription(*qk))
     }
 
     fn client_key(&mut self, name: &str) -> (ClientKey, Arc<str>) {
@@ -318,11 +425,19 @@ impl State {
     }
 
     fn insert_queue(&mut self, name: &str) {
-        if self.queue_keys.contains_key(name) {
-            return;
+        self.insert_queue_keyed(name, false);
+    }
+
+    /// Inserts a queue (a subscription's when `subscription`) unless it exists; returns its key.
+    fn insert_queue_keyed(&mut self, name: &str, subscription: bool) -> QueueKey {
+        if let Some(&qk) = self.queue_keys.get(name) {
+            return qk;
         }
-        let key = self.next_queue_key;
-        self.next_queue_key += 1;
+        let mut key = self.next_queue_key;
+        self.next_queue_key = (self.next_queue_key + 1) & !SUBSCRIPTION_KEY;
+        if subscription {
+            key |= SUBSCRIPTION_KEY;
+        }
         let name: Arc<str> = name.into();
         self.queue_keys.insert(name.clone(), key);
         self.queues.insert(
@@ -338,6 +453,7 @@ impl State {
                 expiry: None,
             },
         );
+        key
     }
 
     /// Creates a queue with `options`.
@@ -363,7 +479,7 @@ impl State {
                     "queue '{name}' cannot be its own {what} queue"
                 )));
             }
-            if !self.queue_keys.contains_key(d.as_str()) {
+            if self.user_queue(d).is_none() {
                 return Err(StoreError::QueueNotFound(d.clone()));
             }
         }
@@ -407,7 +523,7 @@ impl State {
         name: &str,
         force: bool,
     ) -> Result<(), StoreError> {
-        let Some(&qk) = self.queue_keys.get(name) else {
+        let Some(qk) = self.user_queue(name) else {
             return Err(StoreError::QueueNotFound(name.to_owned()));
         };
         let depth = self
@@ -422,9 +538,7 @@ impl State {
         }
         for did in self.leases.on_queue(qk) {
             if let Some(lease) = self.leases.remove(did) {
-                self.append(log, |b| {
-                    record::encode_message_removed(b, lease.message, name)
-                });
+                self.log_removed(log, lease.message, name);
                 self.drop_slot(lease.message, qk);
             }
         }
@@ -435,11 +549,11 @@ impl State {
             .unwrap_or_default();
         for id in ready {
             self.unready(id, qk);
-            self.append(log, |b| record::encode_message_removed(b, id, name));
+            self.log_removed(log, id, name);
             self.drop_slot(id, qk);
         }
         for id in self.undelay_queue(qk) {
-            self.append(log, |b| record::encode_message_removed(b, id, name));
+            self.log_removed(log, id, name);
             self.drop_slot(id, qk);
         }
         self.append(log, |b| record::encode_name(b, kind::QUEUE_DELETED, name));
@@ -453,10 +567,11 @@ impl State {
         }
     }
 
-    /// Every queue with its depth, by name.
+    /// Every user queue with its depth, by name.
     pub fn list_queues(&self) -> Vec<QueueInfo> {
         self.queue_keys
             .iter()
+            .filter(|(_, qk)| !is_subscription(**qk))
             .filter_map(|(name, qk)| {
                 let q = self.queues.get(qk)?;
                 Some(QueueInfo {
@@ -479,9 +594,11 @@ impl State {
         self.queue_keys
             .iter()
             .filter(|(_, qk)| {
-                self.queues
-                    .get(qk)
-                    .is_some_and(|q| q.ready.has_addressed(ck))
+                !is_subscription(**qk)
+                    && self
+                        .queues
+                        .get(qk)
+                        .is_some_and(|q| q.ready.has_addressed(ck))
             })
             .map(|(name, _)| name.to_string())
             .collect()
@@ -569,10 +686,14 @@ impl State {
             q.ready.insert(m.receiver_key, m.priority, id);
             q.ready_count += 1;
         }
-        self.senders
-            .entry(m.sender_key)
-            .or_default()
-            .insert(m.receiver_key, m.priority, (id, qk));
+        // By-sender receives do not search subscription queues.
+        if !is_subscription(qk) {
+            self.senders.entry(m.sender_key).or_default().insert(
+                m.receiver_key,
+                m.priority,
+                (id, qk),
+            );
+        }
     }
 
     /// Takes message `id` on queue `qk` out of the delayed set; whether it was there.
@@ -602,6 +723,9 @@ impl State {
                 q.ready_count -= 1;
             }
         }
+        if is_subscription(qk) {
+            return found;
+        }
         if let Some(s) = self.senders.get_mut(&m.sender_key) {
             s.remove(m.receiver_key, m.priority, (id, qk));
             if s.is_empty() {
@@ -621,14 +745,30 @@ impl State {
         if e.slots.is_empty() {
             let (segment, size) = (e.segment, e.size);
             self.messages.remove(&id);
-            self.journal.drop_live(segment, size);
+            if segment != UNLOGGED {
+                self.journal.drop_live(segment, size);
+            }
         }
     }
 
     /// Replays one intact record found at `segment` (`size` bytes) during recovery.
     pub fn replay(&mut self, record: Record, segment: u64, size: u32) {
         self.journal.record(segment, u64::from(size));
+        self.apply(record, segment, size);
+    }
+
+    /// Applies one replayed record (a group's records one after the other).
+    fn apply(&mut self, record: Record, segment: u64, size: u32) {
         match record {
+            Record::Group(records) => {
+                for (r, size) in records {
+                    self.apply(r, segment, size);
+                }
+            }
+            Record::TopicCreated(name) => self.insert_topic(&name),
+            Record::TopicDeleted(name) => self.remove_topic(&name),
+            Record::SubscriptionCreated(def) => self.replay_subscription(def),
+            Record::SubscriptionDeleted { topic, name } => self.remove_subscription(&topic, &name),
             Record::ClientRegistered(name) => {
                 self.client_key(&name);
             }
@@ -734,6 +874,7 @@ impl State {
             created_at: a.created_at,
             deliver_at: a.deliver_at,
             expires_at: a.expires_at,
+            persistent: true,
         });
         let queues: Vec<QueueKey> = slots.iter().map(|s| s.queue).collect();
         self.messages.insert(
@@ -776,13 +917,24 @@ impl State {
                 .filter_map(|s| Some((self.queues.get(&s.queue)?.name.clone(), s.count)))
                 .collect();
             let (old_segment, old_size) = (e.segment, e.size);
-            let (seg, size) = self.append(log, |b| {
-                record::encode_message_added(
-                    b,
-                    &msg.fields(),
-                    slots.iter().map(|(q, c)| (&**q, *c)),
-                )
-            });
+            // Never inside a transaction group: compaction runs on its own.
+            let (seg, size) = self.journal.append(
+                log,
+                |b| {
+                    record::encode_message_added(
+                        b,
+                        &msg.fields(),
+                        slots.iter().map(|(q, c)| (&**q, *c)),
+                    )
+                },
+                snapshot(
+                    self.next_id,
+                    &self.queue_keys,
+                    &self.client_names,
+                    &self.queues,
+                    &self.topics,
+                ),
+            );
             self.journal.drop_live(old_segment, old_size);
             self.journal.add_live(seg, id, size);
             if let Some(e) = self.messages.get_mut(&id) {
@@ -815,6 +967,12 @@ impl State {
         }
         for (name, x) in &h.expiry {
             self.set_expiry(name, Some(x));
+        }
+        for t in &h.topics {
+            self.insert_topic(t);
+        }
+        for def in &h.subscriptions {
+            self.replay_subscription(def.clone());
         }
     }
 }

@@ -1,0 +1,418 @@
+//! Topics and their subscriptions.
+//!
+//! A subscription is backed by a queue named `topic:name` whose key has
+//! [`SUBSCRIPTION_KEY`](super::SUBSCRIPTION_KEY) set: receives, leases, acks, dead-lettering and
+//! expiry work on it as on any queue, while listings, by-sender receives and the waiting-queue
+//! report leave it out. A publish evaluates each subscription's selector, parsed once when the
+//! subscription is created or replayed, against the stored message and places the message on
+//! the queue of every subscription it matches (see [`State::send`]).
+//!
+//! Records: `TopicCreated`, `TopicDeleted` (which also deletes the topic's subscriptions and
+//! their messages at replay), `SubscriptionCreated` (the whole definition with its queue's
+//! settings; replaces one of the same name at replay) and `SubscriptionDeleted` (its messages
+//! go with it at replay, so none of them gets a removal record of its own).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ferry_protocol::{
+    subscription_queue, QueueOptions, SubscriptionInfo, SubscriptionOptions, TopicInfo,
+};
+use ferry_selector::Selector;
+
+use super::super::format::codec::str_fits;
+use super::super::format::header::TopicSnapshot;
+use super::super::format::record::{self, kind};
+use super::super::format::subscription::{SubscriptionDef, SubscriptionFields};
+use super::super::writer::LogGuard;
+use super::{check_name, IdMap, Queue, QueueKey, State, Stored};
+use crate::error::StoreError;
+
+/// One topic.
+#[derive(Debug, Default)]
+pub struct Topic {
+    /// Its subscriptions by name (so listings come sorted).
+    subs: BTreeMap<Arc<str>, Sub>,
+}
+
+/// Which published messages a subscription takes.
+#[derive(Debug)]
+enum Filter {
+    /// Every message (no selector).
+    All,
+    /// Those its selector is TRUE for.
+    Select(Arc<Selector>),
+    /// None: a selector in the log that this build cannot parse (kept, so that nothing is
+    /// dropped implicitly, but placed no messages).
+    Nothing,
+}
+
+impl Filter {
+    fn parse(text: &str) -> Result<Filter, String> {
+        let s = Selector::parse(text).map_err(|e| e.to_string())?;
+        Ok(if s.selects_all() {
+            Filter::All
+        } else {
+            Filter::Select(Arc::new(s))
+        })
+    }
+
+    fn matches(&self, m: &Stored) -> bool {
+        match self {
+            Filter::All => true,
+            Filter::Select(s) => s.matches(m),
+            Filter::Nothing => false,
+        }
+    }
+}
+
+/// One subscription.
+#[derive(Debug)]
+struct Sub {
+    /// Its queue (`topic:name`).
+    queue: QueueKey,
+    durable: bool,
+    shared: bool,
+    /// Selector text as given (empty: none).
+    selector: Box<str>,
+    filter: Filter,
+    /// The client that made it.
+    owner: Arc<str>,
+}
+
+/// The topics and subscriptions of a segment header snapshot, borrowed from the state.
+pub(super) fn snapshot<'a>(
+    topics: &'a BTreeMap<Arc<str>, Topic>,
+    queues: &'a IdMap<QueueKey, Queue>,
+) -> TopicSnapshot<'a> {
+    let mut snap = TopicSnapshot {
+        topics: topics.keys().map(|t| &**t).collect(),
+        subscriptions: Vec::new(),
+    };
+    for (topic, t) in topics {
+        for (name, s) in &t.subs {
+            let q = queues.get(&s.queue);
+            snap.subscriptions.push(SubscriptionFields {
+                topic,
+                name,
+                durable: s.durable,
+                shared: s.shared,
+                selector: &s.selector,
+                owner: &s.owner,
+                max_deliveries: q.map_or(0, |q| q.max_deliveries),
+                dead_letter: q.and_then(|q| q.dead_letter.as_deref()),
+                expiry: q.and_then(|q| q.expiry.as_deref()),
+            });
+        }
+    }
+    snap
+}
+
+impl State {
+    /// Creates topic `name`.
+    pub fn create_topic(&mut self, log: &mut LogGuard<'_>, name: &str) -> Result<(), StoreError> {
+        check_name("topic", name)?;
+        if self.topics.contains_key(name) {
+            return Err(StoreError::TopicExists(name.to_owned()));
+        }
+        self.append(log, |b| record::encode_name(b, kind::TOPIC_CREATED, name));
+        self.insert_topic(name);
+        Ok(())
+    }
+
+    /// Deletes topic `name` with its subscriptions; without `force` only when they hold
+    /// nothing.
+    pub fn delete_topic(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        name: &str,
+        force: bool,
+    ) -> Result<(), StoreError> {
+        let Some(t) = self.topics.get(name) else {
+            return Err(StoreError::TopicNotFound(name.to_owned()));
+        };
+        let depth: u64 = t
+            .subs
+            .values()
+            .filter_map(|s| self.queues.get(&s.queue))
+            .map(|q| q.ready_count + q.delayed + q.in_flight)
+            .sum();
+        if depth > 0 && !force {
+            return Err(StoreError::TopicNotEmpty {
+                name: name.to_owned(),
+                depth,
+            });
+        }
+        self.append(log, |b| record::encode_name(b, kind::TOPIC_DELETED, name));
+        self.remove_topic(name);
+        Ok(())
+    }
+
+    /// Every topic with its subscriptions and their depths, by name.
+    pub fn list_topics(&self) -> Vec<TopicInfo> {
+        self.topics
+            .iter()
+            .map(|(name, t)| TopicInfo {
+                name: name.to_string(),
+                subscriptions: t
+                    .subs
+                    .iter()
+                    .map(|(sub, s)| {
+                        let q = self.queues.get(&s.queue);
+                        SubscriptionInfo {
+                            name: sub.to_string(),
+                            durable: s.durable,
+                            shared: s.shared,
+                            selector: s.selector.to_string(),
+                            ready: q.map_or(0, |q| q.ready_count + q.delayed),
+                            in_flight: q.map_or(0, |q| q.in_flight),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Creates subscription `name` on `topic`, or checks an existing one (see
+    /// [`crate::Store::subscribe_topic`]); returns its queue's name.
+    pub fn subscribe(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        topic: &str,
+        name: &str,
+        options: &SubscriptionOptions,
+        owner: &str,
+    ) -> Result<String, StoreError> {
+        check_name("subscription", name)?;
+        let queue = subscription_queue(topic, name);
+        if !str_fits(&queue) || !str_fits(&options.selector) || !str_fits(owner) {
+            return Err(StoreError::InvalidArgument(
+                "topic, subscription, selector or owner too long".into(),
+            ));
+        }
+        let Some(t) = self.topics.get(topic) else {
+            return Err(StoreError::TopicNotFound(topic.to_owned()));
+        };
+        if options.shared && !options.durable {
+            return Err(StoreError::InvalidArgument(
+                "only a durable subscription can be shared".into(),
+            ));
+        }
+        // Parse before anything else: a bad selector changes nothing.
+        let filter = Filter::parse(&options.selector)
+            .map_err(|e| StoreError::InvalidArgument(format!("invalid selector: {e}")))?;
+        let replace = match t.subs.get(name) {
+            // A non-durable subscription made again under its name is replaced.
+            Some(s) if !s.durable && !options.durable => true,
+            Some(s) => {
+                let differs = |what: &str, was: &dyn std::fmt::Display| {
+                    Err(StoreError::InvalidArgument(format!(
+                        "subscription '{name}' on topic '{topic}' exists with a different \
+                         {what} ({was})"
+                    )))
+                };
+                if s.durable != options.durable {
+                    return differs("durability", &format!("durable = {}", s.durable));
+                }
+                if s.shared != options.shared {
+                    return differs("sharing", &format!("shared = {}", s.shared));
+                }
+                if s.selector.trim() != options.selector.trim() {
+                    return differs("selector", &format!("'{}'", s.selector));
+                }
+                return Ok(queue);
+            }
+            None => false,
+        };
+        if !replace && t.subs.len() >= usize::from(u16::MAX) {
+            // A message names its queues with a u16 count.
+            return Err(StoreError::LimitExceeded(format!(
+                "topic '{topic}' has {} subscriptions, the most it can have",
+                t.subs.len()
+            )));
+        }
+        let QueueOptions {
+            max_deliveries,
+            dead_letter_queue,
+            expiry_queue,
+        } = &options.queue;
+        for target in [dead_letter_queue, expiry_queue].into_iter().flatten() {
+            if self.user_queue(target).is_none() {
+                return Err(StoreError::QueueNotFound(target.clone()));
+            }
+        }
+        if replace {
+            self.append(log, |b| record::encode_subscription_deleted(b, topic, name));
+            self.remove_subscription(topic, name);
+        }
+        let fields = SubscriptionFields {
+            topic,
+            name,
+            durable: options.durable,
+            shared: options.shared,
+            selector: &options.selector,
+            owner,
+            max_deliveries: *max_deliveries,
+            dead_letter: dead_letter_queue.as_deref(),
+            expiry: expiry_queue.as_deref(),
+        };
+        self.append(log, |b| record::encode_subscription_created(b, &fields));
+        self.insert_subscription(&fields, filter);
+        Ok(queue)
+    }
+
+    /// Removes subscription `name` of `topic` with its messages.
+    pub fn unsubscribe(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        topic: &str,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        let Some(t) = self.topics.get(topic) else {
+            return Err(StoreError::TopicNotFound(topic.to_owned()));
+        };
+        if !t.subs.contains_key(name) {
+            return Err(StoreError::SubscriptionNotFound(subscription_queue(
+                topic, name,
+            )));
+        }
+        self.append(log, |b| record::encode_subscription_deleted(b, topic, name));
+        self.remove_subscription(topic, name);
+        Ok(())
+    }
+
+    /// Removes every non-durable subscription (their owners' sessions ended with the previous
+    /// run of the store); returns how many.
+    pub fn drop_non_durable(&mut self, log: &mut LogGuard<'_>) -> usize {
+        let doomed: Vec<(Arc<str>, Arc<str>)> = self
+            .topics
+            .iter()
+            .flat_map(|(t, topic)| {
+                topic
+                    .subs
+                    .iter()
+                    .filter(|(_, s)| !s.durable)
+                    .map(|(n, _)| (t.clone(), n.clone()))
+            })
+            .collect();
+        for (t, n) in &doomed {
+            self.append(log, |b| record::encode_subscription_deleted(b, t, n));
+            self.remove_subscription(t, n);
+        }
+        doomed.len()
+    }
+
+    /// Checks that topic `name` exists; returns the names of its subscription queues (an upper
+    /// bound of where a publish goes, for size checks).
+    pub(super) fn check_topic(&self, name: &str) -> Result<impl Iterator<Item = &str>, StoreError> {
+        let Some(t) = self.topics.get(name) else {
+            return Err(StoreError::TopicNotFound(name.to_owned()));
+        };
+        Ok(t.subs
+            .values()
+            .filter_map(|s| self.queues.get(&s.queue).map(|q| &*q.name)))
+    }
+
+    /// The queues of the subscriptions of `topic` that take `msg`, in subscription name order.
+    pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> Vec<QueueKey> {
+        let Some(t) = self.topics.get(topic) else {
+            return Vec::new();
+        };
+        let mut keys = Vec::with_capacity(t.subs.len());
+        keys.extend(
+            t.subs
+                .values()
+                .filter(|s| s.filter.matches(msg))
+                .map(|s| s.queue),
+        );
+        keys
+    }
+
+    /// Adds topic `name` unless it exists (creation, replay, snapshots).
+    pub(super) fn insert_topic(&mut self, name: &str) {
+        if !self.topics.contains_key(name) {
+            self.topics.insert(name.into(), Topic::default());
+        }
+    }
+
+    /// Removes topic `name` with every subscription and their messages, in memory.
+    pub(super) fn remove_topic(&mut self, name: &str) {
+        let Some(t) = self.topics.remove(name) else {
+            return;
+        };
+        for s in t.subs.into_values() {
+            self.drop_queue(s.queue);
+        }
+    }
+
+    /// Applies a subscription definition from the log (record or header snapshot): replaces
+    /// one of the same name.
+    pub(super) fn replay_subscription(&mut self, def: SubscriptionDef) {
+        if !self.topics.contains_key(def.topic.as_str()) {
+            tracing::warn!(topic = %def.topic, name = %def.name,
+                "subscription of a topic that does not exist; ignored");
+            return;
+        }
+        let filter = Filter::parse(&def.selector).unwrap_or_else(|e| {
+            tracing::warn!(topic = %def.topic, name = %def.name, error = %e,
+                "subscription selector does not parse; it takes no messages");
+            Filter::Nothing
+        });
+        self.remove_subscription(&def.topic, &def.name);
+        self.insert_subscription(&def.fields(), filter);
+    }
+
+    /// Adds a subscription and its queue, in memory.
+    fn insert_subscription(&mut self, f: &SubscriptionFields<'_>, filter: Filter) {
+        let qk = self.insert_queue_keyed(&subscription_queue(f.topic, f.name), true);
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.max_deliveries = f.max_deliveries;
+            q.dead_letter = f.dead_letter.map(Arc::from);
+            q.expiry = f.expiry.map(Arc::from);
+        }
+        if let Some(t) = self.topics.get_mut(f.topic) {
+            t.subs.insert(
+                f.name.into(),
+                Sub {
+                    queue: qk,
+                    durable: f.durable,
+                    shared: f.shared,
+                    selector: f.selector.into(),
+                    filter,
+                    owner: f.owner.into(),
+                },
+            );
+        }
+    }
+
+    /// Removes a subscription with its queue and messages, in memory (a no-op if unknown).
+    pub(super) fn remove_subscription(&mut self, topic: &str, name: &str) {
+        let Some(s) = self.topics.get_mut(topic).and_then(|t| t.subs.remove(name)) else {
+            return;
+        };
+        self.drop_queue(s.queue);
+    }
+
+    /// Removes queue `qk` with its messages and leases, in memory: nothing is logged per
+    /// message (the record deleting the subscription or topic implies their removal).
+    fn drop_queue(&mut self, qk: QueueKey) {
+        for did in self.leases.on_queue(qk) {
+            if let Some(lease) = self.leases.remove(did) {
+                self.drop_slot(lease.message, qk);
+            }
+        }
+        let ready = self
+            .queues
+            .get(&qk)
+            .map(|q| q.ready.all())
+            .unwrap_or_default();
+        for id in ready {
+            self.unready(id, qk);
+            self.drop_slot(id, qk);
+        }
+        for id in self.undelay_queue(qk) {
+            self.drop_slot(id, qk);
+        }
+        self.remove_queue(qk);
+    }
+}
