@@ -52,7 +52,7 @@ async fn migrations_are_idempotent_and_safe_when_opens_race() {
         .unwrap();
     assert_eq!(
         versions.trim(),
-        "6|6",
+        "7|7",
         "each migration applied exactly once"
     );
 }

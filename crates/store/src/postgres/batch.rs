@@ -4,14 +4,21 @@
 //! ones are written, so one bad message does not fail the others. Message ids come from the
 //! `message_ids` sequence, sorted so that they increase in the order the batch lists them.
 //! The queues that got messages are announced to the other nodes in the same transaction.
+//!
+//! A publish goes on the queues of its topic's subscriptions whose selectors select it (see
+//! `publish`); when none does, it gets an id and is stored nowhere. A batch of non-persistent
+//! messages only (and no acks) commits without waiting for the WAL flush. The parts that store
+//! messages and remove acked rows serve transactions (`commit`) too.
 
 use std::collections::HashMap;
 
+use deadpool_postgres::Transaction;
 use ferry_protocol::{DeliveryId, MessageId, MAX_PRIORITY, MIN_PRIORITY};
 
 use super::names;
 use super::notify::notify;
 use super::props;
+use super::publish::{subscribers, Subscriber};
 use super::receive::{as_i64, time_as_i64};
 use super::settle::{unknown_ids, LEASED_ROWS};
 use super::store::Inner;
@@ -50,10 +57,19 @@ impl Work {
 
 /// Checks a message that needs nothing from the database.
 fn check_alone(m: &NewMessage) -> Result<(), StoreError> {
-    if m.queues.is_empty() {
-        return Err(StoreError::InvalidArgument(
-            "a message needs at least one queue".into(),
-        ));
+    match &m.topic {
+        Some(_) if !m.queues.is_empty() => {
+            return Err(StoreError::InvalidArgument(
+                "a message is either sent to queues or published to a topic".into(),
+            ))
+        }
+        Some(_) => {}
+        None if m.queues.is_empty() => {
+            return Err(StoreError::InvalidArgument(
+                "a message needs at least one queue".into(),
+            ))
+        }
+        None => {}
     }
     if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&m.priority) {
         return Err(StoreError::InvalidArgument(format!(
@@ -64,7 +80,7 @@ fn check_alone(m: &NewMessage) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The columns of the good messages, as arrays for `unnest`.
+/// The columns of the good messages that are stored somewhere, as arrays for `unnest`.
 #[derive(Default)]
 struct Columns<'a> {
     sender: Vec<i64>,
@@ -76,8 +92,32 @@ struct Columns<'a> {
     expires_at: Vec<i64>,
     properties: Vec<String>,
     body: Vec<&'a [u8]>,
-    /// Queue ids of each good message.
+    /// Queue ids of each message.
     queues: Vec<Vec<i64>>,
+    /// Whether each row of `queues` is a subscription queue's (its rows get no sender).
+    published: Vec<bool>,
+}
+
+/// What storing messages did within a transaction.
+pub struct Stored {
+    /// Per message: accepted, or why not.
+    pub verdicts: Vec<Result<(), StoreError>>,
+    /// The ids of the accepted messages, in order.
+    pub ids: Vec<MessageId>,
+}
+
+/// Whether a transaction writing `msgs` (and settling nothing) may commit without waiting for
+/// the WAL flush: every message is non-persistent.
+pub fn all_transient(msgs: &[&NewMessage]) -> bool {
+    !msgs.is_empty() && msgs.iter().all(|m| !m.persistent)
+}
+
+/// Lets `tx` commit without waiting for its WAL to reach the disk (non-persistent messages:
+/// they may survive a crash or not).
+pub async fn relax_commit(tx: &Transaction<'_>) -> TxResult<()> {
+    tx.batch_execute("SET LOCAL synchronous_commit = off")
+        .await?;
+    Ok(())
 }
 
 impl Inner {
@@ -92,82 +132,11 @@ impl Inner {
                 Work::Ack(..) => Vec::new(),
             })
             .collect();
-
-        // Names the messages use.
-        let mut queue_names: Vec<&str> = msgs
-            .iter()
-            .flat_map(|m| m.queues.iter().map(String::as_str))
-            .collect();
-        queue_names.sort_unstable();
-        queue_names.dedup();
-        let mut queue_ids: HashMap<String, i64> = HashMap::new();
-        if !queue_names.is_empty() {
-            // KEY SHARE keeps a concurrent delete_queue out until this commits.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT id, name FROM queues WHERE name = ANY($1) ORDER BY id FOR KEY SHARE",
-                )
-                .await?;
-            for row in tx.query(&stmt, &[&queue_names]).await? {
-                queue_ids.insert(row.try_get(1)?, row.try_get(0)?);
-            }
+        let settles = work.iter().any(|w| matches!(w, Work::Ack(..)));
+        if !settles && all_transient(&msgs) {
+            relax_commit(&tx).await?;
         }
-        let receivers: Vec<&str> = msgs.iter().filter_map(|m| m.receiver.as_deref()).collect();
-        let receiver_ids = self.clients.lookup(&tx, &receivers).await?;
-
-        // Check each message; the good ones' senders get registered.
-        let mut verdicts: Vec<Result<(), StoreError>> = Vec::with_capacity(msgs.len());
-        for m in &msgs {
-            verdicts.push(check(m, &queue_ids, &receiver_ids));
-        }
-        let senders: Vec<&str> = msgs
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_ok())
-            .map(|(m, _)| m.sender.as_str())
-            .collect();
-        let sender_ids = self.clients.ensure(&tx, &senders).await?;
-
-        let mut cols = Columns::default();
-        for (m, v) in msgs.iter().zip(&verdicts) {
-            if v.is_err() {
-                continue;
-            }
-            let sender = *sender_ids
-                .get(&m.sender)
-                .ok_or_else(|| StoreError::Internal("sender not registered".into()))?;
-            cols.sender.push(sender);
-            cols.receiver.push(
-                m.receiver
-                    .as_ref()
-                    .and_then(|r| receiver_ids.get(r).copied()),
-            );
-            cols.priority.push(i16::from(m.priority));
-            cols.context.push(m.context as i64);
-            cols.created_at.push(as_i64(m.created_at));
-            cols.deliver_at.push(time_as_i64(m.deliver_at_ms));
-            cols.expires_at.push(time_as_i64(m.expires_at_ms));
-            cols.properties.push(props::encode(&m.properties));
-            cols.body.push(&m.body[..]);
-            cols.queues.push(
-                m.queues
-                    .iter()
-                    .filter_map(|q| queue_ids.get(q).copied())
-                    .collect(),
-            );
-        }
-        let ids = self.insert_messages(&tx, &cols).await?;
-        if !ids.is_empty() {
-            let mut arrived: Vec<&str> = msgs
-                .iter()
-                .zip(&verdicts)
-                .filter(|(_, v)| v.is_ok())
-                .flat_map(|(m, _)| m.queues.iter().map(String::as_str))
-                .collect();
-            arrived.sort_unstable();
-            arrived.dedup();
-            notify(&tx, &self.node, &arrived).await?;
-        }
+        let Stored { verdicts, ids } = self.store_messages(&tx, &msgs).await?;
 
         // Acks: remove the leased rows held by each session.
         let mut ack_sessions = Vec::new();
@@ -180,41 +149,7 @@ impl Inner {
                 }
             }
         }
-        let mut acked: HashMap<i64, Vec<DeliveryId>> = HashMap::new();
-        if !ack_ids.is_empty() {
-            // A message that was on this one queue goes with its queue row; one on several
-            // queues when its last row is gone (drop_orphans).
-            let stmt = tx
-                .prepare_cached(&format!(
-                    "WITH a AS (DELETE FROM message_queue mq \
-                       WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS})) \
-                       RETURNING mq.lease_session, mq.lease_delivery_id, mq.message_id, \
-                         mq.alone), \
-                     gone AS (DELETE FROM messages m \
-                       WHERE m.id = ANY(ARRAY(SELECT a.message_id FROM a WHERE a.alone))) \
-                     SELECT lease_session, lease_delivery_id, message_id, alone FROM a"
-                ))
-                .await?;
-            let rows = tx
-                .query(&stmt, &[&self.node, &ack_sessions, &ack_ids])
-                .await?;
-            let mut shared = Vec::new();
-            for row in rows {
-                let (session, id, message, alone): (i64, i64, i64, bool) = (
-                    row.try_get(0)?,
-                    row.try_get(1)?,
-                    row.try_get(2)?,
-                    row.try_get(3)?,
-                );
-                acked.entry(session).or_default().push(id as u64);
-                if !alone {
-                    shared.push(message);
-                }
-            }
-            shared.sort_unstable();
-            shared.dedup();
-            drop_orphans(&tx, &shared).await?;
-        }
+        let mut acked = self.remove_leased(&tx, &ack_sessions, &ack_ids).await?;
         tx.commit().await?;
 
         // Hand each item its results.
@@ -261,28 +196,217 @@ impl Inner {
         Ok(out)
     }
 
-    /// Inserts the good messages and their queue rows; returns their ids in order.
+    /// Checks each of `msgs` on its own and stores the good ones within `tx` (a publish on the
+    /// queues of its topic's matching subscriptions, or nowhere), announcing the queues that
+    /// got messages. Registers the senders of the good ones.
+    pub async fn store_messages(
+        &self,
+        tx: &Transaction<'_>,
+        msgs: &[&NewMessage],
+    ) -> TxResult<Stored> {
+        if msgs.is_empty() {
+            return Ok(Stored {
+                verdicts: Vec::new(),
+                ids: Vec::new(),
+            });
+        }
+        // Names the messages use.
+        let mut queue_names: Vec<&str> = msgs
+            .iter()
+            .flat_map(|m| m.queues.iter().map(String::as_str))
+            .collect();
+        queue_names.sort_unstable();
+        queue_names.dedup();
+        let mut queue_ids: HashMap<String, i64> = HashMap::new();
+        if !queue_names.is_empty() {
+            // KEY SHARE keeps a concurrent delete_queue out until this commits.
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT id, name FROM queues WHERE name = ANY($1) ORDER BY id FOR KEY SHARE",
+                )
+                .await?;
+            for row in tx.query(&stmt, &[&queue_names]).await? {
+                queue_ids.insert(row.try_get(1)?, row.try_get(0)?);
+            }
+        }
+        let mut topic_names: Vec<&str> = msgs.iter().filter_map(|m| m.topic.as_deref()).collect();
+        topic_names.sort_unstable();
+        topic_names.dedup();
+        let topics: HashMap<String, Vec<Subscriber>> = if topic_names.is_empty() {
+            HashMap::new()
+        } else {
+            subscribers(tx, &self.selectors, &topic_names).await?
+        };
+        let receivers: Vec<&str> = msgs.iter().filter_map(|m| m.receiver.as_deref()).collect();
+        let receiver_ids = self.clients.lookup(tx, &receivers).await?;
+
+        // Check each message; the good ones' senders get registered.
+        let mut verdicts: Vec<Result<(), StoreError>> = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            verdicts.push(check(m, &queue_ids, &topics, &receiver_ids));
+        }
+        let senders: Vec<&str> = msgs
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| v.is_ok())
+            .map(|(m, _)| m.sender.as_str())
+            .collect();
+        let sender_ids = self.clients.ensure(tx, &senders).await?;
+
+        let mut cols = Columns::default();
+        let mut kept: Vec<bool> = Vec::with_capacity(msgs.len());
+        let mut arrived: Vec<&str> = Vec::new();
+        for (m, v) in msgs.iter().zip(&verdicts) {
+            if v.is_err() {
+                continue;
+            }
+            let queues: Vec<i64> = match &m.topic {
+                Some(t) => {
+                    let mut qs = Vec::new();
+                    for s in topics.get(t).into_iter().flatten() {
+                        if s.wants(m) {
+                            qs.push(s.queue_id);
+                            arrived.push(&s.queue);
+                        }
+                    }
+                    qs
+                }
+                None => {
+                    arrived.extend(m.queues.iter().map(String::as_str));
+                    m.queues
+                        .iter()
+                        .filter_map(|q| queue_ids.get(q).copied())
+                        .collect()
+                }
+            };
+            // A publish no subscription selects gets an id and is stored nowhere.
+            kept.push(!queues.is_empty());
+            if queues.is_empty() {
+                continue;
+            }
+            let sender = *sender_ids
+                .get(&m.sender)
+                .ok_or_else(|| StoreError::Internal("sender not registered".into()))?;
+            cols.sender.push(sender);
+            cols.receiver.push(
+                m.receiver
+                    .as_ref()
+                    .and_then(|r| receiver_ids.get(r).copied()),
+            );
+            cols.priority.push(i16::from(m.priority));
+            cols.context.push(m.context as i64);
+            cols.created_at.push(as_i64(m.created_at));
+            cols.deliver_at.push(time_as_i64(m.deliver_at_ms));
+            cols.expires_at.push(time_as_i64(m.expires_at_ms));
+            cols.properties.push(props::encode(&m.properties));
+            cols.body.push(&m.body[..]);
+            cols.queues.push(queues);
+            cols.published.push(m.topic.is_some());
+        }
+        let ids = self.insert_messages(tx, &cols, &kept).await?;
+        if !arrived.is_empty() {
+            arrived.sort_unstable();
+            arrived.dedup();
+            notify(tx, &self.node, &arrived).await?;
+        }
+        Ok(Stored { verdicts, ids })
+    }
+
+    /// Removes the leased rows named by (session, delivery id) pairs held by this node's
+    /// sessions, within `tx`; returns the delivery ids removed, by session.
+    pub async fn remove_leased(
+        &self,
+        tx: &Transaction<'_>,
+        sessions: &[i64],
+        ids: &[i64],
+    ) -> TxResult<HashMap<i64, Vec<DeliveryId>>> {
+        let mut acked: HashMap<i64, Vec<DeliveryId>> = HashMap::new();
+        if ids.is_empty() {
+            return Ok(acked);
+        }
+        // A message that was on this one queue goes with its queue row; one on several
+        // queues when its last row is gone (drop_orphans).
+        let stmt = tx
+            .prepare_cached(&format!(
+                "WITH a AS (DELETE FROM message_queue mq \
+                   WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS})) \
+                   RETURNING mq.lease_session, mq.lease_delivery_id, mq.message_id, \
+                     mq.alone), \
+                 gone AS (DELETE FROM messages m \
+                   WHERE m.id = ANY(ARRAY(SELECT a.message_id FROM a WHERE a.alone))) \
+                 SELECT lease_session, lease_delivery_id, message_id, alone FROM a"
+            ))
+            .await?;
+        let rows = tx.query(&stmt, &[&self.node, &sessions, &ids]).await?;
+        let mut shared = Vec::new();
+        for row in rows {
+            let (session, id, message, alone): (i64, i64, i64, bool) = (
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+            );
+            acked.entry(session).or_default().push(id as u64);
+            if !alone {
+                shared.push(message);
+            }
+        }
+        shared.sort_unstable();
+        shared.dedup();
+        drop_orphans(tx, &shared).await?;
+        Ok(acked)
+    }
+
+    /// Inserts the messages of `cols` and their queue rows; returns the ids of every good
+    /// message in order, `kept` telling which of them `cols` holds (the others are stored
+    /// nowhere but get an id all the same).
     async fn insert_messages(
         &self,
-        tx: &deadpool_postgres::Transaction<'_>,
+        tx: &Transaction<'_>,
         cols: &Columns<'_>,
+        kept: &[bool],
     ) -> TxResult<Vec<MessageId>> {
-        let n = cols.sender.len();
-        if n == 0 {
+        let total = kept.len();
+        if total == 0 {
             return Ok(Vec::new());
         }
         let stmt = tx
             .prepare_cached("SELECT nextval('message_ids') FROM generate_series(1, $1::bigint)")
             .await?;
-        let count = i64::try_from(n).unwrap_or(i64::MAX);
-        let mut ids: Vec<i64> = Vec::with_capacity(n);
+        let count = i64::try_from(total).unwrap_or(i64::MAX);
+        let mut all: Vec<i64> = Vec::with_capacity(total);
         for row in tx.query(&stmt, &[&count]).await? {
-            ids.push(row.try_get(0)?);
+            all.push(row.try_get(0)?);
         }
-        ids.sort_unstable();
-        if ids.len() != n {
+        all.sort_unstable();
+        if all.len() != total {
             return Err(StoreError::Internal("the id sequence returned too few ids".into()).into());
         }
+        let ids: Vec<i64> = if kept.iter().all(|k| *k) {
+            all.clone()
+        } else {
+            all.iter()
+                .zip(kept)
+                .filter(|(_, k)| **k)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        if ids.len() != cols.sender.len() {
+            return Err(StoreError::Internal("messages and ids disagree".into()).into());
+        }
+        if !ids.is_empty() {
+            self.insert_rows(tx, cols, &ids).await?;
+        }
+        Ok(all.into_iter().map(|id| id as u64).collect())
+    }
+
+    /// Inserts the messages of `cols` under `ids`, with their queue rows, in one statement.
+    async fn insert_rows(
+        &self,
+        tx: &Transaction<'_>,
+        cols: &Columns<'_>,
+        ids: &[i64],
+    ) -> TxResult<()> {
         let (mut m, mut q, mut p, mut s, mut r, mut a) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         let (mut d, mut x) = (vec![], vec![]);
@@ -290,15 +414,17 @@ impl Inner {
             .iter()
             .zip(&cols.queues)
             .zip(&cols.priority)
-            .zip(&cols.sender)
+            .zip(cols.sender.iter().zip(&cols.published))
             .zip(&cols.receiver)
             .zip(cols.deliver_at.iter().zip(&cols.expires_at));
-        for (((((id, queues), prio), sender), receiver), (deliver, expires)) in rows {
+        for (((((id, queues), prio), (sender, published)), receiver), (deliver, expires)) in rows {
+            // Receives by sender look rows up by sender: a subscription's rows have none.
+            let sender = (!*published).then_some(*sender);
             for queue in queues {
                 m.push(*id);
                 q.push(*queue);
                 p.push(*prio);
-                s.push(*sender);
+                s.push(sender);
                 r.push(*receiver);
                 a.push(queues.len() == 1);
                 d.push(*deliver);
@@ -344,7 +470,7 @@ impl Inner {
             ],
         )
         .await?;
-        Ok(ids.into_iter().map(|id| id as u64).collect())
+        Ok(())
     }
 }
 
@@ -352,9 +478,15 @@ impl Inner {
 fn check(
     m: &NewMessage,
     queue_ids: &HashMap<String, i64>,
+    topics: &HashMap<String, Vec<Subscriber>>,
     receiver_ids: &HashMap<String, i64>,
 ) -> Result<(), StoreError> {
     check_alone(m)?;
+    if let Some(t) = &m.topic {
+        if !topics.contains_key(t) {
+            return Err(StoreError::TopicNotFound(t.clone()));
+        }
+    }
     let mut seen: Vec<&str> = Vec::with_capacity(m.queues.len());
     for q in &m.queues {
         if !queue_ids.contains_key(q) {

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_time.sql"),
     include_str!("migrations/0005_dead_letters.sql"),
     include_str!("migrations/0006_expiry_queues.sql"),
+    include_str!("migrations/0007_topics.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

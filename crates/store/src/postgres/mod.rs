@@ -10,6 +10,9 @@
 //!   scan (`gather`);
 //! - `select`: receives with a selector, evaluated in Rust over the ready rows in order;
 //! - `settle`, `queues`, `clients`: the other operations;
+//! - `topics`, `publish`: topics and subscriptions (each backed by a queue named `topic:name`),
+//!   and where a published message goes;
+//! - `commit`: transactions of sends, publishes and acks, all or nothing;
 //! - `nodes`: session claims, heartbeats, reaping dead nodes;
 //! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
 //!   per-node `LISTEN` connection that turns them into change reports;
@@ -24,6 +27,7 @@ pub mod config;
 mod batch;
 mod batcher;
 mod clients;
+mod commit;
 mod dead_letter;
 mod errors;
 mod gather;
@@ -33,12 +37,14 @@ mod names;
 mod nodes;
 mod notify;
 mod props;
+mod publish;
 mod queues;
 mod receive;
 mod select;
 mod settle;
 mod store;
 mod time;
+mod topics;
 mod tx;
 
 pub use config::{is_postgres_url, PostgresConfig};

@@ -5,6 +5,9 @@
 //! nodes claiming at once cannot both succeed. A node is dead when its heartbeat (database
 //! clock) is older than the timeout *and* the database has been up for longer than that, so a
 //! database restart does not make every node look dead at once.
+//!
+//! Freeing a client's claim this way (a dead node, a node leaving or restarting) also drops the
+//! non-durable subscriptions that client owned: no consumer of theirs is left.
 
 use std::sync::atomic::Ordering;
 
@@ -13,6 +16,7 @@ use super::notify::notify;
 use super::receive::as_i64;
 use super::settle::{sorted_names, UNLEASE};
 use super::store::Inner;
+use super::topics::drop_owned;
 use super::tx::{retrying, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
@@ -130,12 +134,27 @@ impl Inner {
         Ok(queues)
     }
 
-    /// Ends the claims of `nodes` and returns their leases, within `tx`.
+    /// Ends the claims of `nodes` (dropping the non-durable subscriptions of those clients)
+    /// and returns their leases, within `tx`.
     async fn free_nodes(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         nodes: &[String],
     ) -> TxResult<Vec<String>> {
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE clients SET node = NULL, session = NULL WHERE node = ANY($1) \
+                 RETURNING name",
+            )
+            .await?;
+        let clients = tx
+            .query(&stmt, &[&nodes])
+            .await?
+            .iter()
+            .map(|r| r.try_get::<_, String>(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Before the leases return, so that none returns to a queue about to go.
+        drop_owned(tx, &clients).await?;
         let stmt = tx
             .prepare_cached(&format!(
                 "WITH u AS (UPDATE message_queue SET {UNLEASE} \
@@ -150,10 +169,6 @@ impl Inner {
             .iter()
             .map(|r| r.try_get::<_, String>(0))
             .collect::<Result<Vec<_>, _>>()?;
-        let stmt = tx
-            .prepare_cached("UPDATE clients SET node = NULL, session = NULL WHERE node = ANY($1)")
-            .await?;
-        tx.execute(&stmt, &[&nodes]).await?;
         let names = sorted_names(names);
         notify(tx, &self.node, &names).await?;
         Ok(names)

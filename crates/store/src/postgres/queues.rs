@@ -102,8 +102,9 @@ impl Inner {
         let tx = conn.transaction().await?;
         // The row lock keeps concurrent sends (whose foreign keys lock it too) out until commit.
         let stmt = tx
-            .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR UPDATE")
+            .prepare_cached("SELECT id FROM queues WHERE name = $1 AND topic_id IS NULL FOR UPDATE")
             .await?;
+        // A subscription's queue goes with its subscription (unsubscribe), not on its own.
         let Some(row) = tx.query_opt(&stmt, &[&name]).await? else {
             return Err(StoreError::QueueNotFound(name.to_owned()).into());
         };
@@ -150,7 +151,8 @@ impl Inner {
         Ok(())
     }
 
-    /// Every queue with its depth, sorted by name (bytewise, as Rust sorts).
+    /// Every queue with its depth, sorted by name (bytewise, as Rust sorts); subscriptions'
+    /// queues are listed with their topics instead.
     pub async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
         retrying(|| async {
             let conn = self.conn().await?;
@@ -161,7 +163,8 @@ impl Inner {
                        WHERE lease_delivery_id IS NULL GROUP BY queue_id) r ON r.queue_id = q.id \
                      LEFT JOIN (SELECT queue_id, count(*) AS n FROM message_queue \
                        WHERE lease_delivery_id IS NOT NULL GROUP BY queue_id) l \
-                       ON l.queue_id = q.id",
+                       ON l.queue_id = q.id \
+                     WHERE q.topic_id IS NULL",
                 )
                 .await?;
             let mut out = Vec::new();
@@ -180,7 +183,7 @@ impl Inner {
     }
 
     /// Queues holding ready messages addressed to `client` (delayed ones once due at
-    /// `now_ms`), sorted.
+    /// `now_ms`), sorted; subscriptions' queues are not among them.
     pub async fn waiting_queues(
         &self,
         client: &str,
@@ -194,7 +197,7 @@ impl Inner {
                     "SELECT DISTINCT q.name FROM clients c \
                      JOIN message_queue mq ON mq.receiver_id = c.id \
                        AND mq.lease_delivery_id IS NULL AND mq.deliver_at <= $2 \
-                     JOIN queues q ON q.id = mq.queue_id \
+                     JOIN queues q ON q.id = mq.queue_id AND q.topic_id IS NULL \
                      WHERE c.name = $1",
                 )
                 .await?;

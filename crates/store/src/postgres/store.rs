@@ -16,6 +16,7 @@ use super::batcher::Batcher;
 use super::clients::{ClientIds, QueueNames};
 use super::config::PostgresConfig;
 use super::gather::{self, Gathers};
+use super::publish::Selectors;
 use super::tx::{TxError, TxResult};
 use super::{listen, migrate};
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
@@ -43,6 +44,8 @@ pub struct Inner {
     pub(super) beating: AtomicBool,
     /// Client-ack takes waiting to be served together.
     pub(super) gathers: Gathers,
+    /// Parsed subscription selectors, by their text.
+    pub(super) selectors: Selectors,
 }
 
 impl Inner {
@@ -119,6 +122,7 @@ impl PostgresStore {
             queue_names: QueueNames::default(),
             beating: AtomicBool::new(false),
             gathers: Gathers::default(),
+            selectors: Selectors::default(),
         });
         let mut conn = inner.conn().await.map_err(StoreError::from)?;
         let before = migrate::migrate(&mut conn).await?;
@@ -277,7 +281,9 @@ impl Store for PostgresStore {
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
-        // Every call returns after its transaction committed (synchronous_commit).
+        // Every call returns after its transaction committed (synchronous_commit; a
+        // transaction of non-persistent messages only does not wait for the WAL flush, and
+        // such messages are not promised to survive a crash).
         Ok(())
     }
 
@@ -289,40 +295,41 @@ impl Store for PostgresStore {
         self.inner.end_session(client, session).await
     }
 
-    // TOPICS-STUB: replaced by the engine's topic and transaction support.
-    async fn create_topic(&self, _name: &str) -> Result<(), StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+    async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.create_topic(name).await
     }
 
-    async fn delete_topic(&self, _name: &str, _force: bool) -> Result<(), StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        self.inner.delete_topic(name, force).await
     }
 
     async fn list_topics(&self) -> Result<Vec<ferry_protocol::TopicInfo>, StoreError> {
-        Ok(Vec::new())
+        self.inner.list_topics().await
     }
 
     async fn subscribe_topic(
         &self,
-        _topic: &str,
-        _name: &str,
-        _options: &ferry_protocol::SubscriptionOptions,
-        _owner: &str,
+        topic: &str,
+        name: &str,
+        options: &ferry_protocol::SubscriptionOptions,
+        owner: &str,
     ) -> Result<String, StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+        self.inner
+            .subscribe_topic(topic, name, options, owner)
+            .await
     }
 
-    async fn unsubscribe(&self, _topic: &str, _name: &str) -> Result<(), StoreError> {
-        Err(StoreError::Internal("topics are not implemented yet".into()))
+    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        self.inner.unsubscribe(topic, name).await
     }
 
     async fn commit(
         &self,
-        _session: SessionId,
-        _msgs: Vec<NewMessage>,
-        _acks: &[DeliveryId],
+        session: SessionId,
+        msgs: Vec<NewMessage>,
+        acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError> {
-        Err(StoreError::Internal("transactions are not implemented yet".into()))
+        self.inner.commit(session, &msgs, acks).await
     }
 
     async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {

@@ -1,0 +1,146 @@
+//! Publishing: which subscription queues a message published to a topic goes to.
+//!
+//! Other nodes may subscribe or unsubscribe at any moment, so a batch that publishes reads the
+//! subscriptions of its topics in its own transaction, with one statement that also locks them
+//! `FOR KEY SHARE`: an unsubscribe (or a topic's deletion) waits until the batch commits, so no
+//! message is placed on a queue being deleted. A subscription created while the batch runs is
+//! either seen or not, and then gets only later messages, which is what "published after it
+//! exists" allows.
+//!
+//! Selectors are evaluated in Rust over the message as the store was handed it. Parsing is
+//! done once per selector text and kept in [`Selectors`], keyed by that text: the text is the
+//! whole of a parsed selector's meaning, so an entry can never be stale.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ferry_protocol::subscription_queue;
+use ferry_selector::{Header, Selector, SelectorSource, Value};
+
+use super::tx::TxResult;
+use crate::api::NewMessage;
+use crate::error::StoreError;
+use crate::select;
+
+/// Parsed selectors kept before the cache is cleared (texts of dropped subscriptions would
+/// otherwise pile up).
+const MAX_CACHED: usize = 4096;
+
+/// Parsed selectors by their text.
+#[derive(Debug, Default)]
+pub struct Selectors {
+    parsed: Mutex<HashMap<String, Arc<Selector>>>,
+}
+
+impl Selectors {
+    /// The parsed form of `text`; `None` for the empty selector (every message).
+    /// `InvalidArgument` when it does not parse.
+    pub fn get(&self, text: &str) -> Result<Option<Arc<Selector>>, StoreError> {
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        if let Ok(parsed) = self.parsed.lock() {
+            if let Some(s) = parsed.get(text) {
+                return Ok(Some(s.clone()));
+            }
+        }
+        let s = Arc::new(
+            Selector::parse(text)
+                .map_err(|e| StoreError::InvalidArgument(format!("bad selector: {e}")))?,
+        );
+        if let Ok(mut parsed) = self.parsed.lock() {
+            if parsed.len() >= MAX_CACHED {
+                parsed.clear();
+            }
+            parsed.insert(text.to_owned(), s.clone());
+        }
+        Ok(Some(s))
+    }
+}
+
+/// One subscription of a topic, as a publish needs it.
+#[derive(Debug, Clone)]
+pub struct Subscriber {
+    /// Its queue's id.
+    pub queue_id: i64,
+    /// Its queue's name (`topic:name`).
+    pub queue: String,
+    /// `None`: it takes every message.
+    pub selector: Option<Arc<Selector>>,
+}
+
+impl Subscriber {
+    /// Whether `m` goes to this subscription.
+    pub fn wants(&self, m: &NewMessage) -> bool {
+        self.selector
+            .as_ref()
+            .is_none_or(|s| s.matches(&NewMessageSource(m)))
+    }
+}
+
+/// The subscriptions of each of `topics` that exists (a topic without subscriptions maps to an
+/// empty list), locked `FOR KEY SHARE` within `tx`.
+pub async fn subscribers(
+    tx: &deadpool_postgres::Transaction<'_>,
+    selectors: &Selectors,
+    topics: &[&str],
+) -> TxResult<HashMap<String, Vec<Subscriber>>> {
+    let stmt = tx
+        .prepare_cached(
+            "WITH s AS (SELECT s.topic_id, s.queue_id, s.name, s.selector FROM subscriptions s \
+               WHERE s.topic_id = ANY(ARRAY(SELECT id FROM topics WHERE name = ANY($1))) \
+               ORDER BY s.queue_id FOR KEY SHARE) \
+             SELECT t.name, s.queue_id, s.name, s.selector FROM topics t \
+             LEFT JOIN s ON s.topic_id = t.id WHERE t.name = ANY($1)",
+        )
+        .await?;
+    let mut out: HashMap<String, Vec<Subscriber>> = HashMap::new();
+    for row in tx.query(&stmt, &[&topics]).await? {
+        let topic: String = row.try_get(0)?;
+        let queue_id: Option<i64> = row.try_get(1)?;
+        let subs = out.entry(topic.clone()).or_default();
+        let Some(queue_id) = queue_id else {
+            continue;
+        };
+        let name: String = row.try_get(2)?;
+        let text: String = row.try_get(3)?;
+        // Checked when the subscription was made; a text that no longer parses (a newer
+        // binary's syntax) selects nothing rather than everything.
+        let selector = match selectors.get(&text) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(topic = %topic, subscription = %name, error = %e,
+                    "a subscription's selector does not parse; it gets no messages");
+                continue;
+            }
+        };
+        subs.push(Subscriber {
+            queue_id,
+            queue: subscription_queue(&topic, &name),
+            selector,
+        });
+    }
+    Ok(out)
+}
+
+/// A message about to be stored, as a selector sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMessageSource<'a>(pub &'a NewMessage);
+
+impl SelectorSource for NewMessageSource<'_> {
+    fn header(&self, h: Header) -> Value<'_> {
+        let m = self.0;
+        select::header(
+            h,
+            m.priority,
+            &m.sender,
+            m.receiver.as_deref(),
+            m.context,
+            m.created_at,
+        )
+    }
+
+    fn property(&self, name: &str) -> Value<'_> {
+        select::property(&self.0.properties, name)
+    }
+}

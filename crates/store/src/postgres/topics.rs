@@ -1,0 +1,377 @@
+//! Topics and subscriptions: create, delete, list, subscribe, unsubscribe, and dropping the
+//! non-durable subscriptions of clients whose sessions ended without unsubscribing.
+//!
+//! A subscription is a row of `subscriptions` plus its queue, a row of `queues` named
+//! `topic:name` and marked with the topic's id. Statements that change the set of a topic's
+//! subscriptions lock the topic row `FOR KEY SHARE` (subscribe, unsubscribe) or `FOR UPDATE`
+//! (deleting the topic), so a topic is never deleted while a subscription is being made on it.
+//! Removing a subscription locks its row `FOR UPDATE`, which waits for the publishes that read
+//! it (see `publish`).
+
+use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
+
+use super::names;
+use super::store::Inner;
+use super::tx::{drop_orphans, retrying, TxResult};
+use crate::error::StoreError;
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+impl Inner {
+    /// See [`crate::Store::create_topic`].
+    pub async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
+        names::check("topic", name)?;
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "INSERT INTO topics (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+                )
+                .await?;
+            if conn.execute(&stmt, &[&name]).await? == 0 {
+                return Err(StoreError::TopicExists(name.to_owned()).into());
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// See [`crate::Store::delete_topic`].
+    pub async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let stmt = tx
+                .prepare_cached("SELECT id FROM topics WHERE name = $1 FOR UPDATE")
+                .await?;
+            let Some(row) = tx.query_opt(&stmt, &[&name]).await? else {
+                return Err(StoreError::TopicNotFound(name.to_owned()).into());
+            };
+            let topic: i64 = row.try_get(0)?;
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 \
+                     ORDER BY queue_id FOR UPDATE",
+                )
+                .await?;
+            let queues = tx
+                .query(&stmt, &[&topic])
+                .await?
+                .iter()
+                .map(|r| r.try_get::<_, i64>(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            if !force {
+                let depth = depth(&tx, &queues).await?;
+                if depth > 0 {
+                    return Err(StoreError::TopicNotEmpty {
+                        name: name.to_owned(),
+                        depth,
+                    }
+                    .into());
+                }
+            }
+            drop_subscriptions(&tx, &queues).await?;
+            let stmt = tx
+                .prepare_cached("DELETE FROM topics WHERE id = $1")
+                .await?;
+            tx.execute(&stmt, &[&topic]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// See [`crate::Store::list_topics`].
+    pub async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            // Ready and leased rows counted apart, so that each count uses its index.
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT t.name, s.name, s.durable, s.shared, s.selector, \
+                       (SELECT count(*) FROM message_queue mq \
+                         WHERE mq.queue_id = s.queue_id AND mq.lease_delivery_id IS NULL), \
+                       (SELECT count(*) FROM message_queue mq \
+                         WHERE mq.queue_id = s.queue_id AND mq.lease_delivery_id IS NOT NULL) \
+                     FROM topics t LEFT JOIN subscriptions s ON s.topic_id = t.id",
+                )
+                .await?;
+            let mut out: Vec<TopicInfo> = Vec::new();
+            for row in conn.query(&stmt, &[]).await? {
+                let topic: String = row.try_get(0)?;
+                let index = match out.iter().position(|t| t.name == topic) {
+                    Some(i) => i,
+                    None => {
+                        out.push(TopicInfo {
+                            name: topic,
+                            subscriptions: Vec::new(),
+                        });
+                        out.len() - 1
+                    }
+                };
+                let Some(name) = row.try_get::<_, Option<String>>(1)? else {
+                    continue;
+                };
+                let ready: Option<i64> = row.try_get(5)?;
+                let in_flight: Option<i64> = row.try_get(6)?;
+                let info = SubscriptionInfo {
+                    name,
+                    durable: row.try_get(2)?,
+                    shared: row.try_get(3)?,
+                    selector: row.try_get(4)?,
+                    ready: u64::try_from(ready.unwrap_or(0)).unwrap_or(0),
+                    in_flight: u64::try_from(in_flight.unwrap_or(0)).unwrap_or(0),
+                };
+                if let Some(t) = out.get_mut(index) {
+                    t.subscriptions.push(info);
+                }
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            for t in &mut out {
+                t.subscriptions.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// See [`crate::Store::subscribe_topic`].
+    pub async fn subscribe_topic(
+        &self,
+        topic: &str,
+        name: &str,
+        options: &SubscriptionOptions,
+        owner: &str,
+    ) -> Result<String, StoreError> {
+        names::check("topic", topic)?;
+        names::check("subscription", name)?;
+        if options.shared && !options.durable {
+            return Err(StoreError::InvalidArgument(
+                "a shared subscription must be durable".into(),
+            ));
+        }
+        // Parsed here so that a bad selector fails now, not at every publish.
+        self.selectors.get(&options.selector)?;
+        let queue = subscription_queue(topic, name);
+        retrying(|| self.try_subscribe(topic, name, &queue, options, owner)).await?;
+        Ok(queue)
+    }
+
+    async fn try_subscribe(
+        &self,
+        topic: &str,
+        name: &str,
+        queue: &str,
+        options: &SubscriptionOptions,
+        owner: &str,
+    ) -> TxResult<()> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await?;
+        let topic_id = lock_topic(&tx, topic).await?;
+        let stmt = tx
+            .prepare_cached(
+                "SELECT queue_id, durable, shared, selector FROM subscriptions \
+                 WHERE topic_id = $1 AND name = $2 FOR UPDATE",
+            )
+            .await?;
+        if let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? {
+            let queue_id: i64 = row.try_get(0)?;
+            let durable: bool = row.try_get(1)?;
+            let shared: bool = row.try_get(2)?;
+            let selector: String = row.try_get(3)?;
+            if !durable && !options.durable {
+                // A non-durable name left over from an earlier session: start afresh.
+                drop_subscriptions(&tx, &[queue_id]).await?;
+            } else {
+                let differs = if durable != options.durable {
+                    Some(format!("durable is {durable}"))
+                } else if shared != options.shared {
+                    Some(format!("shared is {shared}"))
+                } else if selector != options.selector {
+                    Some(format!("its selector is '{selector}'"))
+                } else {
+                    None
+                };
+                return match differs {
+                    Some(d) => Err(StoreError::InvalidArgument(format!(
+                        "subscription '{queue}' exists and differs: {d}"
+                    ))
+                    .into()),
+                    None => {
+                        tx.commit().await?;
+                        Ok(())
+                    }
+                };
+            }
+        }
+        let lookup = tx
+            .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR KEY SHARE")
+            .await?;
+        let mut targets: [Option<i64>; 2] = [None, None];
+        for (slot, other) in targets.iter_mut().zip([
+            &options.queue.dead_letter_queue,
+            &options.queue.expiry_queue,
+        ]) {
+            if let Some(d) = other {
+                match tx.query_opt(&lookup, &[d]).await? {
+                    Some(row) => *slot = Some(row.try_get(0)?),
+                    None => return Err(StoreError::QueueNotFound(d.clone()).into()),
+                }
+            }
+        }
+        let [dead_letter, expiry] = targets;
+        let max = i32::try_from(options.queue.max_deliveries).unwrap_or(i32::MAX);
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO queues (name, max_deliveries, dead_letter_queue_id, \
+                   expiry_queue_id, topic_id) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING id",
+            )
+            .await?;
+        let Some(row) = tx
+            .query_opt(&stmt, &[&queue, &max, &dead_letter, &expiry, &topic_id])
+            .await?
+        else {
+            return Err(StoreError::InvalidArgument(format!(
+                "a queue named '{queue}' exists and is not a subscription's"
+            ))
+            .into());
+        };
+        let queue_id: i64 = row.try_get(0)?;
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO subscriptions (topic_id, name, queue_id, durable, shared, selector, \
+                   owner) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .await?;
+        tx.execute(
+            &stmt,
+            &[
+                &topic_id,
+                &name,
+                &queue_id,
+                &options.durable,
+                &options.shared,
+                &options.selector,
+                &owner,
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// See [`crate::Store::unsubscribe`].
+    pub async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let topic_id = lock_topic(&tx, topic).await?;
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
+                     FOR UPDATE",
+                )
+                .await?;
+            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
+                return Err(
+                    StoreError::SubscriptionNotFound(subscription_queue(topic, name)).into(),
+                );
+            };
+            drop_subscriptions(&tx, &[row.try_get::<_, i64>(0)?]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// The id of `topic`, locked `FOR KEY SHARE` (it cannot be deleted until `tx` ends), or
+/// `TopicNotFound`.
+async fn lock_topic(tx: &Tx<'_>, topic: &str) -> TxResult<i64> {
+    let stmt = tx
+        .prepare_cached("SELECT id FROM topics WHERE name = $1 FOR KEY SHARE")
+        .await?;
+    match tx.query_opt(&stmt, &[&topic]).await? {
+        Some(row) => Ok(row.try_get(0)?),
+        None => Err(StoreError::TopicNotFound(topic.to_owned()).into()),
+    }
+}
+
+/// Ready plus in-flight messages on the queues `queue_ids`.
+async fn depth(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<u64> {
+    if queue_ids.is_empty() {
+        return Ok(0);
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT (SELECT count(*) FROM message_queue \
+               WHERE queue_id = ANY($1) AND lease_delivery_id IS NULL) \
+             + (SELECT count(*) FROM message_queue \
+               WHERE queue_id = ANY($1) AND lease_delivery_id IS NOT NULL)",
+        )
+        .await?;
+    let n: i64 = tx.query_one(&stmt, &[&queue_ids]).await?.try_get(0)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Removes the subscriptions whose queues are `queue_ids` (locked by the caller), with their
+/// queues and messages (in-flight deliveries of them become unknown).
+pub async fn drop_subscriptions(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> {
+    if queue_ids.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            // Ready and leased rows apart, so that each part uses its index.
+            "WITH r AS (DELETE FROM message_queue \
+               WHERE queue_id = ANY($1) AND lease_delivery_id IS NULL RETURNING message_id), \
+             l AS (DELETE FROM message_queue \
+               WHERE queue_id = ANY($1) AND lease_delivery_id IS NOT NULL RETURNING message_id) \
+             SELECT message_id FROM r UNION ALL SELECT message_id FROM l",
+        )
+        .await?;
+    let mut ids = Vec::new();
+    for row in tx.query(&stmt, &[&queue_ids]).await? {
+        ids.push(row.try_get::<_, i64>(0)?);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    drop_orphans(tx, &ids).await?;
+    let stmt = tx
+        .prepare_cached(
+            "WITH s AS (DELETE FROM subscriptions WHERE queue_id = ANY($1)) \
+             DELETE FROM queues WHERE id = ANY($1)",
+        )
+        .await?;
+    tx.execute(&stmt, &[&queue_ids]).await?;
+    Ok(())
+}
+
+/// Removes the non-durable subscriptions owned by `clients` (their sessions ended without
+/// unsubscribing: their node died or left), with their messages.
+pub async fn drop_owned(tx: &Tx<'_>, clients: &[String]) -> TxResult<()> {
+    if clients.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT queue_id FROM subscriptions WHERE NOT durable AND owner = ANY($1) \
+             ORDER BY queue_id FOR UPDATE",
+        )
+        .await?;
+    let queues = tx
+        .query(&stmt, &[&clients])
+        .await?
+        .iter()
+        .map(|r| r.try_get::<_, i64>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !queues.is_empty() {
+        tracing::info!(
+            clients = ?clients,
+            subscriptions = queues.len(),
+            "dropping the non-durable subscriptions of sessions that ended"
+        );
+    }
+    drop_subscriptions(tx, &queues).await
+}
