@@ -28,7 +28,9 @@ use crate::error::ClientError;
 ///
 /// [`Subscription::cancel`] ends it; dropping it cancels it too, without waiting. Either way,
 /// auto-ack deliveries already pushed but not yet read are lost (they were taken from the queue
-/// when pushed: at most once), and client-ack ones go back to their queue.
+/// when pushed: at most once), and client-ack ones go back to their queue. Ending a non-durable
+/// topic subscription's consumer removes the subscription itself, with what it still holds; a
+/// durable one stays, with its backlog, for the next consumer.
 pub struct Subscription {
     id: SubscriptionId,
     /// The queue deliveries come from.

@@ -30,8 +30,11 @@
 //! Together: a list holds at most `payload / min_elem_bytes` elements, strings at most the
 //! payload, and the payload at most the frame limit. The memory of a decoded value is therefore
 //! at most a fixed multiple of the frame limit, the multiple being the largest ratio of an
-//! element's in-memory size to its smallest encoding (under 8 for a batch of empty messages),
-//! whatever the counts in the frame say.
+//! element's in-memory size to its smallest encoding, whatever the counts in the frame say. On
+//! 64-bit targets that ratio is 12 (a string in a list, 24 bytes for 2 on the wire; a property,
+//! 48 for 4); a batch item is 160 for 37, a topic listing entry 48 for 6.
+//! `memory_per_minimal_encoded_byte_is_bounded_for_every_list_element` holds every list element
+//! type to it.
 
 mod common;
 
@@ -622,4 +625,47 @@ fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
     let decoded = Response::decode(&frame).unwrap();
     Tally::new(&frame.payload).response(&decoded);
     assert_eq!(decoded, resp);
+}
+
+#[test]
+fn memory_per_minimal_encoded_byte_is_bounded_for_every_list_element() {
+    // The multiple of the frame limit that a decoded value may occupy (see the top of this
+    // file): for each list element type, its in-memory size over its smallest encoding.
+    use std::mem::size_of;
+    let ratios = [
+        ("string", size_of::<String>(), min::STRING),
+        (
+            "property",
+            size_of::<(String, ferry_protocol::PropertyValue)>(),
+            min::PROPERTY,
+        ),
+        ("id", size_of::<u64>(), min::U64),
+        ("batch item", size_of::<OutgoingMessage>(), min::OUTGOING),
+        (
+            "queue info",
+            size_of::<ferry_protocol::QueueInfo>(),
+            min::QUEUE_INFO,
+        ),
+        (
+            "batch result",
+            size_of::<Result<u64, ferry_protocol::ErrorReply>>(),
+            min::BATCH_RESULT,
+        ),
+        (
+            "topic info",
+            size_of::<ferry_protocol::TopicInfo>(),
+            min::TOPIC_INFO,
+        ),
+        (
+            "subscription info",
+            size_of::<ferry_protocol::SubscriptionInfo>(),
+            min::SUBSCRIPTION_INFO,
+        ),
+    ];
+    for (what, size, min) in ratios {
+        assert!(
+            size <= 12 * min,
+            "{what}: {size} bytes in memory for {min} encoded"
+        );
+    }
 }
