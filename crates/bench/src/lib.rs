@@ -11,7 +11,7 @@
 //! - [`progress`]: the live progress line on standard error while a workload runs;
 //! - [`stats`]: latency histograms, sample statistics with t-distribution confidence
 //!   intervals, coordinated-omission correction, per-window series;
-//! - [`workloads`]: `throughput`, `latency`, `ftab` and `compare`;
+//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector` and `compare`;
 //! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`), CSV and
 //!   an HTML page of plots.
 
@@ -24,8 +24,10 @@ pub mod stats;
 pub mod workloads;
 
 pub use workloads::compare::CompareArgs;
+pub use workloads::fanout::FanoutArgs;
 pub use workloads::ftab::FtabArgs;
 pub use workloads::latency::LatencyArgs;
+pub use workloads::selector::SelectorArgs;
 pub use workloads::throughput::ThroughputArgs;
 
 /// Runs `fut` (a workload) on a multi-threaded runtime, so producers and consumers really run

@@ -2,11 +2,13 @@
 //!
 //! Modules:
 //! - `serve`: `ferry serve`, the broker (owned by the broker maintainers);
-//! - [`commands`]: the client commands (`queue`, `send`, `recv`, `waiting`, `shell`);
+//! - [`commands`]: the client commands (`queue`, `send`, `recv`, `waiting`, `topic`,
+//!   `publish`, `subscribe`, `unsubscribe`, `shell`);
 //! - [`bench`]: `ferry bench`, the subcommands of the `ferry-bench` harness;
 //! - [`connection`]: the shared `--server`/`--name` flags, connecting, error wording;
 //! - [`properties`]: `NAME[:TYPE]=VALUE` message properties;
 //! - [`render`]: message blocks, JSON lines and queue tables;
+//! - [`topic_table`]: topic listings (table and JSON);
 //! - [`timestamp`]: ISO-8601 formatting of broker timestamps.
 
 mod bench;
@@ -16,6 +18,7 @@ mod properties;
 mod render;
 mod serve;
 mod timestamp;
+mod topic_table;
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +58,18 @@ enum Command {
     /// List the queues holding messages addressed to this client.
     #[command(after_help = AFTER_HELP)]
     Waiting(commands::waiting::WaitingArgs),
+    /// Create, delete or list topics (with their subscriptions).
+    #[command(after_help = AFTER_HELP)]
+    Topic(commands::topic::TopicArgs),
+    /// Publish a message to a topic; prints its id.
+    #[command(after_help = AFTER_HELP)]
+    Publish(commands::publish::PublishArgs),
+    /// Subscribe to a topic and print the messages that arrive (as recv prints them).
+    #[command(after_help = AFTER_HELP)]
+    Subscribe(commands::subscribe::SubscribeArgs),
+    /// Remove a durable subscription and its backlog.
+    #[command(after_help = AFTER_HELP)]
+    Unsubscribe(commands::topic::UnsubscribeArgs),
     /// An interactive shell over one connection (reads commands from standard input).
     #[command(after_help = AFTER_HELP)]
     Shell(commands::shell::ShellArgs),
@@ -71,6 +86,10 @@ fn main() -> std::process::ExitCode {
         Command::Send(args) => commands::block_on(commands::send::run(args)),
         Command::Recv(args) => commands::block_on(commands::recv::run(args)),
         Command::Waiting(args) => commands::block_on(commands::waiting::run(args)),
+        Command::Topic(args) => commands::block_on(commands::topic::run(args)),
+        Command::Publish(args) => commands::block_on(commands::publish::run(args)),
+        Command::Subscribe(args) => commands::block_on(commands::subscribe::run(args)),
+        Command::Unsubscribe(args) => commands::block_on(commands::topic::unsubscribe(args)),
         Command::Shell(args) => commands::block_on(commands::shell::run(args)),
         Command::Bench(args) => bench::run(args),
     };
@@ -105,6 +124,16 @@ mod tests {
             "ferry recv --queue q --order time --peek --wait 1.5 --count 3 --json",
             "ferry recv --from alice",
             "ferry waiting",
+            "ferry send --queue a --non-persistent --ttl 5s x",
+            "ferry topic create prices",
+            "ferry topic delete prices --force",
+            "ferry topic list --json",
+            "ferry publish --topic prices --priority 9 -p region=eu --non-persistent --ttl 30s --delay 1s --to bob body",
+            "ferry publish -t prices --file /tmp/x",
+            "ferry subscribe --topic prices",
+            "ferry subscribe --topic prices --durable audit --shared --selector x --count 0 --json",
+            "ferry subscribe -t prices --count 3 --wait 1.5 --ack auto --order time",
+            "ferry unsubscribe --topic prices --durable audit",
             "ferry shell",
             "ferry bench throughput --producers 2 --consumers 2 --size 128 --queues 2 --in-flight 8 --batch 4 --duration 2s --persistent true --json /tmp/r.json",
             "ferry bench throughput --messages 1000",
@@ -113,6 +142,10 @@ mod tests {
             "ferry bench throughput --target ferry --server 127.0.0.1:6731 --in-flight 16 --window 500ms --quiet",
             "ferry bench latency --rate 5000 --duration 5s --warmup 1s --cooldown 1s --window 1s --json /tmp/l.json",
             "ferry bench compare ftab --targets ferry,postgres --alice 50 --bob 50 --window 2s -q",
+            "ferry bench fanout --subscribers 8 --persistent false --durable --size 128 --batch 32 --in-flight 4 --duration 5s --ack auto",
+            "ferry bench fanout --subscribers 2 --own-broker --json /tmp/f.json",
+            "ferry bench selector --subscriptions 100 --selectors false --broker-pid 42 --regions 1 --min-amount -1",
+            "ferry bench throughput --persistent false",
         ] {
             let args = line.split(' ');
             if let Err(e) = Cli::try_parse_from(args) {
@@ -131,6 +164,12 @@ mod tests {
             "ferry send --queue q --priority 11 x",
             "ferry send --queue q --priority 0 x",
             "ferry recv --queue q --order random",
+            "ferry publish body",
+            "ferry publish --topic t --file f body",
+            "ferry subscribe --durable d",
+            "ferry subscribe --topic t --shared",
+            "ferry subscribe --topic t --ack sometimes",
+            "ferry unsubscribe --topic t",
             "ferry bench throughput --duration 2s --messages 5",
             "ferry bench throughput --size 8",
             "ferry bench throughput --window fast",

@@ -85,6 +85,16 @@ impl Driver for AmqpDriver {
             .to_string()
     }
 
+    fn supports_non_persistent(&self) -> bool {
+        true
+    }
+
+    fn non_persistent_durability(&self) -> String {
+        "RabbitMQ durable queues, transient messages (delivery mode 1), publisher confirms: \
+         kept in memory unless paged out, lost if the broker stops"
+            .to_string()
+    }
+
     async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
         let props = ConnectionProperties::default().with_connection_name(client_name.into());
         let conn = lapin::Connection::connect(&self.url, props)
@@ -170,7 +180,8 @@ impl Connection for AmqpConnection {
                     m.queues[0].as_str().into(),
                     BasicPublishOptions::default(),
                     &m.body,
-                    BasicProperties::default().with_delivery_mode(2),
+                    // 2: persistent; 1: transient (--persistent false).
+                    BasicProperties::default().with_delivery_mode(if m.persistent { 2 } else { 1 }),
                 )
                 .await;
             pending.push(confirm);

@@ -9,6 +9,10 @@
 //! - [`Consumer`]: a push subscription on one queue whose deliveries are acknowledged by the
 //!   workload once handled (the driver may batch the acknowledgements).
 //!
+//! Publish/subscribe (topics) is optional: [`Connection::ensure_topic`],
+//! [`Connection::publish_batch`] and [`Connection::subscribe_topic`] fail as unsupported unless
+//! the driver implements them (ferry; nats with a subject per topic).
+//!
 //! Modules: [`ferry`] (the native client), [`nats`] (JetStream or core NATS), [`amqp`]
 //! (RabbitMQ), [`postgres`] (a queue table), [`target`] (choosing a driver by `--target`).
 
@@ -22,6 +26,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+pub use ferry_client::protocol::{Properties, PropertyValue};
 
 pub use target::{open, Target, TargetOptions};
 
@@ -74,6 +79,14 @@ impl DriverError {
         }
     }
 
+    /// Publish/subscribe asked of a target whose driver has no topics.
+    pub fn no_topics() -> DriverError {
+        DriverError {
+            message: "topics (publish/subscribe) are not supported by this target".to_string(),
+            fatal: false,
+        }
+    }
+
     /// An operation the peer `system` does not offer.
     pub fn unsupported(driver: &str, what: &str, system: &str) -> DriverError {
         DriverError {
@@ -86,7 +99,8 @@ impl DriverError {
 /// What a workload sends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutMessage {
-    /// Target queues (more than one only where the target supports atomic multi-queue sends).
+    /// Target queues (more than one only where the target supports atomic multi-queue sends);
+    /// empty for a publish.
     pub queues: Vec<String>,
     /// The body.
     pub body: Bytes,
@@ -94,18 +108,46 @@ pub struct OutMessage {
     pub priority: Option<u8>,
     /// Addressed to this client only (needs [`Capabilities::addressed`]).
     pub to: Option<String>,
+    /// Stored durably (`true`), or kept in memory only where the target can
+    /// ([`Driver::supports_non_persistent`]).
+    pub persistent: bool,
+    /// Message properties, for selectors; targets without them ignore them.
+    pub properties: Properties,
 }
 
 impl OutMessage {
-    /// A message for one queue with default priority and no addressee.
+    /// A persistent message for one queue with default priority, no addressee, no properties.
     pub fn to_queue(queue: impl Into<String>, body: Bytes) -> Self {
         OutMessage {
             queues: vec![queue.into()],
             body,
             priority: None,
             to: None,
+            persistent: true,
+            properties: Properties::new(),
         }
     }
+
+    /// A persistent message for publishing to a topic ([`Connection::publish_batch`]).
+    pub fn for_topic(body: Bytes) -> Self {
+        OutMessage {
+            queues: Vec::new(),
+            ..OutMessage::to_queue(String::new(), body)
+        }
+    }
+}
+
+/// How a workload subscribes to a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSubscription {
+    /// A durable subscription of this name; `None`: a non-durable one (gone with its consumer).
+    pub durable: Option<String>,
+    /// A JMS message selector; empty: every message.
+    pub selector: String,
+    /// Client acknowledgement (`true`) or auto acknowledgement on delivery.
+    pub client_ack: bool,
+    /// Most deliveries pushed ahead of the workload.
+    pub prefetch: u32,
 }
 
 /// Opaque handle to acknowledge a delivery by; meaning depends on the driver.
@@ -154,6 +196,15 @@ pub trait Driver: Send + Sync {
     fn durability(&self) -> String;
     /// Opens a connection as client `client_name` (unique per connection).
     async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError>;
+    /// Whether sends with [`OutMessage::persistent`] `false` are kept in memory only.
+    fn supports_non_persistent(&self) -> bool {
+        false
+    }
+    /// When an acknowledged non-persistent send is durable (not at all, usually), for the
+    /// report; only asked when [`Driver::supports_non_persistent`].
+    fn non_persistent_durability(&self) -> String {
+        "non-persistent messages: kept in memory only, lost if the server stops".to_string()
+    }
 }
 
 /// One client connection. Methods take `&self` and may be called concurrently: drivers whose
@@ -182,6 +233,36 @@ pub trait Connection: Send + Sync {
     async fn consume(&self, queue: &str, prefetch: u32) -> Result<Box<dyn Consumer>, DriverError>;
     /// Closes the connection; unacknowledged deliveries return to their queues.
     async fn close(&self);
+    /// Creates `topic` unless it exists.
+    async fn ensure_topic(&self, topic: &str) -> Result<(), DriverError> {
+        let _ = topic;
+        Err(DriverError::no_topics())
+    }
+    /// Publishes several messages to `topic` in one request where the target can; each
+    /// succeeds or fails on its own. The outer error means none was published.
+    async fn publish_batch(
+        &self,
+        topic: &str,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let _ = (topic, msgs);
+        Err(DriverError::no_topics())
+    }
+    /// Subscribes to `topic`; returns once the subscription is live (messages published from
+    /// then on reach it).
+    async fn subscribe_topic(
+        &self,
+        topic: &str,
+        sub: &TopicSubscription,
+    ) -> Result<Box<dyn Consumer>, DriverError> {
+        let _ = (topic, sub);
+        Err(DriverError::no_topics())
+    }
+    /// Removes the durable subscription `name` of `topic` (and its backlog), if there is one.
+    async fn remove_subscription(&self, topic: &str, name: &str) -> Result<(), DriverError> {
+        let _ = (topic, name);
+        Ok(())
+    }
 }
 
 /// A push subscription with client acknowledgement.

@@ -116,6 +116,15 @@ impl Driver for NatsDriver {
         }
     }
 
+    fn supports_non_persistent(&self) -> bool {
+        // Core NATS stores nothing; JetStream streams here always use file storage.
+        self.mode == NatsMode::Core
+    }
+
+    fn non_persistent_durability(&self) -> String {
+        self.durability()
+    }
+
     async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
         let client = async_nats::ConnectOptions::new()
             .name(client_name)

@@ -86,6 +86,26 @@ pub struct TargetResult {
     /// `[percentile, ms]` points from the histogram, for plotting.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub percentile_curves_ms: BTreeMap<String, Vec<[f64; 2]>>,
+    /// The broker's CPU time during the measurement, when the workload could see the broker's
+    /// process (`fanout`, `selector`); left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker_cpu: Option<BrokerCpu>,
+}
+
+/// The CPU time a broker process used during the measurement (user + system, all threads,
+/// from `/proc/<pid>/stat`), and per message.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BrokerCpu {
+    /// The broker's process id.
+    pub pid: u32,
+    /// CPU seconds used while measuring.
+    pub cpu_s: f64,
+    /// `cpu_s` over the measured seconds: 1.0 is one core busy.
+    pub cores: f64,
+    /// CPU µs per message sent (published).
+    pub us_per_sent: f64,
+    /// CPU µs per message received (delivered).
+    pub us_per_received: f64,
 }
 
 /// Failures during a run.
@@ -243,6 +263,7 @@ pub(crate) mod sample {
                 errors: ErrorCounts::default(),
                 operations: BTreeMap::new(),
                 percentile_curves_ms: BTreeMap::new(),
+                broker_cpu: None,
             }],
             compare: None,
         }

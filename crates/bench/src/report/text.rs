@@ -95,6 +95,13 @@ fn target(out: &mut String, r: &TargetResult) {
             let _ = writeln!(out, "{}", window_line(what, w, s));
         }
     }
+    if let Some(c) = &r.broker_cpu {
+        let _ = writeln!(
+            out,
+            "broker CPU (pid {}): {:.2} s ({:.2} cores), {:.2} µs per sent, {:.2} µs per received",
+            c.pid, c.cpu_s, c.cores, c.us_per_sent, c.us_per_received
+        );
+    }
     let e = &r.errors;
     if e.any() {
         let _ = writeln!(

@@ -37,7 +37,18 @@ pub async fn start(
             .map_err(|e| anyhow!(e.message))?;
         consumers.push(c);
     }
-    Ok(tokio::spawn(async move {
+    Ok(spawn(conn, consumers, shared, stop))
+}
+
+/// Consumes from `consumers` (subscriptions already live on `conn`) in the background until
+/// `stop` turns true, then closes `conn`; the handle yields the end-to-end latencies (µs).
+pub fn spawn(
+    conn: Arc<dyn Connection>,
+    consumers: Vec<Box<dyn Consumer>>,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) -> JoinHandle<Histogram<u64>> {
+    tokio::spawn(async move {
         let mut loops = JoinSet::new();
         for c in consumers {
             loops.spawn(take_deliveries(c, shared.clone(), stop.clone()));
@@ -54,7 +65,7 @@ pub async fn start(
         // Deliveries pushed but not handled return to their queues with the session.
         conn.close().await;
         hist
-    }))
+    })
 }
 
 async fn take_deliveries(

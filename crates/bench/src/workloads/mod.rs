@@ -3,14 +3,21 @@
 //! - [`throughput`]: closed-loop producers with requests in flight, client-ack consumers;
 //! - [`latency`]: open loop at a fixed rate, latency against the intended send time;
 //! - [`ftab`]: the FTaB client archetypes in any mix, per-operation response times;
+//! - [`fanout`]: one publisher on a topic, N subscriptions each with its own consumer;
+//! - [`selector`]: the same with a selector per subscription, and the broker's CPU per
+//!   message, against plain subscriptions;
+//! - [`pubsub`]: the engine of `fanout` and `selector`;
 //! - [`compare`]: one workload against several targets in alternating rounds;
 //! - [`run`]: the phase and counters one run's tasks share; [`consumer`]: the consumer task
 //!   both workloads use; [`setup`]: connecting and queue set-up.
 
 pub mod compare;
 pub mod consumer;
+pub mod fanout;
 pub mod ftab;
 pub mod latency;
+pub mod pubsub;
 pub mod run;
+pub mod selector;
 pub mod setup;
 pub mod throughput;

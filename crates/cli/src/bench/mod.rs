@@ -23,6 +23,12 @@ enum Workload {
     /// The FTaB client archetypes (Alice, Bob, Larry, Tola/Maruja, Carl/Rick) in any mix:
     /// per-operation response time and throughput.
     Ftab(ferry_bench::FtabArgs),
+    /// One publisher on a topic, N subscriptions each consumed by its own consumer: published
+    /// and delivered messages per second, end-to-end latency.
+    Fanout(ferry_bench::FanoutArgs),
+    /// N subscriptions with selectors on message properties (or without): published and
+    /// delivered messages per second and the broker's CPU time per message.
+    Selector(ferry_bench::SelectorArgs),
     /// One workload against several targets in alternating rounds, with ratios to Ferry
     /// (starts a broker of its own for the ferry target unless --server is given).
     Compare(ferry_bench::CompareArgs),
@@ -36,6 +42,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         Workload::Latency(a) => ferry_bench::block_on(ferry_bench::workloads::latency::run(a)),
         Workload::Ftab(a) => ferry_bench::block_on(ferry_bench::workloads::ftab::run(a)),
+        Workload::Fanout(mut a) => {
+            a.pubsub.ferry_binary = std::env::current_exe().ok();
+            ferry_bench::block_on(ferry_bench::workloads::fanout::run(a))
+        }
+        Workload::Selector(mut a) => {
+            a.pubsub.ferry_binary = std::env::current_exe().ok();
+            ferry_bench::block_on(ferry_bench::workloads::selector::run(a))
+        }
         Workload::Compare(mut a) => {
             a.server_given = server_given();
             ferry_bench::block_on(ferry_bench::workloads::compare::run(

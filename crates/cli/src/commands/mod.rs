@@ -1,17 +1,25 @@
 //! The client commands of the `ferry` binary, one module each:
 //! - [`queue`]: `queue create | delete | list`;
 //! - [`send`]: `send` (one message to one or more queues);
+//! - [`publish`]: `publish` (one message to a topic's subscriptions);
+//! - [`message`]: the message flags `send` and `publish` share;
 //! - [`recv`]: `recv` (take or peek, print, then ack);
+//! - [`topic`]: `topic create | delete | list` and `unsubscribe`;
+//! - [`subscribe`]: `subscribe` (to a topic; prints like `recv`);
 //! - [`waiting`]: `waiting` (queues with messages addressed to this client);
 //! - [`shell`]: the interactive `shell`.
 //!
 //! Each command connects once, does its work and disconnects; errors come back as one-line
 //! `anyhow` errors that `main` prints.
 
+pub mod message;
+pub mod publish;
 pub mod queue;
 pub mod recv;
 pub mod send;
 pub mod shell;
+pub mod subscribe;
+pub mod topic;
 pub mod waiting;
 
 use anyhow::{bail, Result};

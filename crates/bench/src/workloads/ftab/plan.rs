@@ -72,6 +72,8 @@ impl Plan {
             body: self.text.body(self.size, context, self.run_id),
             priority: Some(self.priority.pick()),
             to,
+            persistent: true,
+            properties: Vec::new(),
         }
     }
 }

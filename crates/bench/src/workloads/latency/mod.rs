@@ -211,6 +211,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         },
         operations: BTreeMap::new(),
         percentile_curves_ms: curves,
+        broker_cpu: None,
     };
     Ok(BenchReport {
         workload: "latency".to_string(),

@@ -39,7 +39,8 @@ pub struct ThroughputArgs {
     /// Send exactly this many messages instead, without warm-up or cool-down, and time them.
     #[arg(long, conflicts_with = "duration")]
     pub messages: Option<u64>,
-    /// Persistent messages (the only kind Ferry has so far).
+    /// Persistent messages (true), or non-persistent ones kept in memory only (false; ferry,
+    /// amqp, and nats in core mode).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub persistent: bool,
     /// Also write an HTML page with plots of the run to this file.

@@ -49,15 +49,23 @@ pub async fn run(args: ThroughputArgs) -> Result<()> {
 
 /// Runs the workload and returns its report.
 pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
-    if !args.persistent {
-        bail!("non-persistent messages are not supported by the broker yet; use --persistent true");
-    }
     if args.producers == 0 && args.consumers == 0 {
         bail!("nothing to do: --producers and --consumers are both 0");
     }
     let in_flight = args.in_flight;
     let common = &args.common;
     let driver = setup::driver(common)?;
+    if !args.persistent && !driver.supports_non_persistent() {
+        bail!(
+            "--persistent false: the {} target cannot send non-persistent messages{}",
+            driver.name(),
+            if driver.name() == "nats" {
+                " in JetStream mode (use --nats-mode core)"
+            } else {
+                ""
+            }
+        );
+    }
     let base = common.client_name();
     let admin = setup::connect(driver.as_ref(), &format!("{base}-admin")).await?;
     let limits = admin.limits();
@@ -139,6 +147,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
             } else {
                 args.max_backlog
             },
+            persistent: args.persistent,
         };
         producers.push(tokio::spawn(producer::run(conn, cfg, shared.clone())));
     }
@@ -206,7 +215,11 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
     };
     let result = TargetResult {
         target: driver.name().to_string(),
-        durability: driver.durability(),
+        durability: if args.persistent {
+            driver.durability()
+        } else {
+            driver.non_persistent_durability()
+        },
         capabilities: driver.capabilities(),
         send_secs,
         receive_secs,
@@ -235,6 +248,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
             ("send_to_ack".to_string(), percentile_curve(&send_hist)),
             ("end_to_end".to_string(), percentile_curve(&e2e_hist)),
         ]),
+        broker_cpu: None,
     };
     Ok(BenchReport {
         workload: "throughput".to_string(),

@@ -29,6 +29,8 @@ pub struct ProducerConfig {
     pub queues: Arc<Vec<String>>,
     /// Pause while more than this many messages are sent and not received (0 = never).
     pub max_backlog: u64,
+    /// Persistent messages, or in memory only.
+    pub persistent: bool,
 }
 
 /// Sends until the run stops (or the messages to send run out), then closes the connection.
@@ -82,7 +84,10 @@ async fn run_lane(
             .map(|_| {
                 let queue = cfg.queues[next_queue].clone();
                 next_queue = (next_queue + 1) % queue_count;
-                OutMessage::to_queue(queue, payload::encode(cfg.size, stamp, shared.run_id))
+                let mut m =
+                    OutMessage::to_queue(queue, payload::encode(cfg.size, stamp, shared.run_id));
+                m.persistent = cfg.persistent;
+                m
             })
             .collect();
         let t0 = Instant::now();

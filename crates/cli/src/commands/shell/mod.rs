@@ -4,8 +4,12 @@
 //!
 //! Results go to standard output, errors to standard error as `error: ...`; after an error the
 //! shell goes on, except when the connection itself is gone.
+//!
+//! The shell keeps a little state ([`session::Session`]): whether a transaction is open (the
+//! prompt reads `ferry(txn)> ` then) and the push subscriptions opened with `subscribe`.
 
 pub mod parse;
+pub mod session;
 
 use std::io::IsTerminal;
 
@@ -20,6 +24,7 @@ use tokio::io::AsyncBufReadExt;
 use crate::connection::{describe, ConnArgs};
 use crate::render;
 use parse::{parse_line, RecvLine, SendLine, ShellCommand, HELP};
+use session::Session;
 
 /// Flags of `ferry shell`.
 #[derive(Debug, Args)]
@@ -55,9 +60,14 @@ pub async fn run(args: ShellArgs) -> Result<()> {
 async fn repl(client: &Client, interactive: bool) -> Result<()> {
     let mut input = tokio::io::BufReader::new(tokio::io::stdin());
     let mut raw = Vec::new();
+    let mut session = Session::new(client.clone());
     loop {
         if interactive {
-            super::emit("ferry> ")?;
+            super::emit(if session.in_transaction() {
+                "ferry(txn)> "
+            } else {
+                "ferry> "
+            })?;
         }
         raw.clear();
         if input.read_until(b'\n', &mut raw).await? == 0 {
@@ -74,7 +84,7 @@ async fn repl(client: &Client, interactive: bool) -> Result<()> {
                 continue;
             }
         };
-        match execute(client, command).await {
+        match execute(&mut session, command).await {
             // A shell whose output is gone has nobody to talk to: that error ends it.
             Ok(Flow::Print(text)) => super::emit(&text)?,
             Ok(Flow::Quit) => return Ok(()),
@@ -89,7 +99,8 @@ fn is_fatal(e: &ClientError) -> bool {
     matches!(e, ClientError::Closed | ClientError::Io(_))
 }
 
-async fn execute(client: &Client, command: ShellCommand) -> Result<Flow, ClientError> {
+async fn execute(session: &mut Session, command: ShellCommand) -> Result<Flow, ClientError> {
+    let client = &session.client().clone();
     let text = match command {
         ShellCommand::Nothing => String::new(),
         ShellCommand::Quit => return Ok(Flow::Quit),
@@ -111,7 +122,41 @@ async fn execute(client: &Client, command: ShellCommand) -> Result<Flow, ClientE
             queues.sort_by(|a, b| a.name.cmp(&b.name));
             render::queue_table(&queues)
         }
-        ShellCommand::Send(line) => format!("{}\n", client.send(outgoing(line)).await?),
+        ShellCommand::Send(line) => {
+            let id = client.send(outgoing(line)).await?;
+            session.sent(id)
+        }
+        ShellCommand::Publish(mut line) => {
+            let topic = line.queues.pop().unwrap_or_default();
+            let mut message = outgoing(line);
+            message.topic = Some(topic);
+            let id = client.publish(message).await?;
+            session.sent(id)
+        }
+        ShellCommand::TopicCreate(name) => {
+            client.create_topic(&name).await?;
+            format!("created topic '{name}'\n")
+        }
+        ShellCommand::TopicDelete { name, force } => {
+            client.delete_topic(&name, force).await?;
+            format!("deleted topic '{name}'\n")
+        }
+        ShellCommand::TopicList => {
+            let mut topics = client.list_topics().await?;
+            topics.sort_by(|a, b| a.name.cmp(&b.name));
+            crate::topic_table::topic_table(&topics)
+        }
+        ShellCommand::Subscribe(line) => session.subscribe(line).await?,
+        ShellCommand::Next { queue, wait_ms } => session.next(queue, wait_ms).await?,
+        ShellCommand::Cancel(queue) => session.cancel(&queue).await?,
+        ShellCommand::Unsubscribe { topic, name } => {
+            session.forget(&ferry_protocol::subscription_queue(&topic, &name));
+            client.unsubscribe(&topic, &name).await?;
+            format!("unsubscribed '{name}' from topic '{topic}'\n")
+        }
+        ShellCommand::Begin => session.begin().await?,
+        ShellCommand::Commit => session.commit().await?,
+        ShellCommand::Rollback => session.rollback().await?,
         ShellCommand::Recv(line) => receive(client, line).await?,
         ShellCommand::Waiting => {
             let names = client.waiting_queues().await?;
@@ -141,7 +186,7 @@ fn outgoing(line: SendLine) -> OutgoingMessage {
     OutgoingMessage {
         queues: line.queues,
         topic: None,
-        persistent: true,
+        persistent: !line.non_persistent,
         receiver: line.to,
         priority: line.priority,
         context: line.context,

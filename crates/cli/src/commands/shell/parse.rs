@@ -2,8 +2,8 @@
 //!
 //! Words are separated by whitespace; single or double quotes group a word with spaces
 //! (`color="dark red"`), and a backslash escapes the next character inside double quotes or
-//! outside quotes. In `send`, everything after the first bare `--` word is the body, byte for
-//! byte as typed (quotes and spaces included).
+//! outside quotes. In `send` and `publish`, everything after the first bare `--` word is the
+//! body, byte for byte as typed (quotes and spaces included).
 
 use anyhow::{anyhow, bail, Context, Result};
 use ferry_protocol::{Order, Properties, Source, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
@@ -45,15 +45,54 @@ pub enum ShellCommand {
     },
     /// `ping`
     Ping,
+    /// `topic create T`
+    TopicCreate(String),
+    /// `topic delete T [force]`
+    TopicDelete {
+        /// The topic.
+        name: String,
+        /// Drop its subscriptions' messages too.
+        force: bool,
+    },
+    /// `topics` or `topic list`
+    TopicList,
+    /// `publish T [to=C] [prio=N] [ctx=N] [non-persistent] [K=V ...] -- BODY`
+    Publish(SendLine),
+    /// `subscribe T [durable=NAME] [shared] [where="SEL"] [auto] [time] [prefetch=N]`
+    Subscribe(SubscribeLine),
+    /// `next [QUEUE] [wait=SECONDS]`: the next message pushed to an open subscription.
+    Next {
+        /// The subscription's queue; `None`: the only open subscription.
+        queue: Option<String>,
+        /// How long to wait, in ms.
+        wait_ms: u32,
+    },
+    /// `cancel QUEUE`: end an open subscription.
+    Cancel(String),
+    /// `unsubscribe T NAME`: remove a durable subscription.
+    Unsubscribe {
+        /// The topic.
+        topic: String,
+        /// The durable subscription.
+        name: String,
+    },
+    /// `begin`
+    Begin,
+    /// `commit`
+    Commit,
+    /// `rollback`
+    Rollback,
     /// `quit` or `exit`
     Quit,
 }
 
-/// The arguments of a shell `send`.
+/// The arguments of a shell `send` or `publish`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendLine {
-    /// Target queues.
+    /// Target queues (`send`), or the topic as the only item (`publish`).
     pub queues: Vec<String>,
+    /// Kept in memory only (`non-persistent`).
+    pub non_persistent: bool,
     /// Addressed client.
     pub to: Option<String>,
     /// 1 to 10.
@@ -64,6 +103,25 @@ pub struct SendLine {
     pub properties: Properties,
     /// The body text.
     pub body: String,
+}
+
+/// The arguments of a shell `subscribe`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscribeLine {
+    /// The topic.
+    pub topic: String,
+    /// The durable subscription's name; `None`: non-durable.
+    pub durable: Option<String>,
+    /// Shared (durable only).
+    pub shared: bool,
+    /// A message selector; empty = every message.
+    pub selector: String,
+    /// Auto ack instead of client ack.
+    pub auto_ack: bool,
+    /// Time order instead of priority order.
+    pub time_order: bool,
+    /// Most deliveries pushed ahead.
+    pub prefetch: u32,
 }
 
 /// The arguments of a shell `recv` or `from`.
@@ -101,6 +159,21 @@ commands:
   from SENDER [peek] [time] [auto] [wait=SECONDS] [where=\"SELECTOR\"]
                                     the same, for messages from SENDER across all queues
   waiting                           queues holding messages addressed to you
+  topic create|delete [force]|list  manage topics ('topics' lists them too)
+  publish TOPIC [to=CLIENT] [prio=1-10] [ctx=N] [non-persistent] [NAME=VALUE ...] -- BODY
+                                    publish BODY to every subscription of TOPIC
+                                    ('non-persistent' works with send too)
+  subscribe TOPIC [durable=NAME] [shared] [where=\"SELECTOR\"] [auto] [time] [prefetch=N]
+                                    open a push subscription (prefetch 1 by default)
+  next [QUEUE] [wait=SECONDS]       the next message of an open subscription (QUEUE may be
+                                    left out when only one is open); settle it with 'ack'
+  cancel QUEUE                      end an open subscription
+  unsubscribe TOPIC NAME            remove a durable subscription and its backlog
+  begin                             start a transaction: sends and publishes are held and acks
+                                    settled only at 'commit'; 'rollback' drops the sends and
+                                    returns the acked messages (the prompt shows 'txn')
+  commit                            commit the transaction; prints the ids of its messages
+  rollback                          roll the transaction back
   ack DELIVERY...                   settle taken messages by delivery id
   nack DELIVERY... [drop]           return taken messages to their queue (drop: discard them)
   ping                              check the connection
@@ -118,8 +191,8 @@ pub fn parse_line(line: &str) -> Result<ShellCommand> {
     if cmd.starts_with('#') {
         return Ok(ShellCommand::Nothing);
     }
-    if rest.is_some() && cmd != "send" {
-        bail!("'--' is only used by send");
+    if rest.is_some() && cmd != "send" && cmd != "publish" {
+        bail!("'--' is only used by send and publish");
     }
     let cmd = cmd.to_ascii_lowercase();
     match cmd.as_str() {
@@ -143,7 +216,26 @@ pub fn parse_line(line: &str) -> Result<ShellCommand> {
             }),
             _ => bail!("usage: delete QUEUE [force]"),
         },
-        "send" => parse_send(args, rest).map(ShellCommand::Send),
+        "send" => parse_send(args, rest, false).map(ShellCommand::Send),
+        "publish" | "pub" => parse_send(args, rest, true).map(ShellCommand::Publish),
+        "topics" => no_args(&cmd, args, ShellCommand::TopicList),
+        "topic" => parse_topic(args),
+        "subscribe" | "sub" => parse_subscribe(args).map(ShellCommand::Subscribe),
+        "next" => parse_next(args),
+        "cancel" => match args {
+            [queue] => Ok(ShellCommand::Cancel(queue.clone())),
+            _ => bail!("usage: cancel QUEUE"),
+        },
+        "unsubscribe" | "unsub" => match args {
+            [topic, name] => Ok(ShellCommand::Unsubscribe {
+                topic: topic.clone(),
+                name: name.clone(),
+            }),
+            _ => bail!("usage: unsubscribe TOPIC NAME"),
+        },
+        "begin" => no_args(&cmd, args, ShellCommand::Begin),
+        "commit" => no_args(&cmd, args, ShellCommand::Commit),
+        "rollback" => no_args(&cmd, args, ShellCommand::Rollback),
         "recv" | "pop" => parse_recv(args, false).map(ShellCommand::Recv),
         "from" => parse_recv(args, true).map(ShellCommand::Recv),
         "ack" => Ok(ShellCommand::Ack(parse_ids("ack", args)?)),
@@ -181,21 +273,108 @@ fn parse_ids(cmd: &str, args: &[String]) -> Result<Vec<u64>> {
         .collect()
 }
 
-fn parse_send(args: &[String], body: Option<String>) -> Result<SendLine> {
-    const USAGE: &str =
-        "usage: send Q[,Q2...] [to=CLIENT] [prio=N] [ctx=N] [NAME=VALUE ...] -- BODY";
-    let Some(body) = body else {
-        bail!("send needs '-- BODY' ({USAGE})");
-    };
-    let Some((queues, opts)) = args.split_first() else {
+fn parse_topic(args: &[String]) -> Result<ShellCommand> {
+    const USAGE: &str = "usage: topic create TOPIC | topic delete TOPIC [force] | topic list";
+    match args {
+        [verb, name] if verb == "create" => Ok(ShellCommand::TopicCreate(name.clone())),
+        [verb, name] if verb == "delete" => Ok(ShellCommand::TopicDelete {
+            name: name.clone(),
+            force: false,
+        }),
+        [verb, name, f] if verb == "delete" && f == "force" => Ok(ShellCommand::TopicDelete {
+            name: name.clone(),
+            force: true,
+        }),
+        [verb] if verb == "list" => Ok(ShellCommand::TopicList),
+        _ => bail!("{USAGE}"),
+    }
+}
+
+fn parse_subscribe(args: &[String]) -> Result<SubscribeLine> {
+    const USAGE: &str = "usage: subscribe TOPIC [durable=NAME] [shared] [where=\"SELECTOR\"] \
+                         [auto] [time] [prefetch=N]";
+    let Some((topic, opts)) = args.split_first() else {
         bail!("{USAGE}");
     };
-    let queues: Vec<String> = queues.split(',').map(str::to_string).collect();
+    let mut line = SubscribeLine {
+        topic: topic.clone(),
+        durable: None,
+        shared: false,
+        selector: String::new(),
+        auto_ack: false,
+        time_order: false,
+        prefetch: 1,
+    };
+    for opt in opts {
+        match opt.as_str() {
+            "shared" => line.shared = true,
+            "auto" => line.auto_ack = true,
+            "time" => line.time_order = true,
+            other => {
+                if let Some(name) = other.strip_prefix("durable=") {
+                    line.durable = Some(name.to_owned());
+                } else if let Some(selector) = other.strip_prefix("where=") {
+                    line.selector = selector.to_owned();
+                } else if let Some(n) = other.strip_prefix("prefetch=") {
+                    line.prefetch =
+                        n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            anyhow!("prefetch must be a number above 0, not '{n}'")
+                        })?;
+                } else {
+                    bail!("unknown option '{other}' ({USAGE})");
+                }
+            }
+        }
+    }
+    if line.shared && line.durable.is_none() {
+        bail!("'shared' needs durable=NAME");
+    }
+    Ok(line)
+}
+
+fn parse_next(args: &[String]) -> Result<ShellCommand> {
+    const USAGE: &str = "usage: next [QUEUE] [wait=SECONDS]";
+    let mut queue = None;
+    let mut wait_ms = 0;
+    for arg in args {
+        if let Some(secs) = arg.strip_prefix("wait=") {
+            wait_ms = crate::commands::wait_ms(secs)?;
+        } else if queue.is_none() {
+            queue = Some(arg.clone());
+        } else {
+            bail!("{USAGE}");
+        }
+    }
+    Ok(ShellCommand::Next { queue, wait_ms })
+}
+
+fn parse_send(args: &[String], body: Option<String>, topic: bool) -> Result<SendLine> {
+    const USAGE: &str = "usage: send Q[,Q2...] [to=CLIENT] [prio=N] [ctx=N] [non-persistent] \
+                         [NAME=VALUE ...] -- BODY";
+    const PUBLISH_USAGE: &str = "usage: publish TOPIC [to=CLIENT] [prio=N] [ctx=N] \
+                                 [non-persistent] [NAME=VALUE ...] -- BODY";
+    let (cmd, usage) = if topic {
+        ("publish", PUBLISH_USAGE)
+    } else {
+        ("send", USAGE)
+    };
+    let Some(body) = body else {
+        bail!("{cmd} needs '-- BODY' ({usage})");
+    };
+    let Some((queues, opts)) = args.split_first() else {
+        bail!("{usage}");
+    };
+    let queues: Vec<String> = if topic {
+        vec![queues.clone()]
+    } else {
+        queues.split(',').map(str::to_string).collect()
+    };
     if queues.iter().any(String::is_empty) {
         bail!("empty queue name in '{}'", args[0]);
     }
     let mut line = SendLine {
         queues,
+        non_persistent: false,
         to: None,
         priority: DEFAULT_PRIORITY,
         context: 0,
@@ -203,9 +382,13 @@ fn parse_send(args: &[String], body: Option<String>) -> Result<SendLine> {
         body,
     };
     for opt in opts {
+        if opt == "non-persistent" {
+            line.non_persistent = true;
+            continue;
+        }
         let (key, value) = opt
             .split_once('=')
-            .ok_or_else(|| anyhow!("'{opt}' is not NAME=VALUE ({USAGE})"))?;
+            .ok_or_else(|| anyhow!("'{opt}' is not NAME=VALUE ({usage})"))?;
         match key {
             "to" => line.to = Some(value.to_string()),
             "prio" | "priority" => {
@@ -482,6 +665,90 @@ mod tests {
         let r = recv(r#"recv orders where="region = 'eu' AND total > 40" peek"#);
         assert_eq!(r.selector, "region = 'eu' AND total > 40");
         assert!(r.peek);
+    }
+
+    #[test]
+    fn topic_and_transaction_commands() {
+        assert_eq!(parse_line("begin").unwrap(), ShellCommand::Begin);
+        assert_eq!(parse_line("COMMIT").unwrap(), ShellCommand::Commit);
+        assert_eq!(parse_line("rollback").unwrap(), ShellCommand::Rollback);
+        assert_eq!(parse_line("topics").unwrap(), ShellCommand::TopicList);
+        assert_eq!(parse_line("topic list").unwrap(), ShellCommand::TopicList);
+        assert_eq!(
+            parse_line("topic create prices").unwrap(),
+            ShellCommand::TopicCreate("prices".into())
+        );
+        assert_eq!(
+            parse_line("topic delete prices force").unwrap(),
+            ShellCommand::TopicDelete {
+                name: "prices".into(),
+                force: true
+            }
+        );
+        assert_eq!(
+            parse_line("unsubscribe prices audit").unwrap(),
+            ShellCommand::Unsubscribe {
+                topic: "prices".into(),
+                name: "audit".into()
+            }
+        );
+        assert_eq!(
+            parse_line("next wait=0.5").unwrap(),
+            ShellCommand::Next {
+                queue: None,
+                wait_ms: 500
+            }
+        );
+        assert_eq!(
+            parse_line("next prices:audit").unwrap(),
+            ShellCommand::Next {
+                queue: Some("prices:audit".into()),
+                wait_ms: 0
+            }
+        );
+        assert_eq!(
+            parse_line("cancel prices:audit").unwrap(),
+            ShellCommand::Cancel("prices:audit".into())
+        );
+        let ShellCommand::Publish(p) =
+            parse_line("publish prices prio=9 non-persistent region=eu -- 42").unwrap()
+        else {
+            panic!("not a publish");
+        };
+        assert_eq!(p.queues, vec!["prices"]);
+        assert!(p.non_persistent);
+        assert_eq!(p.priority, 9);
+        assert_eq!(p.body, "42");
+        assert!(!send("send q -- x").non_persistent);
+        assert!(send("send q non-persistent -- x").non_persistent);
+        let ShellCommand::Subscribe(s) = parse_line(
+            r#"subscribe prices durable=audit shared where="region = 'eu'" auto time prefetch=5"#,
+        )
+        .unwrap() else {
+            panic!("not a subscribe");
+        };
+        assert_eq!(s.topic, "prices");
+        assert_eq!(s.durable.as_deref(), Some("audit"));
+        assert!(s.shared && s.auto_ack && s.time_order);
+        assert_eq!(s.selector, "region = 'eu'");
+        assert_eq!(s.prefetch, 5);
+        for bad in [
+            "begin now",
+            "topic",
+            "topic create",
+            "topic drop x",
+            "publish -- x",
+            "publish t",
+            "subscribe",
+            "subscribe t shared",
+            "subscribe t prefetch=0",
+            "subscribe t sideways",
+            "next a b",
+            "cancel",
+            "unsubscribe t",
+        ] {
+            assert!(parse_line(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
