@@ -382,20 +382,18 @@ impl Inner {
         if all.len() != total {
             return Err(StoreError::Internal("the id sequence returned too few ids".into()).into());
         }
-        let ids: Vec<i64> = if kept.iter().all(|k| *k) {
-            all.clone()
+        if kept.iter().all(|k| *k) {
+            self.insert_rows(tx, cols, &all).await?;
         } else {
-            all.iter()
+            let ids: Vec<i64> = all
+                .iter()
                 .zip(kept)
                 .filter(|(_, k)| **k)
                 .map(|(id, _)| *id)
-                .collect()
-        };
-        if ids.len() != cols.sender.len() {
-            return Err(StoreError::Internal("messages and ids disagree".into()).into());
-        }
-        if !ids.is_empty() {
-            self.insert_rows(tx, cols, &ids).await?;
+                .collect();
+            if !ids.is_empty() {
+                self.insert_rows(tx, cols, &ids).await?;
+            }
         }
         Ok(all.into_iter().map(|id| id as u64).collect())
     }
@@ -407,6 +405,9 @@ impl Inner {
         cols: &Columns<'_>,
         ids: &[i64],
     ) -> TxResult<()> {
+        if ids.len() != cols.sender.len() {
+            return Err(StoreError::Internal("messages and ids disagree".into()).into());
+        }
         let (mut m, mut q, mut p, mut s, mut r, mut a) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         let (mut d, mut x) = (vec![], vec![]);
