@@ -107,6 +107,11 @@ conformance_tests!(
     non_persistent::non_persistent_messages_are_nacked_released_and_expired,
     non_persistent::non_persistent_publish_and_commit,
     non_persistent::non_persistent_messages_are_dead_lettered,
+    topics::subscription_queue_is_named_by_settling_and_timing,
+    topics::subscription_queue_orders_delays_and_expires,
+    topics::publish_to_unknown_receiver_changes_nothing,
+    topics::many_publishes_reach_exactly_the_matching_subscriptions,
+    transactions::racing_commits_settle_a_delivery_once,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

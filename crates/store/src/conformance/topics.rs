@@ -897,3 +897,191 @@ pub async fn non_durable_subscription_lifecycle(store: Arc<dyn Store>) {
     );
     store.delete_topic("t", false).await.unwrap();
 }
+
+/// Settling, lease expiry, delayed delivery and purging name a subscription's queue
+/// (`topic:name`) like any queue, so that the broker wakes its consumers.
+pub async fn subscription_queue_is_named_by_settling_and_timing(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("s", "")]).await;
+    store.send(publish("t", "p", "m1")).await.unwrap();
+    store.send(publish("t", "p", "m2")).await.unwrap();
+    let mut later = publish("t", "p", "later");
+    later.deliver_at_ms = NOW + 1_000;
+    store.send(later).await.unwrap();
+    let mut short = publish("t", "p", "short");
+    short.expires_at_ms = NOW + 50;
+    store.send(short).await.unwrap();
+    assert_eq!(
+        store.delayed_due(0, NOW).await,
+        Ok((Vec::new(), Some(NOW + 1_000)))
+    );
+    assert_eq!(
+        store.delayed_due(NOW, NOW + 1_000).await,
+        Ok((vec!["t:s".to_string()], None)),
+        "delayed_due names the subscription queue"
+    );
+    let mut spec = lease("t:s", "c");
+    spec.order = Order::Time;
+    spec.lease_until_ms = 5_000;
+    let d = store.receive(&spec, 1).await.unwrap();
+    assert_eq!(bodies(&d), vec!["m1"]);
+    assert_eq!(
+        store.nack(SESSION, &[d[0].delivery_id], true).await,
+        Ok(vec!["t:s".to_string()]),
+        "nack names the subscription queue"
+    );
+    store.receive(&spec, 2).await.unwrap();
+    assert_eq!(
+        store.release_session(SESSION).await,
+        Ok(vec!["t:s".to_string()]),
+        "release_session names the subscription queue"
+    );
+    store.receive(&spec, 1).await.unwrap();
+    assert_eq!(store.next_lease_deadline().await, Ok(Some(5_000)));
+    assert_eq!(
+        store.expire_leases(5_000).await,
+        Ok(vec!["t:s".to_string()]),
+        "expire_leases names the subscription queue"
+    );
+    assert_eq!(
+        store.purge_expired(NOW + 50).await,
+        Ok(1),
+        "the expired copy on the subscription is purged"
+    );
+    assert_eq!(
+        sub_depth(&store, "t", "s").await,
+        (3, 0),
+        "m1, m2 and the delayed one"
+    );
+    let mut all = peek("t:s", "c");
+    all.order = Order::Time;
+    all.now_ms = NOW + 1_000;
+    let d = store.receive(&all, 10).await.unwrap();
+    assert_eq!(bodies(&d), vec!["m1", "m2", "later"]);
+    assert_eq!(d[0].message.delivery_count, 3);
+}
+
+/// A subscription's queue delivers in priority or time order, hides delayed messages until
+/// they are due, and moves expired ones to its expiry queue.
+pub async fn subscription_queue_orders_delays_and_expires(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["exp"]).await;
+    store.create_topic("t").await.unwrap();
+    let opts = SubscriptionOptions {
+        queue: QueueOptions {
+            expiry_queue: Some("exp".into()),
+            ..QueueOptions::default()
+        },
+        ..durable("")
+    };
+    store.subscribe_topic("t", "s", &opts, "c").await.unwrap();
+    let with = |body: &str, priority: u8, deliver_at_ms: u64, expires_at_ms: u64| NewMessage {
+        priority,
+        deliver_at_ms,
+        expires_at_ms,
+        ..publish("t", "p", body)
+    };
+    store.send(with("low", 2, 0, 0)).await.unwrap();
+    store.send(with("high", 9, 0, 0)).await.unwrap();
+    store.send(with("delayed", 5, NOW + 100, 0)).await.unwrap();
+    store.send(with("ttl", 5, 0, NOW + 10)).await.unwrap();
+    let got = store.receive(&peek("t:s", "c"), 10).await.unwrap();
+    assert_eq!(
+        bodies(&got),
+        vec!["high", "ttl", "low"],
+        "priority order; the delayed one is not visible yet"
+    );
+    let mut spec = take("t:s", "c");
+    spec.order = Order::Time;
+    spec.now_ms = NOW + 100;
+    let got = store.receive(&spec, 10).await.unwrap();
+    assert_eq!(
+        bodies(&got),
+        vec!["low", "high", "delayed"],
+        "time order once due; the expired one is not delivered"
+    );
+    store.purge_expired(NOW + 100).await.unwrap();
+    assert_eq!(sub_depth(&store, "t", "s").await, (0, 0));
+    let got = store.receive(&take("exp", "c"), 10).await.unwrap();
+    assert_eq!(bodies(&got), vec!["ttl"], "moved to the expiry queue once");
+    let original = got[0]
+        .message
+        .properties
+        .iter()
+        .find(|(n, _)| n == dead_letter::ORIGINAL_QUEUE)
+        .map(|(_, v)| v.clone());
+    assert_eq!(original, Some(PropertyValue::Str("t:s".into())));
+}
+
+/// A publish addressed to an unknown client is `ClientNotFound` and stored nowhere; addressed
+/// to a known one, it reaches every subscription, visible to that client only.
+pub async fn publish_to_unknown_receiver_changes_nothing(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c", "bob"], "t", &[("a", ""), ("b", "")]).await;
+    let mut ghost = publish("t", "p", "ghost");
+    ghost.receiver = Some("ghost".into());
+    assert_eq!(
+        store.send(ghost).await,
+        Err(StoreError::ClientNotFound("ghost".into()))
+    );
+    assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
+    assert_eq!(sub_depth(&store, "t", "b").await, (0, 0));
+    let mut to_bob = publish("t", "p", "for bob");
+    to_bob.receiver = Some("bob".into());
+    store.send(to_bob).await.unwrap();
+    assert_eq!(sub_depth(&store, "t", "a").await, (1, 0));
+    assert!(store
+        .receive(&take("t:a", "c"), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let got = store.receive(&take("t:a", "bob"), 10).await.unwrap();
+    assert_eq!(bodies(&got), vec!["for bob"]);
+    assert_eq!(got[0].message.receiver.as_deref(), Some("bob"));
+}
+
+/// Many publishes in a few batches each reach exactly the subscriptions whose selector they
+/// match, in order.
+pub async fn many_publishes_reach_exactly_the_matching_subscriptions(store: Arc<dyn Store>) {
+    let subs = [
+        ("all", ""),
+        ("zero", "m = 0"),
+        ("late-one", "m = 1 AND n >= 500"),
+        ("none", "m = 5"),
+    ];
+    topic_with(&store, &["p", "c"], "t", &subs).await;
+    let batch: Vec<NewMessage> = (0..1200)
+        .map(|n| NewMessage {
+            properties: vec![
+                ("n".into(), PropertyValue::Int(n)),
+                ("m".into(), PropertyValue::Int(n % 3)),
+            ],
+            ..publish("t", "p", &format!("{n}"))
+        })
+        .collect();
+    for chunk in batch.chunks(400) {
+        for r in store.send_batch(chunk.to_vec()).await {
+            r.unwrap();
+        }
+    }
+    let expect = |keep: &dyn Fn(i64) -> bool| -> Vec<String> {
+        (0..1200)
+            .filter(|&n| keep(n))
+            .map(|n| n.to_string())
+            .collect()
+    };
+    let wanted = [
+        ("all", expect(&|_| true)),
+        ("zero", expect(&|n| n % 3 == 0)),
+        ("late-one", expect(&|n| n % 3 == 1 && n >= 500)),
+        ("none", Vec::new()),
+    ];
+    for (sub, want) in wanted {
+        assert_eq!(
+            sub_depth(&store, "t", sub).await,
+            (want.len() as u64, 0),
+            "count on {sub}"
+        );
+        let mut spec = take(&subscription_queue("t", sub), "c");
+        spec.order = Order::Time;
+        let got = store.receive(&spec, 2000).await.unwrap();
+        assert!(bodies(&got) == want, "messages on {sub} differ");
+    }
+}

@@ -328,3 +328,68 @@ pub async fn empty_and_one_sided_commits(store: Arc<dyn Store>) {
     assert_eq!(ready(&store, "q1").await, (vec!["only".into()], ids));
     store.ack(SESSION, &[held2]).await.unwrap();
 }
+
+/// Two commits acking the same delivery at the same time (and a commit racing a nack of it):
+/// exactly one settles it; a commit that loses changes nothing, its messages stored nowhere.
+pub async fn racing_commits_settle_a_delivery_once(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q", "out"]).await;
+    for round in 0..20 {
+        store
+            .send(msg(&["q"], "p", &format!("r{round}")))
+            .await
+            .unwrap();
+        let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+        let id = d[0].delivery_id;
+        let commit = |tag: &str| {
+            let store = store.clone();
+            let m = msg(&["out"], "p", &format!("{round}-{tag}"));
+            tokio::spawn(async move { store.commit(SESSION, vec![m], &[id]).await })
+        };
+        let first = commit("a");
+        let second = commit("b");
+        let nack = if round % 2 == 0 {
+            let store = store.clone();
+            Some(tokio::spawn(async move {
+                store.nack(SESSION, &[id], false).await
+            }))
+        } else {
+            None
+        };
+        let mut winners = 0;
+        let results = [("a", first.await.unwrap()), ("b", second.await.unwrap())];
+        for (tag, r) in &results {
+            match r {
+                Ok(ids) => {
+                    winners += 1;
+                    assert_eq!(ids.len(), 1, "round {round}: commit {tag}");
+                }
+                Err(StoreError::DeliveriesNotFound(ids)) => {
+                    assert_eq!(ids, &vec![id], "round {round}: commit {tag}")
+                }
+                Err(e) => panic!("round {round}: commit {tag}: unexpected {e}"),
+            }
+        }
+        if let Some(nack) = nack {
+            match nack.await.unwrap() {
+                Ok(_) => winners += 1,
+                Err(StoreError::DeliveriesNotFound(ids)) => assert_eq!(ids, vec![id]),
+                Err(e) => panic!("round {round}: nack: unexpected {e}"),
+            }
+        }
+        assert_eq!(
+            winners, 1,
+            "round {round}: the delivery is settled exactly once"
+        );
+        let stored = bodies(&store.receive(&take("out", "c"), 10).await.unwrap());
+        let expected: Vec<String> = results
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .map(|(tag, _)| format!("{round}-{tag}"))
+            .collect();
+        assert_eq!(
+            stored, expected,
+            "round {round}: only a winning commit's message is stored"
+        );
+        assert_eq!(depth(&store, "q").await, (0, 0), "round {round}");
+    }
+}
