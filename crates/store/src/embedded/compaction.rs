@@ -11,6 +11,15 @@
 //!   survives. That add is always *older* than them (log order is state order), so when their
 //!   segment is the oldest one, the add's segment is gone already or is this very segment.
 //!
+//! - `SubscriptionDeleted` and `TopicDeleted` records, which remove the messages still on the
+//!   subscription queues at replay (no removal record per message): like removals, they are
+//!   newer than the adds they cancel.
+//!
+//! Non-persistent messages have no record, are never in a segment's list of live messages, and
+//! so are never rewritten. A transaction's `Group` record counts like the records it holds:
+//! the adds inside it are live bytes of its segment, and are rewritten as plain `MessageAdded`
+//! records.
+//!
 //! Deleting a segment in the middle would break the second point: a `MessageRemoved` in a
 //! deleted segment could resurrect a message whose add lives in an older surviving segment.
 //!

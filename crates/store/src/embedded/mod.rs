@@ -15,7 +15,11 @@ pub mod backend;
 mod claims;
 mod compaction;
 pub mod config;
+#[cfg(test)]
+mod engine_tests;
 mod format;
+#[cfg(test)]
+mod perf_tests;
 mod recovery;
 mod state;
 mod store;

@@ -13,6 +13,10 @@
 //!   a bug or a newer format: the store refuses to open, whichever segment it is in.
 //! - A last segment whose header is torn was being created at the crash: it holds nothing
 //!   acknowledged and is removed.
+//! - A transaction is one `Group` record whose CRC covers all of its records: torn, it is cut
+//!   like any torn record and none of it is applied; intact, all of it is.
+//! - Non-durable subscriptions are replayed like the others, then dropped (with their messages)
+//!   once the store is open: the sessions that owned them ended with the previous run.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

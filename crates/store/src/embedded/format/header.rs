@@ -1,5 +1,6 @@
 //! The segment header: magic, format version, segment number and a snapshot of the metadata
-//! (next message id, every queue, every registered client) as of the segment's creation.
+//! (next message id, every queue, every registered client, queue settings, every topic and
+//! subscription) as of the segment's creation.
 //!
 //! The snapshot is what lets compaction delete the oldest segment: whatever metadata records it
 //! held are summarised in the next segment's header, and the next message id never goes back.

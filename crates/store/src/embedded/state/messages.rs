@@ -114,7 +114,8 @@ impl State {
                 return Err(StoreError::TopicNotFound(t.clone()));
             }
         }
-        if self.added_len(m) > MAX_RECORD {
+        // A non-persistent message is never written, so no record limits it.
+        if m.persistent && self.added_len(m) > MAX_RECORD {
             return Err(StoreError::InvalidArgument(
                 "message too large to store".into(),
             ));

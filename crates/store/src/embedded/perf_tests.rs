@@ -1,0 +1,113 @@
+//! Rough rates of the publish paths (run by hand, in release mode:
+//! `cargo test -p ferry-store --release --lib embedded::perf_tests -- --ignored --nocapture`).
+//! Not a benchmark: they print messages per second and check that every copy arrived.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use ferry_protocol::{AckMode, Order, PropertyValue, ReceiveMode, Source, SubscriptionOptions};
+
+use super::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
+use crate::api::{NewMessage, ReceiveSpec, Store};
+
+const MESSAGES: usize = 200_000;
+const BATCH: usize = 500;
+
+async fn run(subs: usize, persistent: bool, selectors: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = EmbeddedConfig::new(dir.path());
+    cfg.fsync = FsyncPolicy::Always;
+    let store: Arc<EmbeddedStore> = EmbeddedStore::open(cfg).await.unwrap();
+    store.register_client("p").await.unwrap();
+    store.create_topic("t").await.unwrap();
+    for i in 0..subs {
+        let selector = if selectors {
+            // Every other subscription takes every message, the others none.
+            if i % 2 == 0 {
+                "region = 'eu' AND n >= 0".to_string()
+            } else {
+                "region = 'us'".to_string()
+            }
+        } else {
+            String::new()
+        };
+        let opts = SubscriptionOptions {
+            durable: true,
+            selector,
+            ..SubscriptionOptions::default()
+        };
+        store
+            .subscribe_topic("t", &format!("s{i}"), &opts, "p")
+            .await
+            .unwrap();
+    }
+    let body = Bytes::from(vec![7u8; 128]);
+    let started = Instant::now();
+    for b in 0..MESSAGES / BATCH {
+        let batch = (0..BATCH)
+            .map(|i| NewMessage {
+                queues: Vec::new(),
+                topic: Some("t".into()),
+                persistent,
+                sender: "p".into(),
+                receiver: None,
+                priority: 5,
+                context: 0,
+                properties: vec![
+                    ("region".into(), PropertyValue::Str("eu".into())),
+                    ("n".into(), PropertyValue::Int((b * BATCH + i) as i64)),
+                ],
+                body: body.clone(),
+                created_at: 0,
+                deliver_at_ms: 0,
+                expires_at_ms: 0,
+            })
+            .collect();
+        for r in store.send_batch(batch).await {
+            r.unwrap();
+        }
+    }
+    let publish = started.elapsed();
+    let taking = Instant::now();
+    let mut copies = 0;
+    for i in 0..subs {
+        let spec = ReceiveSpec {
+            source: Source::Queue(format!("t:s{i}")),
+            order: Order::Time,
+            mode: ReceiveMode::Take,
+            ack: AckMode::Auto,
+            client: "c".into(),
+            session: 1,
+            lease_until_ms: u64::MAX,
+            selector: None,
+            now_ms: 0,
+        };
+        loop {
+            let got = store.receive(&spec, 1000).await.unwrap();
+            if got.is_empty() {
+                break;
+            }
+            copies += got.len();
+        }
+    }
+    let expected = if selectors { subs.div_ceil(2) } else { subs } * MESSAGES;
+    assert_eq!(copies, expected);
+    println!(
+        "subs {subs:2} persistent {persistent:5} selectors {selectors:5}: publish {:>9.0} msg/s \
+         ({:>10.0} copies/s), take {:>10.0} copies/s",
+        MESSAGES as f64 / publish.as_secs_f64(),
+        expected as f64 / publish.as_secs_f64(),
+        expected as f64 / taking.elapsed().as_secs_f64(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints rates; run by hand in release mode"]
+async fn publish_rates() {
+    for persistent in [true, false] {
+        for (subs, selectors) in [(1, false), (10, false), (10, true)] {
+            run(subs, persistent, selectors).await;
+        }
+    }
+}
