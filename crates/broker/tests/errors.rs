@@ -384,3 +384,142 @@ async fn internal_errors_reach_the_client_with_their_message() {
     store.set_fault(None);
     c.ping().await.unwrap();
 }
+
+#[tokio::test]
+async fn topic_exists() {
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    c.create_topic("prices").await.unwrap();
+    let m = expect_code(c.create_topic("prices").await, ErrorCode::TopicExists);
+    assert_eq!(m, "topic 'prices' already exists");
+}
+
+#[tokio::test]
+async fn topic_not_found_on_every_topic_operation() {
+    use ferry_protocol::requests::SubscribeTopic;
+    use ferry_protocol::OutgoingMessage;
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    let m = expect_code(
+        c.publish(OutgoingMessage::to_topic("prices", "x")).await,
+        ErrorCode::TopicNotFound,
+    );
+    assert_eq!(m, "topic 'prices' does not exist");
+    expect_code(
+        c.subscribe_topic(SubscribeTopic::new("prices"))
+            .await
+            .map(|_| ()),
+        ErrorCode::TopicNotFound,
+    );
+    expect_code(
+        c.ensure_subscription(SubscribeTopic::new("prices").durable("d"))
+            .await,
+        ErrorCode::TopicNotFound,
+    );
+    expect_code(
+        c.delete_topic("prices", true).await,
+        ErrorCode::TopicNotFound,
+    );
+    expect_code(c.unsubscribe("prices", "d").await, ErrorCode::TopicNotFound);
+    // An unknown subscription of a topic that exists is NotFound.
+    c.create_topic("prices").await.unwrap();
+    let m = expect_code(c.unsubscribe("prices", "d").await, ErrorCode::NotFound);
+    assert!(m.contains("prices:d"), "{m}");
+}
+
+#[tokio::test]
+async fn topic_not_empty_unless_forced() {
+    use ferry_protocol::requests::SubscribeTopic;
+    use ferry_protocol::OutgoingMessage;
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    c.create_topic("prices").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("prices").durable("keep"))
+        .await
+        .unwrap();
+    c.publish(OutgoingMessage::to_topic("prices", "x"))
+        .await
+        .unwrap();
+    let m = expect_code(
+        c.delete_topic("prices", false).await,
+        ErrorCode::TopicNotEmpty,
+    );
+    assert!(m.contains("'prices'"), "{m}");
+    c.delete_topic("prices", true).await.unwrap();
+    assert!(c.list_topics().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn subscription_in_use() {
+    use ferry_protocol::requests::SubscribeTopic;
+    let s = TestServer::start().await;
+    let a = s.client("alice").await;
+    let b = s.client("bob").await;
+    a.create_topic("prices").await.unwrap();
+    let _sub = a
+        .subscribe_topic(SubscribeTopic::new("prices").durable("solo"))
+        .await
+        .unwrap();
+    let m = expect_code(
+        b.subscribe_topic(SubscribeTopic::new("prices").durable("solo"))
+            .await
+            .map(|_| ()),
+        ErrorCode::SubscriptionInUse,
+    );
+    assert!(m.contains("prices:solo"), "{m}");
+    expect_code(
+        b.unsubscribe("prices", "solo").await,
+        ErrorCode::SubscriptionInUse,
+    );
+}
+
+#[tokio::test]
+async fn transaction_state() {
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    let m = expect_code(c.commit().await, ErrorCode::TransactionState);
+    assert!(m.contains("without a transaction"), "{m}");
+    expect_code(c.rollback().await, ErrorCode::TransactionState);
+    c.begin().await.unwrap();
+    expect_code(c.begin().await, ErrorCode::TransactionState);
+}
+
+#[tokio::test]
+async fn invalid_argument_for_bad_subscriptions() {
+    use ferry_protocol::requests::SubscribeTopic;
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    c.create_topic("prices").await.unwrap();
+    let m = expect_code(
+        c.subscribe_topic(SubscribeTopic::new("prices").shared())
+            .await
+            .map(|_| ()),
+        ErrorCode::InvalidArgument,
+    );
+    assert!(m.contains("durable"), "{m}");
+    let m = expect_code(
+        c.subscribe_topic(SubscribeTopic::new("prices").with_selector("a = "))
+            .await
+            .map(|_| ()),
+        ErrorCode::InvalidArgument,
+    );
+    assert!(m.contains("position"), "{m}");
+    c.ensure_subscription(
+        SubscribeTopic::new("prices")
+            .durable("d")
+            .with_selector("a = 1"),
+    )
+    .await
+    .unwrap();
+    let m = expect_code(
+        c.ensure_subscription(
+            SubscribeTopic::new("prices")
+                .durable("d")
+                .with_selector("a = 2"),
+        )
+        .await,
+        ErrorCode::InvalidArgument,
+    );
+    assert!(m.contains("selector"), "{m}");
+    expect_code(c.create_topic("bad name").await, ErrorCode::InvalidArgument);
+}
