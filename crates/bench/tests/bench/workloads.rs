@@ -2,7 +2,7 @@
 //! that validates against the schema and a CSV of its windows.
 
 use clap::Parser;
-use ferry_bench::{LatencyArgs, ThroughputArgs};
+use ferry_bench::{FanoutArgs, LatencyArgs, SelectorArgs, ThroughputArgs};
 use ferry_testkit::TestServer;
 use serde_json::Value;
 
@@ -12,6 +12,18 @@ use crate::schema;
 struct Throughput {
     #[command(flatten)]
     args: ThroughputArgs,
+}
+
+#[derive(Parser)]
+struct Fanout {
+    #[command(flatten)]
+    args: FanoutArgs,
+}
+
+#[derive(Parser)]
+struct Selector {
+    #[command(flatten)]
+    args: SelectorArgs,
 }
 
 #[derive(Parser)]
@@ -116,6 +128,182 @@ async fn throughput_runs_and_reports() {
     assert_eq!(json["params"]["in_flight"], 8);
     assert_eq!(json["params"]["cooldown_s"], 0.2);
     assert_eq!(json["params"]["window_s"], 0.5);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throughput_with_non_persistent_messages() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let args = argv(
+        &server,
+        &dir,
+        &[
+            "--persistent",
+            "false",
+            "--batch",
+            "16",
+            "--in-flight",
+            "4",
+            "--max-backlog",
+            "5000",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--window",
+            "500ms",
+        ],
+    );
+    let parsed = Throughput::try_parse_from(args).unwrap();
+    ferry_bench::workloads::throughput::run(parsed.args)
+        .await
+        .unwrap();
+    let (json, _) = outputs(&dir, "throughput");
+    assert_eq!(json["params"]["persistent"], false);
+    let durability = json["results"][0]["durability"].as_str().unwrap();
+    assert!(durability.contains("memory"), "{durability}");
+    server.shutdown().await;
+}
+
+/// The arguments of a short pub/sub run with the broker's CPU read from this process (the test
+/// broker runs in it).
+fn pubsub_argv<'a>(
+    server: &'a TestServer,
+    dir: &'a tempfile::TempDir,
+    pid: &'a str,
+    rest: &[&'a str],
+) -> Vec<String> {
+    let mut v = argv(server, dir, rest);
+    v.extend(
+        [
+            "--size",
+            "64",
+            "--batch",
+            "16",
+            "--in-flight",
+            "4",
+            "--prefetch",
+            "500",
+            "--max-backlog",
+            "20000",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--cooldown",
+            "200ms",
+            "--window",
+            "500ms",
+            "--broker-pid",
+            pid,
+        ]
+        .map(String::from),
+    );
+    v
+}
+
+fn check_broker_cpu(r: &Value) {
+    let cpu = &r["broker_cpu"];
+    assert_eq!(cpu["pid"], std::process::id(), "{r:#}");
+    assert!(cpu["us_per_sent"].as_f64().unwrap() >= 0.0, "{r:#}");
+    assert!(cpu["cores"].as_f64().unwrap() >= 0.0, "{r:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fanout_runs_and_reports() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pid = std::process::id().to_string();
+    for (extra, persistent) in [
+        (&["--ack", "client"][..], true),
+        (
+            &["--persistent", "false", "--durable", "--ack", "auto"][..],
+            false,
+        ),
+    ] {
+        let mut rest = vec!["--subscribers", "3"];
+        rest.extend_from_slice(extra);
+        let parsed = Fanout::try_parse_from(pubsub_argv(&server, &dir, &pid, &rest)).unwrap();
+        ferry_bench::workloads::fanout::run(parsed.args)
+            .await
+            .unwrap();
+        let (json, _) = outputs(&dir, "fanout");
+        assert_eq!(json["params"]["subscriptions"], 3);
+        assert_eq!(json["params"]["persistent"], persistent);
+        assert_eq!(json["params"]["deliveries_per_message"], 3.0);
+        let r = &json["results"][0];
+        assert_eq!(r["latency_kind"], "end_to_end");
+        assert!(r["latencies_ms"]["send_to_ack"]["count"].as_u64().unwrap() > 0);
+        // Every published message reaches the three subscriptions: about three deliveries
+        // each in the measurement (not exactly: its edges cut through batches in flight).
+        let (sent, received) = (r["sent"].as_f64().unwrap(), r["received"].as_f64().unwrap());
+        assert!(received > sent * 1.5 && received < sent * 4.5, "{r:#}");
+        check_broker_cpu(r);
+    }
+    // Durable subscriptions are removed at the end; the topic stays.
+    let c = server.client("probe-fanout").await;
+    let topics = c.list_topics().await.unwrap();
+    let t = topics.iter().find(|t| t.name == "bench-fanout").unwrap();
+    assert!(t.subscriptions.is_empty(), "{t:?}");
+    let _ = c.disconnect().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selector_runs_and_reports() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pid = std::process::id().to_string();
+    for selectors in ["true", "false"] {
+        let rest = [
+            "--subscriptions",
+            "8",
+            "--selectors",
+            selectors,
+            "--regions",
+            "4",
+            "--min-amount",
+            "10",
+        ];
+        let parsed = Selector::try_parse_from(pubsub_argv(&server, &dir, &pid, &rest)).unwrap();
+        ferry_bench::workloads::selector::run(parsed.args)
+            .await
+            .unwrap();
+        let (json, _) = outputs(&dir, "selector");
+        let p = &json["params"];
+        assert_eq!(p["subscriptions"], 8);
+        let fraction = p["match_fraction"].as_f64().unwrap();
+        if selectors == "true" {
+            assert!((fraction - 0.89 / 4.0).abs() < 1e-9, "{p:#}");
+        } else {
+            assert_eq!(fraction, 1.0, "{p:#}");
+        }
+        let r = &json["results"][0];
+        let (sent, received) = (r["sent"].as_f64().unwrap(), r["received"].as_f64().unwrap());
+        let per = received / sent;
+        let want = fraction * 8.0;
+        assert!(
+            per > want * 0.5 && per < want * 1.5,
+            "{per} vs {want}: {r:#}"
+        );
+        check_broker_cpu(r);
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn own_broker_needs_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start().await;
+    let mut args = argv(&server, &dir, &["--duration", "1s"]);
+    args.push("--own-broker".to_string());
+    let parsed = Selector::try_parse_from(args).unwrap();
+    let e = ferry_bench::workloads::selector::run(parsed.args)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot start a broker"), "{e}");
     server.shutdown().await;
 }
 

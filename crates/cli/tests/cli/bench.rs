@@ -156,3 +156,46 @@ async fn an_unreachable_peer_is_named() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selector_with_a_broker_of_its_own_reports_its_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("report.json");
+    let out = crate::support::ferry_raw(&[
+        "bench",
+        "selector",
+        "--own-broker",
+        "--subscriptions",
+        "4",
+        "--size",
+        "64",
+        "--batch",
+        "16",
+        "--in-flight",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--window",
+        "500ms",
+        "--json",
+        json_path.to_str().unwrap(),
+    ])
+    .run()
+    .await;
+    let text = out.ok();
+    println!("{text}");
+    assert!(text.contains("broker CPU (pid "), "{text}");
+    assert!(out.stderr.contains("child process"), "{out:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    assert_eq!(report["workload"], "selector", "{report}");
+    let r = &report["results"][0];
+    assert!(r["sent"].as_u64().unwrap() > 0, "{report}");
+    assert!(r["received"].as_u64().unwrap() > 0, "{report}");
+    let cpu = &r["broker_cpu"];
+    assert_ne!(cpu["pid"], std::process::id(), "{report}");
+    assert!(cpu["cpu_s"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(cpu["us_per_received"].as_f64().unwrap() > 0.0, "{report}");
+}

@@ -2,7 +2,7 @@
 //! broker ([`ferry_testkit::TestServer`]) and runs the real binary against it as a subprocess.
 //!
 //! Modules: [`support`] (running the binary), [`queue`], [`send_recv`], [`recv_safety`],
-//! [`errors`], [`shell`], [`bench`], [`time`].
+//! [`errors`], [`shell`], [`bench`], [`time`], [`topics`].
 
 mod bench;
 mod errors;
@@ -12,3 +12,4 @@ mod send_recv;
 mod shell;
 mod support;
 mod time;
+mod topics;

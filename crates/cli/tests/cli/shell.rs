@@ -213,3 +213,72 @@ async fn conversation_with_ack_and_nack() {
     assert!(status.success());
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_and_topics_in_a_script() {
+    let server = TestServer::start().await;
+    let script = "\
+create tq
+topic create tt
+subscribe tt durable=keep where=\"n > 1\"
+begin
+send tq -- held
+publish tt n=2 non-persistent -- pub-held
+list
+commit
+list
+begin
+recv tq auto
+rollback
+list
+next wait=2
+topics
+commit
+cancel tt:keep
+unsubscribe tt keep
+topic list
+";
+    let out = ferry(&server, &["shell", "--name", "txner"])
+        .stdin(script)
+        .run()
+        .await;
+    let stdout = out.ok();
+    assert!(stdout.contains("created topic 'tt'\n"), "{stdout}");
+    assert!(
+        stdout.contains("subscribed to topic 'tt' (queue 'tt:keep'"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("transaction open\n"), "{stdout}");
+    // Inside the transaction sends are held; the commit names both ids.
+    assert_eq!(stdout.matches("held until commit\n").count(), 2, "{stdout}");
+    let committed = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("committed "))
+        .expect("a commit line");
+    assert_eq!(committed.split(' ').count(), 2, "{stdout}");
+    // The rolled-back take came back: tq holds the message again.
+    assert!(stdout.contains("rolled back\n"), "{stdout}");
+    let tq_rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("tq ")).collect();
+    let counts: Vec<Vec<&str>> = tq_rows
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        counts,
+        [["tq", "0", "0"], ["tq", "1", "0"], ["tq", "1", "0"]],
+        "{stdout}"
+    );
+    // The publish reached the subscription once committed.
+    assert!(stdout.contains("pub-held\n"), "{stdout}");
+    assert!(stdout.contains("queue:       tt:keep\n"), "{stdout}");
+    assert!(stdout.contains("cancelled 'tt:keep'\n"), "{stdout}");
+    assert!(
+        stdout.contains("unsubscribed 'keep' from topic 'tt'\n"),
+        "{stdout}"
+    );
+    // A commit without a transaction is an error, and the shell went on.
+    assert!(out.stderr.contains("error: "), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert_eq!(queue_info(&server, "tq").await.unwrap().ready, 1);
+    server.shutdown().await;
+}
