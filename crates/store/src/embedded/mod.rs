@@ -16,6 +16,8 @@ mod claims;
 mod compaction;
 pub mod config;
 #[cfg(test)]
+mod crash_tests;
+#[cfg(test)]
 mod engine_tests;
 mod format;
 #[cfg(test)]

@@ -193,6 +193,12 @@ impl State {
         let Some(t) = self.topics.get(topic) else {
             return Err(StoreError::TopicNotFound(topic.to_owned()));
         };
+        if self.user_queue(&queue).is_some() {
+            // Only possible when names are not checked before: ':' is not a name character.
+            return Err(StoreError::InvalidArgument(format!(
+                "a queue named '{queue}' exists"
+            )));
+        }
         if options.shared && !options.durable {
             return Err(StoreError::InvalidArgument(
                 "only a durable subscription can be shared".into(),
