@@ -7,9 +7,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferry_protocol::{AckMode, PropertyValue, QueueOptions, ReceiveMode, SubscriptionOptions};
+use ferry_protocol::{
+    AckMode, Order, PropertyValue, QueueOptions, ReceiveMode, SubscriptionOptions,
+};
 use ferry_store::embedded::FaultyBackend;
-use ferry_store::{EmbeddedStore, NewMessage, Store, StoreError};
+use ferry_store::{EmbeddedStore, NewMessage, ReceiveSpec, Store, StoreError};
 
 mod common;
 use common::{bodies, msg, open, peek_all, segments, spec};
@@ -562,4 +564,152 @@ async fn torn_commit_is_all_or_nothing() {
             bytes.len()
         );
     }
+}
+
+/// Topics and subscriptions (settings, backlog, removals) survive compaction moving their
+/// records forward, and a reopen after it.
+#[tokio::test]
+async fn topics_survive_compaction_and_reopen() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, 512).await.unwrap();
+    for c in ["p", "c"] {
+        store.register_client(c).await.unwrap();
+    }
+    store.create_queue("dlq").await.unwrap();
+    store.create_topic("t").await.unwrap();
+    store.create_topic("gone").await.unwrap();
+    store
+        .subscribe_topic("t", "eu", &durable("region = 'eu'"), "c")
+        .await
+        .unwrap();
+    let all = SubscriptionOptions {
+        shared: true,
+        queue: QueueOptions {
+            max_deliveries: 1,
+            dead_letter_queue: Some("dlq".into()),
+            expiry_queue: None,
+        },
+        ..durable("")
+    };
+    store.subscribe_topic("t", "all", &all, "c").await.unwrap();
+    store
+        .subscribe_topic("t", "dropped", &durable(""), "c")
+        .await
+        .unwrap();
+    store
+        .subscribe_topic("gone", "s", &durable(""), "c")
+        .await
+        .unwrap();
+    // In priority order, so that a take gets the message just published, not a kept one.
+    let take = |q: &str| ReceiveSpec {
+        order: Order::Priority,
+        ..spec(q, ReceiveMode::Take, AckMode::Auto, 1)
+    };
+    for i in 0..200 {
+        let region = if i % 2 == 0 { "eu" } else { "us" };
+        // Keep every 25th message (low priority) on both subscriptions.
+        let kept = i % 25 == 0;
+        let mut m = in_region(publish("t", &format!("m{i}")), region);
+        m.priority = if kept { 1 } else { 9 };
+        store.send(m).await.unwrap();
+        if !kept {
+            store.receive(&take("t:all"), 1).await.unwrap();
+            if region == "eu" {
+                store.receive(&take("t:eu"), 1).await.unwrap();
+            }
+        }
+        if i == 100 {
+            store.unsubscribe("t", "dropped").await.unwrap();
+            store.delete_topic("gone", true).await.unwrap();
+        }
+    }
+    let before = store.segments().len();
+    let listed = store.list_topics().await.unwrap();
+    let kept_all = ready(&store, "t:all").await;
+    let kept_eu = ready(&store, "t:eu").await;
+    assert_eq!(
+        kept_all,
+        vec!["m0", "m25", "m50", "m75", "m100", "m125", "m150", "m175"]
+    );
+    assert_eq!(kept_eu, vec!["m0", "m50", "m100", "m150"]);
+    for _ in 0..20 {
+        store.maintain().await.unwrap();
+    }
+    let after = store.segments().len();
+    assert!(
+        after * 2 < before,
+        "compaction should drop segments: {before} before, {after} after"
+    );
+    assert_eq!(store.list_topics().await.unwrap(), listed);
+
+    let store = reopen(store, &disk, 512).await;
+    assert_eq!(
+        store.list_topics().await.unwrap(),
+        listed,
+        "topics, subscriptions and their depths after compaction and reopen"
+    );
+    assert_eq!(ready(&store, "t:all").await, kept_all);
+    assert_eq!(ready(&store, "t:eu").await, kept_eu);
+    store
+        .send(in_region(publish("t", "new-us"), "us"))
+        .await
+        .unwrap();
+    assert_eq!(
+        ready(&store, "t:eu").await,
+        kept_eu,
+        "the selector still applies"
+    );
+    let d = store
+        .receive(&spec("t:all", ReceiveMode::Take, AckMode::Client, 1), 1)
+        .await
+        .unwrap();
+    store.nack(1, &[d[0].delivery_id], true).await.unwrap();
+    assert_eq!(
+        ready(&store, "dlq").await,
+        vec!["m0"],
+        "the queue options still apply"
+    );
+}
+
+/// The non-persistent messages of a committed transaction are gone after a reopen; its
+/// persistent messages and its acks (of persistent and non-persistent deliveries) stay done.
+#[tokio::test]
+async fn committed_non_persistent_messages_are_gone_after_reopen() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, SMALL).await.unwrap();
+    for c in ["p", "c"] {
+        store.register_client(c).await.unwrap();
+    }
+    store.create_queue("q").await.unwrap();
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "s", &durable(""), "c")
+        .await
+        .unwrap();
+    store.send(msg(&["q"], "held-p")).await.unwrap();
+    store.send(transient(msg(&["q"], "held-n"))).await.unwrap();
+    let d = store
+        .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 1), 2)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&d), vec!["held-p", "held-n"]);
+    let ids = store
+        .commit(
+            1,
+            vec![
+                msg(&["q"], "tx-p"),
+                transient(msg(&["q"], "tx-n")),
+                transient(publish("t", "tx-pub-n")),
+                publish("t", "tx-pub-p"),
+            ],
+            &[d[0].delivery_id, d[1].delivery_id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 4);
+    assert_eq!(ready(&store, "q").await, vec!["tx-p", "tx-n"]);
+
+    let store = reopen(store, &disk, SMALL).await;
+    assert_eq!(ready(&store, "q").await, vec!["tx-p"]);
+    assert_eq!(ready(&store, "t:s").await, vec!["tx-pub-p"]);
 }
