@@ -112,6 +112,9 @@ conformance_tests!(
     topics::publish_to_unknown_receiver_changes_nothing,
     topics::many_publishes_reach_exactly_the_matching_subscriptions,
     transactions::racing_commits_settle_a_delivery_once,
+    topics::settling_after_unsubscribe_is_harmless,
+    topics::topics_and_subscriptions_sort_by_name,
+    transactions::commits_racing_deletes_are_all_or_nothing,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

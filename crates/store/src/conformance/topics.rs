@@ -488,6 +488,19 @@ pub async fn subscription_queues_are_hidden_but_receivable(store: Arc<dyn Store>
         store.waiting_queues("c", NOW).await.unwrap().is_empty(),
         "waiting_queues leaves out subscription queues"
     );
+    store
+        .send(msg_to(&["plain"], "p", "c", "addressed"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.waiting_queues("c", NOW).await.unwrap(),
+        vec!["plain"],
+        "waiting_queues lists the plain queue only"
+    );
+    assert_eq!(
+        bodies(&store.receive(&take("plain", "c"), 1).await.unwrap()),
+        vec!["addressed"]
+    );
     let by_sender = ReceiveSpec {
         source: Source::Sender("p".into()),
         ..take("unused", "c")
@@ -1084,4 +1097,83 @@ pub async fn many_publishes_reach_exactly_the_matching_subscriptions(store: Arc<
         let got = store.receive(&spec, 2000).await.unwrap();
         assert!(bodies(&got) == want, "messages on {sub} differ");
     }
+}
+
+/// Deliveries of a subscription that was removed are unknown to every settling call: acks and
+/// nacks list them, releasing the session or expiring leases neither fails nor names its queue,
+/// and a new subscription of the same name is not affected.
+pub async fn settling_after_unsubscribe_is_harmless(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", "")]).await;
+    store.create_queue("q").await.unwrap();
+    store.send(publish("t", "p", "x")).await.unwrap();
+    store.send(publish("t", "p", "y")).await.unwrap();
+    store.send(publish("t", "p", "z")).await.unwrap();
+    store.send(msg(&["q"], "p", "plain")).await.unwrap();
+    let mut spec = lease("t:a", "c");
+    spec.order = Order::Time;
+    spec.lease_until_ms = 5_000;
+    let d = store.receive(&spec, 3).await.unwrap();
+    assert_eq!(bodies(&d), vec!["x", "y", "z"]);
+    let mut plain = lease("q", "c");
+    plain.lease_until_ms = 5_000;
+    store.receive(&plain, 1).await.unwrap();
+    store.unsubscribe("t", "a").await.unwrap();
+    store
+        .subscribe_topic("t", "a", &durable(""), "c")
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "new")).await.unwrap();
+    let (x, y) = (d[0].delivery_id, d[1].delivery_id);
+    assert_eq!(
+        store.nack(SESSION, &[x], true).await,
+        Err(StoreError::DeliveriesNotFound(vec![x]))
+    );
+    assert_eq!(
+        store.commit(SESSION, Vec::new(), &[y]).await,
+        Err(StoreError::DeliveriesNotFound(vec![y]))
+    );
+    assert_eq!(
+        store.expire_leases(5_000).await,
+        Ok(vec!["q".to_string()]),
+        "only the plain queue's lease expires"
+    );
+    assert_eq!(
+        store.release_session(SESSION).await,
+        Ok(Vec::new()),
+        "nothing of the old subscription comes back"
+    );
+    assert_eq!(store.next_lease_deadline().await, Ok(None));
+    assert_eq!(sub_depth(&store, "t", "a").await, (1, 0));
+    assert_eq!(
+        bodies(&store.receive(&take("t:a", "c"), 10).await.unwrap()),
+        vec!["new"]
+    );
+}
+
+/// Topics, and the subscriptions of each, are listed sorted by name as bytes (upper case
+/// before lower case, punctuation by its code), as `list_queues` sorts queues.
+pub async fn topics_and_subscriptions_sort_by_name(store: Arc<dyn Store>) {
+    setup(&store, &["c"], &[]).await;
+    let names = [
+        "beta_3", "Zeta", "alpha", "beta.1", "beta-2", "B", "a9", "a10",
+    ];
+    for n in names {
+        store.create_topic(n).await.unwrap();
+        store.create_queue(n).await.unwrap();
+    }
+    for n in names {
+        store
+            .subscribe_topic("alpha", n, &durable(""), "c")
+            .await
+            .unwrap();
+    }
+    let mut sorted: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    sorted.sort();
+    assert_eq!(topic_names(&store).await, sorted, "topics sorted by name");
+    assert_eq!(
+        subscription_names(&store, "alpha").await,
+        sorted,
+        "subscriptions sorted by name"
+    );
+    assert_eq!(queue_names(&store).await, sorted, "queues sorted by name");
 }

@@ -393,3 +393,75 @@ pub async fn racing_commits_settle_a_delivery_once(store: Arc<dyn Store>) {
         assert_eq!(depth(&store, "q").await, (0, 0), "round {round}");
     }
 }
+
+/// A commit racing the forced deletion of a queue or topic it names is all or nothing: it
+/// succeeds entirely (then the deletion removes its copies there) or fails with
+/// `QueueNotFound` / `TopicNotFound` having stored nothing and settled nothing.
+pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["keep", "src"]).await;
+    for round in 0..20 {
+        let victim = format!("v{round}");
+        let by_topic = round % 2 == 1;
+        if by_topic {
+            store.create_topic(&victim).await.unwrap();
+            store
+                .subscribe_topic(&victim, "s", &durable(""), "c")
+                .await
+                .unwrap();
+        } else {
+            store.create_queue(&victim).await.unwrap();
+        }
+        store
+            .send(msg(&["src"], "p", &format!("src{round}")))
+            .await
+            .unwrap();
+        let d = store.receive(&lease("src", "c"), 1).await.unwrap();
+        let id = d[0].delivery_id;
+        let mut racing = if by_topic {
+            publish(&victim, "p", "racing")
+        } else {
+            msg(&[&victim], "p", "racing")
+        };
+        racing.properties = vec![("round".into(), PropertyValue::Int(round))];
+        let msgs = vec![msg(&["keep"], "p", &format!("keep{round}")), racing];
+        let committing = {
+            let store = store.clone();
+            tokio::spawn(async move { store.commit(SESSION, msgs, &[id]).await })
+        };
+        let deleting = {
+            let store = store.clone();
+            let victim = victim.clone();
+            tokio::spawn(async move {
+                if by_topic {
+                    store.delete_topic(&victim, true).await
+                } else {
+                    store.delete_queue(&victim, true).await
+                }
+            })
+        };
+        let committed = committing.await.unwrap();
+        deleting.await.unwrap().unwrap();
+        let kept = bodies(&store.receive(&take("keep", "c"), 10).await.unwrap());
+        match committed {
+            Ok(ids) => {
+                assert_eq!(ids.len(), 2, "round {round}");
+                assert_eq!(kept, vec![format!("keep{round}")], "round {round}");
+                assert_eq!(depth(&store, "src").await, (0, 0), "round {round}: acked");
+            }
+            Err(StoreError::QueueNotFound(name)) | Err(StoreError::TopicNotFound(name)) => {
+                assert_eq!(name, victim, "round {round}");
+                assert!(
+                    kept.is_empty(),
+                    "round {round}: a failed commit stored {kept:?}"
+                );
+                assert_eq!(
+                    depth(&store, "src").await,
+                    (0, 1),
+                    "round {round}: a failed commit settled its ack"
+                );
+                store.ack(SESSION, &[id]).await.unwrap();
+            }
+            Err(e) => panic!("round {round}: unexpected {e}"),
+        }
+    }
+}
