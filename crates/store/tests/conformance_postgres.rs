@@ -115,6 +115,8 @@ conformance_tests!(
     topics::settling_after_unsubscribe_is_harmless,
     topics::topics_and_subscriptions_sort_by_name,
     transactions::commits_racing_deletes_are_all_or_nothing,
+    topics::non_durable_resubscribe_replaces_it,
+    topics::durability_mismatch_and_shared_non_durable_are_refused,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

@@ -143,6 +143,8 @@ tests!(
     topics::settling_after_unsubscribe_is_harmless,
     topics::topics_and_subscriptions_sort_by_name,
     transactions::commits_racing_deletes_are_all_or_nothing,
+    topics::non_durable_resubscribe_replaces_it,
+    topics::durability_mismatch_and_shared_non_durable_are_refused,
 );
 
 /// Runs every test, each against a fresh store from `make`, and panics at the end naming every

@@ -1177,3 +1177,82 @@ pub async fn topics_and_subscriptions_sort_by_name(store: Arc<dyn Store>) {
     );
     assert_eq!(queue_names(&store).await, sorted, "queues sorted by name");
 }
+
+/// Creating a non-durable subscription under a name that exists as a non-durable one replaces
+/// it: the new selector applies, the old backlog is gone and its deliveries are unknown.
+pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &[]).await;
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "~c.1", &non_durable("n = 1"), "c")
+        .await
+        .unwrap();
+    for n in [1, 1] {
+        let mut m = publish("t", "p", "old");
+        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        store.send(m).await.unwrap();
+    }
+    let d = store.receive(&lease("t:~c.1", "c"), 1).await.unwrap();
+    assert_eq!(
+        store
+            .subscribe_topic("t", "~c.1", &non_durable("n = 2"), "c")
+            .await,
+        Ok("t:~c.1".to_string())
+    );
+    let s = find_subscription(&store, "t", "~c.1").await.unwrap();
+    assert_eq!(
+        (s.selector.as_str(), s.ready, s.in_flight),
+        ("n = 2", 0, 0),
+        "the replacement has the new selector and no backlog"
+    );
+    assert_eq!(
+        store.ack(SESSION, &[d[0].delivery_id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id])),
+        "a delivery of the replaced subscription is unknown"
+    );
+    for n in [1, 2] {
+        let mut m = publish("t", "p", &format!("new{n}"));
+        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        store.send(m).await.unwrap();
+    }
+    assert_eq!(bodies(&peek_all(&store, "t:~c.1").await), vec!["new2"]);
+}
+
+/// A subscription that exists as durable is not replaced by a non-durable one of the same
+/// name, nor the other way round (`InvalidArgument`, nothing changes); a shared subscription
+/// must be durable.
+pub async fn durability_mismatch_and_shared_non_durable_are_refused(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("d", "")]).await;
+    store
+        .subscribe_topic("t", "~c.1", &non_durable(""), "c")
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "x")).await.unwrap();
+    match store.subscribe_topic("t", "d", &non_durable(""), "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("non-durable over durable: expected InvalidArgument, got {other:?}"),
+    }
+    match store.subscribe_topic("t", "~c.1", &durable(""), "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("durable over non-durable: expected InvalidArgument, got {other:?}"),
+    }
+    let shared = SubscriptionOptions {
+        shared: true,
+        ..non_durable("")
+    };
+    match store.subscribe_topic("t", "~c.2", &shared, "c").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("shared non-durable: expected InvalidArgument, got {other:?}"),
+    }
+    let list = store.list_topics().await.unwrap();
+    let subs: Vec<(String, bool, u64)> = list[0]
+        .subscriptions
+        .iter()
+        .map(|s| (s.name.clone(), s.durable, s.ready))
+        .collect();
+    assert_eq!(
+        subs,
+        vec![("d".into(), true, 1), ("~c.1".into(), false, 1)],
+        "nothing changed"
+    );
+}
