@@ -133,10 +133,8 @@ impl Inner {
             })
             .collect();
         let settles = work.iter().any(|w| matches!(w, Work::Ack(..)));
-        if !settles && all_transient(&msgs) {
-            relax_commit(&tx).await?;
-        }
-        let Stored { verdicts, ids } = self.store_messages(&tx, &msgs).await?;
+        let relax = !settles && all_transient(&msgs);
+        let Stored { verdicts, ids } = self.store_relaxed(&tx, &msgs, relax).await?;
 
         // Acks: remove the leased rows held by each session.
         let mut ack_sessions = Vec::new();
@@ -194,6 +192,24 @@ impl Inner {
             }
         }
         Ok(out)
+    }
+
+    /// [`Inner::store_messages`], after letting `tx` commit without waiting for the WAL
+    /// flush if `relax`. The setting is pipelined with the first statement that stores (both
+    /// requests go out before either answer is awaited), so it costs no round trip of its own.
+    pub async fn store_relaxed(
+        &self,
+        tx: &Transaction<'_>,
+        msgs: &[&NewMessage],
+        relax: bool,
+    ) -> TxResult<Stored> {
+        if !relax {
+            return self.store_messages(tx, msgs).await;
+        }
+        // `join!` polls the setting first, so its request is queued on the connection first.
+        let (relaxed, stored) = tokio::join!(relax_commit(tx), self.store_messages(tx, msgs));
+        relaxed?;
+        stored
     }
 
     /// Checks each of `msgs` on its own and stores the good ones within `tx` (a publish on the

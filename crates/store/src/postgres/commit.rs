@@ -9,7 +9,7 @@
 
 use ferry_protocol::{DeliveryId, MessageId};
 
-use super::batch::{all_transient, relax_commit, Stored};
+use super::batch::{all_transient, Stored};
 use super::receive::as_i64;
 use super::settle::unknown_ids;
 use super::store::Inner;
@@ -46,9 +46,6 @@ impl Inner {
         let refs: Vec<&NewMessage> = msgs.iter().collect();
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
-        if acks.is_empty() && all_transient(&refs) {
-            relax_commit(&tx).await?;
-        }
         if !acks.is_empty() {
             let ids: Vec<i64> = acks.iter().map(|i| as_i64(*i)).collect();
             let sessions = vec![as_i64(session); ids.len()];
@@ -60,7 +57,8 @@ impl Inner {
                 return Err(StoreError::DeliveriesNotFound(unknown).into());
             }
         }
-        let Stored { verdicts, ids } = self.store_messages(&tx, &refs).await?;
+        let relax = acks.is_empty() && all_transient(&refs);
+        let Stored { verdicts, ids } = self.store_relaxed(&tx, &refs, relax).await?;
         if let Some(e) = verdicts.into_iter().find_map(Result::err) {
             return Err(e.into());
         }
