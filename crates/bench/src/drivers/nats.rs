@@ -17,6 +17,13 @@
 //! (see docs/benchmarks.md).
 //!
 //! Capabilities: none of by-sender retrieval, addressed messages, priorities or the queue query.
+//!
+//! Topics ([`topics`]): core mode publishes on a subject per topic, and each subscription is a
+//! plain subscription to it (every subscriber gets every message); JetStream mode keeps a
+//! topic in a stream with interest retention, each subscription a consumer of its own.
+//! Selectors are not supported.
+
+mod topics;
 
 use std::collections::HashMap;
 
@@ -28,7 +35,7 @@ use tokio::task::JoinHandle;
 
 use super::{
     AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
-    From, OutMessage, ReceiveOne, Received,
+    From, OutMessage, ReceiveOne, Received, TopicSubscription,
 };
 
 /// The default server URL: the port `scripts/peers up` starts NATS on.
@@ -187,6 +194,42 @@ impl NatsConnection {
 
 type DurableConsumer = jetstream::consumer::Consumer<pull::Config>;
 
+impl NatsConnection {
+    /// Publishes each body on its subject: in core mode fire and forget; in JetStream mode
+    /// everything first, then the acknowledgements are awaited (one round trip).
+    async fn publish_many(
+        &self,
+        items: Vec<(String, bytes::Bytes)>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        match self.mode {
+            NatsMode::Core => {
+                let n = items.len();
+                for (subject, body) in items {
+                    self.client
+                        .publish(subject, body)
+                        .await
+                        .map_err(|e| err("publish", e))?;
+                }
+                Ok((0..n).map(|_| Ok(())).collect())
+            }
+            NatsMode::JetStream => {
+                let mut pending = Vec::with_capacity(items.len());
+                for (subject, body) in items {
+                    pending.push(self.js.publish(subject, body).await);
+                }
+                let mut results = Vec::with_capacity(pending.len());
+                for p in pending {
+                    results.push(match p {
+                        Ok(ack) => ack.await.map(drop).map_err(|e| err("publish ack", e)),
+                        Err(e) => Err(err("publish", e)),
+                    });
+                }
+                Ok(results)
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl Connection for NatsConnection {
     fn limits(&self) -> DriverLimits {
@@ -222,32 +265,11 @@ impl Connection for NatsConnection {
             };
             return Err(unsupported(what));
         }
-        match self.mode {
-            NatsMode::Core => {
-                for m in msgs.iter() {
-                    self.client
-                        .publish(subject(&m.queues[0]), m.body.clone())
-                        .await
-                        .map_err(|e| err("publish", e))?;
-                }
-                Ok(msgs.iter().map(|_| Ok(())).collect())
-            }
-            NatsMode::JetStream => {
-                // Publish everything first, then wait for the acknowledgements: one round trip.
-                let mut pending = Vec::with_capacity(msgs.len());
-                for m in msgs {
-                    pending.push(self.js.publish(subject(&m.queues[0]), m.body).await);
-                }
-                let mut results = Vec::with_capacity(pending.len());
-                for p in pending {
-                    results.push(match p {
-                        Ok(ack) => ack.await.map(drop).map_err(|e| err("publish ack", e)),
-                        Err(e) => Err(err("publish", e)),
-                    });
-                }
-                Ok(results)
-            }
-        }
+        let items = msgs
+            .into_iter()
+            .map(|m| (subject(&m.queues[0]), m.body))
+            .collect();
+        self.publish_many(items).await
     }
 
     async fn receive_one(&self, req: ReceiveOne) -> Result<Option<Received>, DriverError> {
@@ -317,6 +339,7 @@ impl Connection for NatsConnection {
                     next_token: 1,
                     acks: tx,
                     acker: tokio::spawn(acker(rx)),
+                    no_ack: false,
                 }))
             }
         }
@@ -325,6 +348,35 @@ impl Connection for NatsConnection {
     async fn close(&self) {
         let _ = self.client.flush().await;
         let _ = self.client.drain().await;
+    }
+
+    async fn ensure_topic(&self, topic: &str) -> Result<(), DriverError> {
+        self.topic_stream_if_stored(topic).await
+    }
+
+    async fn publish_batch(
+        &self,
+        topic: &str,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let subject = topics::topic_subject(topic);
+        let items = msgs
+            .into_iter()
+            .map(|m| (subject.clone(), m.body))
+            .collect();
+        self.publish_many(items).await
+    }
+
+    async fn subscribe_topic(
+        &self,
+        topic: &str,
+        sub: &TopicSubscription,
+    ) -> Result<Box<dyn Consumer>, DriverError> {
+        self.topic_consumer(topic, sub).await
+    }
+
+    async fn remove_subscription(&self, topic: &str, name: &str) -> Result<(), DriverError> {
+        self.remove_topic_consumer(topic, name).await
     }
 }
 
@@ -336,6 +388,8 @@ struct JetStreamConsumer {
     next_token: AckToken,
     acks: mpsc::UnboundedSender<jetstream::Message>,
     acker: JoinHandle<AckOutcome>,
+    /// The consumer acknowledges nothing (ack policy none): deliveries carry no ack token.
+    no_ack: bool,
 }
 
 /// Acknowledges the messages received on `rx` until every sender is gone.
@@ -356,6 +410,12 @@ impl Consumer for JetStreamConsumer {
         let item = self.messages.next().await?;
         Some(match item {
             Err(e) => Err(err("pull", e)),
+            Ok(m) if self.no_ack => Ok(Received {
+                body: m.payload.clone(),
+                queue: self.queue.clone(),
+                sender: None,
+                ack: None,
+            }),
             Ok(m) => {
                 let token = self.next_token;
                 self.next_token += 1;
