@@ -145,6 +145,8 @@ tests!(
     transactions::commits_racing_deletes_are_all_or_nothing,
     topics::non_durable_resubscribe_replaces_it,
     topics::durability_mismatch_and_shared_non_durable_are_refused,
+    topics::subscribing_while_publishing_gets_a_suffix,
+    topics::concurrent_publishes_reach_every_subscription_once,
 );
 
 /// Runs every test, each against a fresh store from `make`, and panics at the end naming every

@@ -1256,3 +1256,88 @@ pub async fn durability_mismatch_and_shared_non_durable_are_refused(store: Arc<d
         "nothing changed"
     );
 }
+
+/// A subscription made while others publish gets, of each publisher's sequence, exactly the
+/// messages from some point on: none published before the subscribe began, every one
+/// published after it returned, no gaps.
+pub async fn subscribing_while_publishing_gets_a_suffix(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("early", "")]).await;
+    let publisher = |tag: &'static str| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for i in 0..150 {
+                store
+                    .send(publish("t", "p", &format!("{tag}{i:03}")))
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let (a, b) = (publisher("a"), publisher("b"));
+    // Let the publishers get going, then subscribe in their midst.
+    while sub_depth(&store, "t", "early").await.0 < 60 {
+        tokio::task::yield_now().await;
+    }
+    let before = sub_depth(&store, "t", "early").await.0;
+    store
+        .subscribe_topic("t", "late", &durable(""), "c")
+        .await
+        .unwrap();
+    a.await.unwrap();
+    b.await.unwrap();
+    assert_eq!(sub_depth(&store, "t", "early").await, (300, 0));
+    let got = bodies(&peek_all(&store, "t:late").await);
+    assert!(
+        (got.len() as u64) <= 300 - before,
+        "{} messages on the late subscription, but {before} were published before it",
+        got.len()
+    );
+    for tag in ["a", "b"] {
+        let mine: Vec<u32> = got
+            .iter()
+            .filter_map(|b| b.strip_prefix(tag))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let first = mine.first().copied().unwrap_or(150);
+        let expected: Vec<u32> = (first..150).collect();
+        assert_eq!(
+            mine, expected,
+            "publisher {tag}: a gapless suffix of its sequence"
+        );
+    }
+}
+
+/// Many publishers at once: every subscription gets every message exactly once, each with a
+/// distinct id.
+pub async fn concurrent_publishes_reach_every_subscription_once(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", ""), ("c", "")]).await;
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for i in 0..25 {
+                    ids.push(
+                        store
+                            .send(publish("t", "p", &format!("{t}-{i}")))
+                            .await
+                            .unwrap(),
+                    );
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut ids = std::collections::BTreeSet::new();
+    for t in tasks {
+        for id in t.await.unwrap() {
+            assert!(ids.insert(id), "id {id} given twice");
+        }
+    }
+    for sub in ["a", "b", "c"] {
+        let got = peek_all(&store, &subscription_queue("t", sub)).await;
+        let on: std::collections::BTreeSet<u64> = got.iter().map(|d| d.message.id).collect();
+        assert_eq!(got.len(), 200, "subscription {sub}: every message once");
+        assert_eq!(on, ids, "subscription {sub}: exactly the published ids");
+    }
+}
