@@ -144,3 +144,65 @@ impl SelectorSource for NewMessageSource<'_> {
         select::property(&self.0.properties, name)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use ferry_protocol::PropertyValue;
+
+    fn message() -> NewMessage {
+        NewMessage {
+            queues: Vec::new(),
+            topic: Some("t".into()),
+            persistent: true,
+            sender: "shop".into(),
+            receiver: None,
+            priority: 7,
+            context: 9,
+            properties: vec![("region".into(), PropertyValue::Str("eu".into()))],
+            body: Bytes::new(),
+            created_at: 1_700_000_000_000,
+            deliver_at_ms: 0,
+            expires_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn selectors_are_parsed_once_and_bad_ones_refused() {
+        let cache = Selectors::default();
+        assert!(cache.get("").unwrap().is_none());
+        assert!(cache.get("  ").unwrap().is_none());
+        let a = cache.get("region = 'eu'").unwrap().unwrap();
+        let b = cache.get("region = 'eu'").unwrap().unwrap();
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "the second lookup reuses the parsed selector"
+        );
+        assert!(matches!(
+            cache.get("region = "),
+            Err(StoreError::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn subscribers_select_on_headers_and_properties() {
+        let cache = Selectors::default();
+        let sub = |text: &str| Subscriber {
+            queue_id: 1,
+            queue: "t:s".into(),
+            selector: cache.get(text).unwrap(),
+        };
+        let m = message();
+        for (text, expected) in [
+            ("", true),
+            ("region = 'eu' AND priority = 7", true),
+            ("sender = 'shop' AND receiver IS NULL AND context = 9", true),
+            ("created_at = 1700000000000", true),
+            ("region = 'us'", false),
+            ("missing > 1", false),
+        ] {
+            assert_eq!(sub(text).wants(&m), expected, "{text}");
+        }
+    }
+}
