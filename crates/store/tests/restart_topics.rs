@@ -713,3 +713,47 @@ async fn committed_non_persistent_messages_are_gone_after_reopen() {
     assert_eq!(ready(&store, "q").await, vec!["tx-p"]);
     assert_eq!(ready(&store, "t:s").await, vec!["tx-pub-p"]);
 }
+
+/// A batch mixing persistent and non-persistent sends and publishes keeps, after a reopen,
+/// exactly its persistent messages; new ids stay above every persistent one.
+#[tokio::test]
+async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, SMALL).await.unwrap();
+    for c in ["p", "c"] {
+        store.register_client(c).await.unwrap();
+    }
+    store.create_queue("q").await.unwrap();
+    store.create_queue("r").await.unwrap();
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "s", &durable(""), "c")
+        .await
+        .unwrap();
+    let results = store
+        .send_batch(vec![
+            msg(&["q", "r"], "p1"),
+            transient(msg(&["q", "r"], "n1")),
+            transient(publish("t", "n-pub")),
+            publish("t", "p-pub"),
+            msg(&["q"], "p2"),
+            transient(msg(&["q"], "n2")),
+        ])
+        .await;
+    let ids: Vec<u64> = results.into_iter().map(Result::unwrap).collect();
+    let persistent_max = [ids[0], ids[3], ids[4]].into_iter().max().unwrap();
+    // The copy of n1 on r is taken; the one on q stays.
+    let take = spec("r", ReceiveMode::Take, AckMode::Auto, 1);
+    let got = store.receive(&take, 2).await.unwrap();
+    assert_eq!(bodies(&got), vec!["p1", "n1"]);
+
+    let store = reopen(store, &disk, SMALL).await;
+    assert_eq!(ready(&store, "q").await, vec!["p1", "p2"]);
+    assert!(ready(&store, "r").await.is_empty());
+    assert_eq!(ready(&store, "t:s").await, vec!["p-pub"]);
+    let id = store.send(msg(&["q"], "after")).await.unwrap();
+    assert!(
+        id > persistent_max,
+        "new id {id} must be above the persistent {persistent_max}"
+    );
+}
