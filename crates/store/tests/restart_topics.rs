@@ -757,3 +757,44 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
         "new id {id} must be above the persistent {persistent_max}"
     );
 }
+
+/// Compaction, moving live messages forward, leaves non-persistent ones out of the log: they
+/// are still there until the reopen and gone after it.
+#[tokio::test]
+async fn compaction_does_not_persist_non_persistent_messages() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, 512).await.unwrap();
+    for c in ["p", "c"] {
+        store.register_client(c).await.unwrap();
+    }
+    store.create_queue("q").await.unwrap();
+    store.create_queue("churn").await.unwrap();
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "s", &durable(""), "c")
+        .await
+        .unwrap();
+    store.send(msg(&["q"], "p-old")).await.unwrap();
+    store.send(transient(msg(&["q"], "n-old"))).await.unwrap();
+    store.send(transient(publish("t", "n-pub"))).await.unwrap();
+    store.send(publish("t", "p-pub")).await.unwrap();
+    let take = spec("churn", ReceiveMode::Take, AckMode::Auto, 1);
+    for i in 0..200 {
+        store.send(msg(&["churn"], &format!("c{i}"))).await.unwrap();
+        store.receive(&take, 1).await.unwrap();
+    }
+    let before = store.segments().len();
+    for _ in 0..20 {
+        store.maintain().await.unwrap();
+    }
+    assert!(
+        store.segments().len() * 2 < before,
+        "compaction should drop segments"
+    );
+    assert_eq!(ready(&store, "q").await, vec!["p-old", "n-old"]);
+    assert_eq!(ready(&store, "t:s").await, vec!["n-pub", "p-pub"]);
+
+    let store = reopen(store, &disk, 512).await;
+    assert_eq!(ready(&store, "q").await, vec!["p-old"]);
+    assert_eq!(ready(&store, "t:s").await, vec!["p-pub"]);
+}
