@@ -119,6 +119,7 @@ conformance_tests!(
     topics::durability_mismatch_and_shared_non_durable_are_refused,
     topics::subscribing_while_publishing_gets_a_suffix,
     topics::concurrent_publishes_reach_every_subscription_once,
+    transactions::large_commit_is_all_or_nothing,
 );
 
 /// Every test of the suite is listed above (so none is forgotten when the suite grows).

@@ -147,6 +147,7 @@ tests!(
     topics::durability_mismatch_and_shared_non_durable_are_refused,
     topics::subscribing_while_publishing_gets_a_suffix,
     topics::concurrent_publishes_reach_every_subscription_once,
+    transactions::large_commit_is_all_or_nothing,
 );
 
 /// Runs every test, each against a fresh store from `make`, and panics at the end naming every

@@ -465,3 +465,66 @@ pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
         }
     }
 }
+
+/// A large commit (as many messages and acks as a broker allows in one transaction, here 5000
+/// messages, half of them publishes, and 1000 acks) is applied whole; one failing at its last
+/// message changes nothing.
+pub async fn large_commit_is_all_or_nothing(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["src", "dst"]).await;
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "all", &durable(""), "c")
+        .await
+        .unwrap();
+    store
+        .subscribe_topic("t", "odd", &durable("n / 2 * 2 <> n"), "c")
+        .await
+        .unwrap();
+    let held: Vec<NewMessage> = (0..1000)
+        .map(|i| msg(&["src"], "p", &format!("h{i}")))
+        .collect();
+    for r in store.send_batch(held).await {
+        r.unwrap();
+    }
+    let acks: Vec<DeliveryId> = store
+        .receive(&lease("src", "c"), 1000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.delivery_id)
+        .collect();
+    assert_eq!(acks.len(), 1000);
+    let batch = |n: i64| -> Vec<NewMessage> {
+        (0..n)
+            .map(|i| {
+                let mut m = if i % 2 == 0 {
+                    msg(&["dst"], "p", &format!("s{i}"))
+                } else {
+                    publish("t", "p", &format!("p{i}"))
+                };
+                m.properties = vec![("n".into(), PropertyValue::Int(i / 2))];
+                m
+            })
+            .collect()
+    };
+    let mut failing = batch(5000);
+    failing.push(msg(&["missing"], "p", "last"));
+    fails_and_changes_nothing(
+        &store,
+        failing,
+        &acks,
+        StoreError::QueueNotFound("missing".into()),
+    )
+    .await;
+    let ids = store.commit(SESSION, batch(5000), &acks).await.unwrap();
+    assert_eq!(ids.len(), 5000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in message order");
+    assert_eq!(depth(&store, "src").await, (0, 0), "every ack applied");
+    assert_eq!(depth(&store, "dst").await, (2500, 0));
+    assert_eq!(sub_depth(&store, "t", "all").await, (2500, 0));
+    assert_eq!(
+        sub_depth(&store, "t", "odd").await,
+        (1250, 0),
+        "the selector applied to each publish"
+    );
+}
