@@ -162,8 +162,10 @@ where
         tracing::info!(test = name, "conformance");
         let store = make().await;
         if tokio::spawn(test(store)).await.is_err() {
-            eprintln!("conformance test {name} FAILED");
+            eprintln!("conformance test {name} ... FAILED");
             failed.push(name);
+        } else {
+            eprintln!("conformance test {name} ... ok");
         }
     }
     assert!(failed.is_empty(), "conformance tests failed: {failed:?}");
