@@ -106,6 +106,9 @@ pub struct BrokerCpu {
     pub us_per_sent: f64,
     /// CPU µs per message received (delivered).
     pub us_per_received: f64,
+    /// The bench process's own CPU time over the same span, in cores: near the machine's core
+    /// count, the load generator (not the broker) limits the rates.
+    pub bench_cores: f64,
 }
 
 /// Failures during a run.

@@ -98,8 +98,9 @@ fn target(out: &mut String, r: &TargetResult) {
     if let Some(c) = &r.broker_cpu {
         let _ = writeln!(
             out,
-            "broker CPU (pid {}): {:.2} s ({:.2} cores), {:.2} µs per sent, {:.2} µs per received",
-            c.pid, c.cpu_s, c.cores, c.us_per_sent, c.us_per_received
+            "broker CPU (pid {}): {:.2} s ({:.2} cores), {:.2} µs per sent, {:.2} µs per received; \
+             bench process {:.2} cores",
+            c.pid, c.cpu_s, c.cores, c.us_per_sent, c.us_per_received, c.bench_cores
         );
     }
     let e = &r.errors;

@@ -163,10 +163,12 @@ pub async fn measure(
     shared.set_phase(MEASURE);
     let flipped = Instant::now();
     let cpu_before = broker_pid.and_then(cpu::cpu_time);
+    let own_before = cpu::cpu_time(std::process::id());
     tokio::time::sleep_until(measure_end.into()).await;
     shared.set_phase(COOLDOWN);
     let measured_secs = flipped.elapsed().as_secs_f64();
     let cpu_after = broker_pid.and_then(cpu::cpu_time);
+    let own_after = cpu::cpu_time(std::process::id());
     tokio::time::sleep(cooldown).await;
     shared.set_phase(STOP);
 
@@ -200,17 +202,25 @@ pub async fn measure(
 
     let sent = shared.sent_measured.load(Ordering::Relaxed);
     let received = shared.received_measured.load(Ordering::Relaxed);
+    let cores = |cpu_s: f64| {
+        if measured_secs > 0.0 {
+            cpu_s / measured_secs
+        } else {
+            0.0
+        }
+    };
     let broker_cpu = match (broker_pid, cpu_before, cpu_after) {
         (Some(pid), Some(t0), Some(t1)) => {
             let cpu_s = t1.saturating_sub(t0).as_secs_f64();
+            let own_s = match (own_before, own_after) {
+                (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+                _ => 0.0,
+            };
             Some(BrokerCpu {
                 pid,
                 cpu_s,
-                cores: if measured_secs > 0.0 {
-                    cpu_s / measured_secs
-                } else {
-                    0.0
-                },
+                cores: cores(cpu_s),
+                bench_cores: cores(own_s),
                 us_per_sent: per_message_us(cpu_s, sent),
                 us_per_received: per_message_us(cpu_s, received),
             })
