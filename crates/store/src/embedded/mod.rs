@@ -4,7 +4,8 @@
 //! - [`backend`]: the [`Backend`] trait for file I/O, [`FsBackend`] and [`FaultyBackend`];
 //! - `format`: the bytes on disk (segment header, records), drawn in `docs/storage-format.md`;
 //! - `writer`: the group-commit writer thread, poisoning and write-failure carry;
-//! - `state`: clients, queues, messages, ready indexes, leases, segment accounting;
+//! - `state`: clients, queues, topics and subscriptions, messages, ready indexes, leases,
+//!   transactions, segment accounting;
 //! - `recovery`: replaying the log at open, truncating a torn tail;
 //! - `compaction`: deleting and rewriting old segments (`maintain()`);
 //! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together.

@@ -14,10 +14,11 @@ use crate::api::{NewMessage, ReceiveSpec, Store};
 const MESSAGES: usize = 200_000;
 const BATCH: usize = 500;
 
-async fn run(subs: usize, persistent: bool, selectors: bool) {
+/// Publishes to `subs` subscriptions (or, with `baseline`, sends to as many queues).
+async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy, baseline: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = EmbeddedConfig::new(dir.path());
-    cfg.fsync = FsyncPolicy::Always;
+    cfg.fsync = fsync;
     let store: Arc<EmbeddedStore> = EmbeddedStore::open(cfg).await.unwrap();
     store.register_client("p").await.unwrap();
     store.create_topic("t").await.unwrap();
@@ -41,14 +42,16 @@ async fn run(subs: usize, persistent: bool, selectors: bool) {
             .subscribe_topic("t", &format!("s{i}"), &opts, "p")
             .await
             .unwrap();
+        store.create_queue(&format!("q{i}")).await.unwrap();
     }
+    let queues: Vec<String> = (0..subs).map(|i| format!("q{i}")).collect();
     let body = Bytes::from(vec![7u8; 128]);
     let started = Instant::now();
     for b in 0..MESSAGES / BATCH {
         let batch = (0..BATCH)
             .map(|i| NewMessage {
-                queues: Vec::new(),
-                topic: Some("t".into()),
+                queues: if baseline { queues.clone() } else { Vec::new() },
+                topic: (!baseline).then(|| "t".into()),
                 persistent,
                 sender: "p".into(),
                 receiver: None,
@@ -73,7 +76,11 @@ async fn run(subs: usize, persistent: bool, selectors: bool) {
     let mut copies = 0;
     for i in 0..subs {
         let spec = ReceiveSpec {
-            source: Source::Queue(format!("t:s{i}")),
+            source: Source::Queue(if baseline {
+                format!("q{i}")
+            } else {
+                format!("t:s{i}")
+            }),
             order: Order::Time,
             mode: ReceiveMode::Take,
             ack: AckMode::Auto,
@@ -91,11 +98,20 @@ async fn run(subs: usize, persistent: bool, selectors: bool) {
             copies += got.len();
         }
     }
-    let expected = if selectors { subs.div_ceil(2) } else { subs } * MESSAGES;
+    let expected = if selectors && !baseline {
+        subs.div_ceil(2)
+    } else {
+        subs
+    } * MESSAGES;
     assert_eq!(copies, expected);
     println!(
-        "subs {subs:2} persistent {persistent:5} selectors {selectors:5}: publish {:>9.0} msg/s \
-         ({:>10.0} copies/s), take {:>10.0} copies/s",
+        "{} {subs:2} persistent {persistent:5} selectors {selectors:5} fsync {fsync}: \
+         {:>9.0} msg/s ({:>10.0} copies/s), take {:>10.0} copies/s",
+        if baseline {
+            "send to queues  "
+        } else {
+            "publish to subs "
+        },
         MESSAGES as f64 / publish.as_secs_f64(),
         expected as f64 / publish.as_secs_f64(),
         expected as f64 / taking.elapsed().as_secs_f64(),
@@ -107,7 +123,13 @@ async fn run(subs: usize, persistent: bool, selectors: bool) {
 async fn publish_rates() {
     for persistent in [true, false] {
         for (subs, selectors) in [(1, false), (10, false), (10, true)] {
-            run(subs, persistent, selectors).await;
+            run(subs, persistent, selectors, FsyncPolicy::Always, false).await;
+        }
+    }
+    // CPU cost: publishing against sending the same message to as many queues.
+    for subs in [1, 10] {
+        for baseline in [true, false] {
+            run(subs, true, false, FsyncPolicy::Never, baseline).await;
         }
     }
 }

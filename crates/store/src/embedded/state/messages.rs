@@ -206,6 +206,9 @@ impl State {
                 lease: None,
             })
             .collect();
+        for &qk in &keys {
+            self.place_stored(&msg, qk);
+        }
         self.messages.insert(
             id,
             Entry {
@@ -215,9 +218,6 @@ impl State {
                 size,
             },
         );
-        for qk in keys {
-            self.place(id, qk);
-        }
         Ok(id)
     }
 

@@ -607,11 +607,18 @@ impl State {
     /// Places a message that arrived (send, recovery) on queue `qk`: ready, or waiting for its
     /// delivery time.
     fn place(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(deliver_at) = self.messages.get(&id).map(|e| e.msg.deliver_at) else {
+        let Some(msg) = self.messages.get(&id).map(|e| e.msg.clone()) else {
             return;
         };
+        self.place_stored(&msg, qk);
+    }
+
+    /// [`State::place`] for a message at hand (no lookup: a publish places one message on
+    /// many queues).
+    fn place_stored(&mut self, m: &Stored, qk: QueueKey) {
+        let (id, deliver_at) = (m.id, m.deliver_at);
         if deliver_at == 0 {
-            self.make_ready(id, qk);
+            self.make_ready_stored(m, qk);
         } else {
             self.delayed.insert((deliver_at, id, qk));
             if let Some(q) = self.queues.get_mut(&qk) {
@@ -678,10 +685,15 @@ impl State {
 
     /// Puts message `id` in the ready indexes of queue `qk` (and of its sender).
     fn make_ready(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(e) = self.messages.get(&id) else {
+        let Some(m) = self.messages.get(&id).map(|e| e.msg.clone()) else {
             return;
         };
-        let m = &e.msg;
+        self.make_ready_stored(&m, qk);
+    }
+
+    /// [`State::make_ready`] for a message at hand.
+    fn make_ready_stored(&mut self, m: &Stored, qk: QueueKey) {
+        let id = m.id;
         if let Some(q) = self.queues.get_mut(&qk) {
             q.ready.insert(m.receiver_key, m.priority, id);
             q.ready_count += 1;
