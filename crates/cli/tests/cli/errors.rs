@@ -19,6 +19,10 @@ async fn connection_refused_is_one_clear_line() {
         vec!["recv", "--queue", "q"],
         vec!["waiting"],
         vec!["shell"],
+        vec!["topic", "list"],
+        vec!["publish", "--topic", "t", "x"],
+        vec!["subscribe", "--topic", "t"],
+        vec!["unsubscribe", "--topic", "t", "--durable", "d"],
     ] {
         let mut full = args.clone();
         full.extend(["--server", &addr]);
