@@ -170,3 +170,55 @@ async fn committed_transactions_survive_kill_9_whole_and_uncommitted_ones_leave_
         cycle(base.wrapping_add(i)).await;
     }
 }
+
+/// A durable subscription's backlog (acknowledged publishes nobody consumed yet) survives
+/// `kill -9`, while a non-durable subscription is gone after the restart, and so are the
+/// non-persistent messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_subscription_backlog_survives_kill_9() {
+    let mut server = BinaryServer::start(&[]).expect("ferry serve starts");
+    let addr = server.addr().to_string();
+    let c = connect(&addr, "publisher").await;
+    c.create_topic("events").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("events").durable("keep"))
+        .await
+        .unwrap();
+    let listener = connect(&addr, "listener").await;
+    let live = listener
+        .subscribe_topic(SubscribeTopic::new("events").prefetch(1))
+        .await
+        .unwrap();
+    let live_queue = live.queue().to_string();
+    for i in 0..50 {
+        c.publish(OutgoingMessage::to_topic("events", format!("e{i}")))
+            .await
+            .unwrap();
+    }
+    c.publish(OutgoingMessage::to_topic("events", "fleeting").non_persistent())
+        .await
+        .unwrap();
+    server.kill9();
+    drop(live);
+    server.restart().expect("ferry serve restarts");
+    let c = connect(&server.addr().to_string(), "checker").await;
+    let topics = c.list_topics().await.unwrap();
+    let names: Vec<&str> = topics[0]
+        .subscriptions
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["keep"],
+        "{live_queue} should be gone after the restart"
+    );
+    let got = drain(&c, "events:keep").await;
+    for i in 0..50 {
+        assert_eq!(
+            got.get(&format!("e{i}")),
+            Some(&1),
+            "e{i} lost or duplicated"
+        );
+    }
+    assert_eq!(got.len(), 50, "only the persistent messages: {got:?}");
+}
