@@ -140,7 +140,9 @@ impl Store for FaultInjectingStore {
         owner: &str,
     ) -> Result<String, StoreError> {
         self.check()?;
-        self.inner.subscribe_topic(topic, name, options, owner).await
+        self.inner
+            .subscribe_topic(topic, name, options, owner)
+            .await
     }
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
         self.check()?;
