@@ -7,13 +7,15 @@
 //! arrival order. Responses and pushes go to a writer task that writes whatever has queued up in
 //! one system call, so pipelined clients are not throttled by one write per frame.
 
+use std::collections::VecDeque;
 use std::future::Future;
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use ferry_protocol::requests::Connect;
 use ferry_protocol::responses::Connected;
 use ferry_protocol::{
@@ -38,6 +40,11 @@ use crate::stats::Stats;
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Writer batches are cut at about this size.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
+/// Frames below this size are copied into the writer's batch buffer; bigger ones are written
+/// from where they are.
+const COPY_BELOW: usize = 16 * 1024;
+/// Most buffers handed to one vectored write.
+const MAX_IOVECS: usize = 64;
 
 type RequestFuture = Pin<Box<dyn Future<Output = (u32, Option<Response>)> + Send>>;
 
@@ -54,23 +61,82 @@ enum CloseReason {
 }
 
 /// Writes everything queued on `rx` to the socket, batching frames that queued up meanwhile.
+///
+/// Small frames (replies) are copied into one buffer so that many go out in one system call;
+/// big ones (push batches of many deliveries) are written as they are with vectored writes,
+/// so their bytes are not copied again.
 async fn write_loop(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Bytes>) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut small = BytesMut::with_capacity(64 * 1024);
+    let mut chunks: VecDeque<Bytes> = VecDeque::with_capacity(MAX_IOVECS);
     while let Some(first) = rx.recv().await {
-        buf.extend_from_slice(&first);
-        while buf.len() < WRITE_BATCH_BYTES {
+        let mut queued = first.len();
+        gather(&mut small, &mut chunks, first);
+        while queued < WRITE_BATCH_BYTES && chunks.len() + 2 < MAX_IOVECS {
             match rx.try_recv() {
-                Ok(more) => buf.extend_from_slice(&more),
+                Ok(more) => {
+                    queued += more.len();
+                    gather(&mut small, &mut chunks, more);
+                }
                 Err(_) => break,
             }
         }
-        if let Err(e) = wr.write_all(&buf).await {
+        if !small.is_empty() {
+            chunks.push_back(small.split().freeze());
+        }
+        if let Err(e) = write_chunks(&mut wr, &mut chunks).await {
             debug!(error = %e, "write failed; dropping the connection's output");
             return;
         }
-        buf.clear();
     }
     let _ = wr.shutdown().await;
+}
+
+/// Queues `frame` for the next write: copied into `small` when it is small, as a chunk of its
+/// own otherwise (after what `small` holds, to keep the order).
+fn gather(small: &mut BytesMut, chunks: &mut VecDeque<Bytes>, frame: Bytes) {
+    if frame.len() < COPY_BELOW {
+        small.extend_from_slice(&frame);
+        return;
+    }
+    if !small.is_empty() {
+        chunks.push_back(small.split().freeze());
+    }
+    chunks.push_back(frame);
+}
+
+/// Writes every chunk, in order, with as few system calls as the socket allows.
+async fn write_chunks(
+    wr: &mut OwnedWriteHalf,
+    chunks: &mut VecDeque<Bytes>,
+) -> std::io::Result<()> {
+    while !chunks.is_empty() {
+        let written = {
+            let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+            let mut n = 0;
+            for (slot, chunk) in iov.iter_mut().zip(chunks.iter()) {
+                *slot = IoSlice::new(chunk);
+                n += 1;
+            }
+            wr.write_vectored(iov.get(..n).unwrap_or_default()).await?
+        };
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let mut left = written;
+        while left > 0 {
+            let Some(front) = chunks.front_mut() else {
+                break;
+            };
+            if front.len() <= left {
+                left -= front.len();
+                chunks.pop_front();
+            } else {
+                front.advance(left);
+                left = 0;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Appends a reply; `None` means the handler sent its reply itself.

@@ -4,6 +4,7 @@
 //! subscription tasks. Its maps sit behind std mutexes that are never held across an `.await`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -33,6 +34,29 @@ pub struct TopicConsumer {
 /// is bounded elsewhere: replies by the pipelining limit, pushes by subscription credit.
 pub type Outbound = UnboundedSender<Bytes>;
 
+/// Hashes delivery ids (sequential integers, never chosen by the client as keys it could
+/// collide on purpose: unknown ids are only looked up) with one multiply instead of SipHash,
+/// which costs more than the rest of tracking a delivery.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Unsettled deliveries by id.
+type DeliveryMap = HashMap<DeliveryId, Option<SubscriptionId>, BuildHasherDefault<IdHasher>>;
+
 /// One live session.
 pub struct Session {
     /// Broker-unique id; owns the session's leases in the store.
@@ -42,7 +66,7 @@ pub struct Session {
     /// Frames to the client.
     pub out: Outbound,
     /// Unsettled client-ack deliveries, and the subscription each came through (if any).
-    deliveries: Mutex<HashMap<DeliveryId, Option<SubscriptionId>>>,
+    deliveries: Mutex<DeliveryMap>,
     subscriptions: Mutex<HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>>,
     next_subscription: AtomicU64,
     /// Push subscriptions that consume topic subscriptions.
@@ -60,7 +84,7 @@ impl Session {
             id,
             client,
             out,
-            deliveries: Mutex::new(HashMap::new()),
+            deliveries: Mutex::new(DeliveryMap::default()),
             subscriptions: Mutex::new(HashMap::new()),
             next_subscription: AtomicU64::new(1),
             topic_consumers: Mutex::new(HashMap::new()),
@@ -118,7 +142,7 @@ impl Session {
             .collect()
     }
 
-    fn deliveries(&self) -> MutexGuard<'_, HashMap<DeliveryId, Option<SubscriptionId>>> {
+    fn deliveries(&self) -> MutexGuard<'_, DeliveryMap> {
         self.deliveries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -147,12 +171,16 @@ impl Session {
 
     /// Forgets settled (or unknown) deliveries and gives their subscriptions credit back.
     pub fn settled(&self, ids: &[DeliveryId]) {
-        let mut credit: HashMap<SubscriptionId, u32> = HashMap::new();
+        // Per subscription: an ack names few of them (usually one), so a short list beats a map.
+        let mut credit: Vec<(SubscriptionId, u32)> = Vec::new();
         {
             let mut d = self.deliveries();
             for id in ids {
                 if let Some(Some(sub)) = d.remove(id) {
-                    *credit.entry(sub).or_default() += 1;
+                    match credit.iter_mut().find(|(s, _)| *s == sub) {
+                        Some((_, n)) => *n += 1,
+                        None => credit.push((sub, 1)),
+                    }
                 }
             }
         }

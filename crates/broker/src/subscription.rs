@@ -15,7 +15,8 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{
-    AckMode, ErrorCode, ErrorReply, ReceiveMode, Response, Source, SubscriptionId,
+    encode_deliver, AckMode, DeliveryId, DeliveryView, ErrorCode, ErrorReply, PropertyValue,
+    ReceiveMode, Response, Source, SubscriptionId,
 };
 use ferry_selector::Selector;
 use ferry_store::{ReceiveSpec, StoreError};
@@ -28,6 +29,8 @@ use crate::stats::Stats;
 
 /// Most deliveries taken from the store in one go.
 pub const MAX_PUSH_BATCH: u32 = 2048;
+/// Most bytes reserved up front for one push batch (bigger batches grow as they are encoded).
+const MAX_PUSH_BUFFER: usize = 4 << 20;
 
 /// Credit of one subscription, shared by its task and the session.
 #[derive(Default)]
@@ -128,6 +131,7 @@ async fn run(
         now_ms: 0,
     };
     let lease = u64::from(shared.limits.lease_ms);
+    let mut buf = BytesMut::new();
     while let Some(credit) = wait_for_credit(&h).await {
         let arrived = notify.notified();
         tokio::pin!(arrived);
@@ -135,24 +139,31 @@ async fn run(
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + lease;
         let max = credit.min(MAX_PUSH_BATCH) as usize;
-        match shared.store.receive(&spec, max).await {
-            Ok(ds) if !ds.is_empty() => {
-                let n = ds.len() as u32;
+        // Deliveries are encoded as the store hands them out, straight into the push buffer.
+        let mut ids: Vec<DeliveryId> = Vec::new();
+        let track = h.ack == AckMode::Client;
+        let mut sink = |d: DeliveryView<'_>| {
+            if buf.is_empty() {
+                // Sized up front from the first delivery: a batch is hundreds of KiB, and
+                // growing by doubling would copy it several times.
+                let first = deliver_len_hint(&d);
+                buf.reserve(first.saturating_mul(max).min(MAX_PUSH_BUFFER).max(first));
+            }
+            encode_deliver(&mut buf, h.id, &d);
+            if track {
+                ids.push(d.delivery_id);
+            }
+        };
+        match shared.store.receive_with(&spec, max, &mut sink).await {
+            Ok(n) if n > 0 => {
+                let n = n as u32;
                 // Only this task spends credit and it took at most what it saw, so this cannot underflow.
                 h.credit.available.fetch_sub(n, Ordering::AcqRel);
-                if h.ack == AckMode::Client {
-                    session.track(ds.iter().map(|d| d.delivery_id), Some(h.id));
+                if track {
+                    session.track(ids, Some(h.id));
                 }
                 Stats::add(&shared.stats.deliveries, u64::from(n));
-                let mut buf = BytesMut::new();
-                for delivery in ds {
-                    Response::Deliver {
-                        subscription: h.id,
-                        delivery,
-                    }
-                    .encode(0, &mut buf);
-                }
-                if session.out.send(buf.freeze()).is_err() {
+                if session.out.send(buf.split().freeze()).is_err() {
                     return; // connection gone; leases are released on disconnect
                 }
             }
@@ -181,6 +192,31 @@ async fn run(
             }
         }
     }
+}
+
+/// About the encoded size of a `Deliver` frame carrying `d` (exact without properties).
+fn deliver_len_hint(d: &DeliveryView<'_>) -> usize {
+    // header 10, subscription 8, delivery id 8, message id 8, two string lengths 4, receiver
+    // flag 1, priority 1, context 8, created 8, count 4, property count 2, body length 4,
+    // expiry 8
+    let fixed = 74;
+    let props: usize = d
+        .properties
+        .iter()
+        .map(|(name, v)| {
+            3 + name.len()
+                + match v {
+                    PropertyValue::Str(s) => 2 + s.len(),
+                    _ => 8,
+                }
+        })
+        .sum();
+    fixed
+        + d.queue.len()
+        + d.sender.len()
+        + d.receiver.map_or(0, |r| 2 + r.len())
+        + props
+        + d.body.len()
 }
 
 /// The error for a subscription id the session does not have.

@@ -618,8 +618,11 @@ fn fail(pending: Pending, error: impl Fn() -> ClientError) {
     }
 }
 
+/// Room the reader makes in its buffer before a read.
+const READ_CHUNK: usize = 256 * 1024;
+
 async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let reason = 'conn: loop {
         loop {
             match split_frame(&mut buf, shared.recv_limit.load(Ordering::Relaxed)) {
@@ -632,8 +635,10 @@ async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
                 Err(e) => break 'conn CloseReason::Protocol(e),
             }
         }
-        if buf.capacity() - buf.len() < 8 * 1024 {
-            buf.reserve(64 * 1024);
+        // Big reads: a subscription's pushes arrive in batches of hundreds of KiB, and each
+        // read is a system call.
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
         }
         match rd.read_buf(&mut buf).await {
             Ok(0) => break CloseReason::Closed,

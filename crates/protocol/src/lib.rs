@@ -28,7 +28,7 @@ pub use codes::ErrorCode;
 pub use frame::{split_frame, FrameKind, RawFrame, HEADER_LEN};
 pub use limits::Limits;
 pub use requests::Request;
-pub use responses::{ErrorReply, Response};
+pub use responses::{encode_deliver, DeliveryView, ErrorReply, Response};
 pub use types::*;
 pub use version::PROTOCOL_VERSION;
 pub use wire::WireError;

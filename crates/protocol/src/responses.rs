@@ -6,7 +6,8 @@ use crate::codes::ErrorCode;
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
 use crate::limits::Limits;
 use crate::types::{
-    Delivery, Message, MessageId, QueueInfo, SubscriptionId, SubscriptionInfo, TopicInfo,
+    Delivery, DeliveryId, Message, MessageId, Properties, QueueInfo, SubscriptionId,
+    SubscriptionInfo, TopicInfo,
 };
 use crate::wire::{
     put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings, Reader, WireError,
@@ -155,21 +156,86 @@ fn read_limits(r: &mut Reader<'_>) -> Result<Limits, WireError> {
     })
 }
 
+/// A delivery's fields, borrowed: what [`put_delivery_view`] writes. A store that holds its
+/// messages in memory encodes deliveries from it directly, without building an owned
+/// [`Delivery`] (and its strings) for each message first.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveryView<'a> {
+    /// The id to ack or nack; 0 for peeks and auto-ack takes.
+    pub delivery_id: DeliveryId,
+    /// The message id.
+    pub id: MessageId,
+    /// The queue it was taken or peeked from.
+    pub queue: &'a str,
+    /// The sending client's name.
+    pub sender: &'a str,
+    /// The addressed client, if any.
+    pub receiver: Option<&'a str>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// As set by the sender.
+    pub context: u64,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+    /// Client-ack deliveries before this one.
+    pub delivery_count: u32,
+    /// As set by the sender.
+    pub properties: &'a Properties,
+    /// The payload.
+    pub body: &'a [u8],
+    /// Expiry time, ms since the Unix epoch (0: never).
+    pub expires_at: u64,
+}
+
+impl Delivery {
+    /// This delivery, borrowed.
+    pub fn view(&self) -> DeliveryView<'_> {
+        let m = &self.message;
+        DeliveryView {
+            delivery_id: self.delivery_id,
+            id: m.id,
+            queue: &m.queue,
+            sender: &m.sender,
+            receiver: m.receiver.as_deref(),
+            priority: m.priority,
+            context: m.context,
+            created_at: m.created_at,
+            delivery_count: m.delivery_count,
+            properties: &m.properties,
+            body: &m.body,
+            expires_at: m.expires_at,
+        }
+    }
+}
+
 /// Writes a delivery: delivery id, then the message.
 pub fn put_delivery(out: &mut BytesMut, d: &Delivery) {
+    put_delivery_view(out, &d.view());
+}
+
+/// Writes a borrowed delivery; the same bytes as [`put_delivery`] of the owned one.
+pub fn put_delivery_view(out: &mut BytesMut, d: &DeliveryView<'_>) {
     out.put_u64_le(d.delivery_id);
-    let m = &d.message;
-    out.put_u64_le(m.id);
-    put_string(out, &m.queue);
-    put_string(out, &m.sender);
-    put_opt_string(out, m.receiver.as_deref());
-    out.put_u8(m.priority);
-    out.put_u64_le(m.context);
-    out.put_u64_le(m.created_at);
-    out.put_u32_le(m.delivery_count);
-    put_properties(out, &m.properties);
-    put_bytes(out, &m.body);
-    out.put_u64_le(m.expires_at);
+    out.put_u64_le(d.id);
+    put_string(out, d.queue);
+    put_string(out, d.sender);
+    put_opt_string(out, d.receiver);
+    out.put_u8(d.priority);
+    out.put_u64_le(d.context);
+    out.put_u64_le(d.created_at);
+    out.put_u32_le(d.delivery_count);
+    put_properties(out, d.properties);
+    put_bytes(out, d.body);
+    out.put_u64_le(d.expires_at);
+}
+
+/// Appends a `Deliver` push frame (request id 0) of `d` on `subscription`: the same bytes as
+/// encoding `Response::Deliver` with the owned delivery.
+pub fn encode_deliver(out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) {
+    let start = begin_frame(out, FrameKind::Deliver, 0);
+    out.put_u64_le(subscription);
+    put_delivery_view(out, d);
+    end_frame(out, start);
 }
 
 /// Reads a delivery.
@@ -401,5 +467,49 @@ impl Response {
         };
         r.finish()?;
         Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::types::PropertyValue;
+
+    #[test]
+    fn encode_deliver_writes_the_bytes_of_response_deliver() {
+        for receiver in [None, Some("bob".to_string())] {
+            let delivery = Delivery {
+                delivery_id: 42,
+                message: Message {
+                    id: 7,
+                    queue: "prices:audit".into(),
+                    sender: "alice".into(),
+                    receiver: receiver.clone(),
+                    priority: 4,
+                    context: 9,
+                    properties: vec![
+                        ("region".into(), PropertyValue::Str("eu".into())),
+                        ("qty".into(), PropertyValue::Int(-3)),
+                        ("ok".into(), PropertyValue::Bool(true)),
+                        ("px".into(), PropertyValue::Float(1.5)),
+                    ],
+                    body: Bytes::from_static(b"hello"),
+                    created_at: 1_700_000_000_000,
+                    delivery_count: 2,
+                    expires_at: 5,
+                },
+            };
+            let mut owned = BytesMut::new();
+            Response::Deliver {
+                subscription: 3,
+                delivery: delivery.clone(),
+            }
+            .encode(0, &mut owned);
+            let mut borrowed = BytesMut::from(&b"prefix"[..]);
+            encode_deliver(&mut borrowed, 3, &delivery.view());
+            assert_eq!(&borrowed[6..], &owned[..]);
+        }
     }
 }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use ferry_protocol::{
-    AckMode, Delivery, DeliveryId, MessageId, Order, Properties, QueueInfo, QueueOptions,
-    ReceiveMode, Source, SubscriptionOptions, TopicInfo,
+    AckMode, Delivery, DeliveryId, DeliveryView, MessageId, Order, Properties, QueueInfo,
+    QueueOptions, ReceiveMode, Source, SubscriptionOptions, TopicInfo,
 };
 use ferry_selector::Selector;
 
@@ -169,6 +169,22 @@ pub trait Store: Send + Sync + 'static {
     /// `spec.session` until acked, nacked, released or expired. Peeks change nothing.
     /// `QueueNotFound` for an unknown queue; `ClientNotFound` for an unknown sender.
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError>;
+
+    /// [`Store::receive`], passing each delivery, borrowed and in order, to `sink` instead of
+    /// returning owned ones; returns how many there were. Engines that hold messages in memory
+    /// override it so that a push subscription encodes deliveries without building them first.
+    async fn receive_with(
+        &self,
+        spec: &ReceiveSpec,
+        max: usize,
+        sink: &mut (dyn for<'v> FnMut(DeliveryView<'v>) + Send),
+    ) -> Result<usize, StoreError> {
+        let ds = self.receive(spec, max).await?;
+        for d in &ds {
+            sink(d.view());
+        }
+        Ok(ds.len())
+    }
 
     /// Settles deliveries held by `session`. Known ids are settled even when some are unknown;
     /// then `DeliveriesNotFound` lists the unknown ones.

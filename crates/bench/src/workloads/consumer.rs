@@ -94,9 +94,13 @@ async fn take_deliveries(
                 let at = Instant::now();
                 let latency = clamp_micros(Duration::from_micros(now.saturating_sub(stamp)));
                 shared.received_total.fetch_add(1, Ordering::Relaxed);
-                shared
-                    .last_received_at
-                    .fetch_max(shared.elapsed_micros(), Ordering::Relaxed);
+                // From the instant just read rather than a clock call of its own: this loop
+                // runs once per message and its cost must stay small next to the broker's.
+                let since_start = at.saturating_duration_since(shared.started).as_micros();
+                shared.last_received_at.fetch_max(
+                    u64::try_from(since_start).unwrap_or(u64::MAX),
+                    Ordering::Relaxed,
+                );
                 shared.windows.received(at);
                 if shared.window_latency == WindowLatency::EndToEnd {
                     shared.windows.latency(at, latency, 1);

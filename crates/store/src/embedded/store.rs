@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use ferry_protocol::{
-    Delivery, DeliveryId, Message, MessageId, QueueInfo, QueueOptions, SubscriptionOptions,
-    TopicInfo,
+    Delivery, DeliveryId, DeliveryView, Message, MessageId, QueueInfo, QueueOptions,
+    SubscriptionOptions, TopicInfo,
 };
 
 use super::backend::Backend;
@@ -196,6 +196,68 @@ impl Drop for EmbeddedStore {
     }
 }
 
+impl EmbeddedStore {
+    /// The messages a receive hands out, once everything they depend on is durable.
+    async fn receive_handouts(
+        &self,
+        spec: &ReceiveSpec,
+        max: usize,
+    ) -> Result<Vec<Handout>, StoreError> {
+        let max = max.max(1);
+        // Peeks too: while a failed write is carried, the in-memory state is ahead of the log,
+        // and a peek must not show what a crash could still take back.
+        self.writable().await?;
+        // A selector passes over messages, so its walk may be long: it is done in steps of
+        // at most SELECTOR_STEP entries, letting other operations have the lock in between.
+        let budget = if spec.selector.is_some() {
+            SELECTOR_STEP
+        } else {
+            usize::MAX
+        };
+        let mut walk = Walk::default();
+        let mut handouts: Vec<Handout> = Vec::new();
+        let mut tickets: Vec<Ticket> = Vec::new();
+        loop {
+            let step = {
+                let mut st = self.state();
+                let mut log = self.log.lock();
+                st.receive(&mut log, spec, max - handouts.len(), &mut walk, budget)
+                    .map(|(got, _wrote)| {
+                        // Whatever is handed out must be durable first: a peek must not show
+                        // a message whose send may still be lost, and a take's records must be
+                        // on disk. Records are in state order, so the current batch covers
+                        // everything the handouts depend on. Non-persistent messages depend
+                        // on no record.
+                        let ticket = if log.appended() || got.iter().any(|h| h.msg.persistent) {
+                            log.ticket_if_pending()
+                        } else {
+                            None
+                        };
+                        (got, ticket)
+                    })
+            };
+            match step {
+                Ok((got, ticket)) => {
+                    handouts.extend(got);
+                    tickets.extend(ticket);
+                }
+                // Messages taken in earlier steps are handed out all the same (the queue may
+                // have gone meanwhile): failing would lose auto-ack takes.
+                Err(_) if !handouts.is_empty() => break,
+                Err(e) => return Err(e),
+            }
+            if walk.end || handouts.len() >= max {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        for ticket in tickets {
+            writer::wait(Some(ticket)).await?;
+        }
+        Ok(handouts)
+    }
+}
+
 fn delivery(h: Handout) -> Delivery {
     let m = &h.msg;
     Delivery {
@@ -213,6 +275,25 @@ fn delivery(h: Handout) -> Delivery {
             delivery_count: h.delivery_count,
             expires_at: m.expires_at,
         },
+    }
+}
+
+/// A handout, borrowed as a delivery (what a push subscription encodes).
+fn view(h: &Handout) -> DeliveryView<'_> {
+    let m = &h.msg;
+    DeliveryView {
+        delivery_id: h.delivery_id,
+        id: m.id,
+        queue: &h.queue,
+        sender: &m.sender,
+        receiver: m.receiver.as_deref(),
+        priority: m.priority,
+        context: m.context,
+        created_at: m.created_at,
+        delivery_count: h.delivery_count,
+        properties: &m.properties,
+        body: &m.body,
+        expires_at: m.expires_at,
     }
 }
 
@@ -273,58 +354,21 @@ impl Store for EmbeddedStore {
     }
 
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
-        let max = max.max(1);
-        // Peeks too: while a failed write is carried, the in-memory state is ahead of the log,
-        // and a peek must not show what a crash could still take back.
-        self.writable().await?;
-        // A selector passes over messages, so its walk may be long: it is done in steps of
-        // at most SELECTOR_STEP entries, letting other operations have the lock in between.
-        let budget = if spec.selector.is_some() {
-            SELECTOR_STEP
-        } else {
-            usize::MAX
-        };
-        let mut walk = Walk::default();
-        let mut handouts: Vec<Handout> = Vec::new();
-        let mut tickets: Vec<Ticket> = Vec::new();
-        loop {
-            let step = {
-                let mut st = self.state();
-                let mut log = self.log.lock();
-                st.receive(&mut log, spec, max - handouts.len(), &mut walk, budget)
-                    .map(|(got, _wrote)| {
-                        // Whatever is handed out must be durable first: a peek must not show
-                        // a message whose send may still be lost, and a take's records must be
-                        // on disk. Records are in state order, so the current batch covers
-                        // everything the handouts depend on. Non-persistent messages depend
-                        // on no record.
-                        let ticket = if log.appended() || got.iter().any(|h| h.msg.persistent) {
-                            log.ticket_if_pending()
-                        } else {
-                            None
-                        };
-                        (got, ticket)
-                    })
-            };
-            match step {
-                Ok((got, ticket)) => {
-                    handouts.extend(got);
-                    tickets.extend(ticket);
-                }
-                // Messages taken in earlier steps are handed out all the same (the queue may
-                // have gone meanwhile): failing would lose auto-ack takes.
-                Err(_) if !handouts.is_empty() => break,
-                Err(e) => return Err(e),
-            }
-            if walk.end || handouts.len() >= max {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        for ticket in tickets {
-            writer::wait(Some(ticket)).await?;
-        }
+        let handouts = self.receive_handouts(spec, max).await?;
         Ok(handouts.into_iter().map(delivery).collect())
+    }
+
+    async fn receive_with(
+        &self,
+        spec: &ReceiveSpec,
+        max: usize,
+        sink: &mut (dyn for<'v> FnMut(DeliveryView<'v>) + Send),
+    ) -> Result<usize, StoreError> {
+        let handouts = self.receive_handouts(spec, max).await?;
+        for h in &handouts {
+            sink(view(h));
+        }
+        Ok(handouts.len())
     }
 
     async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {

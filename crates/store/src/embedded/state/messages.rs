@@ -164,10 +164,13 @@ impl State {
         m: NewMessage,
         keys: Vec<QueueKey>,
     ) -> Result<MessageId, StoreError> {
-        if !self.clients.contains_key(m.sender.as_str()) {
-            self.register_client(log, &m.sender)?;
-        }
-        let (sender_key, sender) = self.client_key(&m.sender);
+        let (sender_key, sender) = match self.clients.get_key_value(m.sender.as_str()) {
+            Some((name, key)) => (*key, name.clone()),
+            None => {
+                self.register_client(log, &m.sender)?;
+                self.client_key(&m.sender)
+            }
+        };
         let receiver = m.receiver.as_deref().map(|r| self.client_key(r));
         let id = self.next_id;
         self.next_id += 1;
@@ -384,9 +387,18 @@ impl State {
     ) -> Result<(Vec<Handout>, bool), StoreError> {
         let mut wrote = wrote;
         let mut out = Vec::with_capacity(picks.len());
+        // Picks from one queue come in a row (all of them, by queue): look its name up once.
+        let mut named: Option<(QueueKey, Arc<str>)> = None;
         for (id, qk) in picks {
-            let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) else {
-                continue;
+            let queue = match &named {
+                Some((k, name)) if *k == qk => name.clone(),
+                _ => {
+                    let Some(name) = self.queues.get(&qk).map(|q| q.name.clone()) else {
+                        continue;
+                    };
+                    named = Some((qk, name.clone()));
+                    name
+                }
             };
             let Some(e) = self.messages.get(&id) else {
                 continue;
@@ -401,7 +413,11 @@ impl State {
                 (ReceiveMode::Peek, _) => 0,
                 (ReceiveMode::Take, AckMode::Auto) => {
                     self.unready(id, qk);
-                    wrote |= self.log_removed(log, id, &queue);
+                    // As log_removed, with the message at hand.
+                    if msg.persistent {
+                        self.append(log, |b| record::encode_message_removed(b, id, &queue));
+                        wrote = true;
+                    }
                     self.drop_slot(id, qk);
                     0
                 }
