@@ -307,3 +307,37 @@ async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
         .await
         .expect("the name is free without waiting for a's heartbeat to time out");
 }
+
+/// A delivery that returns because its node died is checked against its queue's maximum
+/// delivery count like any other return: over it, it goes to the dead-letter queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
+    let url = fresh_url().await;
+    let open_as = |node: &str| {
+        let mut cfg = PostgresConfig::new(url.as_str());
+        cfg.node = node.into();
+        PostgresStore::open(cfg)
+    };
+    let a = open_as("a").await.unwrap() as Arc<dyn Store>;
+    let b = open_as("b").await.unwrap() as Arc<dyn Store>;
+    setup(&a, &["p", "c"], &["dead"]).await;
+    let options = ferry_protocol::QueueOptions {
+        max_deliveries: 1,
+        dead_letter_queue: Some("dead".into()),
+        expiry_queue: None,
+    };
+    a.create_queue_with("work", &options).await.unwrap();
+    a.send(msg(&["work"], "p", "poison")).await.unwrap();
+    a.claim_session("c", 1).await.unwrap();
+    let got = a.receive(&lease("work", "c"), 1).await.unwrap();
+    assert_eq!(got.len(), 1, "leased once: its one allowed delivery");
+    // Node a stops beating; b takes it for dead once the timeout has passed.
+    drop(a);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queues = b.heartbeat(100).await.unwrap();
+    assert!(queues.contains(&"dead".to_string()), "{queues:?}");
+    assert!(b.receive(&take("work", "c"), 1).await.unwrap().is_empty());
+    let dead = b.receive(&take("dead", "c"), 1).await.unwrap();
+    assert_eq!(dead.len(), 1, "the message is on the dead-letter queue");
+    assert_eq!(dead[0].message.body.as_ref(), b"poison");
+}

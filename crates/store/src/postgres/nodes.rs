@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use super::names;
 use super::notify::notify;
 use super::receive::as_i64;
-use super::settle::{sorted_names, UNLEASE};
+use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
 use super::topics::drop_owned;
 use super::tx::{retrying, TxResult};
@@ -159,17 +159,13 @@ impl Inner {
             .prepare_cached(&format!(
                 "WITH u AS (UPDATE message_queue SET {UNLEASE} \
                    WHERE lease_node = ANY($1) AND lease_delivery_id IS NOT NULL \
-                   RETURNING queue_id) \
-                 SELECT DISTINCT q.name FROM u JOIN queues q ON q.id = u.queue_id"
+                   RETURNING queue_id, ctid) \
+                 SELECT q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
             ))
             .await?;
-        let names = tx
-            .query(&stmt, &[&nodes])
-            .await?
-            .iter()
-            .map(|r| r.try_get::<_, String>(0))
-            .collect::<Result<Vec<_>, _>>()?;
-        let names = sorted_names(names);
+        let rows = tx.query(&stmt, &[&nodes]).await?;
+        // Like any other return, one over its queue's maximum delivery count is dead-lettered.
+        let names = names_after_dead_letters(tx, &rows).await?;
         notify(tx, &self.node, &names).await?;
         Ok(names)
     }

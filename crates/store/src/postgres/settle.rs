@@ -51,7 +51,7 @@ pub fn sorted_names(mut names: Vec<String>) -> Vec<String> {
 
 /// From rows of (queue name, ctid text) just returned to their queues: dead-letters those over
 /// their queue's maximum delivery count, and returns the queues that got messages, sorted.
-async fn names_after_dead_letters(
+pub(super) async fn names_after_dead_letters(
     tx: &deadpool_postgres::Transaction<'_>,
     rows: &[tokio_postgres::Row],
 ) -> TxResult<Vec<String>> {
