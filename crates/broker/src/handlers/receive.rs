@@ -70,13 +70,26 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         spec.lease_until_ms = spec.now_ms + u64::from(shared.limits.lease_ms);
         match shared.store.receive(&spec, 1).await {
             Ok(mut ds) => {
-                if let Some(d) = ds.pop() {
+                if let Some(mut d) = ds.pop() {
                     if leases {
                         session.track([d.delivery_id], None);
                     }
                     if in_txn && r.ack == AckMode::Auto {
-                        if let Some(txn) = session.txn().as_mut() {
-                            txn.ack(&[d.delivery_id]);
+                        let held = match session.txn().as_mut() {
+                            Some(txn) => {
+                                txn.ack(&[d.delivery_id]);
+                                true
+                            }
+                            None => false,
+                        };
+                        if !held {
+                            // The transaction ended while this receive waited: settle the
+                            // take as the auto ack it was asked as.
+                            if let Err(e) = shared.store.ack(session.id, &[d.delivery_id]).await {
+                                return store_error(&e);
+                            }
+                            session.settled(&[d.delivery_id]);
+                            d.delivery_id = 0;
                         }
                     }
                     Stats::add(&shared.stats.deliveries, 1);
