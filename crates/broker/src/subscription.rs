@@ -131,7 +131,6 @@ async fn run(
         now_ms: 0,
     };
     let lease = u64::from(shared.limits.lease_ms);
-    let mut buf = BytesMut::new();
     while let Some(credit) = wait_for_credit(&h).await {
         let arrived = notify.notified();
         tokio::pin!(arrived);
@@ -142,12 +141,13 @@ async fn run(
         // Deliveries are encoded as the store hands them out, straight into the push buffer.
         let mut ids: Vec<DeliveryId> = Vec::new();
         let track = h.ack == AckMode::Client;
-        let mut sink = |d: DeliveryView<'_>| {
+        let mut buf = BytesMut::new();
+        let mut sink = |total: usize, d: DeliveryView<'_>| {
             if buf.is_empty() {
                 // Sized up front from the first delivery: a batch is hundreds of KiB, and
                 // growing by doubling would copy it several times.
                 let first = deliver_len_hint(&d);
-                buf.reserve(first.saturating_mul(max).min(MAX_PUSH_BUFFER).max(first));
+                buf.reserve(first.saturating_mul(total).min(MAX_PUSH_BUFFER).max(first));
             }
             encode_deliver(&mut buf, h.id, &d);
             if track {
@@ -163,7 +163,7 @@ async fn run(
                     session.track(ids, Some(h.id));
                 }
                 Stats::add(&shared.stats.deliveries, u64::from(n));
-                if session.out.send(buf.split().freeze()).is_err() {
+                if session.out.send(buf.freeze()).is_err() {
                     return; // connection gone; leases are released on disconnect
                 }
             }

@@ -171,17 +171,18 @@ pub trait Store: Send + Sync + 'static {
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError>;
 
     /// [`Store::receive`], passing each delivery, borrowed and in order, to `sink` instead of
-    /// returning owned ones; returns how many there were. Engines that hold messages in memory
+    /// returning owned ones, with how many deliveries this receive hands out in all (to size
+    /// buffers); returns that number. Engines that hold messages in memory
     /// override it so that a push subscription encodes deliveries without building them first.
     async fn receive_with(
         &self,
         spec: &ReceiveSpec,
         max: usize,
-        sink: &mut (dyn for<'v> FnMut(DeliveryView<'v>) + Send),
+        sink: &mut (dyn for<'v> FnMut(usize, DeliveryView<'v>) + Send),
     ) -> Result<usize, StoreError> {
         let ds = self.receive(spec, max).await?;
         for d in &ds {
-            sink(d.view());
+            sink(ds.len(), d.view());
         }
         Ok(ds.len())
     }

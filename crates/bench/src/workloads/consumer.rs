@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
+use futures::FutureExt;
 use hdrhistogram::Histogram;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
@@ -75,10 +76,19 @@ async fn take_deliveries(
 ) -> Histogram<u64> {
     let mut hist = new_histogram();
     loop {
-        let item = tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => break,
-            item = consumer.next() => item,
+        if *stop.borrow() {
+            break;
+        }
+        // A delivery already there is taken without waiting on `stop` too: registering and
+        // dropping a waiter on the stop signal for every message costs more than handling it.
+        // Dropping a pending `next` loses nothing: every driver's is a stream's `next`.
+        let item = match consumer.next().now_or_never() {
+            Some(item) => item,
+            None => tokio::select! {
+                biased;
+                _ = stop.wait_for(|s| *s) => break,
+                item = consumer.next() => item,
+            },
         };
         let delivery = match item {
             None => break,

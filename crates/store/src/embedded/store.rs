@@ -362,11 +362,11 @@ impl Store for EmbeddedStore {
         &self,
         spec: &ReceiveSpec,
         max: usize,
-        sink: &mut (dyn for<'v> FnMut(DeliveryView<'v>) + Send),
+        sink: &mut (dyn for<'v> FnMut(usize, DeliveryView<'v>) + Send),
     ) -> Result<usize, StoreError> {
         let handouts = self.receive_handouts(spec, max).await?;
         for h in &handouts {
-            sink(view(h));
+            sink(handouts.len(), view(h));
         }
         Ok(handouts.len())
     }
