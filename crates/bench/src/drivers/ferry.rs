@@ -12,6 +12,8 @@
 //! Consumers use a client-ack subscription; acknowledgements go out in batches from a separate
 //! acker task (every [`ACK_BATCH`] deliveries or [`ACK_INTERVAL`], whichever comes first, with
 //! several ack requests in flight), so the delivery loop never waits for an ack round trip.
+//! The consumer hands its acks to the acker in groups (of [`ACK_BATCH`], or whatever it holds
+//! when it is about to wait for the next delivery), not one channel message per delivery.
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +24,7 @@ use async_trait::async_trait;
 use ferry_client::protocol::requests::SubscribeTopic;
 use ferry_client::protocol::{AckMode, DeliveryId, ErrorCode, Order, OutgoingMessage, Source};
 use ferry_client::{Client, ClientError, Receive, Subscribe, Subscription};
+use futures::FutureExt;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -275,6 +278,7 @@ impl FerryConnection {
         let acker = tokio::spawn(acker(self.client.clone(), rx, failures.clone()));
         Box::new(FerryConsumer {
             sub,
+            pending: Vec::with_capacity(ACK_BATCH),
             acks: tx,
             acker,
             failures,
@@ -300,7 +304,10 @@ impl AckFailures {
 
 struct FerryConsumer {
     sub: Subscription,
-    acks: mpsc::UnboundedSender<DeliveryId>,
+    /// Acks not yet handed to the acker: handed over [`ACK_BATCH`] at a time, and whenever
+    /// `next` would wait, so that the acker never waits for acks the consumer sits on.
+    pending: Vec<DeliveryId>,
+    acks: mpsc::UnboundedSender<Vec<DeliveryId>>,
     acker: JoinHandle<()>,
     failures: Arc<AckFailures>,
 }
@@ -308,7 +315,13 @@ struct FerryConsumer {
 #[async_trait]
 impl Consumer for FerryConsumer {
     async fn next(&mut self) -> Option<Result<Received, DriverError>> {
-        let item = self.sub.next().await?;
+        let item = match self.sub.next().now_or_never() {
+            Some(item) => item?,
+            None => {
+                self.hand_over_acks();
+                self.sub.next().await?
+            }
+        };
         Some(item.map_err(error).map(|d| Received {
             body: d.message.body,
             queue: d.message.queue,
@@ -318,17 +331,22 @@ impl Consumer for FerryConsumer {
     }
 
     fn ack(&mut self, token: AckToken) {
-        // Fails only when the acker is gone, which finish() reports through the failures.
-        let _ = self.acks.send(token);
+        self.pending.push(token);
+        if self.pending.len() >= ACK_BATCH {
+            self.hand_over_acks();
+        }
     }
 
     async fn finish(self: Box<Self>) -> AckOutcome {
+        let mut this = self;
+        this.hand_over_acks();
         let FerryConsumer {
             sub,
+            pending: _,
             acks,
             acker,
             failures,
-        } = *self;
+        } = *this;
         drop(acks);
         if let Err(e) = acker.await {
             failures.note(0, format!("acker failed: {e}"));
@@ -347,30 +365,41 @@ impl Consumer for FerryConsumer {
     }
 }
 
+impl FerryConsumer {
+    /// Hands the acks gathered so far to the acker.
+    fn hand_over_acks(&mut self) {
+        if !self.pending.is_empty() {
+            let ids = std::mem::replace(&mut self.pending, Vec::with_capacity(ACK_BATCH));
+            // Fails only when the acker is gone, which finish() reports through the failures.
+            let _ = self.acks.send(ids);
+        }
+    }
+}
+
 /// Sends the acks received on `rx` in batches until every sender is gone.
 async fn acker(
     client: Client,
-    mut rx: mpsc::UnboundedReceiver<DeliveryId>,
+    mut rx: mpsc::UnboundedReceiver<Vec<DeliveryId>>,
     failures: Arc<AckFailures>,
 ) {
     let permits = Arc::new(Semaphore::new(ACKS_IN_FLIGHT));
     let mut acks = JoinSet::new();
     let mut batch = Vec::with_capacity(ACK_BATCH);
     while let Some(first) = rx.recv().await {
-        batch.push(first);
+        batch.extend(first);
         let deadline = tokio::time::Instant::now() + ACK_INTERVAL;
         while batch.len() < ACK_BATCH {
             // Take what is already queued without touching the timer.
             match rx.try_recv() {
-                Ok(id) => {
-                    batch.push(id);
+                Ok(ids) => {
+                    batch.extend(ids);
                     continue;
                 }
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
                 Err(mpsc::error::TryRecvError::Empty) => {}
             }
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(id)) => batch.push(id),
+                Ok(Some(ids)) => batch.extend(ids),
                 Ok(None) | Err(_) => break,
             }
         }
