@@ -322,12 +322,43 @@ impl Consumer for FerryConsumer {
                 self.sub.next().await?
             }
         };
-        Some(item.map_err(error).map(|d| Received {
-            body: d.message.body,
-            queue: d.message.queue,
-            sender: Some(d.message.sender),
-            ack: (d.delivery_id != 0).then_some(d.delivery_id),
-        }))
+        Some(received(item))
+    }
+
+    async fn next_batch(
+        &mut self,
+        out: &mut Vec<Result<Received, DriverError>>,
+        max: usize,
+    ) -> bool {
+        let first = match self.sub.next().now_or_never() {
+            Some(item) => item,
+            None => {
+                self.hand_over_acks();
+                self.sub.next().await
+            }
+        };
+        let Some(first) = first else {
+            return false;
+        };
+        let failed = first.is_err();
+        out.push(received(first));
+        if failed {
+            return true;
+        }
+        while out.len() < max {
+            match self.sub.next().now_or_never() {
+                None => break,
+                Some(None) => return false,
+                Some(Some(item)) => {
+                    let failed = item.is_err();
+                    out.push(received(item));
+                    if failed {
+                        break;
+                    }
+                }
+            }
+        }
+        true
     }
 
     fn ack(&mut self, token: AckToken) {
@@ -363,6 +394,16 @@ impl Consumer for FerryConsumer {
             first_error,
         }
     }
+}
+
+/// A subscription's item as the bench's delivery.
+fn received(item: Result<ferry_client::Delivery, ClientError>) -> Result<Received, DriverError> {
+    item.map_err(error).map(|d| Received {
+        body: d.message.body,
+        queue: d.message.queue,
+        sender: Some(d.message.sender),
+        ack: (d.delivery_id != 0).then_some(d.delivery_id),
+    })
 }
 
 impl FerryConsumer {

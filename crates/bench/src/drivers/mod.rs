@@ -27,6 +27,7 @@ use std::fmt;
 use async_trait::async_trait;
 use bytes::Bytes;
 pub use ferry_client::protocol::{Properties, PropertyValue};
+use futures::FutureExt;
 
 pub use target::{open, Target, TargetOptions};
 
@@ -270,6 +271,41 @@ pub trait Connection: Send + Sync {
 pub trait Consumer: Send {
     /// The next delivery; `None` once the subscription ended.
     async fn next(&mut self) -> Option<Result<Received, DriverError>>;
+    /// Appends to `out` the deliveries already at hand, at most `max` (at least one: waits for
+    /// the first when none is there), so that a consumer handles many deliveries per wait.
+    /// Returns `false` once the subscription ended (after whatever `out` got); an error is
+    /// appended and ends the batch. Dropping a pending call loses nothing: a delivery is only
+    /// taken by a call that then completes without waiting again.
+    async fn next_batch(
+        &mut self,
+        out: &mut Vec<Result<Received, DriverError>>,
+        max: usize,
+    ) -> bool {
+        match self.next().await {
+            None => return false,
+            Some(item) => {
+                let failed = item.is_err();
+                out.push(item);
+                if failed {
+                    return true;
+                }
+            }
+        }
+        while out.len() < max {
+            match self.next().now_or_never() {
+                None => break,
+                Some(None) => return false,
+                Some(Some(item)) => {
+                    let failed = item.is_err();
+                    out.push(item);
+                    if failed {
+                        break;
+                    }
+                }
+            }
+        }
+        true
+    }
     /// Acknowledges a handled delivery. Drivers may batch acknowledgements; failures are
     /// counted and reported by [`Consumer::finish`].
     fn ack(&mut self, token: AckToken);

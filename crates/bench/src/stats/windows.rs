@@ -106,8 +106,13 @@ impl WindowSeries {
 
     /// Counts one message received at `at`.
     pub fn received(&self, at: Instant) {
+        self.received_n(at, 1);
+    }
+
+    /// Counts `n` messages received at `at`.
+    pub fn received_n(&self, at: Instant, n: u64) {
         if let Some(s) = self.slot(at) {
-            s.received.fetch_add(1, Ordering::Relaxed);
+            s.received.fetch_add(n, Ordering::Relaxed);
         }
     }
 

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::run::{Shared, WindowLatency};
-use crate::drivers::{Connection, Consumer};
+use crate::drivers::{Connection, Consumer, DriverError, Received};
 use crate::payload;
 use crate::stats::histogram::clamp_micros;
 use crate::stats::new_histogram;
@@ -75,58 +75,25 @@ async fn take_deliveries(
     mut stop: watch::Receiver<bool>,
 ) -> Histogram<u64> {
     let mut hist = new_histogram();
+    let mut batch = Vec::with_capacity(BATCH);
     loop {
         if *stop.borrow() {
             break;
         }
-        // A delivery already there is taken without waiting on `stop` too: registering and
-        // dropping a waiter on the stop signal for every message costs more than handling it.
-        // Dropping a pending `next` loses nothing: every driver's is a stream's `next`.
-        let item = match consumer.next().now_or_never() {
-            Some(item) => item,
+        // Deliveries already there are taken without waiting on `stop` too: registering and
+        // dropping a waiter on the stop signal for every wait costs more than handling them.
+        // Dropping a pending `next_batch` loses nothing (see `Consumer::next_batch`).
+        batch.clear();
+        let open = match consumer.next_batch(&mut batch, BATCH).now_or_never() {
+            Some(open) => open,
             None => tokio::select! {
                 biased;
                 _ = stop.wait_for(|s| *s) => break,
-                item = consumer.next() => item,
+                open = consumer.next_batch(&mut batch, BATCH) => open,
             },
         };
-        let delivery = match item {
-            None => break,
-            Some(Ok(d)) => d,
-            Some(Err(e)) => {
-                shared.note_error(e.message);
-                break;
-            }
-        };
-        let now = payload::now_micros();
-        match payload::decode(&delivery.body, shared.run_id) {
-            Some(stamp) => {
-                let at = Instant::now();
-                let latency = clamp_micros(Duration::from_micros(now.saturating_sub(stamp)));
-                shared.received_total.fetch_add(1, Ordering::Relaxed);
-                // From the instant just read rather than a clock call of its own: this loop
-                // runs once per message and its cost must stay small next to the broker's.
-                let since_start = at.saturating_duration_since(shared.started).as_micros();
-                shared.last_received_at.fetch_max(
-                    u64::try_from(since_start).unwrap_or(u64::MAX),
-                    Ordering::Relaxed,
-                );
-                shared.windows.received(at);
-                if shared.window_latency == WindowLatency::EndToEnd {
-                    shared.windows.latency(at, latency, 1);
-                }
-                if shared.counts(stamp) {
-                    shared.received_measured.fetch_add(1, Ordering::Relaxed);
-                    hist.saturating_record(latency);
-                }
-            }
-            // Left over from an earlier run: consume it so it does not linger, but do not count it.
-            None => {
-                shared.foreign.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        if let Some(token) = delivery.ack {
-            consumer.ack(token);
+        if !handle(&mut *consumer, &mut batch, &shared, &mut hist) || !open {
+            break;
         }
     }
     let outcome = consumer.finish().await;
@@ -139,4 +106,71 @@ async fn take_deliveries(
         }
     }
     hist
+}
+
+/// Deliveries a consumer handles per wait, at most.
+const BATCH: usize = 256;
+
+/// Counts, times and acknowledges the deliveries of `batch`; `false` after an error, which
+/// ends the consumer.
+fn handle(
+    consumer: &mut dyn Consumer,
+    batch: &mut Vec<Result<Received, DriverError>>,
+    shared: &Shared,
+    hist: &mut Histogram<u64>,
+) -> bool {
+    if batch.is_empty() {
+        return true;
+    }
+    // One clock reading for the batch: its deliveries were all at hand when it was taken, and
+    // this loop's cost per message must stay small next to the broker's.
+    let now = payload::now_micros();
+    let at = Instant::now();
+    let (mut counted, mut measured) = (0u64, 0u64);
+    let mut ok = true;
+    for item in batch.drain(..) {
+        let delivery = match item {
+            Ok(d) => d,
+            Err(e) => {
+                shared.note_error(e.message);
+                ok = false;
+                break;
+            }
+        };
+        match payload::decode(&delivery.body, shared.run_id) {
+            Some(stamp) => {
+                let latency = clamp_micros(Duration::from_micros(now.saturating_sub(stamp)));
+                counted += 1;
+                if shared.window_latency == WindowLatency::EndToEnd {
+                    shared.windows.latency(at, latency, 1);
+                }
+                if shared.counts(stamp) {
+                    measured += 1;
+                    hist.saturating_record(latency);
+                }
+            }
+            // Left over from an earlier run: consume it so it does not linger, but do not count it.
+            None => {
+                shared.foreign.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Some(token) = delivery.ack {
+            consumer.ack(token);
+        }
+    }
+    if measured > 0 {
+        shared
+            .received_measured
+            .fetch_add(measured, Ordering::Relaxed);
+    }
+    if counted > 0 {
+        shared.received_total.fetch_add(counted, Ordering::Relaxed);
+        let since_start = at.saturating_duration_since(shared.started).as_micros();
+        shared.last_received_at.fetch_max(
+            u64::try_from(since_start).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        shared.windows.received_n(at, counted);
+    }
+    ok
 }

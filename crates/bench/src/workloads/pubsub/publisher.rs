@@ -96,10 +96,13 @@ async fn lane(
         }
         let first = expected.next.fetch_add(n, Ordering::Relaxed);
         let stamp = payload::now_micros();
+        // Every message of a batch carries the same send stamp, so one body serves them all:
+        // each message holds a reference to it rather than a copy of its own.
+        let body = payload::encode(cfg.size, stamp, shared.run_id);
         let messages: Vec<OutMessage> = (first..first + n)
             .map(|seq| {
                 let (region, amount) = cfg.plan.properties(seq);
-                let mut m = OutMessage::for_topic(payload::encode(cfg.size, stamp, shared.run_id));
+                let mut m = OutMessage::for_topic(body.clone());
                 m.persistent = cfg.persistent;
                 m.properties = vec![
                     ("region".to_string(), PropertyValue::Str(region)),
