@@ -27,7 +27,6 @@ use std::fmt;
 use async_trait::async_trait;
 use bytes::Bytes;
 pub use ferry_client::protocol::{Properties, PropertyValue};
-use futures::FutureExt;
 
 pub use target::{open, Target, TargetOptions};
 
@@ -274,37 +273,24 @@ pub trait Consumer: Send {
     /// Appends to `out` the deliveries already at hand, at most `max` (at least one: waits for
     /// the first when none is there), so that a consumer handles many deliveries per wait.
     /// Returns `false` once the subscription ended (after whatever `out` got); an error is
-    /// appended and ends the batch. Dropping a pending call loses nothing: a delivery is only
-    /// taken by a call that then completes without waiting again.
+    /// appended and ends the batch. Dropping a pending call loses nothing.
+    ///
+    /// The default hands over one delivery per call: draining more by polling `next` once and
+    /// dropping it when it is pending is only safe for drivers whose `next` takes nothing before
+    /// it completes (the PostgreSQL driver's `next` runs a statement that takes rows), so
+    /// drivers that can batch safely override this.
     async fn next_batch(
         &mut self,
         out: &mut Vec<Result<Received, DriverError>>,
-        max: usize,
+        _max: usize,
     ) -> bool {
         match self.next().await {
-            None => return false,
+            None => false,
             Some(item) => {
-                let failed = item.is_err();
                 out.push(item);
-                if failed {
-                    return true;
-                }
+                true
             }
         }
-        while out.len() < max {
-            match self.next().now_or_never() {
-                None => break,
-                Some(None) => return false,
-                Some(Some(item)) => {
-                    let failed = item.is_err();
-                    out.push(item);
-                    if failed {
-                        break;
-                    }
-                }
-            }
-        }
-        true
     }
     /// Acknowledges a handled delivery. Drivers may batch acknowledgements; failures are
     /// counted and reported by [`Consumer::finish`].
