@@ -522,4 +522,38 @@ async fn invalid_argument_for_bad_subscriptions() {
     );
     assert!(m.contains("selector"), "{m}");
     expect_code(c.create_topic("bad name").await, ErrorCode::InvalidArgument);
+    // Malformed subscription queue names in a receive: refused, the session goes on.
+    for bad in [
+        "prices:",
+        ":d",
+        "prices:a:b",
+        "prices:~",
+        "pr ices:d",
+        "prices:d\u{0}",
+    ] {
+        let m = expect_code(
+            c.receive(from_queue(
+                bad,
+                Order::Time,
+                ReceiveMode::Take,
+                AckMode::Auto,
+                0,
+            ))
+            .await,
+            ErrorCode::InvalidArgument,
+        );
+        assert!(m.contains("name"), "{bad}: {m}");
+    }
+    expect_code(
+        c.receive(from_queue(
+            "prices:nope",
+            Order::Time,
+            ReceiveMode::Take,
+            AckMode::Auto,
+            0,
+        ))
+        .await,
+        ErrorCode::QueueNotFound,
+    );
+    c.ping().await.expect("the session goes on");
 }

@@ -159,6 +159,16 @@ impl Shared {
         first.get_or_insert(what);
     }
 
+    /// The error counters as the report shows them.
+    pub fn error_counts(&self) -> crate::report::ErrorCounts {
+        crate::report::ErrorCounts {
+            send: self.send_errors.load(Ordering::Relaxed),
+            ack: self.ack_errors.load(Ordering::Relaxed),
+            foreign: self.foreign.load(Ordering::Relaxed),
+            first: self.first_error(),
+        }
+    }
+
     /// The first error seen, if any.
     pub fn first_error(&self) -> Option<String> {
         self.first_error

@@ -21,7 +21,7 @@ pub use args::LatencyArgs;
 
 use crate::payload;
 use crate::progress::{Progress, ProgressPlan};
-use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
+use crate::report::{self, rate, BenchReport, TargetResult};
 use crate::stats::omission::Schedule;
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
@@ -203,12 +203,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         window_s: shared.windows.window().as_secs_f64(),
         window_stats: measured_stats(&rows),
         windows: rows,
-        errors: ErrorCounts {
-            send: shared.send_errors.load(Ordering::Relaxed),
-            ack: shared.ack_errors.load(Ordering::Relaxed),
-            foreign: shared.foreign.load(Ordering::Relaxed),
-            first: shared.first_error(),
-        },
+        errors: shared.error_counts(),
         operations: BTreeMap::new(),
         percentile_curves_ms: curves,
         broker_cpu: None,

@@ -33,7 +33,7 @@ pub use plan::SelectorPlan;
 use crate::args::CommonArgs;
 use crate::drivers::{Consumer, TopicSubscription};
 use crate::progress::{Progress, ProgressPlan};
-use crate::report::{rate, BenchReport, BrokerCpu, ErrorCounts, TargetResult};
+use crate::report::{rate, BenchReport, BrokerCpu, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
@@ -254,12 +254,7 @@ pub async fn measure(
         window_s: shared.windows.window().as_secs_f64(),
         window_stats: measured_stats(&rows),
         windows: rows,
-        errors: ErrorCounts {
-            send: shared.send_errors.load(Ordering::Relaxed),
-            ack: shared.ack_errors.load(Ordering::Relaxed),
-            foreign: shared.foreign.load(Ordering::Relaxed),
-            first: shared.first_error(),
-        },
+        errors: shared.error_counts(),
         operations: BTreeMap::new(),
         percentile_curves_ms: BTreeMap::from([
             ("send_to_ack".to_string(), percentile_curve(&publish_hist)),
