@@ -58,6 +58,7 @@ pub async fn measure(args: &SelectorArgs) -> Result<BenchReport> {
             selectors: args.selectors,
             regions: args.regions,
             min_amount: args.min_amount,
+            with_properties: true,
         },
         args: args.pubsub.clone(),
     };

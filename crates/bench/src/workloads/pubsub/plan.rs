@@ -5,7 +5,8 @@
 //! `amount = (n div R) mod 100`. Subscription `i` selects, when selectors are on,
 //! `region = 'r<i mod R>' AND amount > T`: a message reaches the subscriptions of its region if
 //! its amount is above `T`. Without selectors every subscription gets every message (the
-//! properties are still sent, so that both variants publish the same bytes).
+//! selector workload still sends the properties, so that both its variants publish the same
+//! bytes; plain fan-out sends bare bodies, as other brokers' fan-out benchmarks do).
 
 /// The selector plan of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub struct SelectorPlan {
     pub regions: u32,
     /// Amount threshold, T: a message matches when its amount (0 to 99) is above it.
     pub min_amount: i64,
+    /// Whether messages carry the `region` and `amount` properties.
+    pub with_properties: bool,
 }
 
 impl SelectorPlan {
@@ -28,6 +31,7 @@ impl SelectorPlan {
             selectors: false,
             regions: 1,
             min_amount: -1,
+            with_properties: false,
         }
     }
 
@@ -98,6 +102,7 @@ mod tests {
             selectors: true,
             regions: 4,
             min_amount: 10,
+            with_properties: true,
         };
         assert_eq!(p.selector(6), "region = 'r2' AND amount > 10");
         // Message 0: region r0, amount 0: nobody.

@@ -101,13 +101,15 @@ async fn lane(
         let body = payload::encode(cfg.size, stamp, shared.run_id);
         let messages: Vec<OutMessage> = (first..first + n)
             .map(|seq| {
-                let (region, amount) = cfg.plan.properties(seq);
                 let mut m = OutMessage::for_topic(body.clone());
                 m.persistent = cfg.persistent;
-                m.properties = vec![
-                    ("region".to_string(), PropertyValue::Str(region)),
-                    ("amount".to_string(), PropertyValue::Int(amount)),
-                ];
+                if cfg.plan.with_properties {
+                    let (region, amount) = cfg.plan.properties(seq);
+                    m.properties = vec![
+                        ("region".to_string(), PropertyValue::Str(region)),
+                        ("amount".to_string(), PropertyValue::Int(amount)),
+                    ];
+                }
                 m
             })
             .collect();

@@ -1,49 +1,137 @@
 //! Ready indexes: the messages a receive may pick, in both orders, split by receiver.
 //!
-//! Each index keeps every ready entry twice, by id (time order) and by priority then id, so a
-//! receive in either order walks a `BTreeSet` from its start instead of sorting. Entries are
-//! keyed by message id, so a message that comes back (nack, expiry, disconnect) lands in its old
-//! position. The split by receiver lets a client read the unaddressed entries merged with the
-//! ones addressed to it, never scanning messages meant for others.
+//! Each index keeps its entries in one [`Lane`] per priority, each sorted by message id: a
+//! receive in priority order walks the lanes from the highest priority down, one in time order
+//! merges the (usually one or two) lanes in use. Entries are keyed by message id, so a message
+//! that comes back (nack, expiry, disconnect) lands in its old position. The split by receiver
+//! lets a client read the unaddressed entries merged with the ones addressed to it, never
+//! scanning messages meant for others.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::iter::Peekable;
-use std::ops::Bound::{Excluded, Unbounded};
 
-use ferry_protocol::Order;
+use ferry_protocol::{Order, MAX_PRIORITY, MIN_PRIORITY};
 
+use super::lane::Lane;
 use super::ClientKey;
+
+/// Number of priorities, hence of lanes per index.
+const LANES: usize = (MAX_PRIORITY - MIN_PRIORITY + 1) as usize;
+
+/// The lane of `priority` (out-of-range priorities, which the store never accepts, are
+/// clamped rather than trusted).
+fn lane_of(priority: u8) -> usize {
+    usize::from(priority.clamp(MIN_PRIORITY, MAX_PRIORITY) - MIN_PRIORITY)
+}
+
+/// The priority of lane `i`.
+fn priority_of(i: usize) -> u8 {
+    MIN_PRIORITY + i as u8
+}
 
 /// Entries of one index in both orders. `K` sorts by message id first.
 #[derive(Debug)]
 pub struct Ready<K: Ord + Copy> {
-    by_time: BTreeSet<K>,
-    by_priority: BTreeSet<(Reverse<u8>, K)>,
+    lanes: [Lane<K>; LANES],
+    live: usize,
 }
 
 impl<K: Ord + Copy> Default for Ready<K> {
     fn default() -> Self {
         Ready {
-            by_time: BTreeSet::new(),
-            by_priority: BTreeSet::new(),
+            lanes: std::array::from_fn(|_| Lane::default()),
+            live: 0,
         }
     }
 }
 
 impl<K: Ord + Copy> Ready<K> {
     fn insert(&mut self, priority: u8, key: K) {
-        self.by_time.insert(key);
-        self.by_priority.insert((Reverse(priority), key));
+        if let Some(lane) = self.lanes.get_mut(lane_of(priority)) {
+            if lane.insert(key) {
+                self.live += 1;
+            }
+        }
     }
 
     fn remove(&mut self, priority: u8, key: K) -> bool {
-        self.by_priority.remove(&(Reverse(priority), key));
-        self.by_time.remove(&key)
+        let found = self
+            .lanes
+            .get_mut(lane_of(priority))
+            .is_some_and(|lane| lane.remove(&key));
+        if found {
+            self.live -= 1;
+        }
+        found
     }
 
     fn is_empty(&self) -> bool {
-        self.by_time.is_empty()
+        self.live == 0
+    }
+
+    /// Every entry after `after` in time (key) order.
+    fn by_time(&self, after: Option<K>) -> TimeMerge<impl Iterator<Item = K> + '_> {
+        let lanes = self
+            .lanes
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.iter_after(after.as_ref()).peekable())
+            .collect();
+        TimeMerge { lanes }
+    }
+
+    /// Every entry after `after` in priority order (highest first, then key order).
+    fn by_priority(
+        &self,
+        after: Option<(Reverse<u8>, K)>,
+    ) -> impl Iterator<Item = (Reverse<u8>, K)> + '_ {
+        self.lanes
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, l)| !l.is_empty())
+            .filter_map(move |(i, lane)| {
+                let p = priority_of(i);
+                let from = match after {
+                    None => None,
+                    // Lanes above the cursor's priority were walked already.
+                    Some((Reverse(q), _)) if p > q => return None,
+                    Some((Reverse(q), k)) if p == q => Some(k),
+                    Some(_) => None,
+                };
+                Some(lane.iter_after(from.as_ref()).map(move |k| (Reverse(p), k)))
+            })
+            .flatten()
+    }
+
+    fn all(&self) -> impl Iterator<Item = K> + '_ {
+        self.lanes.iter().flat_map(|l| l.iter_after(None))
+    }
+}
+
+/// Ascending merge of a few ascending iterators (one per lane in use).
+struct TimeMerge<I: Iterator> {
+    lanes: Vec<Peekable<I>>,
+}
+
+impl<K: Ord + Copy, I: Iterator<Item = K>> Iterator for TimeMerge<I> {
+    type Item = K;
+
+    fn next(&mut self) -> Option<K> {
+        if let [only] = self.lanes.as_mut_slice() {
+            return only.next();
+        }
+        let mut best: Option<(usize, K)> = None;
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            if let Some(&k) = lane.peek() {
+                if best.is_none_or(|(_, b)| k < b) {
+                    best = Some((i, k));
+                }
+            }
+        }
+        let (i, _) = best?;
+        self.lanes.get_mut(i).and_then(Iterator::next)
     }
 }
 
@@ -103,9 +191,9 @@ impl<K: Ord + Copy> Split<K> {
 
     /// All entries (for a forced queue delete).
     pub fn all(&self) -> Vec<K> {
-        let mut v: Vec<K> = self.open.by_time.iter().copied().collect();
+        let mut v: Vec<K> = self.open.all().collect();
         for r in self.addressed.values() {
-            v.extend(r.by_time.iter().copied());
+            v.extend(r.all());
         }
         v
     }
@@ -143,21 +231,21 @@ impl<K: Ord + Copy> Split<K> {
         match order {
             Order::Time => {
                 let after = match from {
-                    Some(Cursor::Time(k)) => Excluded(k),
-                    _ => Unbounded,
+                    Some(Cursor::Time(k)) => Some(k),
+                    _ => None,
                 };
-                let theirs = mine.map(|r| r.by_time.range((after, Unbounded)));
-                let open = self.open.by_time.range((after, Unbounded));
+                let theirs = mine.map(|r| r.by_time(after));
+                let open = self.open.by_time(after);
                 let (last, end) = merge(open, theirs, max, budget, out, |k| *k, accept);
                 (last.map(Cursor::Time), end)
             }
             Order::Priority => {
                 let after = match from {
-                    Some(Cursor::Priority(p, k)) => Excluded((p, k)),
-                    _ => Unbounded,
+                    Some(Cursor::Priority(p, k)) => Some((p, k)),
+                    _ => None,
                 };
-                let theirs = mine.map(|r| r.by_priority.range((after, Unbounded)));
-                let open = self.open.by_priority.range((after, Unbounded));
+                let theirs = mine.map(|r| r.by_priority(after));
+                let open = self.open.by_priority(after);
                 let (last, end) = merge(open, theirs, max, budget, out, |(_, k)| *k, accept);
                 (last.map(|(p, k)| Cursor::Priority(p, k)), end)
             }
@@ -176,9 +264,9 @@ pub enum Cursor<K> {
 
 /// Merges two ascending iterators, pushing at most `max` keys that `accept` takes and examining
 /// at most `budget` entries. Returns the last entry examined and whether both ran out.
-fn merge<'a, T: Ord + Copy + 'a, K>(
-    a: impl Iterator<Item = &'a T>,
-    b: Option<impl Iterator<Item = &'a T>>,
+fn merge<T: Ord + Copy, K>(
+    a: impl Iterator<Item = T>,
+    b: Option<impl Iterator<Item = T>>,
     max: usize,
     budget: usize,
     out: &mut Vec<K>,
@@ -206,8 +294,8 @@ fn merge<'a, T: Ord + Copy + 'a, K>(
             return (last, true);
         };
         examined += 1;
-        last = Some(*t);
-        let k = key(t);
+        last = Some(t);
+        let k = key(&t);
         if accept(&k) {
             out.push(k);
         }

@@ -30,6 +30,7 @@ use crate::error::StoreError;
 use crate::select;
 
 pub mod index;
+pub mod lane;
 pub mod journal;
 pub mod leases;
 pub mod messages;
