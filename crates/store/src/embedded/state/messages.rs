@@ -110,7 +110,7 @@ impl State {
             ));
         }
         if let Some(t) = &m.topic {
-            if self.check_topic(t).is_err() {
+            if !self.topics.contains_key(t.as_str()) {
                 return Err(StoreError::TopicNotFound(t.clone()));
             }
         }
@@ -266,16 +266,15 @@ impl State {
                 let mut ids = Vec::new();
                 walk.end = true;
                 if let Some(q) = self.queues.get(&qk) {
+                    // Without a selector or messages that can expire, every entry is taken as
+                    // it is: no need to look at the messages during the walk.
+                    let look = spec.selector.is_some() || q.expiring > 0;
                     let from = walk.queue;
-                    (walk.queue, walk.end) = q.ready.walk(
-                        client,
-                        spec.order,
-                        from,
-                        max,
-                        budget,
-                        &mut ids,
-                        &mut selected,
-                    );
+                    (walk.queue, walk.end) =
+                        q.ready
+                            .walk(client, spec.order, from, max, budget, &mut ids, |id| {
+                                !look || selected(id)
+                            });
                 }
                 picks.extend(ids.into_iter().map(|id| (id, qk)));
                 let mut wrote = false;
@@ -412,7 +411,7 @@ impl State {
             let delivery_id = match (spec.mode, spec.ack) {
                 (ReceiveMode::Peek, _) => 0,
                 (ReceiveMode::Take, AckMode::Auto) => {
-                    self.unready(id, qk);
+                    self.unready_stored(&msg, qk);
                     // As log_removed, with the message at hand.
                     if msg.persistent {
                         self.append(log, |b| record::encode_message_removed(b, id, &queue));
@@ -422,7 +421,7 @@ impl State {
                     0
                 }
                 (ReceiveMode::Take, AckMode::Client) => {
-                    self.unready(id, qk);
+                    self.unready_stored(&msg, qk);
                     let next = count.saturating_add(1);
                     if msg.persistent {
                         self.append(log, |b| {

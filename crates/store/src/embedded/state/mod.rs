@@ -14,7 +14,7 @@
 //! the log's order is the order of state changes: a take's removal record always follows the
 //! add record of its message, and its durability implies the add's.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{hash_map, BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -30,8 +30,8 @@ use crate::error::StoreError;
 use crate::select;
 
 pub mod index;
-pub mod lane;
 pub mod journal;
+pub mod lane;
 pub mod leases;
 pub mod messages;
 pub mod topics;
@@ -184,6 +184,9 @@ struct Queue {
     name: Arc<str>,
     ready: Split<MessageId>,
     ready_count: u64,
+    /// Ready messages on it that have a time to live: while there are none, a receive without
+    /// a selector takes entries from the index without looking at their messages.
+    expiring: u64,
     /// Messages on it waiting for their delivery time (not in `ready`).
     delayed: u64,
     in_flight: u64,
@@ -447,6 +450,7 @@ impl State {
                 name,
                 ready: Split::default(),
                 ready_count: 0,
+                expiring: 0,
                 delayed: 0,
                 in_flight: 0,
                 max_deliveries: 0,
@@ -698,6 +702,9 @@ impl State {
         if let Some(q) = self.queues.get_mut(&qk) {
             q.ready.insert(m.receiver_key, m.priority, id);
             q.ready_count += 1;
+            if m.expires_at != 0 {
+                q.expiring += 1;
+            }
         }
         // By-sender receives do not search subscription queues.
         if !is_subscription(qk) {
@@ -725,15 +732,23 @@ impl State {
 
     /// Takes message `id` out of the ready indexes of queue `qk`; whether it was ready there.
     fn unready(&mut self, id: MessageId, qk: QueueKey) -> bool {
-        let Some(e) = self.messages.get(&id) else {
+        let Some(m) = self.messages.get(&id).map(|e| e.msg.clone()) else {
             return false;
         };
-        let m = &e.msg;
+        self.unready_stored(&m, qk)
+    }
+
+    /// [`State::unready`] for a message at hand.
+    fn unready_stored(&mut self, m: &Stored, qk: QueueKey) -> bool {
+        let id = m.id;
         let mut found = false;
         if let Some(q) = self.queues.get_mut(&qk) {
             found = q.ready.remove(m.receiver_key, m.priority, id);
             if found {
                 q.ready_count -= 1;
+                if m.expires_at != 0 {
+                    q.expiring = q.expiring.saturating_sub(1);
+                }
             }
         }
         if is_subscription(qk) {
@@ -751,13 +766,14 @@ impl State {
     /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
     /// forgets the message when no queue holds it any more.
     fn drop_slot(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(e) = self.messages.get_mut(&id) else {
+        let hash_map::Entry::Occupied(mut entry) = self.messages.entry(id) else {
             return;
         };
+        let e = entry.get_mut();
         e.slots.retain(|s| s.queue != qk);
         if e.slots.is_empty() {
             let (segment, size) = (e.segment, e.size);
-            self.messages.remove(&id);
+            entry.remove();
             if segment != UNLOGGED {
                 self.journal.drop_live(segment, size);
             }
