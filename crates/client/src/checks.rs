@@ -54,7 +54,10 @@ pub(crate) fn check_message(m: &OutgoingMessage, limits: &Limits) -> Result<(), 
     for (name, value) in &m.properties {
         check_str("property name", name)?;
         if let PropertyValue::Str(s) = value {
-            check_str(&format!("property '{name}'"), s)?;
+            // The description is built only for the error: this runs for every message sent.
+            if s.len() > MAX_STRING_BYTES {
+                return check_str(&format!("property '{name}'"), s);
+            }
         }
     }
     Ok(())

@@ -263,42 +263,63 @@ impl Client {
     ) -> Result<Vec<Result<MessageId, ClientError>>, ClientError> {
         let limits = &self.inner.limits;
         check_batch_len(msgs.len(), limits)?;
+        let room = (limits.max_frame_bytes as usize).saturating_sub(HEADER_LEN + 4);
+        // Each message's encoded length, or why it cannot be sent.
+        let checked: Vec<Result<usize, ClientError>> = msgs
+            .iter()
+            .map(|m| {
+                check_message(m, limits)?;
+                let len = outgoing_encoded_len(m);
+                if len > room {
+                    return Err(ClientError::TooLarge(format!(
+                        "a message of {len} encoded bytes does not fit the broker's frame limit of {} bytes",
+                        limits.max_frame_bytes
+                    )));
+                }
+                Ok(len)
+            })
+            .collect();
         let mut results: Vec<Option<Result<MessageId, ClientError>>> =
             Vec::with_capacity(msgs.len());
-        // Requests to send: (positions in `results`, messages).
-        let mut chunks: Vec<(Vec<usize>, Vec<OutgoingMessage>)> = Vec::new();
-        let room = (limits.max_frame_bytes as usize).saturating_sub(HEADER_LEN + 4);
-        let mut used = usize::MAX; // forces a new chunk for the first message
-        for (i, m) in msgs.into_iter().enumerate() {
-            if let Err(e) = check_message(&m, limits) {
-                results.push(Some(Err(e)));
-                continue;
+        // Requests to send: (positions in `results`, messages, encoded bytes).
+        let mut chunks: Vec<(Vec<usize>, Vec<OutgoingMessage>, usize)> = Vec::new();
+        let total = checked
+            .iter()
+            .try_fold(0usize, |sum, c| c.as_ref().ok().map(|len| sum + len));
+        match total {
+            // The usual case: every message is fine and they fit one request, sent as they are.
+            Some(used) if used <= room && !msgs.is_empty() => {
+                results.resize_with(msgs.len(), || None);
+                chunks.push(((0..msgs.len()).collect(), msgs, used));
             }
-            let len = outgoing_encoded_len(&m);
-            if len > room {
-                results.push(Some(Err(ClientError::TooLarge(format!(
-                    "a message of {len} encoded bytes does not fit the broker's frame limit of {} bytes",
-                    limits.max_frame_bytes
-                )))));
-                continue;
-            }
-            results.push(None);
-            match chunks.last_mut() {
-                Some((pos, items)) if used.saturating_add(len) <= room => {
-                    pos.push(i);
-                    items.push(m);
-                    used += len;
-                }
-                _ => {
-                    chunks.push((vec![i], vec![m]));
-                    used = len;
+            _ => {
+                for (i, (m, c)) in msgs.into_iter().zip(checked).enumerate() {
+                    let len = match c {
+                        Ok(len) => len,
+                        Err(e) => {
+                            results.push(Some(Err(e)));
+                            continue;
+                        }
+                    };
+                    results.push(None);
+                    match chunks.last_mut() {
+                        Some((pos, items, used)) if used.saturating_add(len) <= room => {
+                            pos.push(i);
+                            items.push(m);
+                            *used += len;
+                        }
+                        _ => chunks.push((vec![i], vec![m], len)),
+                    }
                 }
             }
         }
         // Submit every request before awaiting any: they travel together.
         let mut in_flight: Vec<(Vec<usize>, Result<InFlight, ClientError>)> = Vec::new();
-        for (pos, items) in chunks {
-            let f = self.shared().submit(&Request::SendBatch(items));
+        for (pos, items, used) in chunks {
+            // Room for the whole frame up front: encoding does not grow the buffer piecemeal.
+            let f = self
+                .shared()
+                .submit_sized(&Request::SendBatch(items), used + HEADER_LEN + 4);
             in_flight.push((pos, f));
         }
         let mut whole_failures: Vec<(Vec<usize>, ClientError)> = Vec::new();

@@ -59,8 +59,10 @@ impl SendRun {
     /// single message, a `SendBatch` otherwise. `None` when the run is empty.
     pub(crate) fn take(&mut self) -> Option<(Request, Pending)> {
         self.bytes = 0;
-        let mut msgs = std::mem::take(&mut self.msgs);
-        let mut txs = std::mem::take(&mut self.txs);
+        // The next run is likely as long as this one: room for it at once, not by doubling.
+        let n = self.msgs.len();
+        let mut msgs = std::mem::replace(&mut self.msgs, Vec::with_capacity(n));
+        let mut txs = std::mem::replace(&mut self.txs, Vec::with_capacity(n));
         if msgs.len() > 1 {
             return Some((Request::SendBatch(msgs), Pending::Sends(txs)));
         }

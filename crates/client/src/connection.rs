@@ -9,7 +9,7 @@
 //!   nothing else delays them).
 //! - The reader cuts frames with `split_frame`, decodes them and completes the oneshot of the
 //!   request id each reply carries; replies may come in any order. Pushes (request id 0) go to
-//!   the channel of their subscription.
+//!   the channel of their subscription, the deliveries of one read as one batch (see `pushes`).
 //! - When the connection ends, for whatever reason, every waiting call and every subscription is
 //!   failed with the reason, and every later call fails at once: nothing hangs.
 //!
@@ -17,7 +17,7 @@
 //! awaiting them, pushed deliveries by subscription credit.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,11 +35,12 @@ use tokio::task::AbortHandle;
 use crate::checks::check_frame;
 use crate::coalesce::{split_reply, QueuedSend, SendRun};
 use crate::error::ClientError;
+use crate::pushes::{decode_push, PushBatches};
 
 /// What the reader hands a subscription.
 pub(crate) enum SubEvent {
-    /// A pushed delivery.
-    Deliver(ferry_protocol::Delivery),
+    /// Pushed deliveries, in the order the broker pushed them (never empty).
+    Batch(Vec<ferry_protocol::Delivery>),
     /// The subscription ended: closed by the broker, or the connection is gone.
     Closed(ClientError),
 }
@@ -120,6 +121,9 @@ const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Shared {
     // std mutex: held only to look up, insert or take entries, never across an await.
     state: Mutex<State>,
+    /// Set (under the lock) when `State::closed` is: lets a send see that the connection has
+    /// ended without taking the lock. A send that misses it is failed by the writer.
+    ended: AtomicBool,
     out: mpsc::UnboundedSender<Out>,
     next_id: AtomicU32,
     /// Largest frame we send (the broker's advertised limit once connected).
@@ -183,6 +187,7 @@ impl Shared {
         let (out, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
+            ended: AtomicBool::new(false),
             out,
             next_id: AtomicU32::new(1),
             send_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes),
@@ -247,8 +252,19 @@ impl Shared {
 
     /// Encodes `req`, registers `pending` under a fresh request id and queues the frame.
     fn submit_with(&self, req: &Request, pending: Pending) -> Result<u32, ClientError> {
+        self.submit_with_capacity(req, pending, 0)
+    }
+
+    /// [`Shared::submit_with`], encoding into a buffer of `capacity` bytes to begin with (the
+    /// expected frame size, when the caller knows it).
+    fn submit_with_capacity(
+        &self,
+        req: &Request,
+        pending: Pending,
+        capacity: usize,
+    ) -> Result<u32, ClientError> {
         let mut id = self.next_id();
-        let mut frame = BytesMut::new();
+        let mut frame = BytesMut::with_capacity(capacity);
         req.encode(id, &mut frame);
         check_frame(frame.len(), self.send_limit.load(Ordering::Relaxed))?;
         {
@@ -284,8 +300,8 @@ impl Shared {
             len.saturating_add(HEADER_LEN),
             self.send_limit.load(Ordering::Relaxed),
         )?;
-        if let Some(reason) = &self.lock().closed {
-            return Err(reason.to_error());
+        if self.ended.load(Ordering::Acquire) {
+            return Err(self.close_error());
         }
         let (tx, rx) = oneshot::channel();
         if self
@@ -337,6 +353,22 @@ impl Shared {
         })
     }
 
+    /// [`Shared::submit`] for a request whose frame takes about `capacity` bytes: the encoding
+    /// buffer is allocated at that size at once.
+    pub(crate) fn submit_sized(
+        self: &Arc<Self>,
+        req: &Request,
+        capacity: usize,
+    ) -> Result<InFlight, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let id = self.submit_with_capacity(req, Pending::Call(tx), capacity)?;
+        Ok(InFlight {
+            shared: self.clone(),
+            id,
+            rx: Some(rx),
+        })
+    }
+
     /// Sends `req` and waits for its reply.
     pub(crate) async fn call(self: &Arc<Self>, req: &Request) -> Result<Response, ClientError> {
         self.submit(req)?.reply().await
@@ -381,6 +413,7 @@ impl Shared {
                 return;
             }
             st.closed = Some(reason.clone());
+            self.ended.store(true, Ordering::Release);
             st.early.clear();
             (
                 std::mem::take(&mut st.pending),
@@ -431,6 +464,40 @@ impl Shared {
         }
     }
 
+    /// Hands each subscription its batch of deliveries: one lock for all of them, one channel
+    /// send per subscription. Deliveries for a subscription whose reply may still be coming are
+    /// kept for it; client-ack ones for no subscription go back to the broker.
+    fn route_pushes(&self, batches: &mut PushBatches) {
+        let mut unwanted: Vec<DeliveryId> = Vec::new();
+        {
+            let mut st = self.lock();
+            let st = &mut *st;
+            for (subscription, batch) in batches.drain() {
+                // Sending under the lock: an unbounded send never waits, and it spares a clone
+                // of the sender.
+                let rejected = match st.subscriptions.get(&subscription) {
+                    Some(s) => match s.send(SubEvent::Batch(batch)) {
+                        Ok(()) => continue,
+                        Err(mpsc::error::SendError(event)) => event,
+                    },
+                    None if st.subscribing() => {
+                        st.early
+                            .entry(subscription)
+                            .or_default()
+                            .push(SubEvent::Batch(batch));
+                        continue;
+                    }
+                    None => SubEvent::Batch(batch),
+                };
+                tracing::debug!("deliveries for unknown subscription {subscription}");
+                if let SubEvent::Batch(ds) = rejected {
+                    unwanted.extend(ds.iter().map(|d| d.delivery_id).filter(|&id| id != 0));
+                }
+            }
+        }
+        self.give_back(unwanted);
+    }
+
     /// Routes one frame from the broker. An error ends the connection with that reason.
     fn dispatch(&self, frame: RawFrame) -> Result<(), CloseReason> {
         let resp = match Response::decode(&frame) {
@@ -452,34 +519,8 @@ impl Shared {
             self.complete_response(frame.request_id, resp);
             return Ok(());
         }
+        // Deliveries never get here: the reader batches them (see `route_pushes`).
         match resp {
-            Response::Deliver {
-                subscription,
-                delivery,
-            } => {
-                let delivery_id = delivery.delivery_id;
-                let sub = {
-                    let mut st = self.lock();
-                    match st.subscriptions.get(&subscription) {
-                        Some(s) => Some(s.clone()),
-                        None if st.subscribing() => {
-                            st.early
-                                .entry(subscription)
-                                .or_default()
-                                .push(SubEvent::Deliver(delivery));
-                            return Ok(());
-                        }
-                        None => None,
-                    }
-                };
-                let routed = sub.is_some_and(|s| s.send(SubEvent::Deliver(delivery)).is_ok());
-                if !routed {
-                    tracing::debug!("delivery for unknown subscription {subscription}");
-                    if delivery_id != 0 {
-                        self.give_back(vec![delivery_id]);
-                    }
-                }
-            }
             Response::SubscriptionClosed {
                 subscription,
                 error,
@@ -584,10 +625,12 @@ impl Shared {
         let ids: Vec<DeliveryId> = stale
             .into_values()
             .flatten()
-            .filter_map(|e| match e {
-                SubEvent::Deliver(d) if d.delivery_id != 0 => Some(d.delivery_id),
-                _ => None,
+            .flat_map(|e| match e {
+                SubEvent::Batch(ds) => ds,
+                SubEvent::Closed(_) => Vec::new(),
             })
+            .map(|d| d.delivery_id)
+            .filter(|&id| id != 0)
             .collect();
         self.give_back(ids);
     }
@@ -623,17 +666,33 @@ const READ_CHUNK: usize = 256 * 1024;
 
 async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut pushes = PushBatches::default();
     let reason = 'conn: loop {
         loop {
-            match split_frame(&mut buf, shared.recv_limit.load(Ordering::Relaxed)) {
-                Ok(Some(frame)) => {
-                    if let Err(reason) = shared.dispatch(frame) {
-                        break 'conn reason;
-                    }
-                }
+            let frame = match split_frame(&mut buf, shared.recv_limit.load(Ordering::Relaxed)) {
+                Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => break 'conn CloseReason::Protocol(e),
+            };
+            match decode_push(&frame) {
+                Ok(Some((subscription, delivery))) => {
+                    pushes.push(subscription, delivery);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => break 'conn CloseReason::Protocol(e),
             }
+            // Any other frame may concern a subscription (its reply, its end): the deliveries
+            // pushed before it are handed over first.
+            if !pushes.is_empty() {
+                shared.route_pushes(&mut pushes);
+            }
+            if let Err(reason) = shared.dispatch(frame) {
+                break 'conn reason;
+            }
+        }
+        if !pushes.is_empty() {
+            shared.route_pushes(&mut pushes);
         }
         // Big reads: a subscription's pushes arrive in batches of hundreds of KiB, and each
         // read is a system call.
@@ -649,6 +708,10 @@ async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
             }
         }
     };
+    // What arrived before the end is still delivered, ahead of the end itself.
+    if !pushes.is_empty() {
+        shared.route_pushes(&mut pushes);
+    }
     match &reason {
         CloseReason::Protocol(e) => tracing::warn!("closing connection: broker sent {e}"),
         CloseReason::Server(e) => tracing::debug!("broker closed the connection: {e}"),

@@ -50,6 +50,7 @@ mod coalesce;
 mod connection;
 mod error;
 mod options;
+mod pushes;
 mod subscription;
 mod topics;
 mod transactions;

@@ -278,6 +278,7 @@ impl FerryConnection {
         let acker = tokio::spawn(acker(self.client.clone(), rx, failures.clone()));
         Box::new(FerryConsumer {
             sub,
+            taken: Vec::new(),
             pending: Vec::with_capacity(ACK_BATCH),
             acks: tx,
             acker,
@@ -304,6 +305,8 @@ impl AckFailures {
 
 struct FerryConsumer {
     sub: Subscription,
+    /// Deliveries taken from `sub` by `next_batch`, kept for its allocation.
+    taken: Vec<ferry_client::Delivery>,
     /// Acks not yet handed to the acker: handed over [`ACK_BATCH`] at a time, and whenever
     /// `next` would wait, so that the acker never waits for acks the consumer sits on.
     pending: Vec<DeliveryId>,
@@ -330,35 +333,27 @@ impl Consumer for FerryConsumer {
         out: &mut Vec<Result<Received, DriverError>>,
         max: usize,
     ) -> bool {
-        let first = match self.sub.next().now_or_never() {
-            Some(item) => item,
+        // The subscription hands over what it holds in one go; nothing is taken from it until
+        // the call completes, so dropping a pending call loses nothing.
+        let mut taken = std::mem::take(&mut self.taken);
+        let got = match self.sub.next_batch(&mut taken, max).now_or_never() {
+            Some(got) => got,
             None => {
                 self.hand_over_acks();
-                self.sub.next().await
+                self.sub.next_batch(&mut taken, max).await
             }
         };
-        let Some(first) = first else {
-            return false;
-        };
-        let failed = first.is_err();
-        out.push(received(first));
-        if failed {
-            return true;
-        }
-        while out.len() < max {
-            match self.sub.next().now_or_never() {
-                None => break,
-                Some(None) => return false,
-                Some(Some(item)) => {
-                    let failed = item.is_err();
-                    out.push(received(item));
-                    if failed {
-                        break;
-                    }
-                }
+        let open = match got {
+            Some(Ok(_)) => true,
+            Some(Err(e)) => {
+                out.push(Err(error(e)));
+                true
             }
-        }
-        true
+            None => false,
+        };
+        out.extend(taken.drain(..).map(|d| Ok(received_delivery(d))));
+        self.taken = taken;
+        open
     }
 
     fn ack(&mut self, token: AckToken) {
@@ -373,6 +368,7 @@ impl Consumer for FerryConsumer {
         this.hand_over_acks();
         let FerryConsumer {
             sub,
+            taken: _,
             pending: _,
             acks,
             acker,
@@ -398,12 +394,17 @@ impl Consumer for FerryConsumer {
 
 /// A subscription's item as the bench's delivery.
 fn received(item: Result<ferry_client::Delivery, ClientError>) -> Result<Received, DriverError> {
-    item.map_err(error).map(|d| Received {
+    item.map_err(error).map(received_delivery)
+}
+
+/// A delivery as the bench's.
+fn received_delivery(d: ferry_client::Delivery) -> Received {
+    Received {
         body: d.message.body,
         queue: d.message.queue,
         sender: Some(d.message.sender),
         ack: (d.delivery_id != 0).then_some(d.delivery_id),
-    })
+    }
 }
 
 impl FerryConsumer {

@@ -127,6 +127,11 @@ fn handle(
     let now = payload::now_micros();
     let at = Instant::now();
     let (mut counted, mut measured) = (0u64, 0u64);
+    // Deliveries sent together carry one stamp, so their latencies come in runs of equal
+    // values: each run is recorded at once rather than one sample at a time.
+    let end_to_end = shared.window_latency == WindowLatency::EndToEnd;
+    let mut window_run = Run::default();
+    let mut hist_run = Run::default();
     let mut ok = true;
     for item in batch.drain(..) {
         let delivery = match item {
@@ -141,12 +146,12 @@ fn handle(
             Some(stamp) => {
                 let latency = clamp_micros(Duration::from_micros(now.saturating_sub(stamp)));
                 counted += 1;
-                if shared.window_latency == WindowLatency::EndToEnd {
-                    shared.windows.latency(at, latency, 1);
+                if end_to_end {
+                    window_run.add(latency, |v, n| shared.windows.latency(at, v, n));
                 }
                 if shared.counts(stamp) {
                     measured += 1;
-                    hist.saturating_record(latency);
+                    hist_run.add(latency, |v, n| hist.saturating_record_n(v, n));
                 }
             }
             // Left over from an earlier run: consume it so it does not linger, but do not count it.
@@ -158,6 +163,8 @@ fn handle(
             consumer.ack(token);
         }
     }
+    window_run.flush(|v, n| shared.windows.latency(at, v, n));
+    hist_run.flush(|v, n| hist.saturating_record_n(v, n));
     if measured > 0 {
         shared
             .received_measured
@@ -173,4 +180,48 @@ fn handle(
         shared.windows.received_n(at, counted);
     }
     ok
+}
+
+/// A run of equal latency samples not recorded yet.
+#[derive(Default)]
+struct Run {
+    value: u64,
+    n: u64,
+}
+
+impl Run {
+    /// Adds a sample; records the run so far through `record(value, n)` when `value` ends it.
+    fn add(&mut self, value: u64, record: impl FnOnce(u64, u64)) {
+        if self.n > 0 && self.value != value {
+            record(self.value, self.n);
+            self.n = 0;
+        }
+        self.value = value;
+        self.n += 1;
+    }
+
+    /// Records what the run holds.
+    fn flush(&mut self, record: impl FnOnce(u64, u64)) {
+        if self.n > 0 {
+            record(self.value, self.n);
+            self.n = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Run;
+
+    #[test]
+    fn runs_of_equal_samples_are_recorded_once() {
+        let mut recorded = Vec::new();
+        let mut run = Run::default();
+        for v in [5, 5, 5, 7, 5, 5] {
+            run.add(v, |v, n| recorded.push((v, n)));
+        }
+        run.flush(|v, n| recorded.push((v, n)));
+        run.flush(|v, n| recorded.push((v, n)));
+        assert_eq!(recorded, vec![(5, 3), (7, 1), (5, 2)]);
+    }
 }

@@ -1,0 +1,147 @@
+//! Pushed deliveries gathered per subscription while the reader works through what one read
+//! brought, so that each subscription gets them as one batch: one lock and one channel send
+//! per batch instead of per delivery.
+//!
+//! The reader hands a batch over before it handles any other frame (a reply, the end of a
+//! subscription) and before it waits for the next read, so a subscription sees its deliveries
+//! in the order the broker pushed them, and nothing waits on a delivery held back.
+
+use ferry_protocol::responses::read_delivery;
+use ferry_protocol::wire::Reader;
+use ferry_protocol::{Delivery, FrameKind, RawFrame, SubscriptionId, WireError};
+
+/// Decodes `frame` if it is a pushed delivery (kind `Deliver`, request id 0): the subscription
+/// it is for and the delivery. `Ok(None)` for any other frame.
+pub(crate) fn decode_push(
+    frame: &RawFrame,
+) -> Result<Option<(SubscriptionId, Delivery)>, WireError> {
+    if frame.request_id != 0 || frame.kind != FrameKind::Deliver as u16 {
+        return Ok(None);
+    }
+    // The same fields and checks as `Response::decode` for this kind, without building (and
+    // then moving out of) a `Response`.
+    let mut r = Reader::new(&frame.payload);
+    let subscription = r.u64()?;
+    let delivery = read_delivery(&mut r)?;
+    r.finish()?;
+    Ok(Some((subscription, delivery)))
+}
+
+/// Deliveries not handed to their subscriptions yet, per subscription in order of first
+/// arrival. Almost always one subscription: a connection usually carries one consumer.
+#[derive(Default)]
+pub(crate) struct PushBatches {
+    batches: Vec<(SubscriptionId, Vec<Delivery>)>,
+    /// The length of the longest batch handed over last time: a new batch starts with room
+    /// for that many, so that it is not regrown (and its deliveries copied) as it fills.
+    expected: usize,
+}
+
+impl PushBatches {
+    /// Adds a delivery for `subscription` behind the ones it already has.
+    pub(crate) fn push(&mut self, subscription: SubscriptionId, delivery: Delivery) {
+        // The last subscription is the likeliest: look there first.
+        match self
+            .batches
+            .iter_mut()
+            .rev()
+            .find(|(sub, _)| *sub == subscription)
+        {
+            Some((_, batch)) => batch.push(delivery),
+            None => {
+                let mut batch = Vec::with_capacity(self.expected.clamp(1, MAX_EXPECTED));
+                batch.push(delivery);
+                self.batches.push((subscription, batch));
+            }
+        }
+    }
+
+    /// Whether nothing waits to be handed over.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// Takes every batch, leaving this empty.
+    pub(crate) fn drain(&mut self) -> std::vec::Drain<'_, (SubscriptionId, Vec<Delivery>)> {
+        self.expected = self.batches.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
+        self.batches.drain(..)
+    }
+}
+
+/// Most deliveries a new batch makes room for up front.
+const MAX_EXPECTED: usize = 4096;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use ferry_protocol::{split_frame, Message, Response};
+
+    fn delivery(id: u64) -> Delivery {
+        Delivery {
+            delivery_id: id,
+            message: Message {
+                id,
+                queue: "q".into(),
+                sender: "s".into(),
+                receiver: None,
+                priority: 4,
+                context: 0,
+                properties: Vec::new(),
+                body: bytes::Bytes::from_static(b"body"),
+                created_at: 1,
+                delivery_count: 0,
+                expires_at: 0,
+            },
+        }
+    }
+
+    fn frame(request_id: u32, resp: &Response) -> RawFrame {
+        let mut buf = BytesMut::new();
+        resp.encode(request_id, &mut buf);
+        split_frame(&mut buf, u32::MAX)
+            .expect("valid frame")
+            .expect("whole frame")
+    }
+
+    #[test]
+    fn a_push_decodes_like_the_response() {
+        let push = Response::Deliver {
+            subscription: 7,
+            delivery: delivery(3),
+        };
+        let f = frame(0, &push);
+        assert_eq!(decode_push(&f).unwrap(), Some((7, delivery(3))));
+        // A reply (request id set) or another kind is not a push.
+        assert_eq!(decode_push(&frame(9, &push)).unwrap(), None);
+        assert_eq!(decode_push(&frame(0, &Response::Pong)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_truncated_push_is_an_error() {
+        let mut f = frame(
+            0,
+            &Response::Deliver {
+                subscription: 7,
+                delivery: delivery(3),
+            },
+        );
+        f.payload = f.payload.slice(..f.payload.len() - 1);
+        assert!(decode_push(&f).is_err());
+    }
+
+    #[test]
+    fn batches_keep_order_per_subscription() {
+        let mut b = PushBatches::default();
+        for (sub, id) in [(1, 1), (2, 2), (1, 3), (2, 4), (1, 5)] {
+            b.push(sub, delivery(id));
+        }
+        let got: Vec<(u64, Vec<u64>)> = b
+            .drain()
+            .map(|(sub, ds)| (sub, ds.iter().map(|d| d.delivery_id).collect()))
+            .collect();
+        assert_eq!(got, vec![(1, vec![1, 3, 5]), (2, vec![2, 4])]);
+        assert!(b.is_empty());
+    }
+}
