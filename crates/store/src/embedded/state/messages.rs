@@ -21,7 +21,7 @@ use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::Lease;
-use super::{Entry, QueueKey, Slot, State, Stored, UNLOGGED};
+use super::{Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
 use crate::api::{dead_letter, NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
 
@@ -65,7 +65,7 @@ pub struct Settled {
 impl State {
     /// Checks a message against the store's state before anything changes; returns the queue
     /// keys in the order named (none for a publish: the subscriptions decide).
-    pub(super) fn check_send(&self, m: &NewMessage) -> Result<Vec<QueueKey>, StoreError> {
+    pub(super) fn check_send(&self, m: &NewMessage) -> Result<QueueKeys, StoreError> {
         if m.topic.is_some() && !m.queues.is_empty() {
             return Err(StoreError::InvalidArgument(
                 "a message is either sent to queues or published to a topic".into(),
@@ -87,7 +87,7 @@ impl State {
                 m.priority
             )));
         }
-        let mut keys = Vec::with_capacity(m.queues.len());
+        let mut keys = QueueKeys::with_capacity(m.queues.len());
         for name in &m.queues {
             let Some(qk) = self.user_queue(name) else {
                 return Err(StoreError::QueueNotFound(name.clone()));
@@ -162,7 +162,7 @@ impl State {
         &mut self,
         log: &mut LogGuard<'_>,
         m: NewMessage,
-        keys: Vec<QueueKey>,
+        keys: QueueKeys,
     ) -> Result<MessageId, StoreError> {
         let (sender_key, sender) = match self.clients.get_key_value(m.sender.as_str()) {
             Some((name, key)) => (*key, name.clone()),

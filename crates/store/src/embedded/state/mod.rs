@@ -21,6 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ferry_protocol::{DeliveryId, MessageId, Properties, QueueInfo, QueueOptions};
 use ferry_selector::{Header, SelectorSource, Value};
+use smallvec::SmallVec;
 
 use super::format::codec::str_fits;
 use super::format::header;
@@ -167,11 +168,18 @@ struct Slot {
     lease: Option<DeliveryId>,
 }
 
+/// The queues a send or publish puts a message on (inline up to four: no allocation).
+pub type QueueKeys = SmallVec<[QueueKey; 4]>;
+
+/// The queues a message is on.
+type Slots = SmallVec<[Slot; 1]>;
+
 /// A stored message with the queues it is still on.
 #[derive(Debug)]
 struct Entry {
     msg: Arc<Stored>,
-    slots: Vec<Slot>,
+    /// Inline for the common message on one queue: no allocation of its own.
+    slots: Slots,
     /// Segment and size of its current `MessageAdded` record ([`UNLOGGED`] and 0 for a
     /// non-persistent message).
     segment: u64,
@@ -867,7 +875,7 @@ impl State {
                 self.drop_slot(a.id, qk);
             }
         }
-        let slots: Vec<Slot> = a
+        let slots: Slots = a
             .queues
             .iter()
             .filter_map(|(name, count)| {

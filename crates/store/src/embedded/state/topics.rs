@@ -25,7 +25,7 @@ use super::super::format::header::TopicSnapshot;
 use super::super::format::record::{self, kind};
 use super::super::format::subscription::{SubscriptionDef, SubscriptionFields};
 use super::super::writer::LogGuard;
-use super::{check_name, IdMap, Queue, QueueKey, State, Stored};
+use super::{check_name, IdMap, Queue, QueueKey, QueueKeys, State, Stored};
 use crate::error::StoreError;
 
 /// One topic.
@@ -320,11 +320,11 @@ impl State {
     }
 
     /// The queues of the subscriptions of `topic` that take `msg`, in subscription name order.
-    pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> Vec<QueueKey> {
+    pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> QueueKeys {
         let Some(t) = self.topics.get(topic) else {
-            return Vec::new();
+            return QueueKeys::new();
         };
-        let mut keys = Vec::with_capacity(t.subs.len());
+        let mut keys = QueueKeys::with_capacity(t.subs.len());
         keys.extend(
             t.subs
                 .values()
