@@ -674,12 +674,9 @@ async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
                 Ok(None) => break,
                 Err(e) => break 'conn CloseReason::Protocol(e),
             };
-            match decode_push(&frame) {
-                Ok(Some((subscription, delivery))) => {
-                    pushes.push(subscription, delivery);
-                    continue;
-                }
-                Ok(None) => {}
+            match decode_push(&frame, &mut pushes, buf.len()) {
+                Ok(true) => continue,
+                Ok(false) => {}
                 Err(e) => break 'conn CloseReason::Protocol(e),
             }
             // Any other frame may concern a subscription (its reply, its end): the deliveries

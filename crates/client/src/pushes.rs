@@ -8,15 +8,18 @@
 
 use ferry_protocol::responses::read_delivery;
 use ferry_protocol::wire::Reader;
-use ferry_protocol::{Delivery, FrameKind, RawFrame, SubscriptionId, WireError};
+use ferry_protocol::{Delivery, FrameKind, RawFrame, SubscriptionId, WireError, HEADER_LEN};
 
-/// Decodes `frame` if it is a pushed delivery (kind `Deliver`, request id 0): the subscription
-/// it is for and the delivery. `Ok(None)` for any other frame.
+/// If `frame` is a pushed delivery (kind `Deliver`, request id 0), decodes it into `batches`
+/// and returns `true`; `false` for any other frame. `more_bytes`: how much the read buffer
+/// still holds behind this frame (to size a new batch).
 pub(crate) fn decode_push(
     frame: &RawFrame,
-) -> Result<Option<(SubscriptionId, Delivery)>, WireError> {
+    batches: &mut PushBatches,
+    more_bytes: usize,
+) -> Result<bool, WireError> {
     if frame.request_id != 0 || frame.kind != FrameKind::Deliver as u16 {
-        return Ok(None);
+        return Ok(false);
     }
     // The same fields and checks as `Response::decode` for this kind, without building (and
     // then moving out of) a `Response`.
@@ -24,7 +27,10 @@ pub(crate) fn decode_push(
     let subscription = r.u64()?;
     let delivery = read_delivery(&mut r)?;
     r.finish()?;
-    Ok(Some((subscription, delivery)))
+    // Frames behind this one are likely deliveries of about its size.
+    let frame_len = frame.payload.len() + HEADER_LEN;
+    batches.push(subscription, delivery, 1 + more_bytes / frame_len);
+    Ok(true)
 }
 
 /// Deliveries not handed to their subscriptions yet, per subscription in order of first
@@ -32,14 +38,18 @@ pub(crate) fn decode_push(
 #[derive(Default)]
 pub(crate) struct PushBatches {
     batches: Vec<(SubscriptionId, Vec<Delivery>)>,
-    /// The length of the longest batch handed over last time: a new batch starts with room
-    /// for that many, so that it is not regrown (and its deliveries copied) as it fills.
-    expected: usize,
 }
 
 impl PushBatches {
-    /// Adds a delivery for `subscription` behind the ones it already has.
-    pub(crate) fn push(&mut self, subscription: SubscriptionId, delivery: Delivery) {
+    /// Adds a delivery for `subscription` behind the ones it already has. A new batch starts
+    /// with room for `expected` deliveries, so that it is not regrown (its deliveries copied
+    /// each time) as it fills.
+    pub(crate) fn push(
+        &mut self,
+        subscription: SubscriptionId,
+        delivery: Delivery,
+        expected: usize,
+    ) {
         // The last subscription is the likeliest: look there first.
         match self
             .batches
@@ -49,7 +59,7 @@ impl PushBatches {
         {
             Some((_, batch)) => batch.push(delivery),
             None => {
-                let mut batch = Vec::with_capacity(self.expected.clamp(1, MAX_EXPECTED));
+                let mut batch = Vec::with_capacity(expected.clamp(1, MAX_EXPECTED));
                 batch.push(delivery);
                 self.batches.push((subscription, batch));
             }
@@ -63,13 +73,12 @@ impl PushBatches {
 
     /// Takes every batch, leaving this empty.
     pub(crate) fn drain(&mut self) -> std::vec::Drain<'_, (SubscriptionId, Vec<Delivery>)> {
-        self.expected = self.batches.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
         self.batches.drain(..)
     }
 }
 
 /// Most deliveries a new batch makes room for up front.
-const MAX_EXPECTED: usize = 4096;
+const MAX_EXPECTED: usize = 2048;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
@@ -111,11 +120,13 @@ mod tests {
             subscription: 7,
             delivery: delivery(3),
         };
-        let f = frame(0, &push);
-        assert_eq!(decode_push(&f).unwrap(), Some((7, delivery(3))));
+        let mut b = PushBatches::default();
+        assert!(decode_push(&frame(0, &push), &mut b, 1000).unwrap());
         // A reply (request id set) or another kind is not a push.
-        assert_eq!(decode_push(&frame(9, &push)).unwrap(), None);
-        assert_eq!(decode_push(&frame(0, &Response::Pong)).unwrap(), None);
+        assert!(!decode_push(&frame(9, &push), &mut b, 0).unwrap());
+        assert!(!decode_push(&frame(0, &Response::Pong), &mut b, 0).unwrap());
+        let got: Vec<_> = b.drain().collect();
+        assert_eq!(got, vec![(7, vec![delivery(3)])]);
     }
 
     #[test]
@@ -128,14 +139,16 @@ mod tests {
             },
         );
         f.payload = f.payload.slice(..f.payload.len() - 1);
-        assert!(decode_push(&f).is_err());
+        let mut b = PushBatches::default();
+        assert!(decode_push(&f, &mut b, 0).is_err());
+        assert!(b.is_empty());
     }
 
     #[test]
     fn batches_keep_order_per_subscription() {
         let mut b = PushBatches::default();
         for (sub, id) in [(1, 1), (2, 2), (1, 3), (2, 4), (1, 5)] {
-            b.push(sub, delivery(id));
+            b.push(sub, delivery(id), 2);
         }
         let got: Vec<(u64, Vec<u64>)> = b
             .drain()

@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ferry_client::protocol::requests::SubscribeTopic;
-use ferry_client::protocol::{AckMode, DeliveryId, ErrorCode, Order, OutgoingMessage, Source};
+use ferry_client::protocol::{
+    AckMode, DeliveryId, ErrorCode, Order, OutgoingMessage, Source, DEFAULT_PRIORITY,
+};
 use ferry_client::{Client, ClientError, Receive, Subscribe, Subscription};
 use futures::FutureExt;
 use tokio::sync::{mpsc, Semaphore};
@@ -101,15 +103,28 @@ struct FerryConnection {
 }
 
 fn outgoing(msg: OutMessage) -> OutgoingMessage {
-    let mut out = OutgoingMessage::new(String::new(), msg.body);
-    out.queues = msg.queues;
-    out.receiver = msg.to;
-    out.persistent = msg.persistent;
-    out.properties = msg.properties;
-    if let Some(p) = msg.priority {
-        out.priority = p;
+    outgoing_to(msg, None)
+}
+
+/// `msg` for its queues, or published to `topic` when given (its queues are then ignored).
+/// Built field by field: `OutgoingMessage::new` would allocate a queue list only to drop it.
+fn outgoing_to(msg: OutMessage, topic: Option<String>) -> OutgoingMessage {
+    OutgoingMessage {
+        queues: if topic.is_some() {
+            Vec::new()
+        } else {
+            msg.queues
+        },
+        topic,
+        persistent: msg.persistent,
+        receiver: msg.to,
+        priority: msg.priority.unwrap_or(DEFAULT_PRIORITY),
+        context: 0,
+        properties: msg.properties,
+        body: msg.body,
+        ttl_ms: 0,
+        delay_ms: 0,
     }
-    out
 }
 
 #[async_trait]
@@ -220,12 +235,7 @@ impl Connection for FerryConnection {
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
         let msgs = msgs
             .into_iter()
-            .map(|m| {
-                let mut out = outgoing(m);
-                out.queues.clear();
-                out.topic = Some(topic.to_string());
-                out
-            })
+            .map(|m| outgoing_to(m, Some(topic.to_string())))
             .collect();
         let results = self.client.send_batch(msgs).await.map_err(error)?;
         Ok(results
