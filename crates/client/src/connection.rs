@@ -6,7 +6,8 @@
 //!   this at once (pipelining).
 //! - The writer drains everything queued into one buffer and writes it with one `write_all`, so
 //!   a burst of concurrent requests costs one syscall, not one per frame (TCP_NODELAY is on, so
-//!   nothing else delays them).
+//!   nothing else delays them). While several callers keep it busy, it lets the ready tasks run
+//!   once before each drain, so that each write carries more.
 //! - The reader cuts frames with `split_frame`, decodes them and completes the oneshot of the
 //!   request id each reply carries; replies may come in any order. Pushes (request id 0) go to
 //!   the channel of their subscription, the deliveries of one read as one batch (see `pushes`).
@@ -733,7 +734,16 @@ async fn write_loop(
             shared.flush_sends(sends, batch);
         }
     };
+    // The last write carried more than one item: several callers are sending at once.
+    let mut busy = false;
     while let Some(first) = rx.recv().await {
+        if busy {
+            // Let the tasks that are ready run first (callers about to queue more requests):
+            // the next write then carries more of them, with fewer system calls. This waits
+            // for no timer, and a lone caller (every write carries one item) never pays it.
+            tokio::task::yield_now().await;
+        }
+        let mut items = 0usize;
         // Take everything queued: one write for the lot. A lone frame is written as it is,
         // without a copy. Sends queued back to back become one request.
         let max_count = shared.batch_limit.load(Ordering::Relaxed) as usize;
@@ -743,6 +753,7 @@ async fn write_loop(
         let mut closing = false;
         let mut next = Some(first);
         while let Some(item) = next.take() {
+            items += 1;
             match item {
                 Out::Close => {
                     closing = true;
@@ -772,6 +783,7 @@ async fn write_loop(
             next = rx.try_recv().ok();
         }
         flush(&mut lone, &mut sends, &mut batch);
+        busy = items > 1;
         let result = match lone {
             Some(frame) => wr.write_all(&frame).await,
             None if batch.is_empty() => Ok(()),
