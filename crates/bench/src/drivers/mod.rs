@@ -132,7 +132,11 @@ impl OutMessage {
     pub fn for_topic(body: Bytes) -> Self {
         OutMessage {
             queues: Vec::new(),
-            ..OutMessage::to_queue(String::new(), body)
+            body,
+            priority: None,
+            to: None,
+            persistent: true,
+            properties: Properties::new(),
         }
     }
 }
