@@ -306,7 +306,76 @@ fn merge<T: Ord + Copy, K>(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
     use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Message id, addressed to client 1 or 2 (or nobody), priority.
+        Insert(u16, Option<u32>, u8),
+        Remove(u16),
+        /// A walk for client 1 or 2 (or nobody), in steps of this many entries.
+        Walk(Option<u32>, bool, usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let client = proptest::option::of(1u32..=2);
+        prop_oneof![
+            4 => (0u16..200, client.clone(), MIN_PRIORITY..=MAX_PRIORITY)
+                .prop_map(|(id, c, p)| Op::Insert(id, c, p)),
+            2 => (0u16..200).prop_map(Op::Remove),
+            1 => (client, any::<bool>(), 1usize..20).prop_map(|(c, t, b)| Op::Walk(c, t, b)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the inserts and removals, a walk (resumed in steps) yields exactly the
+        /// entries a client may see, in time or priority order, each once.
+        #[test]
+        fn walks_match_a_sorted_model(ops in proptest::collection::vec(op(), 0..400)) {
+            let mut index: Split<u16> = Split::default();
+            let mut model: BTreeMap<u16, (Option<u32>, u8)> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(id, c, p) => {
+                        if let std::collections::btree_map::Entry::Vacant(v) = model.entry(id) {
+                            v.insert((c, p));
+                            index.insert(c, p, id);
+                        }
+                    }
+                    Op::Remove(id) => {
+                        let want = model.remove(&id);
+                        let (c, p) = want.unwrap_or((None, MIN_PRIORITY));
+                        prop_assert_eq!(index.remove(c, p, id), want.is_some());
+                    }
+                    Op::Walk(client, time, budget) => {
+                        let mut want: Vec<(Reverse<u8>, u16)> = model
+                            .iter()
+                            .filter(|(_, (c, _))| c.is_none() || *c == client)
+                            .map(|(id, (_, p))| (Reverse(if time { 0 } else { *p }), *id))
+                            .collect();
+                        want.sort_unstable();
+                        let want: Vec<u16> = want.into_iter().map(|(_, id)| id).collect();
+                        let order = if time { Order::Time } else { Order::Priority };
+                        let (mut got, mut from) = (Vec::new(), None);
+                        loop {
+                            let (last, end) =
+                                index.walk(client, order, from, usize::MAX, budget, &mut got, |_| true);
+                            from = last;
+                            if end {
+                                break;
+                            }
+                        }
+                        prop_assert_eq!(got, want);
+                    }
+                }
+            }
+            prop_assert_eq!(index.is_empty(), model.is_empty());
+        }
+    }
 
     #[test]
     fn picks_merged_in_both_orders() {
