@@ -261,3 +261,74 @@ async fn compare_names_targets_without_drivers() {
         assert!(!e.to_string().is_empty());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_fanout_on_its_own_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("compare.json");
+    let argv = [
+        "compare",
+        "fanout",
+        "--targets",
+        "ferry",
+        "--rounds",
+        "1",
+        "--subscribers",
+        "2",
+        "--persistent",
+        "false",
+        "--ack",
+        "auto",
+        "--size",
+        "64",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--window",
+        "250ms",
+    ];
+    let mut argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    argv.extend(["--json".into(), out.display().to_string()]);
+    let parsed = Compare::try_parse_from(argv).unwrap();
+    ferry_bench::workloads::compare::run(parsed.args, &TestLauncher)
+        .await
+        .unwrap();
+    let json = json(&out);
+    assert_eq!(json["workload"], "compare/fanout");
+    assert_eq!(json["params"]["own_broker"], true);
+    let r = &json["results"][0];
+    let (sent, received) = (r["sent"].as_u64().unwrap(), r["received"].as_u64().unwrap());
+    // Every published message reaches both subscriptions (both counted over the measured
+    // window, whose edges cut a few batches differently).
+    assert!(sent > 0, "{r:#}");
+    let per_message = received as f64 / sent as f64;
+    assert!((1.8..=2.2).contains(&per_message), "{per_message}: {r:#}");
+}
+
+#[tokio::test]
+async fn compare_fanout_refuses_targets_without_topics_and_a_broker_of_its_own() {
+    for (argv, expected) in [
+        (
+            vec!["compare", "fanout", "--targets", "ferry,amqp"],
+            "the amqp driver has no topics",
+        ),
+        (
+            vec!["compare", "fanout", "--targets", "ferry,postgres"],
+            "the postgres driver has no topics",
+        ),
+        (
+            vec!["compare", "fanout", "--targets", "ferry", "--own-broker"],
+            "drop --own-broker",
+        ),
+    ] {
+        let parsed = Compare::try_parse_from(&argv).unwrap();
+        let e = ferry_bench::workloads::compare::run(
+            parsed.args,
+            &ferry_bench::workloads::compare::NoLauncher,
+        )
+        .await
+        .expect_err("refused");
+        assert!(e.to_string().contains(expected), "{argv:?}: {e}");
+    }
+}

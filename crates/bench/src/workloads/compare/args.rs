@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 
 use crate::workloads::ftab::FtabArgs;
-use crate::{LatencyArgs, ThroughputArgs};
+use crate::{FanoutArgs, LatencyArgs, ThroughputArgs};
 
 /// Flags of `ferry bench compare WORKLOAD`.
 #[derive(Debug, Clone, Args)]
@@ -33,6 +33,9 @@ pub enum CompareWorkload {
     Latency(LatencyArgs),
     /// The FTaB client archetypes.
     Ftab(FtabArgs),
+    /// One publisher on a topic, N subscriptions (ferry and nats targets: core NATS for
+    /// non-persistent messages, JetStream for persistent ones).
+    Fanout(FanoutArgs),
 }
 
 impl CompareWorkload {
@@ -42,6 +45,7 @@ impl CompareWorkload {
             CompareWorkload::Throughput(a) => &a.common,
             CompareWorkload::Latency(a) => &a.common,
             CompareWorkload::Ftab(a) => &a.common,
+            CompareWorkload::Fanout(a) => &a.common,
         }
     }
 
@@ -51,6 +55,7 @@ impl CompareWorkload {
             CompareWorkload::Throughput(a) => &mut a.common,
             CompareWorkload::Latency(a) => &mut a.common,
             CompareWorkload::Ftab(a) => &mut a.common,
+            CompareWorkload::Fanout(a) => &mut a.common,
         }
     }
 
@@ -60,6 +65,7 @@ impl CompareWorkload {
             CompareWorkload::Throughput(a) => a.report.as_deref(),
             CompareWorkload::Latency(a) => a.report.as_deref(),
             CompareWorkload::Ftab(a) => a.report.as_deref(),
+            CompareWorkload::Fanout(_) => None,
         }
     }
 
@@ -69,6 +75,7 @@ impl CompareWorkload {
             CompareWorkload::Throughput(_) => "throughput",
             CompareWorkload::Latency(_) => "latency",
             CompareWorkload::Ftab(_) => "ftab",
+            CompareWorkload::Fanout(_) => "fanout",
         }
     }
 }

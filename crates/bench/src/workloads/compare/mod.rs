@@ -24,7 +24,7 @@ pub use broker::{BrokerLauncher, NoLauncher, OwnBroker};
 use crate::args::TargetArg;
 use crate::drivers::Target;
 use crate::report::{self, compare, BenchReport, TargetResult};
-use crate::workloads::{ftab, latency, setup, throughput};
+use crate::workloads::{fanout, ftab, latency, setup, throughput};
 
 /// Runs the comparison, prints the table and writes the files asked for (the workload's
 /// `--json`, `--csv` and `--report`).
@@ -78,6 +78,22 @@ pub async fn measure(args: &CompareArgs, launcher: &dyn BrokerLauncher) -> Resul
         let c = workload.common_mut();
         c.json = None;
         c.csv = None;
+    }
+    if let CompareWorkload::Fanout(a) = &workload {
+        if a.pubsub.own_broker || a.pubsub.broker_pid.is_some() {
+            bail!(
+                "compare fanout measures the broker it starts (or --server): drop --own-broker and --broker-pid"
+            );
+        }
+        if let Some(t) = targets
+            .iter()
+            .find(|t| !matches!(t, TargetArg::Ferry | TargetArg::Nats))
+        {
+            bail!(
+                "compare fanout runs on the ferry and nats targets only: the {} driver has no topics",
+                Target::from(*t).name()
+            );
+        }
     }
     // Every target must have a driver (and, for ftab, run the mix) before anything runs.
     for &t in &targets {
@@ -162,6 +178,7 @@ async fn rounds(n: u32, targets: &[TargetArg], workload: &mut CompareWorkload) -
                 CompareWorkload::Throughput(a) => throughput::measure(a).await?,
                 CompareWorkload::Latency(a) => latency::measure(a).await?,
                 CompareWorkload::Ftab(a) => ftab::measure(a).await?,
+                CompareWorkload::Fanout(a) => fanout::measure(a).await?,
             };
             params = report.params;
             for r in report.results {
