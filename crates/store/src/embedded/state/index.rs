@@ -1,8 +1,8 @@
 //! Ready indexes: the messages a receive may pick, in both orders, split by receiver.
 //!
-//! Each index keeps its entries in one [`Lane`] per priority, each sorted by message id: a
-//! receive in priority order walks the lanes from the highest priority down, one in time order
-//! merges the (usually one or two) lanes in use. Entries are keyed by message id, so a message
+//! Each index keeps its entries in one [`Lane`] per priority in use, each sorted by message id:
+//! a receive in priority order walks the lanes from the highest priority down, one in time
+//! order merges the (usually one or two) lanes in use. Entries are keyed by message id, so a message
 //! that comes back (nack, expiry, disconnect) lands in its old position. The split by receiver
 //! lets a client read the unaddressed entries merged with the ones addressed to it, never
 //! scanning messages meant for others.
@@ -13,34 +13,32 @@ use std::iter::Peekable;
 
 use ferry_protocol::{Order, MAX_PRIORITY, MIN_PRIORITY};
 
+use smallvec::SmallVec;
+
 use super::lane::Lane;
 use super::ClientKey;
 
-/// Number of priorities, hence of lanes per index.
-const LANES: usize = (MAX_PRIORITY - MIN_PRIORITY + 1) as usize;
-
-/// The lane of `priority` (out-of-range priorities, which the store never accepts, are
+/// The lane key of `priority` (out-of-range priorities, which the store never accepts, are
 /// clamped rather than trusted).
-fn lane_of(priority: u8) -> usize {
-    usize::from(priority.clamp(MIN_PRIORITY, MAX_PRIORITY) - MIN_PRIORITY)
-}
-
-/// The priority of lane `i`.
-fn priority_of(i: usize) -> u8 {
-    MIN_PRIORITY + i as u8
+fn clamp(priority: u8) -> u8 {
+    priority.clamp(MIN_PRIORITY, MAX_PRIORITY)
 }
 
 /// Entries of one index in both orders. `K` sorts by message id first.
+///
+/// One lane per priority in use, highest priority first, inline when there is one (the common
+/// case): a client with a few addressed messages on a queue costs a few dozen bytes, not a lane
+/// for every priority.
 #[derive(Debug)]
 pub struct Ready<K: Ord + Copy> {
-    lanes: [Lane<K>; LANES],
+    lanes: SmallVec<[(u8, Lane<K>); 1]>,
     live: usize,
 }
 
 impl<K: Ord + Copy> Default for Ready<K> {
     fn default() -> Self {
         Ready {
-            lanes: std::array::from_fn(|_| Lane::default()),
+            lanes: SmallVec::new(),
             live: 0,
         }
     }
@@ -48,7 +46,20 @@ impl<K: Ord + Copy> Default for Ready<K> {
 
 impl<K: Ord + Copy> Ready<K> {
     fn insert(&mut self, priority: u8, key: K) {
-        if let Some(lane) = self.lanes.get_mut(lane_of(priority)) {
+        let p = clamp(priority);
+        // Lanes are sorted by priority, highest first.
+        let i = match self.lanes.iter().position(|(q, _)| *q <= p) {
+            Some(i) if self.lanes.get(i).is_some_and(|(q, _)| *q == p) => i,
+            Some(i) => {
+                self.lanes.insert(i, (p, Lane::default()));
+                i
+            }
+            None => {
+                self.lanes.push((p, Lane::default()));
+                self.lanes.len() - 1
+            }
+        };
+        if let Some((_, lane)) = self.lanes.get_mut(i) {
             if lane.insert(key) {
                 self.live += 1;
             }
@@ -56,12 +67,20 @@ impl<K: Ord + Copy> Ready<K> {
     }
 
     fn remove(&mut self, priority: u8, key: K) -> bool {
-        let found = self
-            .lanes
-            .get_mut(lane_of(priority))
-            .is_some_and(|lane| lane.remove(&key));
+        let p = clamp(priority);
+        let Some(i) = self.lanes.iter().position(|(q, _)| *q == p) else {
+            return false;
+        };
+        let Some((_, lane)) = self.lanes.get_mut(i) else {
+            return false;
+        };
+        let found = lane.remove(&key);
         if found {
             self.live -= 1;
+            if lane.is_empty() {
+                // An empty lane holds nothing (its tombstones went with its last entry).
+                self.lanes.remove(i);
+            }
         }
         found
     }
@@ -75,8 +94,7 @@ impl<K: Ord + Copy> Ready<K> {
         let lanes = self
             .lanes
             .iter()
-            .filter(|l| !l.is_empty())
-            .map(|l| l.iter_after(after.as_ref()).peekable())
+            .map(|(_, l)| l.iter_after(after.as_ref()).peekable())
             .collect();
         TimeMerge { lanes }
     }
@@ -88,11 +106,8 @@ impl<K: Ord + Copy> Ready<K> {
     ) -> impl Iterator<Item = (Reverse<u8>, K)> + '_ {
         self.lanes
             .iter()
-            .enumerate()
-            .rev()
-            .filter(|(_, l)| !l.is_empty())
-            .filter_map(move |(i, lane)| {
-                let p = priority_of(i);
+            .filter_map(move |(p, lane)| {
+                let p = *p;
                 let from = match after {
                     None => None,
                     // Lanes above the cursor's priority were walked already.
@@ -106,7 +121,7 @@ impl<K: Ord + Copy> Ready<K> {
     }
 
     fn all(&self) -> impl Iterator<Item = K> + '_ {
-        self.lanes.iter().flat_map(|l| l.iter_after(None))
+        self.lanes.iter().flat_map(|(_, l)| l.iter_after(None))
     }
 }
 
