@@ -6,28 +6,8 @@
 mod fake;
 
 use fake::*;
-use ferry_client::{AckMode, Client, ClientError, Delivery, ErrorCode, Limits, Order, Subscribe};
+use ferry_client::{AckMode, Client, ClientError, Delivery, ErrorCode, Limits};
 use ferry_protocol::{Request, Response};
-
-fn subscribe(queue: &str, ack: AckMode, prefetch: u32) -> Subscribe {
-    Subscribe {
-        queue: queue.into(),
-        order: Order::Priority,
-        ack,
-        prefetch,
-        selector: String::new(),
-    }
-}
-
-fn deliver(subscription: u64, delivery_id: u64, n: u64) -> (u32, Response) {
-    (
-        0,
-        Response::Deliver {
-            subscription,
-            delivery: delivery(delivery_id, n),
-        },
-    )
-}
 
 fn numbers(ds: &[Delivery]) -> Vec<u64> {
     ds.iter().map(|d| d.message.id).collect()

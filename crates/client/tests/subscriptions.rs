@@ -4,28 +4,8 @@
 mod fake;
 
 use fake::*;
-use ferry_client::{AckMode, Client, ClientError, ErrorCode, Limits, Order, Subscribe};
+use ferry_client::{AckMode, Client, ClientError, ErrorCode, Limits};
 use ferry_protocol::{Request, Response};
-
-fn subscribe(queue: &str, ack: AckMode, prefetch: u32) -> Subscribe {
-    Subscribe {
-        queue: queue.into(),
-        order: Order::Priority,
-        ack,
-        prefetch,
-        selector: String::new(),
-    }
-}
-
-fn deliver(subscription: u64, delivery_id: u64, n: u64) -> (u32, Response) {
-    (
-        0,
-        Response::Deliver {
-            subscription,
-            delivery: delivery(delivery_id, n),
-        },
-    )
-}
 
 /// The message number of the next item, which must be a delivery.
 async fn next_n(sub: &mut ferry_client::Subscription) -> u64 {

@@ -148,6 +148,32 @@ pub fn delivery(delivery_id: u64, n: u64) -> ferry_client::Delivery {
     }
 }
 
+/// A push subscription request on `queue`, in priority order, without selector.
+pub fn subscribe(
+    queue: &str,
+    ack: ferry_client::AckMode,
+    prefetch: u32,
+) -> ferry_client::Subscribe {
+    ferry_client::Subscribe {
+        queue: queue.into(),
+        order: ferry_client::Order::Priority,
+        ack,
+        prefetch,
+        selector: String::new(),
+    }
+}
+
+/// A pushed `Deliver` frame (request id 0) carrying [`delivery`]`(delivery_id, n)`.
+pub fn deliver(subscription: u64, delivery_id: u64, n: u64) -> (u32, Response) {
+    (
+        0,
+        Response::Deliver {
+            subscription,
+            delivery: delivery(delivery_id, n),
+        },
+    )
+}
+
 /// Awaits `f`, failing the test instead of hanging.
 pub async fn within<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(DEADLINE, f).await.expect("timed out")
