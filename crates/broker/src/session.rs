@@ -4,13 +4,12 @@
 //! subscription tasks. Its maps sit behind std mutexes that are never held across an `.await`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
 use ferry_protocol::{AckMode, DeliveryId, SubscriptionId};
-use ferry_store::SessionId;
+use ferry_store::{IdMap, SessionId};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
@@ -34,28 +33,11 @@ pub struct TopicConsumer {
 /// is bounded elsewhere: replies by the pipelining limit, pushes by subscription credit.
 pub type Outbound = UnboundedSender<Bytes>;
 
-/// Hashes delivery ids (sequential integers, never chosen by the client as keys it could
-/// collide on purpose: unknown ids are only looked up) with one multiply instead of SipHash,
-/// which costs more than the rest of tracking a delivery.
-#[derive(Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// Unsettled deliveries by id.
-type DeliveryMap = HashMap<DeliveryId, Option<SubscriptionId>, BuildHasherDefault<IdHasher>>;
+/// Delivery ids are sequential and never chosen by the client as keys (unknown ids are only
+/// looked up), so they are hashed with one multiply instead of SipHash, which cost more than the
+/// rest of tracking a delivery.
+type DeliveryMap = IdMap<DeliveryId, Option<SubscriptionId>>;
 
 /// One live session.
 pub struct Session {

@@ -14,10 +14,12 @@ pub mod api;
 pub mod conformance;
 pub mod embedded;
 pub mod error;
+pub mod id_hash;
 pub mod postgres;
 pub mod select;
 
 pub use api::*;
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 pub use error::StoreError;
+pub use id_hash::{IdHasher, IdMap};
 pub use postgres::{PostgresConfig, PostgresStore};

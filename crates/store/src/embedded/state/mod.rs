@@ -15,7 +15,6 @@
 //! add record of its message, and its durability implies the add's.
 
 use std::collections::{hash_map, BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -28,6 +27,7 @@ use super::format::header;
 use super::format::record::{self, kind, AddedMessage, MessageFields, Record};
 use super::writer::LogGuard;
 use crate::error::StoreError;
+pub use crate::id_hash::{IdHasher, IdMap};
 use crate::select;
 
 pub mod index;
@@ -62,30 +62,6 @@ const UNLOGGED: u64 = 0;
 /// The segment of a message added by the transaction group being built; set when the group is
 /// appended.
 const GROUPED: u64 = u64::MAX;
-
-/// A hasher for integer keys that are already well spread (sequential ids): one multiply.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// A hash map keyed by integers.
-pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// A stored message's immutable part, shared by every queue it is on and every delivery.
 #[derive(Debug)]
