@@ -55,6 +55,18 @@ const MIX: &[&str] = &[
     "500ms",
 ];
 
+/// Small messages and a one-second run, for the workloads `compare` runs here.
+const SHORT_RUN: &[&str] = &[
+    "--size",
+    "64",
+    "--duration",
+    "1s",
+    "--warmup",
+    "300ms",
+    "--window",
+    "250ms",
+];
+
 fn json(path: &std::path::Path) -> Value {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let errors = schema::validate(&schema::load(), &json);
@@ -212,18 +224,14 @@ async fn compare_throughput_on_a_given_server() {
         "ferry",
         "--rounds",
         "1",
-        "--size",
-        "64",
-        "--duration",
-        "1s",
-        "--warmup",
-        "300ms",
-        "--window",
-        "250ms",
         "--max-backlog",
         "2000",
     ];
-    let mut argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let mut argv: Vec<String> = argv
+        .iter()
+        .chain(SHORT_RUN)
+        .map(|s| s.to_string())
+        .collect();
     argv.extend([
         "--server".into(),
         server.addr_string(),
@@ -279,16 +287,12 @@ async fn compare_fanout_on_its_own_broker() {
         "false",
         "--ack",
         "auto",
-        "--size",
-        "64",
-        "--duration",
-        "1s",
-        "--warmup",
-        "300ms",
-        "--window",
-        "250ms",
     ];
-    let mut argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let mut argv: Vec<String> = argv
+        .iter()
+        .chain(SHORT_RUN)
+        .map(|s| s.to_string())
+        .collect();
     argv.extend(["--json".into(), out.display().to_string()]);
     let parsed = Compare::try_parse_from(argv).unwrap();
     ferry_bench::workloads::compare::run(parsed.args, &TestLauncher)
