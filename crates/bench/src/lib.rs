@@ -31,10 +31,34 @@ pub use workloads::selector::SelectorArgs;
 pub use workloads::throughput::ThroughputArgs;
 
 /// Runs `fut` (a workload) on a multi-threaded runtime, so producers and consumers really run
-/// in parallel as separate clients would.
-pub fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(fut: F) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+/// in parallel as separate clients would; `threads` workers (`None`: one per core).
+pub fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(
+    threads: Option<usize>,
+    fut: F,
+) -> anyhow::Result<()> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Some(n) = threads {
+        anyhow::ensure!(n > 0, "--threads must be at least 1");
+        builder.worker_threads(n);
+    }
+    let runtime = builder.build()?;
     runtime.block_on(fut)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn block_on_runs_on_the_threads_asked_for() {
+        for n in [1, 3] {
+            super::block_on(Some(n), async move {
+                let workers = tokio::runtime::Handle::current().metrics().num_workers();
+                anyhow::ensure!(workers == n, "{workers} workers, asked for {n}");
+                Ok(())
+            })
+            .unwrap();
+        }
+        let e = super::block_on(Some(0), async { Ok(()) }).unwrap_err();
+        assert!(e.to_string().contains("--threads"), "{e}");
+    }
 }

@@ -77,6 +77,8 @@ pub struct ConfigLayer {
     pub lease_ms: Option<u32>,
     /// Most requests processed at once per connection (pipelining depth).
     pub max_pipelined: Option<u32>,
+    /// Threads serving connections (the async runtime's workers).
+    pub workers: Option<u32>,
     /// Seconds to let in-flight requests finish on shutdown.
     pub shutdown_grace_secs: Option<u64>,
     /// Storage engine: `embedded` or a `postgres://` URL.
@@ -105,6 +107,7 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_MAX_BATCH",
     "FERRY_LEASE_MS",
     "FERRY_MAX_PIPELINED",
+    "FERRY_WORKERS",
     "FERRY_SHUTDOWN_GRACE_SECS",
     "FERRY_STORE",
     "FERRY_STORE_POOL_SIZE",
@@ -216,6 +219,7 @@ impl ConfigLayer {
                 "FERRY_MAX_PIPELINED" => {
                     layer.max_pipelined = Some(parse_env_u32("max_pipelined", &v)?)
                 }
+                "FERRY_WORKERS" => layer.workers = Some(parse_env_u32("workers", &v)?),
                 "FERRY_STORE" => layer.store = Some(v),
                 "FERRY_STORE_POOL_SIZE" => {
                     layer.store_pool_size = Some(parse_env_u32("store_pool_size", &v)?)
@@ -272,6 +276,9 @@ impl ConfigLayer {
         if let Some(v) = self.node_timeout_ms {
             cfg.node_timeout_ms = v;
         }
+        if let Some(v) = self.workers {
+            cfg.workers = Some(v);
+        }
         let l = &mut cfg.limits;
         let set = |slot: &mut u32, v: Option<u32>| {
             if let Some(v) = v {
@@ -323,6 +330,10 @@ pub struct BrokerConfig {
     pub node: Option<String>,
     /// A node silent for this long is taken for dead: its sessions end, its deliveries return.
     pub node_timeout_ms: u32,
+    /// Threads of the async runtime that serves connections and runs the jobs. `None`: one
+    /// per core. Fewer than the cores leaves cores to other programs on the machine, such as
+    /// a load generator on a small machine (measured in docs/benchmarks.md).
+    pub workers: Option<u32>,
 }
 
 impl Default for BrokerConfig {
@@ -339,6 +350,7 @@ impl Default for BrokerConfig {
             store_batch_max: 1024,
             node: None,
             node_timeout_ms: 10_000,
+            workers: None,
         }
     }
 }
@@ -399,6 +411,7 @@ impl BrokerConfig {
             ("store_pool_size", self.store_pool_size),
             ("store_batch_max", self.store_batch_max),
             ("node_timeout_ms", self.node_timeout_ms),
+            ("workers", self.workers.unwrap_or(1)),
         ] {
             if v == 0 {
                 return Err(invalid(key, "0".into(), "must be at least 1"));
@@ -423,7 +436,7 @@ impl BrokerConfig {
             "listen = \"{}\"\ndata_dir = \"{}\"\nfsync = \"{}\"\nmax_connections = {}\nmax_body_bytes = {}\n\
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
              max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
-             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\n{}node_timeout_ms = {}\n",
+             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\n{}node_timeout_ms = {}\n{}",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -445,6 +458,10 @@ impl BrokerConfig {
                 None => "# node: generated at start\n".to_owned(),
             },
             self.node_timeout_ms,
+            match self.workers {
+                Some(n) => format!("workers = {n}\n"),
+                None => "# workers: one per core\n".to_owned(),
+            },
         )
     }
 }
@@ -523,6 +540,32 @@ mod tests {
         };
         let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
         assert!(err.to_string().contains("store"), "{err}");
+    }
+
+    #[test]
+    fn workers_come_from_any_layer_and_zero_is_refused() {
+        assert_eq!(BrokerConfig::default().workers, None);
+        assert!(BrokerConfig::default()
+            .to_toml()
+            .contains("# workers: one per core"));
+        let env = ConfigLayer::from_env([("FERRY_WORKERS".to_owned(), "1".to_owned())]).unwrap();
+        let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+        assert_eq!(cfg.workers, Some(1));
+        assert!(cfg.to_toml().contains("workers = 1\n"));
+        let file: ConfigLayer = toml::from_str("workers = 3").unwrap();
+        let cfg = BrokerConfig::resolve(
+            Some(&file),
+            &ConfigLayer::default(),
+            &ConfigLayer::default(),
+        )
+        .unwrap();
+        assert_eq!(cfg.workers, Some(3));
+        let flags = ConfigLayer {
+            workers: Some(0),
+            ..ConfigLayer::default()
+        };
+        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+        assert!(err.to_string().contains("workers"), "{err}");
     }
 
     #[test]

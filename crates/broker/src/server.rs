@@ -184,6 +184,7 @@ impl Broker {
             data_dir = %config.data_dir.display(),
             store = %config.store.redacted(),
             fsync = %config.fsync,
+            workers = tokio::runtime::Handle::current().metrics().num_workers(),
             "ferry broker listening"
         );
         Ok(RunningBroker {

@@ -114,3 +114,46 @@ fn sigterm_drains_flushes_and_keeps_messages() {
         assert!(take(&c, "q").await.is_none());
     });
 }
+
+/// The `workers=N` of the broker's start-up log line, from a `ferry serve` run with `args`.
+fn logged_workers(args: &[&str]) -> String {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(ferry_bin())
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("FERRY_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ferry");
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut found = String::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        if line.contains("ferry broker listening") {
+            found = line
+                .split_whitespace()
+                .find(|w| w.starts_with("workers="))
+                .unwrap_or("")
+                .to_owned();
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    found
+}
+
+#[test]
+fn workers_setting_sets_the_number_of_runtime_threads() {
+    assert_eq!(logged_workers(&["--workers", "1"]), "workers=1");
+    assert_eq!(logged_workers(&["--workers", "3"]), "workers=3");
+    let out = serve(&["--check-config"], &[("FERRY_WORKERS", "2")]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("workers = 2"));
+    let out = serve(&["--check-config", "--workers", "0"], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("workers"));
+}

@@ -42,6 +42,9 @@ pub struct ServeArgs {
     /// Client-ack lease in milliseconds [default: 60000]
     #[arg(long, value_name = "MS")]
     pub lease_ms: Option<u32>,
+    /// Threads serving connections [default: one per core]
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
     /// TOML configuration file
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -65,6 +68,7 @@ impl ServeArgs {
             lease_ms: self.lease_ms,
             node: self.node.clone(),
             node_timeout_ms: self.node_timeout_ms,
+            workers: self.workers,
             ..ConfigLayer::default()
         }
     }
@@ -102,11 +106,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     init_logs(&args.log_format)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("ferry")
-        .build()
-        .context("cannot start the async runtime")?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().thread_name("ferry");
+    if let Some(n) = config.workers {
+        builder.worker_threads(n as usize);
+    }
+    let runtime = builder.build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let broker = Broker::start(config).await?;
         shutdown::signal().await;

@@ -10,6 +10,10 @@ use clap::{Args, Subcommand};
 /// Flags of `ferry bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    /// Threads of the load generator's runtime [default: one per core]. On a small machine
+    /// shared with the broker, fewer threads leave more of the cores to the broker.
+    #[arg(long, value_name = "N", global = true)]
+    threads: Option<usize>,
     #[command(subcommand)]
     workload: Workload,
 }
@@ -36,26 +40,29 @@ enum Workload {
 
 /// Runs a benchmark on a multi-threaded runtime.
 pub fn run(args: BenchArgs) -> Result<()> {
+    let threads = args.threads;
     match args.workload {
         Workload::Throughput(a) => {
-            ferry_bench::block_on(ferry_bench::workloads::throughput::run(a))
+            ferry_bench::block_on(threads, ferry_bench::workloads::throughput::run(a))
         }
-        Workload::Latency(a) => ferry_bench::block_on(ferry_bench::workloads::latency::run(a)),
-        Workload::Ftab(a) => ferry_bench::block_on(ferry_bench::workloads::ftab::run(a)),
+        Workload::Latency(a) => {
+            ferry_bench::block_on(threads, ferry_bench::workloads::latency::run(a))
+        }
+        Workload::Ftab(a) => ferry_bench::block_on(threads, ferry_bench::workloads::ftab::run(a)),
         Workload::Fanout(mut a) => {
             a.pubsub.ferry_binary = std::env::current_exe().ok();
-            ferry_bench::block_on(ferry_bench::workloads::fanout::run(a))
+            ferry_bench::block_on(threads, ferry_bench::workloads::fanout::run(a))
         }
         Workload::Selector(mut a) => {
             a.pubsub.ferry_binary = std::env::current_exe().ok();
-            ferry_bench::block_on(ferry_bench::workloads::selector::run(a))
+            ferry_bench::block_on(threads, ferry_bench::workloads::selector::run(a))
         }
         Workload::Compare(mut a) => {
             a.server_given = server_given();
-            ferry_bench::block_on(ferry_bench::workloads::compare::run(
-                a,
-                &own_broker::InProcess,
-            ))
+            ferry_bench::block_on(
+                threads,
+                ferry_bench::workloads::compare::run(a, &own_broker::InProcess),
+            )
         }
     }
 }

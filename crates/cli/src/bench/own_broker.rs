@@ -23,14 +23,19 @@ impl BrokerLauncher for InProcess {
             ));
             std::fs::create_dir_all(&dir)
                 .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("ferry-broker")
-                .enable_all()
-                .build()?;
+            // Default settings, except the number of workers, which FERRY_WORKERS sets as it
+            // does for `ferry serve`.
+            let workers = ferry_broker::ConfigLayer::from_env(std::env::vars())?.workers;
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.thread_name("ferry-broker").enable_all();
+            if let Some(n) = workers {
+                builder.worker_threads(n.max(1) as usize);
+            }
+            let runtime = builder.build()?;
             let config = BrokerConfig {
                 listen: "127.0.0.1:0".into(),
                 data_dir: dir.clone(),
+                workers,
                 ..BrokerConfig::default()
             };
             let broker = runtime

@@ -133,3 +133,75 @@ async fn publish_rates() {
         }
     }
 }
+
+/// The store's share of a non-persistent fan-out to one subscription: time spent in
+/// `send_batch` (batches of 256 bare 128-byte messages) and in `receive_with` (batches of up
+/// to 2048, auto ack), each measured alone, so per message it is the work done under the
+/// state lock plus the call's own overhead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints costs; run by hand in release mode"]
+async fn fanout_store_costs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<EmbeddedStore> = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
+        .await
+        .unwrap();
+    store.register_client("p").await.unwrap();
+    store.create_topic("t").await.unwrap();
+    let opts = SubscriptionOptions::default();
+    store.subscribe_topic("t", "s", &opts, "p").await.unwrap();
+    let body = Bytes::from(vec![7u8; 128]);
+    let spec = ReceiveSpec {
+        source: Source::Queue("t:s".into()),
+        order: Order::Time,
+        mode: ReceiveMode::Take,
+        ack: AckMode::Auto,
+        client: "c".into(),
+        session: 1,
+        lease_until_ms: u64::MAX,
+        selector: None,
+        now_ms: 0,
+    };
+    let (mut publish, mut take) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+    let mut taken = 0;
+    let mut bytes = 0;
+    for _round in 0..400 {
+        for _ in 0..8 {
+            let batch: Vec<NewMessage> = (0..256)
+                .map(|_| NewMessage {
+                    queues: Vec::new(),
+                    topic: Some("t".into()),
+                    persistent: false,
+                    sender: "p".into(),
+                    receiver: None,
+                    priority: 4,
+                    context: 0,
+                    properties: Vec::new(),
+                    body: body.clone(),
+                    created_at: 0,
+                    deliver_at_ms: 0,
+                    expires_at_ms: 0,
+                })
+                .collect();
+            let t = Instant::now();
+            for r in store.send_batch(batch).await {
+                r.unwrap();
+            }
+            publish += t.elapsed();
+        }
+        let t = Instant::now();
+        let mut buf = bytes::BytesMut::with_capacity(2048 * 220);
+        let mut sink = |_: usize, d: ferry_protocol::DeliveryView<'_>| {
+            ferry_protocol::encode_deliver(&mut buf, 1, &d);
+        };
+        taken += store.receive_with(&spec, 2048, &mut sink).await.unwrap();
+        bytes += buf.len();
+        take += t.elapsed();
+    }
+    assert_eq!(taken, 400 * 8 * 256);
+    println!(
+        "publish {:.3} us/msg, take+encode {:.3} us/msg ({} bytes encoded)",
+        publish.as_secs_f64() * 1e6 / taken as f64,
+        take.as_secs_f64() * 1e6 / taken as f64,
+        bytes
+    );
+}
