@@ -103,8 +103,9 @@ pub async fn send_batch(
     let mut valid = Vec::with_capacity(items.len());
     let mut touched: Vec<String> = Vec::new();
     let mut topics: Vec<String> = Vec::new();
+    let mut last_name = validate::LastValidName::default();
     for m in items {
-        match validate::message(&m, &shared.limits) {
+        match validate::message_in_batch(&m, &shared.limits, &mut last_name) {
             Ok(()) => {
                 for q in &m.queues {
                     if !touched.contains(q) {

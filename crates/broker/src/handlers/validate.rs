@@ -57,14 +57,41 @@ pub fn selector(text: &str) -> Result<Option<Arc<Selector>>, ErrorReply> {
     }
 }
 
+/// The last topic or queue name found valid in a batch: the messages of a batch usually share
+/// their destination, whose name is then checked once rather than once per message.
+#[derive(Debug, Default)]
+pub struct LastValidName(String);
+
+impl LastValidName {
+    /// [`name`], skipped when `n` is the name checked last.
+    fn check(&mut self, what: &str, n: &str, limits: &Limits) -> Result<(), ErrorReply> {
+        if !self.0.is_empty() && self.0 == n {
+            return Ok(());
+        }
+        name(what, n, limits)?;
+        n.clone_into(&mut self.0);
+        Ok(())
+    }
+}
+
 /// Checks one outgoing message.
 pub fn message(m: &OutgoingMessage, limits: &Limits) -> Result<(), ErrorReply> {
+    message_in_batch(m, limits, &mut LastValidName::default())
+}
+
+/// [`message`] for the next message of a batch; `last` carries a valid name from one call to
+/// the next.
+pub fn message_in_batch(
+    m: &OutgoingMessage,
+    limits: &Limits,
+    last: &mut LastValidName,
+) -> Result<(), ErrorReply> {
     let invalid = |msg: String| Err(ErrorReply::new(ErrorCode::InvalidArgument, msg));
     match &m.topic {
         Some(_) if !m.queues.is_empty() => {
             return invalid("a message goes to queues or to a topic, not both".into())
         }
-        Some(topic) => name("topic", topic, limits)?,
+        Some(topic) => last.check("topic", topic, limits)?,
         None if m.queues.is_empty() => {
             return invalid("a send needs at least one queue".into());
         }
@@ -81,7 +108,7 @@ pub fn message(m: &OutgoingMessage, limits: &Limits) -> Result<(), ErrorReply> {
         ));
     }
     for q in &m.queues {
-        name("queue", q, limits)?;
+        last.check("queue", q, limits)?;
     }
     if let Some(q) = first_duplicate(m.queues.iter().map(String::as_str)) {
         return invalid(format!("queue '{q}' is named twice in one send"));
@@ -138,4 +165,34 @@ fn first_duplicate<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Option<&
     }
     let mut seen = HashSet::with_capacity(n);
     names.into_iter().find(|&name| !seen.insert(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_checks_every_new_name_and_remembers_only_valid_ones() {
+        let limits = Limits::DEFAULT;
+        let mut last = LastValidName::default();
+        let empty = OutgoingMessage::new("", "x");
+        assert!(
+            message_in_batch(&empty, &limits, &mut last).is_err(),
+            "an empty name is refused, also before any name was remembered"
+        );
+        let good = OutgoingMessage::to_topic("prices", "x");
+        for _ in 0..2 {
+            message_in_batch(&good, &limits, &mut last).unwrap();
+        }
+        let bad = OutgoingMessage::to_topic("no spaces", "x");
+        for _ in 0..2 {
+            let e = message_in_batch(&bad, &limits, &mut last).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument);
+            assert!(e.message.contains("topic name 'no spaces'"), "{e:?}");
+        }
+        let bad_queue = OutgoingMessage::new("no spaces", "x");
+        let e = message_in_batch(&bad_queue, &limits, &mut last).unwrap_err();
+        assert!(e.message.contains("queue name"), "{e:?}");
+        message_in_batch(&OutgoingMessage::new("prices", "x"), &limits, &mut last).unwrap();
+    }
 }

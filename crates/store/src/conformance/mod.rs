@@ -69,6 +69,7 @@ tests!(
     sending::unknown_receiver_changes_nothing,
     sending::ids_increase_and_fields_roundtrip,
     sending::send_batch_mixed_success,
+    sending::send_batch_keeps_each_sender,
     sending::message_on_several_queues,
     receiving::unknown_source_errors,
     receiving::addressed_messages_invisible_to_others,

@@ -78,6 +78,34 @@ pub async fn send_batch_mixed_success(store: Arc<dyn Store>) {
     assert!(store.send_batch(Vec::new()).await.is_empty());
 }
 
+/// A batch whose messages come from several senders, one of them never registered, records
+/// each message with its own sender (by-sender receives find exactly theirs).
+pub async fn send_batch_keeps_each_sender(store: Arc<dyn Store>) {
+    setup(&store, &["p", "r", "c"], &["q"]).await;
+    let results = store
+        .send_batch(vec![
+            msg(&["q"], "p", "p1"),
+            msg(&["q"], "p", "p2"),
+            msg(&["q"], "r", "r1"),
+            msg(&["q"], "newcomer", "n1"),
+            msg(&["q"], "p", "p3"),
+            msg(&["q"], "newcomer", "n2"),
+        ])
+        .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let d = store.receive(&take("q", "c"), 10).await.unwrap();
+    let senders: Vec<&str> = d.iter().map(|d| d.message.sender.as_str()).collect();
+    assert_eq!(senders, ["p", "p", "r", "newcomer", "p", "newcomer"]);
+    for (sender, want) in [("p", 3), ("r", 1), ("newcomer", 2)] {
+        store.send(msg(&["q"], sender, "again")).await.unwrap();
+        let mut spec = take("q", "c");
+        spec.source = Source::Sender(sender.into());
+        let d = store.receive(&spec, 10).await.unwrap();
+        assert_eq!(d.len(), 1, "{sender}: {want} taken before, one sent since");
+        assert_eq!(d[0].message.sender, sender);
+    }
+}
+
 /// A message on several queues is taken from each independently.
 pub async fn message_on_several_queues(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["a", "b", "z"]).await;

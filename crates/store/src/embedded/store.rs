@@ -21,7 +21,7 @@ use super::backend::Backend;
 use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::recovery;
-use super::state::messages::{Handout, Walk};
+use super::state::messages::{Handout, LastSender, Walk};
 use super::state::State;
 use super::writer::{self, Log, Ticket};
 use super::SEGMENTS_DIR;
@@ -337,7 +337,11 @@ impl Store for EmbeddedStore {
         let (mut results, ticket) = {
             let mut st = self.state();
             let mut log = self.log.lock();
-            let results: Vec<_> = msgs.into_iter().map(|m| st.send(&mut log, m)).collect();
+            let mut last = LastSender::default();
+            let results: Vec<_> = msgs
+                .into_iter()
+                .map(|m| st.send_next(&mut log, m, &mut last))
+                .collect();
             let ticket = if log.appended() {
                 log.ticket_if_pending()
             } else {

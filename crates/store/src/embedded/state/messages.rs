@@ -21,7 +21,7 @@ use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::Lease;
-use super::{Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
+use super::{ClientKey, Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
 use crate::api::{dead_letter, NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
 
@@ -50,6 +50,11 @@ pub struct Walk {
     /// Whether the walk reached the end of the index.
     pub end: bool,
 }
+
+/// The sender of the previous message stored in a batch: a batch usually comes from one
+/// client, whose name is then looked up once instead of once per message.
+#[derive(Debug, Default)]
+pub struct LastSender(Option<(Arc<str>, ClientKey)>);
 
 /// What settling a set of delivery ids did.
 #[derive(Debug, Default)]
@@ -153,8 +158,42 @@ impl State {
     /// evaluated here, under the same lock hold that stores it; when none does, it gets an id
     /// and is stored nowhere.
     pub fn send(&mut self, log: &mut LogGuard<'_>, m: NewMessage) -> Result<MessageId, StoreError> {
+        self.send_next(log, m, &mut LastSender::default())
+    }
+
+    /// [`State::send`] for the next message of a batch; `last` carries the previous message's
+    /// sender from one call to the next.
+    pub fn send_next(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        m: NewMessage,
+        last: &mut LastSender,
+    ) -> Result<MessageId, StoreError> {
         let keys = self.check_send(&m)?;
-        self.send_checked(log, m, keys)
+        self.send_checked(log, m, keys, last)
+    }
+
+    /// The key and shared name of `sender`, registering it if it is new.
+    fn sender_key(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        sender: &str,
+        last: &mut LastSender,
+    ) -> Result<(ClientKey, Arc<str>), StoreError> {
+        if let Some((name, key)) = &last.0 {
+            if **name == *sender {
+                return Ok((*key, name.clone()));
+            }
+        }
+        let (key, name) = match self.clients.get_key_value(sender) {
+            Some((name, key)) => (*key, name.clone()),
+            None => {
+                self.register_client(log, sender)?;
+                self.client_key(sender)
+            }
+        };
+        last.0 = Some((name.clone(), key));
+        Ok((key, name))
     }
 
     /// [`State::send`] after [`State::check_send`] passed, with the keys it returned.
@@ -163,14 +202,9 @@ impl State {
         log: &mut LogGuard<'_>,
         m: NewMessage,
         keys: QueueKeys,
+        last: &mut LastSender,
     ) -> Result<MessageId, StoreError> {
-        let (sender_key, sender) = match self.clients.get_key_value(m.sender.as_str()) {
-            Some((name, key)) => (*key, name.clone()),
-            None => {
-                self.register_client(log, &m.sender)?;
-                self.client_key(&m.sender)
-            }
-        };
+        let (sender_key, sender) = self.sender_key(log, &m.sender, last)?;
         let receiver = m.receiver.as_deref().map(|r| self.client_key(r));
         let id = self.next_id;
         self.next_id += 1;

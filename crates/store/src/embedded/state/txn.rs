@@ -71,8 +71,9 @@ impl State {
         }
         self.group = Some(Group::default());
         let mut ids = Vec::with_capacity(msgs.len());
+        let mut last = super::messages::LastSender::default();
         for (m, k) in msgs.into_iter().zip(keys) {
-            match self.send_checked(log, m, k) {
+            match self.send_checked(log, m, k, &mut last) {
                 Ok(id) => ids.push(id),
                 Err(e) => {
                     // Cannot happen after the checks above; keep the log in step with the
