@@ -6,13 +6,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use ferry_protocol::{AckMode, Order, PropertyValue, ReceiveMode, Source, SubscriptionOptions};
+use ferry_protocol::{Order, PropertyValue, SubscriptionOptions};
 
 use super::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 use crate::api::{NewMessage, ReceiveSpec, Store};
 
 const MESSAGES: usize = 200_000;
 const BATCH: usize = 500;
+
+/// An auto-ack take from `queue` in time order.
+fn auto_take(queue: &str) -> ReceiveSpec {
+    ReceiveSpec {
+        order: Order::Time,
+        ..crate::conformance::take(queue, "c")
+    }
+}
 
 /// Publishes to `subs` subscriptions (or, with `baseline`, sends to as many queues).
 async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy, baseline: bool) {
@@ -75,21 +83,12 @@ async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy,
     let taking = Instant::now();
     let mut copies = 0;
     for i in 0..subs {
-        let spec = ReceiveSpec {
-            source: Source::Queue(if baseline {
-                format!("q{i}")
-            } else {
-                format!("t:s{i}")
-            }),
-            order: Order::Time,
-            mode: ReceiveMode::Take,
-            ack: AckMode::Auto,
-            client: "c".into(),
-            session: 1,
-            lease_until_ms: u64::MAX,
-            selector: None,
-            now_ms: 0,
+        let queue = if baseline {
+            format!("q{i}")
+        } else {
+            format!("t:s{i}")
         };
+        let spec = auto_take(&queue);
         loop {
             let got = store.receive(&spec, 1000).await.unwrap();
             if got.is_empty() {
@@ -150,17 +149,7 @@ async fn fanout_store_costs() {
     let opts = SubscriptionOptions::default();
     store.subscribe_topic("t", "s", &opts, "p").await.unwrap();
     let body = Bytes::from(vec![7u8; 128]);
-    let spec = ReceiveSpec {
-        source: Source::Queue("t:s".into()),
-        order: Order::Time,
-        mode: ReceiveMode::Take,
-        ack: AckMode::Auto,
-        client: "c".into(),
-        session: 1,
-        lease_until_ms: u64::MAX,
-        selector: None,
-        now_ms: 0,
-    };
+    let spec = auto_take("t:s");
     let (mut publish, mut take) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
     let mut taken = 0;
     let mut bytes = 0;
@@ -168,18 +157,9 @@ async fn fanout_store_costs() {
         for _ in 0..8 {
             let batch: Vec<NewMessage> = (0..256)
                 .map(|_| NewMessage {
-                    queues: Vec::new(),
-                    topic: Some("t".into()),
                     persistent: false,
-                    sender: "p".into(),
-                    receiver: None,
-                    priority: 4,
-                    context: 0,
-                    properties: Vec::new(),
                     body: body.clone(),
-                    created_at: 0,
-                    deliver_at_ms: 0,
-                    expires_at_ms: 0,
+                    ..crate::conformance::publish("t", "p", "")
                 })
                 .collect();
             let t = Instant::now();
