@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use ferry_protocol::{AckMode, DeliveryId, SubscriptionId};
@@ -45,6 +45,9 @@ pub struct Session {
     pub id: SessionId,
     /// The client name.
     pub client: String,
+    /// The client name again, shared: the sender of every message the session sends, so that
+    /// a message does not copy the name.
+    pub sender: Arc<str>,
     /// Frames to the client.
     pub out: Outbound,
     /// Unsettled client-ack deliveries, and the subscription each came through (if any).
@@ -64,6 +67,7 @@ impl Session {
     pub fn new(id: SessionId, client: String, out: Outbound) -> Session {
         Session {
             id,
+            sender: Arc::from(client.as_str()),
             client,
             out,
             deliveries: Mutex::new(DeliveryMap::default()),

@@ -80,7 +80,7 @@ pub struct NewMessage {
     /// such a message writes nothing either.
     pub persistent: bool,
     /// The sending client.
-    pub sender: String,
+    pub sender: Arc<str>,
     /// If set, only this client may receive it; must be a known client.
     pub receiver: Option<String>,
     /// 1 to 10.

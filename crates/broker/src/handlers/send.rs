@@ -14,7 +14,7 @@ pub fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMess
         queues: m.queues,
         topic: m.topic,
         persistent: m.persistent,
-        sender: session.client.clone(),
+        sender: session.sender.clone(),
         receiver: m.receiver,
         priority: m.priority,
         context: m.context,

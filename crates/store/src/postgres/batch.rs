@@ -265,7 +265,7 @@ impl Inner {
             .iter()
             .zip(&verdicts)
             .filter(|(_, v)| v.is_ok())
-            .map(|(m, _)| m.sender.as_str())
+            .map(|(m, _)| &*m.sender)
             .collect();
         let sender_ids = self.clients.ensure(tx, &senders).await?;
 
@@ -301,7 +301,7 @@ impl Inner {
                 continue;
             }
             let sender = *sender_ids
-                .get(&m.sender)
+                .get(&*m.sender)
                 .ok_or_else(|| StoreError::Internal("sender not registered".into()))?;
             cols.sender.push(sender);
             cols.receiver.push(

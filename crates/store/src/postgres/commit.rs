@@ -28,7 +28,7 @@ impl Inner {
         if msgs.is_empty() && acks.is_empty() {
             return Ok(Vec::new());
         }
-        let mut senders: Vec<&str> = msgs.iter().map(|m| m.sender.as_str()).collect();
+        let mut senders: Vec<&str> = msgs.iter().map(|m| &*m.sender).collect();
         senders.sort_unstable();
         senders.dedup();
         for s in senders {

@@ -598,7 +598,7 @@ impl State {
             topic: None,
             // A copy of a non-persistent message is not persistent either.
             persistent: msg.persistent,
-            sender: msg.sender.to_string(),
+            sender: msg.sender.clone(),
             receiver: msg.receiver.as_deref().map(str::to_owned),
             priority: msg.priority,
             context: msg.context,
