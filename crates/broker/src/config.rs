@@ -332,7 +332,9 @@ pub struct BrokerConfig {
     pub node_timeout_ms: u32,
     /// Threads of the async runtime that serves connections and runs the jobs. `None`: one
     /// per core. Fewer than the cores leaves cores to other programs on the machine, such as
-    /// a load generator on a small machine (measured in docs/benchmarks.md).
+    /// a load generator on a small machine (measured in docs/benchmarks.md). Whoever builds
+    /// the runtime applies it (`ferry serve`, the bench's in-process broker);
+    /// [`crate::Broker::start`] runs on the runtime it is called from.
     pub workers: Option<u32>,
 }
 
