@@ -32,9 +32,7 @@ async fn batches_keep_order_and_auto_ack_credit_counts_what_was_taken() {
         let mut frames = vec![(id, Response::Subscribed { subscription: 1 })];
         frames.extend((1..=8).map(|n| deliver(1, 0, n)));
         peer.write_all(&frames).await;
-        let (ping, req) = peer.expect().await;
-        assert_eq!(req, Request::Ping);
-        peer.write(ping, Response::Pong).await;
+        peer.answer_ping().await;
         // 1, then 2-3 (3 taken: below half the prefetch), then 4-8: one grant of all 8.
         let (id, req) = peer.expect().await;
         assert_eq!(
@@ -160,8 +158,7 @@ async fn early_pushes_come_first_in_a_batch() {
             deliver(5, 0, 3),
         ])
         .await;
-        let (ping, _) = peer.expect().await;
-        peer.write(ping, Response::Pong).await;
+        peer.answer_ping().await;
         peer.drain().await
     })
     .await;
@@ -194,8 +191,7 @@ async fn client_ack_deliveries_left_in_a_batch_go_back_on_drop() {
             deliver(4, 23, 4),
         ])
         .await;
-        let (ping, _) = peer.expect().await;
-        peer.write(ping, Response::Pong).await;
+        peer.answer_ping().await;
         peer.drain().await
     })
     .await;

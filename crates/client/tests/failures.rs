@@ -109,8 +109,7 @@ async fn server_errors_carry_code_and_message() {
         )
         .await;
         // The session goes on after an error reply.
-        let (id, _) = peer.expect().await;
-        peer.write(id, Response::Pong).await;
+        peer.answer_ping().await;
         peer.drain().await;
     })
     .await;
@@ -200,9 +199,7 @@ async fn limits_are_enforced_client_side() {
         assert_eq!(items.len(), 2, "the oversized item stayed behind");
         peer.write(id, Response::BatchSent(vec![Ok(1), Ok(2)]))
             .await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(req, Request::Ping);
-        peer.write(id, Response::Pong).await;
+        peer.answer_ping().await;
         peer.drain().await
     })
     .await;
@@ -375,8 +372,7 @@ async fn an_unknown_reply_kind_fails_only_its_call() {
         // And an unknown push, which is skipped.
         raw.extend([6, 0, 0, 0, 0xfe, 0x8f, 0, 0, 0, 0]);
         peer.write_raw(&raw).await;
-        let (id, _) = peer.expect().await;
-        peer.write(id, Response::Pong).await;
+        peer.answer_ping().await;
         peer.drain().await
     })
     .await;

@@ -214,9 +214,7 @@ async fn dropping_a_subscription_cancels_it_and_returns_unread_client_ack_delive
             deliver(4, 21, 2),
         ])
         .await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(req, Request::Ping);
-        peer.write(id, Response::Pong).await;
+        peer.answer_ping().await;
         peer.drain().await
     })
     .await;

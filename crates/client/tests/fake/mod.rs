@@ -52,6 +52,14 @@ impl Peer {
             .expect("client closed the connection")
     }
 
+    /// Expects a ping and answers it: the client's way of saying "everything before this
+    /// was read", which lets a script know the client has seen its earlier frames.
+    pub async fn answer_ping(&mut self) {
+        let (id, req) = self.expect().await;
+        assert_eq!(req, Request::Ping);
+        self.write(id, Response::Pong).await;
+    }
+
     /// Writes frames in one go.
     pub async fn write_all(&mut self, frames: &[(u32, Response)]) {
         let mut out = BytesMut::new();
