@@ -58,6 +58,8 @@ enum CloseReason {
     HandshakeTimeout,
     Refused(ErrorCode),
     Shutdown,
+    /// The node was taken for dead by the others: its sessions no longer own their names.
+    Fenced,
 }
 
 /// Writes everything queued on `rx` to the socket, batching frames that queued up meanwhile.
@@ -157,6 +159,8 @@ pub async fn serve(
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "unknown".into());
     let _ = stream.set_nodelay(true);
+    // Watched from before the handshake: a session started before a fence must end with it.
+    let mut fence = shared.watch_fence();
     let (mut rd, wr) = stream.into_split();
     let (out, rx) = unbounded_channel::<Bytes>();
     let writer = tokio::spawn(write_loop(wr, rx));
@@ -220,6 +224,9 @@ pub async fn serve(
             }
             _ = shared.shutdown.cancelled(), if closing.is_none() => {
                 closing = Some(CloseReason::Shutdown);
+            }
+            _ = fence.changed(), if closing.is_none() => {
+                closing = Some(CloseReason::Fenced);
             }
         }
         if !replies.is_empty() {
@@ -431,6 +438,11 @@ fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseRe
             info!(%peer, "closing connection: no connect request in time")
         }
         CloseReason::Refused(code) => info!(%peer, %code, "closing connection: connect refused"),
+        CloseReason::Fenced => warn!(
+            %peer,
+            %client,
+            "closing connection: this node was taken for dead, so its session no longer holds the client name"
+        ),
         CloseReason::PeerClosed | CloseReason::Disconnected | CloseReason::Shutdown => {
             debug!(%peer, %client, ?reason, "connection closed")
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferry_protocol::Limits;
 use ferry_store::{SessionId, Store};
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
@@ -41,6 +41,8 @@ pub struct Shared {
     /// Signalled when a delayed message is stored, so the job that wakes waiters when delayed
     /// messages become due looks at the schedule again.
     pub delayed_sent: Notify,
+    /// Bumped to close every session open at that moment (see [`Shared::fence_sessions`]).
+    fence: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -63,7 +65,20 @@ impl Shared {
             stats: Arc::new(Stats::default()),
             clock,
             delayed_sent: Notify::new(),
+            fence: watch::Sender::new(0),
         }
+    }
+
+    /// Closes every session open now (new ones are not affected). Used when this node learns
+    /// that the other nodes took it for dead: they freed its sessions' client names and leases,
+    /// so those sessions must end and their clients connect again, to claim their names anew.
+    pub fn fence_sessions(&self) {
+        self.fence.send_modify(|generation| *generation += 1);
+    }
+
+    /// Changes when [`Shared::fence_sessions`] is called; a connection watches it from the start.
+    pub fn watch_fence(&self) -> watch::Receiver<u64> {
+        self.fence.subscribe()
     }
 
     fn online(&self) -> MutexGuard<'_, HashMap<String, SessionId>> {

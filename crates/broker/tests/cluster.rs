@@ -1,7 +1,8 @@
 //! Several `ferry serve` nodes (the real binary, `cargo build -p ferry` first) over one
 //! PostgreSQL started for the test: messages, long-poll wake-ups and `AlreadyOnline` across
 //! nodes; a node killed with SIGKILL whose sessions and unsettled deliveries are freed after
-//! the heartbeat timeout; the database stopped under load and started again.
+//! the heartbeat timeout; a node frozen past the timeout that closes its sessions when it runs
+//! again; the database stopped under load and started again.
 
 mod common;
 
@@ -185,6 +186,48 @@ async fn a_killed_nodes_sessions_and_deliveries_are_freed_after_the_timeout() {
         "every unacknowledged message, and nothing acknowledged"
     );
     assert!(held.is_subset(&got));
+}
+
+/// A node frozen past the timeout is taken for dead while its process lives. When it runs
+/// again it must close the sessions it still had (the other nodes freed their names), so that a
+/// client name is never live on two nodes at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_taken_for_dead_while_alive_closes_its_sessions_when_it_runs_again() {
+    let url = fresh_url().await;
+    let a = node(&url, "a").await;
+    let b = node(&url, "b").await;
+    let old = connect(&a, "alice").await.unwrap();
+    old.ping().await.unwrap();
+    let pid = a.pid().expect("node a runs");
+    signal(pid, "STOP");
+    let new = connect_when_free(&b, "alice", Duration::from_secs(15)).await;
+    signal(pid, "CONT");
+
+    // A's next heartbeat tells it; then alice's old session must end.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match old.ping().await {
+            Ok(()) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(()) => panic!("alice's session on A is still open though B holds the name"),
+            Err(ClientError::Closed | ClientError::Io(_)) => break,
+            Err(e) => panic!("expected the connection to close, got {e}"),
+        }
+    }
+    new.ping().await.expect("the session on B goes on");
+    expect_code(connect(&a, "alice").await, ErrorCode::AlreadyOnline);
+    // A still serves everyone else.
+    connect(&a, "bob").await.unwrap().ping().await.unwrap();
+}
+
+/// Sends `SIGSTOP` or `SIGCONT` to a process.
+fn signal(pid: u32, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{sig} {pid}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -291,9 +291,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Tells the other nodes sharing the store that this one is alive, and frees what nodes
     /// silent for longer than `node_timeout_ms` held: their claims end and their leased
-    /// deliveries return to their queues, flagged redelivered. Returns those queues. A no-op
-    /// for an engine that only one node uses.
-    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError>;
+    /// deliveries return to their queues, flagged redelivered. Reports those queues, and
+    /// whether this node itself had been taken for dead. A no-op for an engine that only one
+    /// node uses.
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError>;
 
     /// A clean stop (after every session ended): frees whatever this node still holds and
     /// takes it out of the nodes the others watch, so they need not wait for its heartbeat to
@@ -304,4 +305,15 @@ pub trait Store: Send + Sync + 'static {
     /// an empty list means "anything may have changed" (e.g. after reconnecting). `None` for an
     /// engine that only one node uses.
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>>;
+}
+
+/// What a [`Store::heartbeat`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// Queues whose deliveries came back from nodes taken for dead (their waiters should wake).
+    pub returned: Vec<String>,
+    /// This node's own heartbeat had been late and another node took it for dead: every claim
+    /// and lease this node held was freed, so its sessions that are still open no longer own
+    /// their client names. Reported once, by the first heartbeat after it happened.
+    pub was_taken_for_dead: bool,
 }

@@ -282,6 +282,38 @@ async fn node_rows(url: &str) -> Vec<String> {
     rows.iter().map(|r| r.get::<_, String>(0)).collect()
 }
 
+/// A node whose heartbeat was late enough for another to reap it learns so from its next
+/// heartbeat, once; its claims are gone meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_taken_for_dead_hears_it_from_its_next_heartbeat() {
+    let url = fresh_url().await;
+    let open_as = |node: &str| {
+        let mut cfg = PostgresConfig::new(url.as_str());
+        cfg.node = node.into();
+        PostgresStore::open(cfg)
+    };
+    let a = open_as("a").await.unwrap();
+    let b = open_as("b").await.unwrap();
+    assert!(!a.heartbeat(60_000).await.unwrap().was_taken_for_dead);
+    a.claim_session("alice", 1).await.unwrap();
+    // a stays silent; b takes it for dead once the timeout has passed.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reaped = b.heartbeat(100).await.unwrap();
+    assert!(!reaped.was_taken_for_dead, "b itself was alive");
+    b.claim_session("alice", 7)
+        .await
+        .expect("a's claim on alice ended with a");
+    let back = a.heartbeat(60_000).await.unwrap();
+    assert!(
+        back.was_taken_for_dead,
+        "a must learn it was taken for dead"
+    );
+    assert!(
+        !a.heartbeat(60_000).await.unwrap().was_taken_for_dead,
+        "said once, by the first heartbeat after it"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
     let url = fresh_url().await;
@@ -334,7 +366,7 @@ async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
     // Node a stops beating; b takes it for dead once the timeout has passed.
     drop(a);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let queues = b.heartbeat(100).await.unwrap();
+    let queues = b.heartbeat(100).await.unwrap().returned;
     assert!(queues.contains(&"dead".to_string()), "{queues:?}");
     assert!(b.receive(&take("work", "c"), 1).await.unwrap().is_empty());
     let dead = b.receive(&take("dead", "c"), 1).await.unwrap();

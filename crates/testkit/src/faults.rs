@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
-use ferry_store::{NewMessage, ReceiveSpec, SessionId, Store, StoreError};
+use ferry_store::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store, StoreError};
 
 /// Delegates to an inner store, except that while a fault is set every data operation (send,
 /// receive, ack, nack, queue changes) fails with it.
@@ -157,7 +157,7 @@ impl Store for FaultInjectingStore {
         self.check()?;
         self.inner.commit(session, msgs, acks).await
     }
-    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         self.inner.heartbeat(node_timeout_ms).await
     }
     async fn leave(&self) -> Result<(), StoreError> {

@@ -1,5 +1,6 @@
 //! The jobs that make a node one of several over a shared store: heartbeats (which also free
-//! what dead nodes held) and forwarding other nodes' change reports to the local wakers.
+//! what dead nodes held, and close this node's sessions when the others took it for dead) and
+//! forwarding other nodes' change reports to the local wakers.
 //! Both survive a lost database: the heartbeat retries on its next tick, the store's listener
 //! reconnects by itself and then reports "anything may have changed".
 
@@ -22,12 +23,18 @@ pub async fn heartbeat(shared: Arc<Shared>, node_timeout_ms: u32) {
     let mut failing = false;
     loop {
         match shared.store.heartbeat(u64::from(node_timeout_ms)).await {
-            Ok(queues) => {
+            Ok(beat) => {
                 if failing {
                     tracing::info!("heartbeat: the store is reachable again");
                 }
                 failing = false;
-                shared.wakers.notify(&queues);
+                if beat.was_taken_for_dead {
+                    // The others freed our sessions' names and leases: a session that went on
+                    // would share its name with a new one elsewhere. End them all.
+                    warn!("this node was taken for dead; closing every session so that clients connect again");
+                    shared.fence_sessions();
+                }
+                shared.wakers.notify(&beat.returned);
             }
             Err(e) => {
                 if !failing {

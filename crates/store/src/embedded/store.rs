@@ -25,7 +25,7 @@ use super::state::messages::{Handout, LastSender, Walk};
 use super::state::State;
 use super::writer::{self, Log, Ticket};
 use super::SEGMENTS_DIR;
-use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
+use crate::api::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store};
 use crate::error::StoreError;
 
 /// Most ready entries a receive with a selector examines under one hold of the lock; a longer
@@ -515,9 +515,9 @@ impl Store for EmbeddedStore {
             .await
     }
 
-    async fn heartbeat(&self, _node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+    async fn heartbeat(&self, _node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         // One process owns the store: there are no other nodes to tell or to outlive.
-        Ok(Vec::new())
+        Ok(Heartbeat::default())
     }
 
     async fn leave(&self) -> Result<(), StoreError> {

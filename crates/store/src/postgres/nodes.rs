@@ -18,7 +18,7 @@ use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
 use super::topics::drop_owned;
 use super::tx::{retrying, TxResult};
-use crate::api::SessionId;
+use crate::api::{Heartbeat, SessionId};
 use crate::error::StoreError;
 
 impl Inner {
@@ -74,17 +74,22 @@ impl Inner {
         .await
     }
 
-    /// Records this node's heartbeat, then reaps the nodes silent for `timeout_ms`. Returns the
-    /// queues that got deliveries back.
-    pub async fn heartbeat(&self, timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+    /// Records this node's heartbeat, then reaps the nodes silent for `timeout_ms`. Reports the
+    /// queues that got deliveries back and whether this node had been taken for dead.
+    pub async fn heartbeat(&self, timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         // Far beyond any real timeout, and within what an interval can hold.
         let timeout = i64::try_from(timeout_ms.min(1 << 50)).unwrap_or(i64::MAX);
-        self.beat().await?;
-        retrying(|| self.reap(timeout)).await
+        let was_taken_for_dead = self.beat().await?;
+        let returned = retrying(|| self.reap(timeout)).await?;
+        Ok(Heartbeat {
+            returned,
+            was_taken_for_dead,
+        })
     }
 
-    /// Records this node's heartbeat.
-    pub async fn beat(&self) -> Result<(), StoreError> {
+    /// Records this node's heartbeat. True when this node had beaten before and its row was
+    /// gone: another node took it for dead and freed what it held.
+    pub async fn beat(&self) -> Result<bool, StoreError> {
         retrying(|| async {
             let conn = self.conn().await?;
             let stmt = conn
@@ -95,14 +100,15 @@ impl Inner {
                 )
                 .await?;
             let inserted: bool = conn.query_one(&stmt, &[&self.node]).await?.try_get(0)?;
-            if inserted && self.beating.swap(true, Ordering::Relaxed) {
+            let revived = inserted && self.beating.swap(true, Ordering::Relaxed);
+            if revived {
                 tracing::warn!(
                     node = %self.node,
                     "this node was taken for dead (no heartbeat within the timeout): \
                      its sessions were released and its deliveries returned"
                 );
             }
-            Ok(())
+            Ok(revived)
         })
         .await
     }

@@ -19,7 +19,7 @@ use super::gather::{self, Gathers};
 use super::publish::Selectors;
 use super::tx::{TxError, TxResult};
 use super::{listen, migrate};
-use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
+use crate::api::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store};
 use crate::error::StoreError;
 
 /// Change reports buffered per subscriber; one that lags further is told "anything changed".
@@ -332,7 +332,7 @@ impl Store for PostgresStore {
         self.inner.commit(session, &msgs, acks).await
     }
 
-    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Vec<String>, StoreError> {
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         self.inner.heartbeat(node_timeout_ms).await
     }
 
