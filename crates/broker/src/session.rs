@@ -27,6 +27,8 @@ pub struct TopicConsumer {
     pub queue: String,
     /// Durable subscriptions stay when their consumer ends; others are removed.
     pub durable: bool,
+    /// The session consuming it (the store records consumers by session).
+    pub session: SessionId,
 }
 
 /// Sends encoded frames to the connection's writer task. Unbounded because what flows through it

@@ -187,6 +187,10 @@ async fn run(
                 session.forget_subscription(h.id);
                 if let Some(consumer) = session.take_topic_consumer(h.id) {
                     shared.consumers.detach(&consumer.queue);
+                    let _ = shared
+                        .store
+                        .detach_consumer(&consumer.topic, &consumer.name, consumer.session)
+                        .await;
                 }
                 return;
             }

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferry_client::{Client, ClientError, ConnectOptions};
+use ferry_client::{Client, ClientError, ConnectOptions, SubscribeTopic};
 use ferry_protocol::{AckMode, ErrorCode, Order, ReceiveMode};
 use ferry_testkit::{BinaryServer, PgCluster};
 
@@ -219,6 +219,57 @@ async fn a_node_taken_for_dead_while_alive_closes_its_sessions_when_it_runs_agai
     expect_code(connect(&a, "alice").await, ErrorCode::AlreadyOnline);
     // A still serves everyone else.
     connect(&a, "bob").await.unwrap().ping().await.unwrap();
+}
+
+/// A durable subscription that is not shared has one consumer at a time across the nodes; a
+/// shared one spreads over consumers on several nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_that_is_not_shared_has_one_consumer_across_nodes() {
+    let url = fresh_url().await;
+    let a = node(&url, "a").await;
+    let b = node(&url, "b").await;
+    let x = connect(&a, "x").await.unwrap();
+    let y = connect(&b, "y").await.unwrap();
+    x.create_topic("t").await.unwrap();
+    let sub = x
+        .subscribe_topic(SubscribeTopic::new("t").durable("solo"))
+        .await
+        .unwrap();
+    expect_code(
+        y.subscribe_topic(SubscribeTopic::new("t").durable("solo"))
+            .await,
+        ErrorCode::SubscriptionInUse,
+    );
+    expect_code(
+        y.unsubscribe("t", "solo").await,
+        ErrorCode::SubscriptionInUse,
+    );
+    sub.cancel().await;
+    let sub = y
+        .subscribe_topic(SubscribeTopic::new("t").durable("solo"))
+        .await
+        .expect("free once the consumer on the other node is gone");
+    // A disconnect ends the consumer as well.
+    drop(sub);
+    y.disconnect().await.unwrap();
+    let again = x
+        .subscribe_topic(SubscribeTopic::new("t").durable("solo"))
+        .await
+        .expect("free once the session on the other node ended");
+    again.cancel().await;
+
+    let pooled = x
+        .subscribe_topic(SubscribeTopic::new("t").durable("pool").shared())
+        .await
+        .unwrap();
+    let z = connect(&b, "z").await.unwrap();
+    let other = z
+        .subscribe_topic(SubscribeTopic::new("t").durable("pool").shared())
+        .await
+        .expect("a shared subscription takes consumers on every node");
+    pooled.cancel().await;
+    other.cancel().await;
+    x.unsubscribe("t", "pool").await.unwrap();
 }
 
 /// Sends `SIGSTOP` or `SIGCONT` to a process.

@@ -266,7 +266,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<String, StoreError>;
 
     /// Removes a subscription and its messages (in-flight deliveries of it become unknown).
-    /// `TopicNotFound`, `SubscriptionNotFound`.
+    /// `TopicNotFound`, `SubscriptionNotFound`, `SubscriptionInUse` while a session consumes it
+    /// (see [`Store::attach_consumer`]).
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError>;
 
     /// Commits a transaction of `session`: stores every message of `msgs` (sends and
@@ -288,6 +289,29 @@ pub trait Store: Send + Sync + 'static {
 
     /// Frees the claim on `client` if `session` holds it (a no-op otherwise).
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
+
+    /// Records that `session` consumes subscription `name` of `topic`. A subscription that is
+    /// not shared has one consumer at a time, across every node sharing the store:
+    /// `SubscriptionInUse` when it has one already, or when any consumer or this one is not
+    /// shared. `SubscriptionNotFound` (or `TopicNotFound`) when it does not exist. The record
+    /// ends with [`Store::detach_consumer`], with the session ([`Store::release_session`]), or
+    /// with its node (taken for dead, or leaving).
+    async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError>;
+
+    /// Ends one consumer of subscription `name` of `topic` by `session` (a no-op when there is
+    /// none).
+    async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError>;
 
     /// Tells the other nodes sharing the store that this one is alive, and frees what nodes
     /// silent for longer than `node_timeout_ms` held: their claims end and their leased

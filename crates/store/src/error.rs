@@ -37,6 +37,10 @@ pub enum StoreError {
     /// A named subscription does not exist (`topic:name`).
     #[error("subscription '{0}' does not exist")]
     SubscriptionNotFound(String),
+    /// The subscription (`topic:name`) has a consumer that excludes the one asked for (it is not
+    /// shared), or consumers that forbid removing it; on any node sharing the store.
+    #[error("subscription '{0}' is in use")]
+    SubscriptionInUse(String),
     /// A named client has never connected.
     #[error("client '{0}' does not exist")]
     ClientNotFound(String),
@@ -72,6 +76,7 @@ impl StoreError {
             StoreError::TopicExists(_) => ErrorCode::TopicExists,
             StoreError::TopicNotEmpty { .. } => ErrorCode::TopicNotEmpty,
             StoreError::SubscriptionNotFound(_) => ErrorCode::NotFound,
+            StoreError::SubscriptionInUse(_) => ErrorCode::SubscriptionInUse,
             StoreError::DeliveriesNotFound(_) => ErrorCode::NotFound,
             StoreError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             StoreError::AlreadyOnline(_) => ErrorCode::AlreadyOnline,

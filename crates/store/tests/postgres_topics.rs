@@ -168,6 +168,49 @@ async fn non_durable_subscriptions_go_when_their_owner_node_dies() {
     );
 }
 
+/// Exclusive consumption holds across nodes: a durable subscription consumed on node a cannot
+/// get a consumer on node b, until a's consumer ends, or node a dies or leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_has_one_exclusive_consumer_across_nodes_until_its_node_goes() {
+    let url = fresh_url().await;
+    let a = open_node(&url, "a").await as Arc<dyn Store>;
+    let b = open_node(&url, "b").await as Arc<dyn Store>;
+    setup(&a, &["c", "d"], &[]).await;
+    a.create_topic("t").await.unwrap();
+    a.subscribe_topic("t", "d1", &options(true, ""), "c")
+        .await
+        .unwrap();
+    a.attach_consumer("t", "d1", 1, false).await.unwrap();
+    let in_use = |r: Result<(), ferry_store::StoreError>| {
+        assert!(
+            matches!(r, Err(ferry_store::StoreError::SubscriptionInUse(_))),
+            "{r:?}"
+        )
+    };
+    // Session 1 on b is another session than session 1 on a.
+    in_use(b.attach_consumer("t", "d1", 1, false).await);
+    in_use(b.unsubscribe("t", "d1").await);
+    a.detach_consumer("t", "d1", 1).await.unwrap();
+    b.attach_consumer("t", "d1", 1, false).await.unwrap();
+    in_use(a.attach_consumer("t", "d1", 2, false).await);
+    // Node b stops beating; a takes it for dead, and with it b's consumer.
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.heartbeat(100).await.unwrap();
+    a.attach_consumer("t", "d1", 2, false).await.unwrap();
+    // A node that leaves takes its consumers with it too.
+    a.leave().await.unwrap();
+    let c = open_node(&url, "c").await as Arc<dyn Store>;
+    c.attach_consumer("t", "d1", 1, false).await.unwrap();
+    c.detach_consumer("t", "d1", 1).await.unwrap();
+    c.unsubscribe("t", "d1").await.unwrap();
+    assert_eq!(
+        psql(&url, "SELECT count(*) FROM subscription_consumers"),
+        "0",
+        "no consumer rows left"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishes_racing_unsubscribes_leave_no_rows_behind() {
     let url = fresh_url().await;

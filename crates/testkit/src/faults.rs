@@ -157,6 +157,27 @@ impl Store for FaultInjectingStore {
         self.check()?;
         self.inner.commit(session, msgs, acks).await
     }
+    async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner
+            .attach_consumer(topic, name, session, shared)
+            .await
+    }
+    async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.detach_consumer(topic, name, session).await
+    }
     async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         self.inner.heartbeat(node_timeout_ms).await
     }

@@ -152,6 +152,18 @@ pub async fn subscribe_topic(
         shared.consumers.detach(&queue);
         return Some(store_error(&e));
     }
+    // The store decides across every node sharing it (a subscription that is not shared may
+    // have its consumer on another node).
+    if let Err(e) = store
+        .attach_consumer(&sub.topic, &name, session.id, sub.options.shared)
+        .await
+    {
+        shared.consumers.detach(&queue);
+        if !sub.options.durable {
+            let _ = store.unsubscribe(&sub.topic, &name).await; // made just now, for nothing
+        }
+        return Some(store_error(&e));
+    }
     let id = session.next_subscription_id();
     let mut reply = BytesMut::new();
     Response::TopicSubscribed {
@@ -164,6 +176,7 @@ pub async fn subscribe_topic(
         name,
         queue: queue.clone(),
         durable: sub.options.durable,
+        session: session.id,
     };
     if session.out.send(reply.freeze()).is_err() {
         end_topic_consumer(shared, consumer).await; // the connection is gone
@@ -185,6 +198,14 @@ pub async fn subscribe_topic(
 /// is removed with whatever it still holds.
 pub async fn end_topic_consumer(shared: &Shared, consumer: TopicConsumer) {
     shared.consumers.detach(&consumer.queue);
+    if let Err(e) = shared
+        .store
+        .detach_consumer(&consumer.topic, &consumer.name, consumer.session)
+        .await
+    {
+        // The store forgets the session's consumers when the session ends, or its node.
+        tracing::warn!(subscription = %consumer.queue, error = %e, "could not end a consumer in the store");
+    }
     if consumer.durable {
         return;
     }

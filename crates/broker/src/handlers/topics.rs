@@ -40,7 +40,7 @@ pub async fn list(shared: &Shared) -> Response {
 }
 
 /// unsubscribe: removes a subscription with its backlog. `SubscriptionInUse` while a session
-/// on this node consumes it; `TopicNotFound`; `NotFound` for an unknown subscription.
+/// consumes it (on this node, checked here first, or on another sharing the store); `TopicNotFound`; `NotFound` for an unknown subscription.
 pub async fn unsubscribe(shared: &Shared, topic: String, name: String) -> Response {
     if let Err(e) = validate::name("topic", &topic, &shared.limits) {
         return Response::Error(e);

@@ -136,6 +136,7 @@ tests!(
     topics::durability_mismatch_and_shared_non_durable_are_refused,
     topics::subscribing_while_publishing_gets_a_suffix,
     topics::concurrent_publishes_reach_every_subscription_once,
+    topics::consumers_of_a_subscription_exclude_each_other_unless_shared,
     transactions::commit_applies_sends_publishes_and_acks,
     transactions::commit_with_missing_queue_changes_nothing,
     transactions::commit_with_missing_topic_changes_nothing,

@@ -1341,3 +1341,83 @@ pub async fn concurrent_publishes_reach_every_subscription_once(store: Arc<dyn S
         assert_eq!(on, ids, "subscription {sub}: exactly the published ids");
     }
 }
+
+/// A subscription that is not shared has one consumer at a time; shared ones admit any number
+/// of shared consumers and no exclusive one. `unsubscribe` waits until nobody consumes it, and
+/// a session's consumers end with `release_session`.
+pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store: Arc<dyn Store>) {
+    topic_with(&store, &["c"], "t", &[("solo", "")]).await;
+    let both = SubscriptionOptions {
+        shared: true,
+        ..durable("")
+    };
+    store
+        .subscribe_topic("t", "pool", &both, "c")
+        .await
+        .unwrap();
+    let in_use = |r: Result<(), StoreError>, what: &str| match r {
+        Err(StoreError::SubscriptionInUse(q)) => assert!(q.starts_with("t:"), "{q}"),
+        other => panic!("{what}: expected SubscriptionInUse, got {other:?}"),
+    };
+
+    store
+        .attach_consumer("t", "solo", SESSION, false)
+        .await
+        .unwrap();
+    in_use(
+        store.attach_consumer("t", "solo", SESSION + 1, false).await,
+        "a second exclusive consumer",
+    );
+    in_use(
+        store.attach_consumer("t", "solo", SESSION + 1, true).await,
+        "a shared consumer of an exclusive subscription",
+    );
+    in_use(
+        store.attach_consumer("t", "solo", SESSION, false).await,
+        "a second consumer in the same session",
+    );
+    in_use(
+        store.unsubscribe("t", "solo").await,
+        "unsubscribe while consumed",
+    );
+    store.detach_consumer("t", "solo", SESSION).await.unwrap();
+    store.detach_consumer("t", "solo", SESSION).await.unwrap(); // none left: a no-op
+    store
+        .attach_consumer("t", "solo", SESSION + 1, false)
+        .await
+        .unwrap();
+
+    store
+        .attach_consumer("t", "pool", SESSION, true)
+        .await
+        .unwrap();
+    store
+        .attach_consumer("t", "pool", SESSION, true)
+        .await
+        .unwrap();
+    store
+        .attach_consumer("t", "pool", SESSION + 1, true)
+        .await
+        .unwrap();
+    in_use(
+        store.attach_consumer("t", "pool", SESSION + 2, false).await,
+        "an exclusive consumer of a consumed shared subscription",
+    );
+    // SESSION has two consumers on the pool: one detach leaves the other.
+    store.detach_consumer("t", "pool", SESSION).await.unwrap();
+    store.release_session(SESSION + 1).await.unwrap();
+    in_use(store.unsubscribe("t", "pool").await, "one consumer is left");
+    store.detach_consumer("t", "pool", SESSION).await.unwrap();
+    store.unsubscribe("t", "pool").await.unwrap();
+    // The session's end took its consumer of `solo` too.
+    store.unsubscribe("t", "solo").await.unwrap();
+
+    match store.attach_consumer("t", "gone", SESSION, false).await {
+        Err(StoreError::SubscriptionNotFound(q)) => assert_eq!(q, "t:gone"),
+        other => panic!("unknown subscription: expected SubscriptionNotFound, got {other:?}"),
+    }
+    match store.attach_consumer("nope", "solo", SESSION, false).await {
+        Err(StoreError::TopicNotFound(t)) => assert_eq!(t, "nope"),
+        other => panic!("unknown topic: expected TopicNotFound, got {other:?}"),
+    }
+}

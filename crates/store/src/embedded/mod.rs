@@ -16,6 +16,7 @@ pub mod backend;
 mod claims;
 mod compaction;
 pub mod config;
+mod consumers;
 #[cfg(test)]
 mod crash_tests;
 #[cfg(test)]

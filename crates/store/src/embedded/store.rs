@@ -13,13 +13,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use ferry_protocol::{
-    Delivery, DeliveryId, DeliveryView, Message, MessageId, QueueInfo, QueueOptions,
-    SubscriptionOptions, TopicInfo,
+    subscription_queue, Delivery, DeliveryId, DeliveryView, Message, MessageId, QueueInfo,
+    QueueOptions, SubscriptionOptions, TopicInfo,
 };
 
 use super::backend::Backend;
 use super::claims::Claims;
 use super::config::EmbeddedConfig;
+use super::consumers::ConsumerClaims;
 use super::recovery;
 use super::state::messages::{Handout, LastSender, Walk};
 use super::state::State;
@@ -44,6 +45,8 @@ pub struct EmbeddedStore {
     pub(super) maintaining: tokio::sync::Mutex<()>,
     /// Which session holds each client name.
     claims: Claims,
+    /// Which sessions consume each topic subscription.
+    consumers: ConsumerClaims,
     /// Held for the store's life so no other process writes the same log.
     _dir_lock: Box<dyn Send + Sync>,
 }
@@ -102,6 +105,7 @@ impl EmbeddedStore {
             segment_bytes,
             maintaining: tokio::sync::Mutex::new(()),
             claims: Claims::default(),
+            consumers: ConsumerClaims::default(),
             _dir_lock: dir_lock,
         }))
     }
@@ -420,6 +424,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        self.consumers.release(session);
         self.settle_back(|st, log| st.release_session(log, session))
             .await
     }
@@ -501,8 +506,35 @@ impl Store for EmbeddedStore {
     }
 
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        let queue = subscription_queue(topic, name);
+        if self.consumers.in_use(&queue) {
+            return Err(StoreError::SubscriptionInUse(queue));
+        }
         self.mutate(|st, log| st.unsubscribe(log, topic, name))
             .await
+    }
+
+    async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError> {
+        self.state().check_subscription(topic, name)?;
+        self.consumers
+            .attach(&subscription_queue(topic, name), session, shared)
+    }
+
+    async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError> {
+        self.consumers
+            .detach(&subscription_queue(topic, name), session);
+        Ok(())
     }
 
     async fn commit(

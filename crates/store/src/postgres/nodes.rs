@@ -162,6 +162,10 @@ impl Inner {
         // Before the leases return, so that none returns to a queue about to go.
         drop_owned(tx, &clients).await?;
         let stmt = tx
+            .prepare_cached("DELETE FROM subscription_consumers WHERE node = ANY($1)")
+            .await?;
+        tx.execute(&stmt, &[&nodes]).await?;
+        let stmt = tx
             .prepare_cached(&format!(
                 "WITH u AS (UPDATE message_queue SET {UNLEASE} \
                    WHERE lease_node = ANY($1) AND lease_delivery_id IS NOT NULL \

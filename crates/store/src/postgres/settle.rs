@@ -134,6 +134,12 @@ impl Inner {
             let rows = tx.query(&stmt, &[&self.node, &session]).await?;
             let names = names_after_dead_letters(&tx, &rows).await?;
             notify(&tx, &self.node, &names).await?;
+            let stmt = tx
+                .prepare_cached(
+                    "DELETE FROM subscription_consumers WHERE node = $1 AND session = $2",
+                )
+                .await?;
+            tx.execute(&stmt, &[&self.node, &session]).await?;
             tx.commit().await?;
             Ok(names)
         })

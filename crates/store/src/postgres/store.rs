@@ -319,6 +319,27 @@ impl Store for PostgresStore {
             .await
     }
 
+    async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .attach_consumer(topic, name, session, shared)
+            .await
+    }
+
+    async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError> {
+        self.inner.detach_consumer(topic, name, session).await
+    }
+
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
         self.inner.unsubscribe(topic, name).await
     }

@@ -11,8 +11,10 @@
 use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
 
 use super::names;
+use super::receive::as_i64;
 use super::store::Inner;
 use super::tx::{drop_orphans, retrying, TxResult};
+use crate::api::SessionId;
 use crate::error::StoreError;
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
@@ -278,7 +280,105 @@ impl Inner {
                     StoreError::SubscriptionNotFound(subscription_queue(topic, name)).into(),
                 );
             };
-            drop_subscriptions(&tx, &[row.try_get::<_, i64>(0)?]).await?;
+            let queue_id: i64 = row.try_get(0)?;
+            let stmt = tx
+                .prepare_cached("SELECT 1 FROM subscription_consumers WHERE queue_id = $1 LIMIT 1")
+                .await?;
+            if tx.query_opt(&stmt, &[&queue_id]).await?.is_some() {
+                return Err(StoreError::SubscriptionInUse(subscription_queue(topic, name)).into());
+            }
+            drop_subscriptions(&tx, &[queue_id]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl Inner {
+    /// See [`crate::Store::attach_consumer`].
+    pub async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError> {
+        let session = as_i64(session);
+        let queue = subscription_queue(topic, name);
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let topic_id = lock_topic(&tx, topic).await?;
+            // Serialises the attaches of one subscription across nodes; publishes (FOR KEY
+            // SHARE) are not held up.
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
+                     FOR NO KEY UPDATE",
+                )
+                .await?;
+            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
+                return Err(StoreError::SubscriptionNotFound(queue.clone()).into());
+            };
+            let queue_id: i64 = row.try_get(0)?;
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT bool_and(shared) FROM subscription_consumers WHERE queue_id = $1",
+                )
+                .await?;
+            let all_shared: Option<bool> = tx.query_one(&stmt, &[&queue_id]).await?.try_get(0)?;
+            if all_shared.is_some_and(|all| !(all && shared)) {
+                return Err(StoreError::SubscriptionInUse(queue.clone()).into());
+            }
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO subscription_consumers (queue_id, node, session, shared, consumers) \
+                     VALUES ($1, $2, $3, $4, 1) ON CONFLICT (queue_id, node, session) \
+                     DO UPDATE SET consumers = subscription_consumers.consumers + 1",
+                )
+                .await?;
+            tx.execute(&stmt, &[&queue_id, &self.node, &session, &shared])
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// See [`crate::Store::detach_consumer`].
+    pub async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError> {
+        let session = as_i64(session);
+        let queue = subscription_queue(topic, name);
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let stmt = tx
+                .prepare_cached(
+                    "UPDATE subscription_consumers SET consumers = consumers - 1 \
+                     WHERE queue_id = (SELECT id FROM queues WHERE name = $1) \
+                       AND node = $2 AND session = $3 \
+                     RETURNING queue_id, consumers",
+                )
+                .await?;
+            if let Some(row) = tx.query_opt(&stmt, &[&queue, &self.node, &session]).await? {
+                let (queue_id, left): (i64, i32) = (row.try_get(0)?, row.try_get(1)?);
+                if left <= 0 {
+                    let stmt = tx
+                        .prepare_cached(
+                            "DELETE FROM subscription_consumers \
+                             WHERE queue_id = $1 AND node = $2 AND session = $3",
+                        )
+                        .await?;
+                    tx.execute(&stmt, &[&queue_id, &self.node, &session])
+                        .await?;
+                }
+            }
             tx.commit().await?;
             Ok(())
         })
@@ -340,7 +440,8 @@ pub async fn drop_subscriptions(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> 
     drop_orphans(tx, &ids).await?;
     let stmt = tx
         .prepare_cached(
-            "WITH s AS (DELETE FROM subscriptions WHERE queue_id = ANY($1)) \
+            "WITH s AS (DELETE FROM subscriptions WHERE queue_id = ANY($1)), \
+             c AS (DELETE FROM subscription_consumers WHERE queue_id = ANY($1)) \
              DELETE FROM queues WHERE id = ANY($1)",
         )
         .await?;

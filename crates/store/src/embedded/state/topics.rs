@@ -267,6 +267,20 @@ impl State {
         Ok(queue)
     }
 
+    /// `TopicNotFound` or `SubscriptionNotFound` unless subscription `name` of `topic` exists.
+    pub fn check_subscription(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        let Some(t) = self.topics.get(topic) else {
+            return Err(StoreError::TopicNotFound(topic.to_owned()));
+        };
+        if t.subs.contains_key(name) {
+            Ok(())
+        } else {
+            Err(StoreError::SubscriptionNotFound(subscription_queue(
+                topic, name,
+            )))
+        }
+    }
+
     /// Removes subscription `name` of `topic` with its messages.
     pub fn unsubscribe(
         &mut self,
