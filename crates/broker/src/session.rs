@@ -27,6 +27,8 @@ pub struct TopicConsumer {
     pub queue: String,
     /// Durable subscriptions stay when their consumer ends; others are removed.
     pub durable: bool,
+    /// Shared: a non-durable one is removed by the store once its last consumer ends.
+    pub shared: bool,
     /// The session consuming it (the store records consumers by session).
     pub session: SessionId,
 }

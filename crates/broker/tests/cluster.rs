@@ -270,6 +270,31 @@ async fn a_subscription_that_is_not_shared_has_one_consumer_across_nodes() {
     pooled.cancel().await;
     other.cancel().await;
     x.unsubscribe("t", "pool").await.unwrap();
+
+    // A shared non-durable subscription lives while a consumer on any node does.
+    let on_a = x
+        .subscribe_topic(SubscribeTopic::new("t").shared_as("crowd"))
+        .await
+        .unwrap();
+    let on_b = z
+        .subscribe_topic(SubscribeTopic::new("t").shared_as("crowd"))
+        .await
+        .unwrap();
+    on_a.cancel().await;
+    let names = |c: Client| async move {
+        c.list_topics().await.unwrap()[0]
+            .subscriptions
+            .iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(x.clone()).await, vec!["crowd", "solo"]);
+    on_b.cancel().await;
+    assert_eq!(
+        names(x.clone()).await,
+        vec!["solo"],
+        "gone with its last consumer"
+    );
 }
 
 /// Sends `SIGSTOP` or `SIGCONT` to a process.

@@ -496,7 +496,7 @@ async fn invalid_argument_for_bad_subscriptions() {
             .map(|_| ()),
         ErrorCode::InvalidArgument,
     );
-    assert!(m.contains("durable"), "{m}");
+    assert!(m.contains("a shared subscription needs a name"), "{m}");
     let m = expect_code(
         c.subscribe_topic(SubscribeTopic::new("prices").with_selector("a = "))
             .await

@@ -320,6 +320,84 @@ async fn a_non_durable_subscription_lives_as_long_as_its_consumer(s: TestServer)
     s.shutdown().await;
 }
 
+async fn a_shared_non_durable_subscription_lives_while_any_session_consumes_it(s: TestServer) {
+    let c = s.client("pub").await;
+    c.create_topic("jobs").await.unwrap();
+    let spec = || {
+        SubscribeTopic::new("jobs")
+            .shared_as("pool")
+            .ack(AckMode::Client)
+            .prefetch(5)
+    };
+    let w1 = s.client("w1").await;
+    let w2 = s.client("w2").await;
+    let mut sub1 = w1.subscribe_topic(spec()).await.unwrap();
+    let mut sub2 = w2.subscribe_topic(spec()).await.unwrap();
+    assert_eq!(sub1.queue(), "jobs:pool");
+    let subs = &c.list_topics().await.unwrap()[0].subscriptions;
+    assert_eq!(subs.len(), 1, "one subscription, two consumers: {subs:?}");
+    assert!(subs[0].shared && !subs[0].durable, "{subs:?}");
+    for i in 0..40 {
+        c.publish(OutgoingMessage::to_topic("jobs", format!("job{i}")))
+            .await
+            .unwrap();
+    }
+    // Each consumer gets its prefetch before anyone settles; then they drain the rest.
+    let mut seen = std::collections::BTreeSet::new();
+    for (w, sub) in [(&w1, &mut sub1), (&w2, &mut sub2)] {
+        for _ in 0..5 {
+            let d = tokio::time::timeout(GUARD, sub.next())
+                .await
+                .expect("each shared consumer gets its prefetch")
+                .unwrap()
+                .unwrap();
+            assert!(seen.insert(body(&d)), "{} delivered twice", body(&d));
+            w.ack(&[d.delivery_id]).await.unwrap();
+        }
+    }
+    while seen.len() < 40 {
+        for (w, sub) in [(&w1, &mut sub1), (&w2, &mut sub2)] {
+            if let Ok(Some(Ok(d))) =
+                tokio::time::timeout(Duration::from_millis(50), sub.next()).await
+            {
+                assert!(seen.insert(body(&d)), "{} delivered twice", body(&d));
+                w.ack(&[d.delivery_id]).await.unwrap();
+            }
+        }
+    }
+    // The subscription outlives its first consumer, not its last.
+    sub1.cancel().await;
+    assert_eq!(c.list_topics().await.unwrap()[0].subscriptions.len(), 1);
+    c.publish(OutgoingMessage::to_topic("jobs", "kept"))
+        .await
+        .unwrap();
+    let d = tokio::time::timeout(GUARD, sub2.next())
+        .await
+        .expect("the remaining consumer gets what is published")
+        .unwrap()
+        .unwrap();
+    assert_eq!(body(&d), "kept");
+    w2.ack(&[d.delivery_id]).await.unwrap();
+    c.publish(OutgoingMessage::to_topic("jobs", "left"))
+        .await
+        .unwrap();
+    sub2.cancel().await;
+    assert!(
+        c.list_topics().await.unwrap()[0].subscriptions.is_empty(),
+        "gone with its last consumer"
+    );
+    // Made again, it starts empty: what it held went with it.
+    let mut again = w1.subscribe_topic(spec()).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), again.next())
+            .await
+            .is_err(),
+        "a new shared subscription starts empty"
+    );
+    again.cancel().await;
+    s.shutdown().await;
+}
+
 async fn a_subscription_queue_is_pulled_like_a_queue_but_not_listed_as_one(s: TestServer) {
     let c = s.client("c").await;
     c.create_topic("t").await.unwrap();
@@ -414,6 +492,14 @@ async fn embedded_a_non_durable_subscription_lives_as_long_as_its_consumer() {
 }
 
 #[tokio::test]
+async fn embedded_a_shared_non_durable_subscription_lives_while_any_session_consumes_it() {
+    a_shared_non_durable_subscription_lives_while_any_session_consumes_it(
+        TestServer::start().await,
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn embedded_a_subscription_queue_is_pulled_like_a_queue_but_not_listed_as_one() {
     a_subscription_queue_is_pulled_like_a_queue_but_not_listed_as_one(TestServer::start().await)
         .await;
@@ -428,7 +514,7 @@ async fn embedded_non_persistent_messages_are_delivered_and_do_not_survive_a_res
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_topics_and_subscriptions() {
     let pg = tokio::task::spawn_blocking(PgCluster::start).await.unwrap();
-    for scenario in 0..6 {
+    for scenario in 0..7 {
         let url = tokio::task::block_in_place(|| pg.fresh_database());
         let s = TestServer::start_with(|c| {
             c.store = StoreSetting::Postgres(url);
@@ -447,6 +533,7 @@ async fn postgres_topics_and_subscriptions() {
             }
             3 => a_durable_subscription_that_is_not_shared_has_one_consumer_at_a_time(s).await,
             4 => a_non_durable_subscription_lives_as_long_as_its_consumer(s).await,
+            5 => a_shared_non_durable_subscription_lives_while_any_session_consumes_it(s).await,
             _ => a_subscription_queue_is_pulled_like_a_queue_but_not_listed_as_one(s).await,
         }
     }

@@ -160,9 +160,21 @@ impl SubscribeTopic {
     }
 
     /// The same subscription, shared: several sessions may consume it at once as competing
-    /// consumers (brokers accept it on durable subscriptions only).
+    /// consumers. With [`SubscribeTopic::durable`] it is a shared durable subscription; alone it
+    /// needs a name, see [`SubscribeTopic::shared_as`].
     #[must_use]
     pub fn shared(mut self) -> Self {
+        self.options.shared = true;
+        self
+    }
+
+    /// A shared non-durable subscription named `name` (JMS 2.0's shared consumer): any number
+    /// of sessions, on any node, consume it at once as competing consumers. It is made by its
+    /// first consumer and removed, with what it still holds, when its last consumer ends.
+    #[must_use]
+    pub fn shared_as(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.options.durable = false;
         self.options.shared = true;
         self
     }

@@ -211,6 +211,37 @@ async fn a_subscription_has_one_exclusive_consumer_across_nodes_until_its_node_g
     );
 }
 
+/// A shared non-durable subscription whose only consumer was on a node that died goes when
+/// that node is taken for dead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_non_durable_subscription_goes_with_the_node_of_its_last_consumer() {
+    let url = fresh_url().await;
+    let a = open_node(&url, "a").await as Arc<dyn Store>;
+    let b = open_node(&url, "b").await as Arc<dyn Store>;
+    setup(&a, &["c", "d"], &[]).await;
+    a.create_topic("t").await.unwrap();
+    let pool = SubscriptionOptions {
+        shared: true,
+        ..options(false, "")
+    };
+    // Made by c on a; consumed only by d on b.
+    a.subscribe_topic("t", "w", &pool, "c").await.unwrap();
+    b.attach_consumer("t", "w", 1, true).await.unwrap();
+    a.detach_consumer("t", "w", 1).await.unwrap();
+    let names = |s: Arc<dyn Store>| async move {
+        s.list_topics().await.unwrap()[0]
+            .subscriptions
+            .iter()
+            .map(|x| x.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(a.clone()).await, vec!["w"], "b still consumes it");
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.heartbeat(100).await.unwrap();
+    assert!(names(a.clone()).await.is_empty(), "gone with b");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishes_racing_unsubscribes_leave_no_rows_behind() {
     let url = fresh_url().await;

@@ -91,14 +91,19 @@ fn check_topic(
     {
         validate::name("queue", other, limits)?;
     }
-    if !sub.options.durable {
-        if sub.options.shared {
-            return Err(ErrorReply::new(
-                ErrorCode::InvalidArgument,
-                "a shared subscription must be durable (give it a name)",
-            ));
-        }
+    if !sub.options.durable && !sub.options.shared {
         return Ok(session.non_durable_name());
+    }
+    if sub.name.is_empty() {
+        let what = if sub.options.durable {
+            "durable"
+        } else {
+            "shared"
+        };
+        return Err(ErrorReply::new(
+            ErrorCode::InvalidArgument,
+            format!("a {what} subscription needs a name"),
+        ));
     }
     validate::name("subscription", &sub.name, limits)?;
     Ok(sub.name.clone())
@@ -128,7 +133,10 @@ pub async fn subscribe_topic(
                 .await
             {
                 Ok(queue) => {
-                    if !sub.options.durable {
+                    if !sub.options.durable && sub.options.shared {
+                        // Lives while it has consumers: gone again unless others consume it.
+                        let _ = store.detach_consumer(&sub.topic, &name, session.id).await;
+                    } else if !sub.options.durable {
                         let _ = store.unsubscribe(&sub.topic, &name).await;
                     }
                     Response::TopicSubscribed {
@@ -145,23 +153,8 @@ pub async fn subscribe_topic(
     if let Err(e) = shared.consumers.attach(&queue, sub.options.shared) {
         return Some(Response::Error(e));
     }
-    if let Err(e) = store
-        .subscribe_topic(&sub.topic, &name, &sub.options, &session.client)
-        .await
-    {
+    if let Err(e) = attach(shared, session, &sub, &name).await {
         shared.consumers.detach(&queue);
-        return Some(store_error(&e));
-    }
-    // The store decides across every node sharing it (a subscription that is not shared may
-    // have its consumer on another node).
-    if let Err(e) = store
-        .attach_consumer(&sub.topic, &name, session.id, sub.options.shared)
-        .await
-    {
-        shared.consumers.detach(&queue);
-        if !sub.options.durable {
-            let _ = store.unsubscribe(&sub.topic, &name).await; // made just now, for nothing
-        }
         return Some(store_error(&e));
     }
     let id = session.next_subscription_id();
@@ -176,6 +169,7 @@ pub async fn subscribe_topic(
         name,
         queue: queue.clone(),
         durable: sub.options.durable,
+        shared: sub.options.shared,
         session: session.id,
     };
     if session.out.send(reply.freeze()).is_err() {
@@ -194,8 +188,49 @@ pub async fn subscribe_topic(
     None
 }
 
+/// Creates (or finds) the subscription and records this session as its consumer in the store,
+/// which decides across every node sharing it (a subscription that is not shared may have its
+/// consumer on another node).
+async fn attach(
+    shared: &Shared,
+    session: &Session,
+    sub: &SubscribeTopic,
+    name: &str,
+) -> Result<(), StoreError> {
+    let store = &shared.store;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        store
+            .subscribe_topic(&sub.topic, name, &sub.options, &session.client)
+            .await?;
+        match store
+            .attach_consumer(&sub.topic, name, session.id, sub.options.shared)
+            .await
+        {
+            Ok(()) => return Ok(()),
+            // A shared non-durable subscription whose last consumer left between the two
+            // calls is gone: make it again.
+            Err(StoreError::SubscriptionNotFound(_))
+                if !sub.options.durable && sub.options.shared && tries < 3 => {}
+            Err(e) => {
+                if !sub.options.durable {
+                    // Made for this consumer: not left behind without one.
+                    let _ = if sub.options.shared {
+                        store.detach_consumer(&sub.topic, name, session.id).await
+                    } else {
+                        store.unsubscribe(&sub.topic, name).await
+                    };
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
 /// Undoes a topic consumer: it no longer counts as consuming, and a non-durable subscription
-/// is removed with whatever it still holds.
+/// is removed with whatever it still holds (a shared one once its last consumer ends, which
+/// the store sees to).
 pub async fn end_topic_consumer(shared: &Shared, consumer: TopicConsumer) {
     shared.consumers.detach(&consumer.queue);
     if let Err(e) = shared
@@ -206,7 +241,7 @@ pub async fn end_topic_consumer(shared: &Shared, consumer: TopicConsumer) {
         // The store forgets the session's consumers when the session ends, or its node.
         tracing::warn!(subscription = %consumer.queue, error = %e, "could not end a consumer in the store");
     }
-    if consumer.durable {
+    if consumer.durable || consumer.shared {
         return;
     }
     match shared

@@ -44,6 +44,11 @@ pub struct SubscribeArgs {
     /// consumers).
     #[arg(long, requires = "durable")]
     shared: bool,
+    /// A shared non-durable subscription of this name: every `ferry subscribe` (or other
+    /// client) using the name takes a share of its messages, and it lives as long as one of
+    /// them consumes it.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["durable", "shared"])]
+    shared_name: Option<String>,
     /// Only messages this JMS message selector is TRUE for are placed on the subscription,
     /// e.g. "region = 'eu' AND priority >= 8" (see docs/selectors.md).
     #[arg(long, value_name = "EXPR")]
@@ -84,6 +89,9 @@ pub async fn run(args: SubscribeArgs) -> Result<()> {
     }
     if args.shared {
         request = request.shared();
+    }
+    if let Some(name) = &args.shared_name {
+        request = request.shared_as(name.clone());
     }
     if let Some(selector) = &args.selector {
         request = request.with_selector(selector.clone());

@@ -382,6 +382,63 @@ async fn a_live_subscriber_gets_what_is_published_meanwhile() {
     server.shutdown().await;
 }
 
+/// `--shared-name`: a shared non-durable subscription under that name, gone after its last
+/// consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_name_subscriber_consumes_a_shared_non_durable_subscription() {
+    let server = TestServer::start().await;
+    ferry(&server, &["topic", "create", "jobs"])
+        .run()
+        .await
+        .ok();
+    let reader = tokio::spawn({
+        let cmd = ferry(
+            &server,
+            &[
+                "subscribe",
+                "--topic",
+                "jobs",
+                "--shared-name",
+                "pool",
+                "--count",
+                "1",
+                "--wait",
+                "10",
+                "--json",
+            ],
+        );
+        async move { cmd.run().await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let t = topics(&server).await;
+        if let Some(sub) = t[0]["subscriptions"].as_array().and_then(|s| s.first()) {
+            assert_eq!(sub["name"], "pool", "{t}");
+            assert_eq!(sub["shared"], true, "{t}");
+            assert_eq!(sub["durable"], false, "{t}");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no subscription: {t}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    publish(&server, &["--topic", "jobs", "job"]).await;
+    let got = json_lines(reader.await.unwrap().ok());
+    assert_eq!(got[0]["body"], "job");
+    assert_eq!(got[0]["queue"], "jobs:pool");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while topics(&server).await[0]["subscriptions"] != serde_json::json!([]) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "subscription left behind its last consumer"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_name_what_is_missing() {
     let server = TestServer::start().await;
@@ -437,6 +494,15 @@ async fn errors_name_what_is_missing() {
     for args in [
         vec!["publish", "body"],
         vec!["subscribe", "--topic", "t", "--shared"],
+        vec![
+            "subscribe",
+            "--topic",
+            "t",
+            "--shared-name",
+            "w",
+            "--durable",
+            "d",
+        ],
         vec!["unsubscribe", "--topic", "t"],
         vec!["topic"],
     ] {

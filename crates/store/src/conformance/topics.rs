@@ -1219,9 +1219,9 @@ pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
 }
 
 /// A subscription that exists as durable is not replaced by a non-durable one of the same
-/// name, nor the other way round (`InvalidArgument`, nothing changes); a shared subscription
-/// must be durable.
-pub async fn durability_mismatch_and_shared_non_durable_are_refused(store: Arc<dyn Store>) {
+/// name, nor the other way round, nor a shared non-durable one over either (`InvalidArgument`,
+/// nothing changes).
+pub async fn durability_and_sharing_mismatches_are_refused(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("d", "")]).await;
     store
         .subscribe_topic("t", "~c.1", &non_durable(""), "c")
@@ -1240,9 +1240,13 @@ pub async fn durability_mismatch_and_shared_non_durable_are_refused(store: Arc<d
         shared: true,
         ..non_durable("")
     };
-    match store.subscribe_topic("t", "~c.2", &shared, "c").await {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("shared non-durable: expected InvalidArgument, got {other:?}"),
+    for over in ["d", "~c.1"] {
+        match store.subscribe_topic("t", over, &shared, "c").await {
+            Err(StoreError::InvalidArgument(_)) => {}
+            other => {
+                panic!("shared non-durable over {over}: expected InvalidArgument, got {other:?}")
+            }
+        }
     }
     let list = store.list_topics().await.unwrap();
     let subs: Vec<(String, bool, u64)> = list[0]
@@ -1420,4 +1424,78 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         Err(StoreError::TopicNotFound(t)) => assert_eq!(t, "nope"),
         other => panic!("unknown topic: expected TopicNotFound, got {other:?}"),
     }
+}
+
+/// A shared non-durable subscription: made by its first subscriber, attached to (never
+/// replaced) by later ones, kept while any session consumes it, and removed with its messages
+/// when the last consumer detaches or its session ends, or when it was made and never consumed.
+pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c", "d"], "t", &[]).await;
+    let pool = SubscriptionOptions {
+        shared: true,
+        ..non_durable("")
+    };
+    assert_eq!(
+        store.subscribe_topic("t", "w", &pool, "c").await.unwrap(),
+        "t:w"
+    );
+    store
+        .attach_consumer("t", "w", SESSION, true)
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "x")).await.unwrap();
+    // A second subscriber attaches to it: the backlog stays.
+    store.subscribe_topic("t", "w", &pool, "d").await.unwrap();
+    store
+        .attach_consumer("t", "w", SESSION + 1, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        peek_all(&store, "t:w").await.len(),
+        1,
+        "attached, not replaced"
+    );
+    let other = SubscriptionOptions {
+        selector: "a = 1".into(),
+        ..pool.clone()
+    };
+    match store.subscribe_topic("t", "w", &other, "d").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        r => panic!("another selector: expected InvalidArgument, got {r:?}"),
+    }
+    match store.attach_consumer("t", "w", SESSION + 2, false).await {
+        Err(StoreError::SubscriptionInUse(_)) => {}
+        r => panic!("an exclusive consumer: expected SubscriptionInUse, got {r:?}"),
+    }
+    store.detach_consumer("t", "w", SESSION).await.unwrap();
+    assert_eq!(
+        subscription_names(&store, "t").await,
+        vec!["w"],
+        "one consumer is left"
+    );
+    store.detach_consumer("t", "w", SESSION + 1).await.unwrap();
+    assert!(
+        subscription_names(&store, "t").await.is_empty(),
+        "gone with its last consumer"
+    );
+    // Made again, it starts empty.
+    store.subscribe_topic("t", "w", &pool, "c").await.unwrap();
+    store
+        .attach_consumer("t", "w", SESSION, true)
+        .await
+        .unwrap();
+    assert!(peek_all(&store, "t:w").await.is_empty());
+    // Its last consumer's session ending removes it too.
+    store.release_session(SESSION).await.unwrap();
+    assert!(
+        subscription_names(&store, "t").await.is_empty(),
+        "gone with its last session"
+    );
+    // Made and never consumed: the maker's detach (it had no consumer) removes it.
+    store.subscribe_topic("t", "w", &pool, "c").await.unwrap();
+    store.detach_consumer("t", "w", SESSION).await.unwrap();
+    assert!(
+        subscription_names(&store, "t").await.is_empty(),
+        "never consumed"
+    );
 }

@@ -68,11 +68,17 @@ impl ConsumerClaims {
         self.map().contains_key(queue)
     }
 
-    /// Ends every consumer of `session`.
-    pub fn release(&self, session: SessionId) {
-        self.map().retain(|_, list| {
+    /// Ends every consumer of `session`; returns the queues it consumed.
+    pub fn release(&self, session: SessionId) -> Vec<String> {
+        let mut left = Vec::new();
+        self.map().retain(|queue, list| {
+            let before = list.len();
             list.retain(|a| a.session != session);
+            if list.len() != before {
+                left.push(queue.clone());
+            }
             !list.is_empty()
         });
+        left
     }
 }

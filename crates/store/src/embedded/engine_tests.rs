@@ -202,6 +202,7 @@ async fn deleted_topics_and_subscriptions_stay_deleted_after_reopen() {
 
 #[tokio::test]
 async fn non_durable_subscriptions_are_dropped_at_recovery() {
+    // Shared ones too: their consumers were sessions of the run that crashed.
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 1 << 20).await;
@@ -215,8 +216,18 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
             .subscribe_topic("t", "~c.1", &transient, "c")
             .await
             .unwrap();
+        let pool = SubscriptionOptions {
+            shared: true,
+            ..SubscriptionOptions::default()
+        };
+        store
+            .subscribe_topic("t", "pool", &pool, "c")
+            .await
+            .unwrap();
+        store.attach_consumer("t", "pool", 1, true).await.unwrap();
         store.send(publish("t", "m", "eu")).await.unwrap();
         assert_eq!(bodies(&store, "t:~c.1").await, ["m"]);
+        assert_eq!(bodies(&store, "t:pool").await, ["m"]);
     }
     // A process crash: the broker never got to unsubscribe.
     let disk = disk.crash(CrashMode::Process);

@@ -60,6 +60,21 @@ impl std::fmt::Debug for EmbeddedStore {
 }
 
 impl EmbeddedStore {
+    /// Removes subscription `name` of `topic` when it is shared, not durable and nobody consumes
+    /// it any more: such a subscription lives as long as it has consumers.
+    async fn drop_if_unconsumed_shared(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        let queue = subscription_queue(topic, name);
+        if self.consumers.in_use(&queue) || !self.state().is_shared_non_durable(topic, name) {
+            return Ok(()); // nothing to write, nothing to wait for
+        }
+        let consumers = &self.consumers;
+        self.mutate(|st, log| {
+            st.drop_unconsumed_shared(log, topic, name, |q| consumers.in_use(q));
+            Ok(())
+        })
+        .await
+    }
+
     /// Opens (or creates) the store in `cfg.dir`, replaying its log. Blocking file I/O runs on
     /// tokio's blocking pool.
     pub async fn open(cfg: EmbeddedConfig) -> Result<Arc<EmbeddedStore>, StoreError> {
@@ -424,7 +439,11 @@ impl Store for EmbeddedStore {
     }
 
     async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        self.consumers.release(session);
+        for queue in self.consumers.release(session) {
+            if let Some((topic, name)) = queue.split_once(':') {
+                self.drop_if_unconsumed_shared(topic, name).await?;
+            }
+        }
         self.settle_back(|st, log| st.release_session(log, session))
             .await
     }
@@ -521,7 +540,10 @@ impl Store for EmbeddedStore {
         session: SessionId,
         shared: bool,
     ) -> Result<(), StoreError> {
-        self.state().check_subscription(topic, name)?;
+        // Under the state lock, so that a shared non-durable subscription losing its last
+        // consumer (dropped under the same lock) cannot lose one that attaches meanwhile.
+        let state = self.state();
+        state.check_subscription(topic, name)?;
         self.consumers
             .attach(&subscription_queue(topic, name), session, shared)
     }
@@ -534,7 +556,7 @@ impl Store for EmbeddedStore {
     ) -> Result<(), StoreError> {
         self.consumers
             .detach(&subscription_queue(topic, name), session);
-        Ok(())
+        self.drop_if_unconsumed_shared(topic, name).await
     }
 
     async fn commit(

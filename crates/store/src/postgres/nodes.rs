@@ -16,7 +16,7 @@ use super::notify::notify;
 use super::receive::as_i64;
 use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
-use super::topics::drop_owned;
+use super::topics::{drop_owned, drop_unconsumed_shared};
 use super::tx::{retrying, TxResult};
 use crate::api::{Heartbeat, SessionId};
 use crate::error::StoreError;
@@ -162,9 +162,17 @@ impl Inner {
         // Before the leases return, so that none returns to a queue about to go.
         drop_owned(tx, &clients).await?;
         let stmt = tx
-            .prepare_cached("DELETE FROM subscription_consumers WHERE node = ANY($1)")
+            .prepare_cached(
+                "DELETE FROM subscription_consumers WHERE node = ANY($1) RETURNING queue_id",
+            )
             .await?;
-        tx.execute(&stmt, &[&nodes]).await?;
+        let consumed = tx
+            .query(&stmt, &[&nodes])
+            .await?
+            .iter()
+            .map(|r| r.try_get::<_, i64>(0))
+            .collect::<Result<Vec<_>, _>>()?;
+        drop_unconsumed_shared(tx, &consumed).await?;
         let stmt = tx
             .prepare_cached(&format!(
                 "WITH u AS (UPDATE message_queue SET {UNLEASE} \

@@ -8,6 +8,7 @@ use super::dead_letter::move_over_limit;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
+use super::topics::drop_unconsumed_shared;
 use super::tx::{retrying, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
@@ -136,10 +137,17 @@ impl Inner {
             notify(&tx, &self.node, &names).await?;
             let stmt = tx
                 .prepare_cached(
-                    "DELETE FROM subscription_consumers WHERE node = $1 AND session = $2",
+                    "DELETE FROM subscription_consumers WHERE node = $1 AND session = $2 \
+                     RETURNING queue_id",
                 )
                 .await?;
-            tx.execute(&stmt, &[&self.node, &session]).await?;
+            let consumed = tx
+                .query(&stmt, &[&self.node, &session])
+                .await?
+                .iter()
+                .map(|r| r.try_get::<_, i64>(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            drop_unconsumed_shared(&tx, &consumed).await?;
             tx.commit().await?;
             Ok(names)
         })

@@ -147,11 +147,6 @@ impl Inner {
     ) -> Result<String, StoreError> {
         names::check("topic", topic)?;
         names::check("subscription", name)?;
-        if options.shared && !options.durable {
-            return Err(StoreError::InvalidArgument(
-                "a shared subscription must be durable".into(),
-            ));
-        }
         // Parsed here so that a bad selector fails now, not at every publish.
         self.selectors.get(&options.selector)?;
         let queue = subscription_queue(topic, name);
@@ -181,8 +176,9 @@ impl Inner {
             let durable: bool = row.try_get(1)?;
             let shared: bool = row.try_get(2)?;
             let selector: String = row.try_get(3)?;
-            if !durable && !options.durable {
-                // A non-durable name left over from an earlier session: start afresh.
+            if !durable && !options.durable && !shared && !options.shared {
+                // A non-durable name left over from an earlier session: start afresh. (A
+                // shared one is attached to: it lives while it has consumers.)
                 drop_subscriptions(&tx, &[queue_id]).await?;
             } else {
                 let differs = if durable != options.durable {
@@ -354,20 +350,33 @@ impl Inner {
         session: SessionId,
     ) -> Result<(), StoreError> {
         let session = as_i64(session);
-        let queue = subscription_queue(topic, name);
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
+            let topic_id = lock_topic(&tx, topic).await?;
+            // Locked first, as attaches do, so that a shared non-durable subscription losing
+            // its last consumer here cannot lose one attaching on another node meanwhile.
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
+                     FOR UPDATE",
+                )
+                .await?;
+            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
+                return Ok(()); // gone already, and its consumers with it
+            };
+            let queue_id: i64 = row.try_get(0)?;
             let stmt = tx
                 .prepare_cached(
                     "UPDATE subscription_consumers SET consumers = consumers - 1 \
-                     WHERE queue_id = (SELECT id FROM queues WHERE name = $1) \
-                       AND node = $2 AND session = $3 \
-                     RETURNING queue_id, consumers",
+                     WHERE queue_id = $1 AND node = $2 AND session = $3 RETURNING consumers",
                 )
                 .await?;
-            if let Some(row) = tx.query_opt(&stmt, &[&queue, &self.node, &session]).await? {
-                let (queue_id, left): (i64, i32) = (row.try_get(0)?, row.try_get(1)?);
+            if let Some(row) = tx
+                .query_opt(&stmt, &[&queue_id, &self.node, &session])
+                .await?
+            {
+                let left: i32 = row.try_get(0)?;
                 if left <= 0 {
                     let stmt = tx
                         .prepare_cached(
@@ -379,6 +388,7 @@ impl Inner {
                         .await?;
                 }
             }
+            drop_unconsumed_shared(&tx, &[queue_id]).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -451,14 +461,42 @@ pub async fn drop_subscriptions(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> 
 
 /// Removes the non-durable subscriptions owned by `clients` (their sessions ended without
 /// unsubscribing: their node died or left), with their messages.
+/// Drops those of `queue_ids` that are shared non-durable subscriptions nobody consumes any
+/// more: such a subscription lives as long as it has consumers.
+pub async fn drop_unconsumed_shared(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> {
+    if queue_ids.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT s.queue_id FROM subscriptions s \
+             WHERE s.queue_id = ANY($1) AND NOT s.durable AND s.shared \
+               AND NOT EXISTS (SELECT 1 FROM subscription_consumers c \
+                               WHERE c.queue_id = s.queue_id) \
+             ORDER BY s.queue_id FOR UPDATE OF s",
+        )
+        .await?;
+    let queues = tx
+        .query(&stmt, &[&queue_ids])
+        .await?
+        .iter()
+        .map(|r| r.try_get::<_, i64>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    drop_subscriptions(tx, &queues).await
+}
+
+/// Drops the non-durable subscriptions `clients` made: those that are not shared, and shared
+/// ones that nobody consumes (made, and never consumed before their maker's end).
 pub async fn drop_owned(tx: &Tx<'_>, clients: &[String]) -> TxResult<()> {
     if clients.is_empty() {
         return Ok(());
     }
     let stmt = tx
         .prepare_cached(
-            "SELECT queue_id FROM subscriptions WHERE NOT durable AND owner = ANY($1) \
-             ORDER BY queue_id FOR UPDATE",
+            "SELECT s.queue_id FROM subscriptions s WHERE NOT s.durable AND s.owner = ANY($1) \
+               AND (NOT s.shared OR NOT EXISTS (SELECT 1 FROM subscription_consumers c \
+                                                WHERE c.queue_id = s.queue_id)) \
+             ORDER BY s.queue_id FOR UPDATE OF s",
         )
         .await?;
     let queues = tx

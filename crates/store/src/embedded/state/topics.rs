@@ -199,17 +199,13 @@ impl State {
                 "a queue named '{queue}' exists"
             )));
         }
-        if options.shared && !options.durable {
-            return Err(StoreError::InvalidArgument(
-                "only a durable subscription can be shared".into(),
-            ));
-        }
         // Parse before anything else: a bad selector changes nothing.
         let filter = Filter::parse(&options.selector)
             .map_err(|e| StoreError::InvalidArgument(format!("invalid selector: {e}")))?;
         let replace = match t.subs.get(name) {
-            // A non-durable subscription made again under its name is replaced.
-            Some(s) if !s.durable && !options.durable => true,
+            // A non-durable subscription made again under its name is replaced (its name is
+            // the broker's, and its session is gone); a shared one is attached to.
+            Some(s) if !s.durable && !options.durable && !s.shared && !options.shared => true,
             Some(s) => {
                 let differs = |what: &str, was: &dyn std::fmt::Display| {
                     Err(StoreError::InvalidArgument(format!(
@@ -299,6 +295,35 @@ impl State {
         self.append(log, |b| record::encode_subscription_deleted(b, topic, name));
         self.remove_subscription(topic, name);
         Ok(())
+    }
+
+    /// Whether subscription `name` of `topic` exists, shared and not durable.
+    pub fn is_shared_non_durable(&self, topic: &str, name: &str) -> bool {
+        self.topics
+            .get(topic)
+            .and_then(|t| t.subs.get(name))
+            .is_some_and(|s| s.shared && !s.durable)
+    }
+
+    /// Removes subscription `name` of `topic` if it is shared and not durable and nobody
+    /// consumes it any more (`consumed` says who does). Returns whether it did.
+    pub fn drop_unconsumed_shared(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        topic: &str,
+        name: &str,
+        consumed: impl Fn(&str) -> bool,
+    ) -> bool {
+        let doomed = self
+            .topics
+            .get(topic)
+            .and_then(|t| t.subs.get(name))
+            .is_some_and(|s| !s.durable && s.shared && !consumed(&subscription_queue(topic, name)));
+        if doomed {
+            self.append(log, |b| record::encode_subscription_deleted(b, topic, name));
+            self.remove_subscription(topic, name);
+        }
+        doomed
     }
 
     /// Removes every non-durable subscription (their owners' sessions ended with the previous
