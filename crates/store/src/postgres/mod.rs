@@ -13,6 +13,7 @@
 //! - `topics`, `publish`: topics and subscriptions (each backed by a queue named `topic:name`),
 //!   and where a published message goes;
 //! - `commit`: transactions of sends, publishes and acks, all or nothing;
+//! - `consumers`: who consumes each topic subscription, on every node;
 //! - `nodes`: session claims, heartbeats, reaping dead nodes;
 //! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
 //!   per-node `LISTEN` connection that turns them into change reports;
@@ -28,6 +29,7 @@ mod batch;
 mod batcher;
 mod clients;
 mod commit;
+mod consumers;
 mod dead_letter;
 mod errors;
 mod gather;

@@ -11,12 +11,13 @@
 
 use std::sync::atomic::Ordering;
 
+use super::consumers::drop_unconsumed_shared;
 use super::names;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
-use super::topics::{drop_owned, drop_unconsumed_shared};
+use super::topics::drop_owned;
 use super::tx::{retrying, TxResult};
 use crate::api::{Heartbeat, SessionId};
 use crate::error::StoreError;

@@ -4,11 +4,11 @@
 
 use ferry_protocol::DeliveryId;
 
+use super::consumers::drop_unconsumed_shared;
 use super::dead_letter::move_over_limit;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
-use super::topics::drop_unconsumed_shared;
 use super::tx::{retrying, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;

@@ -11,13 +11,11 @@
 use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
 
 use super::names;
-use super::receive::as_i64;
 use super::store::Inner;
 use super::tx::{drop_orphans, retrying, TxResult};
-use crate::api::SessionId;
 use crate::error::StoreError;
 
-type Tx<'a> = deadpool_postgres::Transaction<'a>;
+pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
 impl Inner {
     /// See [`crate::Store::create_topic`].
@@ -291,114 +289,9 @@ impl Inner {
     }
 }
 
-impl Inner {
-    /// See [`crate::Store::attach_consumer`].
-    pub async fn attach_consumer(
-        &self,
-        topic: &str,
-        name: &str,
-        session: SessionId,
-        shared: bool,
-    ) -> Result<(), StoreError> {
-        let session = as_i64(session);
-        let queue = subscription_queue(topic, name);
-        retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let topic_id = lock_topic(&tx, topic).await?;
-            // Serialises the attaches of one subscription across nodes; publishes (FOR KEY
-            // SHARE) are not held up.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
-                     FOR NO KEY UPDATE",
-                )
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
-                return Err(StoreError::SubscriptionNotFound(queue.clone()).into());
-            };
-            let queue_id: i64 = row.try_get(0)?;
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT bool_and(shared) FROM subscription_consumers WHERE queue_id = $1",
-                )
-                .await?;
-            let all_shared: Option<bool> = tx.query_one(&stmt, &[&queue_id]).await?.try_get(0)?;
-            if all_shared.is_some_and(|all| !(all && shared)) {
-                return Err(StoreError::SubscriptionInUse(queue.clone()).into());
-            }
-            let stmt = tx
-                .prepare_cached(
-                    "INSERT INTO subscription_consumers (queue_id, node, session, shared, consumers) \
-                     VALUES ($1, $2, $3, $4, 1) ON CONFLICT (queue_id, node, session) \
-                     DO UPDATE SET consumers = subscription_consumers.consumers + 1",
-                )
-                .await?;
-            tx.execute(&stmt, &[&queue_id, &self.node, &session, &shared])
-                .await?;
-            tx.commit().await?;
-            Ok(())
-        })
-        .await
-    }
-
-    /// See [`crate::Store::detach_consumer`].
-    pub async fn detach_consumer(
-        &self,
-        topic: &str,
-        name: &str,
-        session: SessionId,
-    ) -> Result<(), StoreError> {
-        let session = as_i64(session);
-        retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let topic_id = lock_topic(&tx, topic).await?;
-            // Locked first, as attaches do, so that a shared non-durable subscription losing
-            // its last consumer here cannot lose one attaching on another node meanwhile.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
-                     FOR UPDATE",
-                )
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
-                return Ok(()); // gone already, and its consumers with it
-            };
-            let queue_id: i64 = row.try_get(0)?;
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE subscription_consumers SET consumers = consumers - 1 \
-                     WHERE queue_id = $1 AND node = $2 AND session = $3 RETURNING consumers",
-                )
-                .await?;
-            if let Some(row) = tx
-                .query_opt(&stmt, &[&queue_id, &self.node, &session])
-                .await?
-            {
-                let left: i32 = row.try_get(0)?;
-                if left <= 0 {
-                    let stmt = tx
-                        .prepare_cached(
-                            "DELETE FROM subscription_consumers \
-                             WHERE queue_id = $1 AND node = $2 AND session = $3",
-                        )
-                        .await?;
-                    tx.execute(&stmt, &[&queue_id, &self.node, &session])
-                        .await?;
-                }
-            }
-            drop_unconsumed_shared(&tx, &[queue_id]).await?;
-            tx.commit().await?;
-            Ok(())
-        })
-        .await
-    }
-}
-
 /// The id of `topic`, locked `FOR KEY SHARE` (it cannot be deleted until `tx` ends), or
 /// `TopicNotFound`.
-async fn lock_topic(tx: &Tx<'_>, topic: &str) -> TxResult<i64> {
+pub(super) async fn lock_topic(tx: &Tx<'_>, topic: &str) -> TxResult<i64> {
     let stmt = tx
         .prepare_cached("SELECT id FROM topics WHERE name = $1 FOR KEY SHARE")
         .await?;
@@ -457,32 +350,6 @@ pub async fn drop_subscriptions(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> 
         .await?;
     tx.execute(&stmt, &[&queue_ids]).await?;
     Ok(())
-}
-
-/// Removes the non-durable subscriptions owned by `clients` (their sessions ended without
-/// unsubscribing: their node died or left), with their messages.
-/// Drops those of `queue_ids` that are shared non-durable subscriptions nobody consumes any
-/// more: such a subscription lives as long as it has consumers.
-pub async fn drop_unconsumed_shared(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> {
-    if queue_ids.is_empty() {
-        return Ok(());
-    }
-    let stmt = tx
-        .prepare_cached(
-            "SELECT s.queue_id FROM subscriptions s \
-             WHERE s.queue_id = ANY($1) AND NOT s.durable AND s.shared \
-               AND NOT EXISTS (SELECT 1 FROM subscription_consumers c \
-                               WHERE c.queue_id = s.queue_id) \
-             ORDER BY s.queue_id FOR UPDATE OF s",
-        )
-        .await?;
-    let queues = tx
-        .query(&stmt, &[&queue_ids])
-        .await?
-        .iter()
-        .map(|r| r.try_get::<_, i64>(0))
-        .collect::<Result<Vec<_>, _>>()?;
-    drop_subscriptions(tx, &queues).await
 }
 
 /// Drops the non-durable subscriptions `clients` made: those that are not shared, and shared
