@@ -305,7 +305,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
 
     /// Ends one consumer of subscription `name` of `topic` by `session` (a no-op when there is
-    /// none).
+    /// none, or no such subscription or topic). A shared non-durable subscription whose last
+    /// consumer this was is removed with its messages.
     async fn detach_consumer(
         &self,
         topic: &str,

@@ -26,6 +26,13 @@ async fn open(url: &str) -> Arc<dyn Store> {
     PostgresStore::open(PostgresConfig::new(url)).await.unwrap() as Arc<dyn Store>
 }
 
+/// Opens the store at `url` as node `node`.
+async fn open_as(url: &str, node: &str) -> Arc<PostgresStore> {
+    let mut cfg = PostgresConfig::new(url);
+    cfg.node = node.into();
+    PostgresStore::open(cfg).await.unwrap()
+}
+
 fn db_name(url: &str) -> String {
     url.rsplit('/').next().unwrap().to_owned()
 }
@@ -293,13 +300,8 @@ async fn node_rows(url: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_taken_for_dead_hears_it_from_its_next_heartbeat() {
     let url = fresh_url().await;
-    let open_as = |node: &str| {
-        let mut cfg = PostgresConfig::new(url.as_str());
-        cfg.node = node.into();
-        PostgresStore::open(cfg)
-    };
-    let a = open_as("a").await.unwrap();
-    let b = open_as("b").await.unwrap();
+    let a = open_as(&url, "a").await;
+    let b = open_as(&url, "b").await;
     assert!(!a.heartbeat(60_000).await.unwrap().was_taken_for_dead);
     a.claim_session("alice", 1).await.unwrap();
     // a stays silent; b takes it for dead once the timeout has passed.
@@ -323,13 +325,8 @@ async fn a_node_taken_for_dead_hears_it_from_its_next_heartbeat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
     let url = fresh_url().await;
-    let open_as = |node: &str| {
-        let mut cfg = PostgresConfig::new(url.as_str());
-        cfg.node = node.into();
-        PostgresStore::open(cfg)
-    };
-    let a = open_as("a").await.unwrap();
-    let b = open_as("b").await.unwrap();
+    let a = open_as(&url, "a").await;
+    let b = open_as(&url, "b").await;
     a.heartbeat(60_000).await.unwrap();
     b.heartbeat(60_000).await.unwrap();
     a.claim_session("alice", 1).await.unwrap();
@@ -351,13 +348,8 @@ async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
     let url = fresh_url().await;
-    let open_as = |node: &str| {
-        let mut cfg = PostgresConfig::new(url.as_str());
-        cfg.node = node.into();
-        PostgresStore::open(cfg)
-    };
-    let a = open_as("a").await.unwrap() as Arc<dyn Store>;
-    let b = open_as("b").await.unwrap() as Arc<dyn Store>;
+    let a = open_as(&url, "a").await as Arc<dyn Store>;
+    let b = open_as(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["p", "c"], &["dead"]).await;
     let options = ferry_protocol::QueueOptions {
         max_deliveries: 1,

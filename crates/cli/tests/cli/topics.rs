@@ -32,6 +32,34 @@ async fn topics(server: &TestServer) -> serde_json::Value {
     serde_json::from_str(out.ok()).unwrap()
 }
 
+/// Waits (up to 15 s) until the first topic has a subscription, and returns it.
+async fn first_subscription(server: &TestServer) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let t = topics(server).await;
+        if let Some(sub) = t[0]["subscriptions"].as_array().and_then(|s| s.first()) {
+            return sub.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no subscription: {t}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (up to 15 s) until the first topic has no subscription left.
+async fn no_subscription_left(server: &TestServer) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while topics(server).await[0]["subscriptions"] != serde_json::json!([]) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "subscription left behind its consumer"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_list_delete_and_their_errors() {
     let server = TestServer::start().await;
@@ -340,27 +368,9 @@ async fn a_live_subscriber_gets_what_is_published_meanwhile() {
         async move { cmd.run().await }
     });
     // Publish once the non-durable subscription exists.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let t = topics(&server).await;
-        if t[0]["subscriptions"]
-            .as_array()
-            .is_some_and(|s| !s.is_empty())
-        {
-            let name = t[0]["subscriptions"][0]["name"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            assert!(name.starts_with('~'), "{name}");
-            assert_eq!(t[0]["subscriptions"][0]["durable"], false);
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no subscription: {t}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let sub = first_subscription(&server).await;
+    assert!(sub["name"].as_str().unwrap().starts_with('~'), "{sub}");
+    assert_eq!(sub["durable"], false);
     publish(&server, &["--topic", "live", "--non-persistent", "first"]).await;
     publish(&server, &["--topic", "live", "--ttl", "30s", "second"]).await;
     let out = reader.await.unwrap();
@@ -369,14 +379,7 @@ async fn a_live_subscriber_gets_what_is_published_meanwhile() {
     assert_eq!(bodies, ["first", "second"]);
     assert!(got[1].get("expires_at").is_some(), "{got:?}");
     // The non-durable subscription ends with its consumer.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while topics(&server).await[0]["subscriptions"] != serde_json::json!([]) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "subscription left behind"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    no_subscription_left(&server).await;
     // Nobody subscribed: a publish still succeeds and goes nowhere.
     publish(&server, &["--topic", "live", "void"]).await;
     server.shutdown().await;
@@ -409,33 +412,15 @@ async fn a_shared_name_subscriber_consumes_a_shared_non_durable_subscription() {
         );
         async move { cmd.run().await }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let t = topics(&server).await;
-        if let Some(sub) = t[0]["subscriptions"].as_array().and_then(|s| s.first()) {
-            assert_eq!(sub["name"], "pool", "{t}");
-            assert_eq!(sub["shared"], true, "{t}");
-            assert_eq!(sub["durable"], false, "{t}");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no subscription: {t}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let sub = first_subscription(&server).await;
+    assert_eq!(sub["name"], "pool", "{sub}");
+    assert_eq!(sub["shared"], true, "{sub}");
+    assert_eq!(sub["durable"], false, "{sub}");
     publish(&server, &["--topic", "jobs", "job"]).await;
     let got = json_lines(reader.await.unwrap().ok());
     assert_eq!(got[0]["body"], "job");
     assert_eq!(got[0]["queue"], "jobs:pool");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while topics(&server).await[0]["subscriptions"] != serde_json::json!([]) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "subscription left behind its last consumer"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    no_subscription_left(&server).await;
     server.shutdown().await;
 }
 

@@ -1424,6 +1424,12 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         Err(StoreError::TopicNotFound(t)) => assert_eq!(t, "nope"),
         other => panic!("unknown topic: expected TopicNotFound, got {other:?}"),
     }
+    // Ending a consumer of what is gone is a no-op.
+    store.detach_consumer("t", "gone", SESSION).await.unwrap();
+    store
+        .detach_consumer("nope", "solo", SESSION)
+        .await
+        .unwrap();
 }
 
 /// A shared non-durable subscription: made by its first subscriber, attached to (never

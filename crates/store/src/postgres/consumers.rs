@@ -6,8 +6,8 @@ use ferry_protocol::subscription_queue;
 
 use super::receive::as_i64;
 use super::store::Inner;
-use super::topics::{drop_subscriptions, lock_topic, Tx};
-use super::tx::{retrying, TxResult};
+use super::topics::{drop_subscriptions, lock_subscription, RowLock, Tx};
+use super::tx::{retrying, TxError, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
 
@@ -25,19 +25,13 @@ impl Inner {
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
-            let topic_id = lock_topic(&tx, topic).await?;
-            // Serialises the attaches of one subscription across nodes; publishes (FOR KEY
-            // SHARE) are not held up.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
-                     FOR NO KEY UPDATE",
-                )
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
+            // Serialises the attaches of one subscription across nodes; publishes are not
+            // held up.
+            let Some(queue_id) =
+                lock_subscription(&tx, topic, name, RowLock::NoKeyUpdate).await?
+            else {
                 return Err(StoreError::SubscriptionNotFound(queue.clone()).into());
             };
-            let queue_id: i64 = row.try_get(0)?;
             let stmt = tx
                 .prepare_cached(
                     "SELECT bool_and(shared) FROM subscription_consumers WHERE queue_id = $1",
@@ -73,19 +67,14 @@ impl Inner {
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
-            let topic_id = lock_topic(&tx, topic).await?;
             // Locked first, as attaches do, so that a shared non-durable subscription losing
             // its last consumer here cannot lose one attaching on another node meanwhile.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
-                     FOR UPDATE",
-                )
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
-                return Ok(()); // gone already, and its consumers with it
+            let queue_id = match lock_subscription(&tx, topic, name, RowLock::Update).await {
+                Ok(Some(id)) => id,
+                // Gone already (or its topic), and its consumers with it.
+                Ok(None) | Err(TxError::Store(StoreError::TopicNotFound(_))) => return Ok(()),
+                Err(e) => return Err(e),
             };
-            let queue_id: i64 = row.try_get(0)?;
             let stmt = tx
                 .prepare_cached(
                     "UPDATE subscription_consumers SET consumers = consumers - 1 \

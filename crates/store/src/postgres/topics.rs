@@ -262,19 +262,11 @@ impl Inner {
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
-            let topic_id = lock_topic(&tx, topic).await?;
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
-                     FOR UPDATE",
-                )
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&topic_id, &name]).await? else {
+            let Some(queue_id) = lock_subscription(&tx, topic, name, RowLock::Update).await? else {
                 return Err(
                     StoreError::SubscriptionNotFound(subscription_queue(topic, name)).into(),
                 );
             };
-            let queue_id: i64 = row.try_get(0)?;
             let stmt = tx
                 .prepare_cached("SELECT 1 FROM subscription_consumers WHERE queue_id = $1 LIMIT 1")
                 .await?;
@@ -286,6 +278,42 @@ impl Inner {
             Ok(())
         })
         .await
+    }
+}
+
+/// How [`lock_subscription`] locks a subscription's row.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum RowLock {
+    /// For removing it (or maybe removing it): waits for, and holds off, everything but reads.
+    Update,
+    /// For attaching a consumer: attaches wait for each other, publishes (which lock the row
+    /// `FOR KEY SHARE`) go on.
+    NoKeyUpdate,
+}
+
+/// The queue id of subscription `name` of `topic`, its row locked as `lock` says (and the topic
+/// `FOR KEY SHARE`); `None` when there is no such subscription, `TopicNotFound` for the topic.
+pub(super) async fn lock_subscription(
+    tx: &Tx<'_>,
+    topic: &str,
+    name: &str,
+    lock: RowLock,
+) -> TxResult<Option<i64>> {
+    let topic_id = lock_topic(tx, topic).await?;
+    let stmt = tx
+        .prepare_cached(match lock {
+            RowLock::Update => {
+                "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 FOR UPDATE"
+            }
+            RowLock::NoKeyUpdate => {
+                "SELECT queue_id FROM subscriptions WHERE topic_id = $1 AND name = $2 \
+                 FOR NO KEY UPDATE"
+            }
+        })
+        .await?;
+    match tx.query_opt(&stmt, &[&topic_id, &name]).await? {
+        Some(row) => Ok(Some(row.try_get(0)?)),
+        None => Ok(None),
     }
 }
 
