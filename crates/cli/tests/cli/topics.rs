@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ferry_testkit::TestServer;
 
-use crate::support::{ferry, json_lines};
+use crate::support::{ferry, json_lines, Out};
 
 /// Publishes with `args` and returns the printed id.
 async fn publish(server: &TestServer, args: &[&str]) -> u64 {
@@ -30,6 +30,12 @@ async fn subscribe_json(server: &TestServer, args: &[&str]) -> Vec<serde_json::V
 async fn topics(server: &TestServer) -> serde_json::Value {
     let out = ferry(server, &["topic", "list", "--json"]).run().await;
     serde_json::from_str(out.ok()).unwrap()
+}
+
+/// Runs `ferry` with `args` in the background (a subscriber), for its output later.
+fn spawn_ferry(server: &TestServer, args: &[&str]) -> tokio::task::JoinHandle<Out> {
+    let cmd = ferry(server, args);
+    tokio::spawn(async move { cmd.run().await })
 }
 
 /// Waits (up to 15 s) until the first topic has a subscription, and returns it.
@@ -351,22 +357,19 @@ async fn a_live_subscriber_gets_what_is_published_meanwhile() {
         .run()
         .await
         .ok();
-    let reader = tokio::spawn({
-        let cmd = ferry(
-            &server,
-            &[
-                "subscribe",
-                "--topic",
-                "live",
-                "--count",
-                "2",
-                "--wait",
-                "10",
-                "--json",
-            ],
-        );
-        async move { cmd.run().await }
-    });
+    let reader = spawn_ferry(
+        &server,
+        &[
+            "subscribe",
+            "--topic",
+            "live",
+            "--count",
+            "2",
+            "--wait",
+            "10",
+            "--json",
+        ],
+    );
     // Publish once the non-durable subscription exists.
     let sub = first_subscription(&server).await;
     assert!(sub["name"].as_str().unwrap().starts_with('~'), "{sub}");
@@ -394,24 +397,21 @@ async fn a_shared_name_subscriber_consumes_a_shared_non_durable_subscription() {
         .run()
         .await
         .ok();
-    let reader = tokio::spawn({
-        let cmd = ferry(
-            &server,
-            &[
-                "subscribe",
-                "--topic",
-                "jobs",
-                "--shared-name",
-                "pool",
-                "--count",
-                "1",
-                "--wait",
-                "10",
-                "--json",
-            ],
-        );
-        async move { cmd.run().await }
-    });
+    let reader = spawn_ferry(
+        &server,
+        &[
+            "subscribe",
+            "--topic",
+            "jobs",
+            "--shared-name",
+            "pool",
+            "--count",
+            "1",
+            "--wait",
+            "10",
+            "--json",
+        ],
+    );
     let sub = first_subscription(&server).await;
     assert_eq!(sub["name"], "pool", "{sub}");
     assert_eq!(sub["shared"], true, "{sub}");
