@@ -129,6 +129,72 @@ async fn ftab_mix_runs_and_reports() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ftab_clients_not_found_by_name_share_the_connections_asked_for() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ftab.json");
+    let mut argv: Vec<String> = [
+        "ftab",
+        "--alice",
+        "3",
+        "--bob",
+        "3",
+        "--larry",
+        "2",
+        "--queues",
+        "2",
+        "--size",
+        "100",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--window",
+        "250ms",
+        "--ferry-connections",
+        "2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.extend([
+        "--server".into(),
+        server.addr_string(),
+        "--json".into(),
+        out.display().to_string(),
+    ]);
+    ferry_bench::workloads::ftab::run(Ftab::try_parse_from(argv).unwrap().args)
+        .await
+        .unwrap();
+    let json = json(&out);
+    assert_eq!(json["params"]["ferry_connections"], 2);
+    let r = &json["results"][0];
+    assert_eq!(r["errors"]["send"], 0, "{r:#}");
+    for op in ["send", "read", "query_found"] {
+        assert!(
+            r["operations"][op]["count"].as_u64().unwrap() > 0,
+            "{op}: {r:#}"
+        );
+    }
+    // The set-up connection, two shared by the three Alices and three Bobs, and one for each
+    // Larry, who is found by name: 5 instead of 9.
+    let stats = server.broker().stats();
+    let accepted = stats
+        .connections_accepted
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(accepted, 5);
+    server.shutdown().await;
+}
+
+#[test]
+fn ftab_refuses_zero_shared_connections() {
+    let e = Ftab::try_parse_from(["ftab", "--alice", "1", "--ferry-connections", "0"])
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("--ferry-connections"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ftab_refuses_unpaired_and_empty_mixes() {
     let parse = |flags: &[&str]| {
         let mut argv = vec!["ftab"];

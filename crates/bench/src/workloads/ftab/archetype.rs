@@ -54,12 +54,16 @@ impl Archetype {
         }
     }
 
+    /// Whether messages find its clients by their names (addressed to them, or taken by
+    /// sender): such clients need a connection of their own, the others may share one.
+    pub fn found_by_name(self) -> bool {
+        matches!(self, Archetype::Larry | Archetype::Tola | Archetype::Maruja)
+    }
+
     /// What this archetype needs that `caps` lacks, as phrases (empty: it can run).
     pub fn missing(self, caps: &Capabilities) -> Vec<&'static str> {
         let mut missing = Vec::new();
-        let needs_addressed =
-            matches!(self, Archetype::Larry | Archetype::Tola | Archetype::Maruja);
-        if needs_addressed && !caps.addressed {
+        if self.found_by_name() && !caps.addressed {
             missing.push("addressed messages");
         }
         if self == Archetype::Larry && !caps.queue_query {

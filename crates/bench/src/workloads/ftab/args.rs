@@ -46,6 +46,12 @@ pub struct FtabArgs {
     /// Priority of every message (1-10), or `random` for a uniform choice per message.
     #[arg(long, default_value = "5", value_parser = parse_priority)]
     pub priority: Priority,
+    /// Ferry target only: the Alice, Bob, Carl and Rick clients share N connections (taken in
+    /// turn) instead of having one each, as an application's threads share a client; Larry,
+    /// Tola and Maruja keep their own, being found by their names. Default: one per client.
+    /// The postgres target's counterpart is --postgres-sessions.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub ferry_connections: Option<u32>,
     /// Also write an HTML page with plots of the run to this file.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,

@@ -1,5 +1,6 @@
 //! The `ftab` workload: the client archetypes of the FTaB report (`args`, `archetype`) as
-//! closed-loop clients in any mix, each on its own connection, against one target. Every
+//! closed-loop clients in any mix, each on its own connection (or, with `--ferry-connections`,
+//! sharing some: [`connections`]), against one target. Every
 //! request is timed as an operation (`ops`: send, read, read_empty, query_found,
 //! query_not_found, request_reply); the report gives each operation's response-time
 //! distribution, its throughput and mean response time per window with mean, standard
@@ -12,6 +13,7 @@
 
 pub mod archetype;
 pub mod args;
+pub mod connections;
 pub mod larry;
 pub mod ops;
 pub mod pairs;
@@ -30,7 +32,6 @@ use tokio::task::JoinHandle;
 
 pub use args::FtabArgs;
 
-use crate::drivers::Connection;
 use crate::progress::{Progress, ProgressPlan};
 use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
@@ -38,6 +39,7 @@ use crate::stats::WindowSeries;
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::setup;
 use archetype::{count, Archetype, ALL};
+use connections::Connections;
 use ops::{OpSeries, Recorder};
 use plan::{pair_queue, Client, Plan, REQUEST_QUEUE};
 
@@ -80,7 +82,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         .await
         .map_err(|e| anyhow::anyhow!(e.message))?;
     // The set-up connection is not needed while the clients run: close it now, so that the
-    // run holds exactly one connection per client (PostgreSQL's max_connections counts them).
+    // run holds only its clients' connections (PostgreSQL's max_connections counts them).
     admin.close().await;
     drop(admin);
 
@@ -99,11 +101,14 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
 
     // Connect everyone before the clock starts (Larrys and the pairs also need their
     // addressees to exist).
+    let ferry_connections = args.ferry_connections.filter(|_| driver.name() == "ferry");
+    let mut connections = Connections::new(ferry_connections);
     let mut conns = Vec::new();
     for a in ALL {
         for i in 0..count(args, a) {
             let n = name(a, i);
-            conns.push((a, i, n.clone(), setup::connect(driver.as_ref(), &n).await?));
+            let conn = connections.connect(driver.as_ref(), &base, a, &n).await?;
+            conns.push((a, i, n, conn));
         }
     }
 
@@ -126,7 +131,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         ProgressPlan::of("ftab", driver.name(), common),
         common.quiet,
     );
-    let mut tasks: Vec<(Arc<dyn Connection>, ClientTask)> = Vec::new();
+    let mut tasks: Vec<ClientTask> = Vec::new();
     for (a, i, n, conn) in conns {
         let client = Client {
             conn: conn.clone(),
@@ -151,7 +156,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
                 pair_queue(i),
             )),
         };
-        tasks.push((conn, task));
+        tasks.push(task);
     }
 
     let measure_start = started + warmup;
@@ -166,12 +171,15 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
     shared.set_phase(STOP);
 
     let mut hists = Vec::new();
-    for (conn, task) in tasks {
+    for task in tasks {
         match tokio::time::timeout(FINISH_LIMIT, task).await {
             Ok(Ok(h)) => hists.push(h),
             Ok(Err(e)) => shared.note_error(format!("client failed: {e}")),
             Err(_) => shared.note_error("a client did not finish its request in time".into()),
         }
+    }
+    // Only once every client is done: a shared connection serves several.
+    for conn in connections.into_all() {
         conn.close().await;
     }
     progress.finish();
@@ -233,6 +241,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
             "size": args.size,
             "queues": args.queues,
             "targets_per_send": args.targets_per_send,
+            "ferry_connections": ferry_connections,
             "priority": args.priority.label(),
             "duration_s": common.duration.as_secs_f64(),
             "warmup_s": warmup.as_secs_f64(),
@@ -257,8 +266,12 @@ pub fn header(report: &BenchReport) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    let sharing = match p["ferry_connections"].as_u64() {
+        Some(n) => format!("; Alice, Bob, Carl and Rick share {n} connection(s)"),
+        None => String::new(),
+    };
     format!(
-        "ferry bench ftab ({}): {}; {} queue(s), {} B bodies, {} target queue(s) per send, \
+        "ferry bench ftab ({}): {}{sharing}; {} queue(s), {} B bodies, {} target queue(s) per send, \
          priority {}\nmeasured {:.2} s after {:.2} s warm-up, {:.2} s cool-down excluded; \
          {} s windows\n",
         r.target,
