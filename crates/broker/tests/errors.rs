@@ -497,6 +497,17 @@ async fn invalid_argument_for_bad_subscriptions() {
         ErrorCode::InvalidArgument,
     );
     assert!(m.contains("a shared subscription needs a name"), "{m}");
+    // Subscription names follow the rules of queue names, shared non-durable ones included.
+    for sub in [
+        SubscribeTopic::new("prices").shared_as("bad name!"),
+        SubscribeTopic::new("prices").durable("bad name!"),
+    ] {
+        let m = expect_code(
+            c.subscribe_topic(sub).await.map(|_| ()),
+            ErrorCode::InvalidArgument,
+        );
+        assert!(m.contains("bad name!"), "{m}");
+    }
     let m = expect_code(
         c.subscribe_topic(SubscribeTopic::new("prices").with_selector("a = "))
             .await

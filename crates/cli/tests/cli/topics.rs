@@ -457,6 +457,23 @@ async fn errors_name_what_is_missing() {
     .run()
     .await;
     assert_eq!(out.failed(), "ferry: topic 'nope' does not exist");
+    // A shared name the broker refuses: one line naming it.
+    ferry(&server, &["topic", "create", "t"]).run().await.ok();
+    let out = ferry(
+        &server,
+        &[
+            "subscribe",
+            "--topic",
+            "t",
+            "--shared-name",
+            "bad name!",
+            "--wait",
+            "0.1",
+        ],
+    )
+    .run()
+    .await;
+    assert!(out.failed().contains("bad name!"), "{out:?}");
     // --count 0 without a name makes no sense: refused before connecting.
     let out = ferry(&server, &["subscribe", "--topic", "t", "--count", "0"])
         .run()
