@@ -245,6 +245,8 @@ async fn compare_ftab_on_its_own_broker() {
         "ferry".into(),
         "--rounds".into(),
         "1".into(),
+        "--ferry-connections".into(),
+        "2".into(),
     ];
     argv.extend(MIX.iter().map(|s| s.to_string()));
     let html = dir.path().join("compare.html");
@@ -263,6 +265,7 @@ async fn compare_ftab_on_its_own_broker() {
     assert_eq!(json["workload"], "compare/ftab");
     assert_eq!(json["params"]["rounds"], 1);
     assert_eq!(json["params"]["own_broker"], true);
+    assert_eq!(json["params"]["ferry_connections"], 2);
     check_operations(&json["results"][0]);
     let figures = json["compare"]["figures"].as_array().unwrap();
     let sent = figures.iter().find(|f| f["name"] == "sent_per_s").unwrap();

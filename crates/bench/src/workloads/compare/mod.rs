@@ -235,6 +235,11 @@ pub fn header(report: &BenchReport) -> String {
     for r in &report.results {
         out.push_str(&format!("  {}: {}\n", r.target, r.durability));
     }
+    if let Some(n) = p["ferry_connections"].as_u64() {
+        out.push_str(&format!(
+            "  ferry: the ftab clients not found by name share {n} connection(s)\n"
+        ));
+    }
     out
 }
 

@@ -241,7 +241,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
             "size": args.size,
             "queues": args.queues,
             "targets_per_send": args.targets_per_send,
-            "ferry_connections": ferry_connections,
+            "ferry_connections": args.ferry_connections,
             "priority": args.priority.label(),
             "duration_s": common.duration.as_secs_f64(),
             "warmup_s": warmup.as_secs_f64(),
@@ -267,8 +267,10 @@ pub fn header(report: &BenchReport) -> String {
         })
         .unwrap_or_default();
     let sharing = match p["ferry_connections"].as_u64() {
-        Some(n) => format!("; Alice, Bob, Carl and Rick share {n} connection(s)"),
-        None => String::new(),
+        Some(n) if r.target == "ferry" => {
+            format!("; Alice, Bob, Carl and Rick share {n} connection(s)")
+        }
+        _ => String::new(),
     };
     format!(
         "ferry bench ftab ({}): {}{sharing}; {} queue(s), {} B bodies, {} target queue(s) per send, \
