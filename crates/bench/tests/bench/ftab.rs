@@ -67,6 +67,16 @@ const SHORT_RUN: &[&str] = &[
     "250ms",
 ];
 
+/// `--server` for `server` and `--json` to `out`.
+fn server_and_json(server: &TestServer, out: &std::path::Path) -> [String; 4] {
+    [
+        "--server".into(),
+        server.addr_string(),
+        "--json".into(),
+        out.display().to_string(),
+    ]
+}
+
 fn json(path: &std::path::Path) -> Value {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let errors = schema::validate(&schema::load(), &json);
@@ -110,12 +120,7 @@ async fn ftab_mix_runs_and_reports() {
     let out = dir.path().join("ftab.json");
     let mut argv = vec!["ftab".to_string()];
     argv.extend(MIX.iter().map(|s| s.to_string()));
-    argv.extend([
-        "--server".into(),
-        server.addr_string(),
-        "--json".into(),
-        out.display().to_string(),
-    ]);
+    argv.extend(server_and_json(&server, &out));
     let parsed = Ftab::try_parse_from(argv).unwrap();
     ferry_bench::workloads::ftab::run(parsed.args)
         .await
@@ -133,7 +138,7 @@ async fn ftab_clients_not_found_by_name_share_the_connections_asked_for() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ftab.json");
-    let mut argv: Vec<String> = [
+    let flags = [
         "ftab",
         "--alice",
         "3",
@@ -143,26 +148,15 @@ async fn ftab_clients_not_found_by_name_share_the_connections_asked_for() {
         "2",
         "--queues",
         "2",
-        "--size",
-        "100",
-        "--duration",
-        "1s",
-        "--warmup",
-        "300ms",
-        "--window",
-        "250ms",
         "--ferry-connections",
         "2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    argv.extend([
-        "--server".into(),
-        server.addr_string(),
-        "--json".into(),
-        out.display().to_string(),
-    ]);
+    ];
+    let mut argv: Vec<String> = flags
+        .iter()
+        .chain(SHORT_RUN)
+        .map(|s| s.to_string())
+        .collect();
+    argv.extend(server_and_json(&server, &out));
     ferry_bench::workloads::ftab::run(Ftab::try_parse_from(argv).unwrap().args)
         .await
         .unwrap();
@@ -301,12 +295,7 @@ async fn compare_throughput_on_a_given_server() {
         .chain(SHORT_RUN)
         .map(|s| s.to_string())
         .collect();
-    argv.extend([
-        "--server".into(),
-        server.addr_string(),
-        "--json".into(),
-        out.display().to_string(),
-    ]);
+    argv.extend(server_and_json(&server, &out));
     let mut parsed = Compare::try_parse_from(argv).unwrap();
     parsed.args.server_given = true;
     ferry_bench::workloads::compare::run(parsed.args, &ferry_bench::workloads::compare::NoLauncher)
