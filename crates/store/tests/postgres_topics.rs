@@ -325,3 +325,42 @@ async fn non_persistent_transactions_commit_and_roll_back() {
         "the failed commit stored nothing"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_a_session_drops_the_non_durable_subscriptions_its_client_left_unconsumed() {
+    let url = fresh_url().await;
+    let a = open_node(&url, "a").await as Arc<dyn Store>;
+    setup(&a, &["c", "d"], &[]).await;
+    a.create_topic("t").await.unwrap();
+    a.claim_session("c", 7).await.unwrap();
+    let pool = SubscriptionOptions {
+        shared: true,
+        ..options(false, "")
+    };
+    // What a failure leaves: a shared subscription made but never attached to (the database
+    // went away in between), and a plain one whose removal failed.
+    a.subscribe_topic("t", "orphan", &pool, "c").await.unwrap();
+    a.subscribe_topic("t", "left", &options(false, ""), "c")
+        .await
+        .unwrap();
+    // What must stay: a shared one another session consumes, and a durable one.
+    a.subscribe_topic("t", "used", &pool, "c").await.unwrap();
+    a.attach_consumer("t", "used", 9, true).await.unwrap();
+    a.subscribe_topic("t", "kept", &options(true, ""), "c")
+        .await
+        .unwrap();
+    let names = || async {
+        let mut n: Vec<String> = a.list_topics().await.unwrap()[0]
+            .subscriptions
+            .iter()
+            .map(|x| x.name.clone())
+            .collect();
+        n.sort();
+        n
+    };
+    // Ending a session that does not hold the name changes nothing.
+    a.end_session("c", 8).await.unwrap();
+    assert_eq!(names().await, ["kept", "left", "orphan", "used"]);
+    a.end_session("c", 7).await.unwrap();
+    assert_eq!(names().await, ["kept", "used"]);
+}

@@ -57,19 +57,28 @@ impl Inner {
         }
     }
 
-    /// Frees `client` if `session` of this node holds it.
+    /// Frees `client` if `session` of this node holds it, and drops the non-durable
+    /// subscriptions the client made that nobody consumes: the broker removes its own when its
+    /// consumers end, so these are what a failure left behind (a shared subscription made but
+    /// never attached to, or a consumer whose removal failed while the database was away).
     pub async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
         let session = as_i64(session);
         retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let stmt = tx
                 .prepare_cached(
                     "UPDATE clients SET node = NULL, session = NULL \
                      WHERE name = $1 AND node = $2 AND session = $3",
                 )
                 .await?;
-            conn.execute(&stmt, &[&client, &self.node, &session])
-                .await?;
+            let freed = tx.execute(&stmt, &[&client, &self.node, &session]).await?;
+            if freed > 0 {
+                // Only while the claim was ours: a later session of the same client owns
+                // what it makes.
+                drop_owned(&tx, &[client.to_owned()]).await?;
+            }
+            tx.commit().await?;
             Ok(())
         })
         .await
