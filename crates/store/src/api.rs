@@ -287,7 +287,9 @@ pub trait Store: Send + Sync + 'static {
     /// another session holds it; claiming again for the session holding it succeeds.
     async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
 
-    /// Frees the claim on `client` if `session` holds it (a no-op otherwise).
+    /// Frees the claim on `client` if `session` holds it (a no-op otherwise), and drops the
+    /// non-durable subscriptions the client made that nobody consumes (left by a failure: the
+    /// broker removes its own as their consumers end; on the embedded engine none are left).
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
 
     /// Records that `session` consumes subscription `name` of `topic`. A subscription that is
