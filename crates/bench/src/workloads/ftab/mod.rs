@@ -1,15 +1,15 @@
 //! The `ftab` workload: the client archetypes of the FTaB report (`args`, `archetype`) as
 //! closed-loop clients in any mix, each on its own connection (or, with `--ferry-connections`,
-//! sharing some: [`connections`]), against one target. Every
-//! request is timed as an operation (`ops`: send, read, read_empty, query_found,
-//! query_not_found, request_reply); the report gives each operation's response-time
-//! distribution, its throughput and mean response time per window with mean, standard
-//! deviation and 95% / 99.9% confidence intervals over the measured windows (warm-up and
-//! cool-down excluded), as the FTaB report does.
+//! sharing some: [`connections`]), against one target. Every request is timed as an operation
+//! (`ops`: send, read, read_empty, query_found, query_not_found, request_reply); the report
+//! gives each operation's response-time distribution, its throughput and mean response time
+//! per window with mean, standard deviation and 95% / 99.9% confidence intervals over the
+//! measured windows (warm-up and cool-down excluded), as the FTaB report does.
 //!
 //! Modules: [`args`], [`archetype`] (the mix and what each archetype needs from a target),
-//! [`plan`] (what clients share), [`text`] (English-like bodies), [`ops`] (recording),
-//! [`simple`] (Alice, Bob, Carl, Rick), [`larry`], [`pairs`] (Tola and Maruja).
+//! [`plan`] (what clients share), [`connections`] (which connection each client gets),
+//! [`text`] (English-like bodies), [`ops`] (recording), [`simple`] (Alice, Bob, Carl, Rick),
+//! [`larry`], [`pairs`] (Tola and Maruja).
 
 pub mod archetype;
 pub mod args;
