@@ -60,7 +60,7 @@ pub struct CommonArgs {
     /// (statements pipeline); consumers have their own.
     #[arg(long, value_name = "N", default_value_t = postgres::DEFAULT_SESSIONS, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..=10_000), |n| n as usize))]
     pub postgres_sessions: usize,
-    /// Base client name for the bench's connections; default: a unique ferry-bench-<pid>-<random>.
+    /// Base client name for the bench's connections; default: a unique `ferry-bench-<pid>-<random>`.
     #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
     pub name: Option<String>,
     /// Also write the results as JSON to this file (schema: crates/bench/schema/result.schema.json).

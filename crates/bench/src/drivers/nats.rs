@@ -18,7 +18,7 @@
 //!
 //! Capabilities: none of by-sender retrieval, addressed messages, priorities or the queue query.
 //!
-//! Topics ([`topics`]): core mode publishes on a subject per topic, and each subscription is a
+//! Topics (module `topics`): core mode publishes on a subject per topic, and each subscription is a
 //! plain subscription to it (every subscriber gets every message); JetStream mode keeps a
 //! topic in a stream with interest retention, each subscription a consumer of its own.
 //! Selectors are not supported.

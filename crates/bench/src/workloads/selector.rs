@@ -20,11 +20,11 @@ pub struct SelectorArgs {
     /// Subscriptions on the topic, each consumed by a consumer on a connection of its own.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub subscriptions: u32,
-    /// Give subscription i the selector "region = 'r<i mod R>' AND amount > T" (true), or no
-    /// selector (false: every subscription gets every message).
+    /// Give subscription i the selector "region = 'rK' AND amount > T", K = i mod R (true),
+    /// or no selector (false: every subscription gets every message).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub selectors: bool,
-    /// R: distinct regions; message n has region r<n mod R>.
+    /// R: distinct regions; message n has region rK, K = n mod R.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub regions: u32,
     /// T: message n has amount (n div R) mod 100 and matches when it is above T (-1: all).
