@@ -30,15 +30,20 @@ fn order(n: i64, region: &str, amount: i64) -> OutgoingMessage {
     m
 }
 
+/// The next delivery of `sub`, within [`GUARD`]; `what` names the expectation if none comes.
+async fn next_one(sub: &mut Subscription, what: &str) -> Delivery {
+    tokio::time::timeout(GUARD, sub.next())
+        .await
+        .unwrap_or_else(|_| panic!("no delivery: {what}"))
+        .expect("subscription ended")
+        .expect("delivery")
+}
+
 /// The next `n` deliveries of `sub`, acked when it uses client ack.
 async fn next_n(c: &Client, sub: &mut Subscription, n: usize) -> Vec<Delivery> {
     let mut out = Vec::new();
     while out.len() < n {
-        let d = tokio::time::timeout(GUARD, sub.next())
-            .await
-            .unwrap_or_else(|_| panic!("only {} of {n} deliveries came", out.len()))
-            .expect("subscription ended")
-            .expect("delivery");
+        let d = next_one(sub, &format!("only {} of {n} deliveries came", out.len())).await;
         if d.delivery_id != 0 {
             c.ack(&[d.delivery_id]).await.unwrap();
         }
@@ -206,11 +211,7 @@ async fn a_shared_subscription_spreads_messages_over_its_consumers_without_dupli
     for (_, sub) in workers.iter_mut() {
         let mut mine = Vec::new();
         for _ in 0..5 {
-            let d = tokio::time::timeout(GUARD, sub.next())
-                .await
-                .expect("each shared consumer gets its prefetch")
-                .unwrap()
-                .unwrap();
+            let d = next_one(sub, "each shared consumer gets its prefetch").await;
             mine.push(d);
         }
         held.push(mine);
@@ -346,11 +347,7 @@ async fn a_shared_non_durable_subscription_lives_while_any_session_consumes_it(s
     let mut seen = std::collections::BTreeSet::new();
     for (w, sub) in [(&w1, &mut sub1), (&w2, &mut sub2)] {
         for _ in 0..5 {
-            let d = tokio::time::timeout(GUARD, sub.next())
-                .await
-                .expect("each shared consumer gets its prefetch")
-                .unwrap()
-                .unwrap();
+            let d = next_one(sub, "each shared consumer gets its prefetch").await;
             assert!(seen.insert(body(&d)), "{} delivered twice", body(&d));
             w.ack(&[d.delivery_id]).await.unwrap();
         }
@@ -371,11 +368,7 @@ async fn a_shared_non_durable_subscription_lives_while_any_session_consumes_it(s
     c.publish(OutgoingMessage::to_topic("jobs", "kept"))
         .await
         .unwrap();
-    let d = tokio::time::timeout(GUARD, sub2.next())
-        .await
-        .expect("the remaining consumer gets what is published")
-        .unwrap()
-        .unwrap();
+    let d = next_one(&mut sub2, "the remaining consumer gets what is published").await;
     assert_eq!(body(&d), "kept");
     w2.ack(&[d.delivery_id]).await.unwrap();
     c.publish(OutgoingMessage::to_topic("jobs", "left"))

@@ -27,6 +27,11 @@ async fn subscribe_json(server: &TestServer, args: &[&str]) -> Vec<serde_json::V
 }
 
 /// The `topic list --json` value.
+/// `ferry topic create NAME`, which must succeed.
+async fn create_topic(server: &TestServer, name: &str) {
+    ferry(server, &["topic", "create", name]).run().await.ok();
+}
+
 async fn topics(server: &TestServer) -> serde_json::Value {
     let out = ferry(server, &["topic", "list", "--json"]).run().await;
     serde_json::from_str(out.ok()).unwrap()
@@ -71,10 +76,7 @@ async fn create_list_delete_and_their_errors() {
     let server = TestServer::start().await;
     let out = ferry(&server, &["topic", "create", "prices"]).run().await;
     assert_eq!(out.ok(), "created topic 'prices'\n");
-    ferry(&server, &["topic", "create", "empty"])
-        .run()
-        .await
-        .ok();
+    create_topic(&server, "empty").await;
     let out = ferry(&server, &["topic", "create", "prices"]).run().await;
     assert_eq!(out.failed(), "ferry: topic 'prices' already exists");
     // Topics and queues have separate names.
@@ -163,10 +165,7 @@ async fn create_list_delete_and_their_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durable_backlog_is_kept_between_runs() {
     let server = TestServer::start().await;
-    ferry(&server, &["topic", "create", "news"])
-        .run()
-        .await
-        .ok();
+    create_topic(&server, "news").await;
     let durable = ["--topic", "news", "--durable", "reader", "--wait", "0.3"];
     // --count 0 creates it without consuming: nothing printed with --json.
     let first = subscribe_json(&server, &[&durable[..], &["--count", "0"]].concat()).await;
@@ -245,10 +244,7 @@ async fn durable_backlog_is_kept_between_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selectors_filter_what_a_subscription_gets() {
     let server = TestServer::start().await;
-    ferry(&server, &["topic", "create", "orders"])
-        .run()
-        .await
-        .ok();
+    create_topic(&server, "orders").await;
     let eu = [
         "--topic",
         "orders",
@@ -353,10 +349,7 @@ async fn selectors_filter_what_a_subscription_gets() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_subscriber_gets_what_is_published_meanwhile() {
     let server = TestServer::start().await;
-    ferry(&server, &["topic", "create", "live"])
-        .run()
-        .await
-        .ok();
+    create_topic(&server, "live").await;
     let reader = spawn_ferry(
         &server,
         &[
@@ -393,10 +386,7 @@ async fn a_live_subscriber_gets_what_is_published_meanwhile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_name_subscriber_consumes_a_shared_non_durable_subscription() {
     let server = TestServer::start().await;
-    ferry(&server, &["topic", "create", "jobs"])
-        .run()
-        .await
-        .ok();
+    create_topic(&server, "jobs").await;
     let reader = spawn_ferry(
         &server,
         &[
@@ -458,7 +448,7 @@ async fn errors_name_what_is_missing() {
     .await;
     assert_eq!(out.failed(), "ferry: topic 'nope' does not exist");
     // A shared name the broker refuses: one line naming it.
-    ferry(&server, &["topic", "create", "t"]).run().await.ok();
+    create_topic(&server, "t").await;
     let out = ferry(
         &server,
         &[

@@ -7,7 +7,7 @@ use ferry_protocol::subscription_queue;
 use super::receive::as_i64;
 use super::store::Inner;
 use super::topics::{drop_subscriptions, lock_subscription, RowLock, Tx};
-use super::tx::{retrying, TxError, TxResult};
+use super::tx::{first_column, retrying, TxError, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
 
@@ -120,11 +120,6 @@ pub async fn drop_unconsumed_shared(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<
              ORDER BY s.queue_id FOR UPDATE OF s",
         )
         .await?;
-    let queues = tx
-        .query(&stmt, &[&queue_ids])
-        .await?
-        .iter()
-        .map(|r| r.try_get::<_, i64>(0))
-        .collect::<Result<Vec<_>, _>>()?;
+    let queues = first_column::<i64>(&tx.query(&stmt, &[&queue_ids]).await?)?;
     drop_subscriptions(tx, &queues).await
 }

@@ -18,7 +18,7 @@ use super::receive::as_i64;
 use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
 use super::topics::drop_owned;
-use super::tx::{retrying, TxResult};
+use super::tx::{first_column, retrying, TxResult};
 use crate::api::{Heartbeat, SessionId};
 use crate::error::StoreError;
 
@@ -135,12 +135,7 @@ impl Inner {
                  RETURNING name",
             )
             .await?;
-        let dead = tx
-            .query(&stmt, &[&self.node, &timeout_ms])
-            .await?
-            .iter()
-            .map(|r| r.try_get::<_, String>(0))
-            .collect::<Result<Vec<_>, _>>()?;
+        let dead = first_column::<String>(&tx.query(&stmt, &[&self.node, &timeout_ms]).await?)?;
         if dead.is_empty() {
             return Ok(Vec::new());
         }
@@ -163,12 +158,7 @@ impl Inner {
                  RETURNING name",
             )
             .await?;
-        let clients = tx
-            .query(&stmt, &[&nodes])
-            .await?
-            .iter()
-            .map(|r| r.try_get::<_, String>(0))
-            .collect::<Result<Vec<_>, _>>()?;
+        let clients = first_column::<String>(&tx.query(&stmt, &[&nodes]).await?)?;
         // Before the leases return, so that none returns to a queue about to go.
         drop_owned(tx, &clients).await?;
         let stmt = tx
@@ -176,12 +166,7 @@ impl Inner {
                 "DELETE FROM subscription_consumers WHERE node = ANY($1) RETURNING queue_id",
             )
             .await?;
-        let consumed = tx
-            .query(&stmt, &[&nodes])
-            .await?
-            .iter()
-            .map(|r| r.try_get::<_, i64>(0))
-            .collect::<Result<Vec<_>, _>>()?;
+        let consumed = first_column::<i64>(&tx.query(&stmt, &[&nodes]).await?)?;
         drop_unconsumed_shared(tx, &consumed).await?;
         let stmt = tx
             .prepare_cached(&format!(

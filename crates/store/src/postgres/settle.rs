@@ -9,7 +9,7 @@ use super::dead_letter::move_over_limit;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
-use super::tx::{retrying, TxResult};
+use super::tx::{first_column, retrying, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
 
@@ -141,12 +141,7 @@ impl Inner {
                      RETURNING queue_id",
                 )
                 .await?;
-            let consumed = tx
-                .query(&stmt, &[&self.node, &session])
-                .await?
-                .iter()
-                .map(|r| r.try_get::<_, i64>(0))
-                .collect::<Result<Vec<_>, _>>()?;
+            let consumed = first_column::<i64>(&tx.query(&stmt, &[&self.node, &session]).await?)?;
             drop_unconsumed_shared(&tx, &consumed).await?;
             tx.commit().await?;
             Ok(names)

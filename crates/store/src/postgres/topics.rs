@@ -12,7 +12,7 @@ use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, 
 
 use super::names;
 use super::store::Inner;
-use super::tx::{drop_orphans, retrying, TxResult};
+use super::tx::{drop_orphans, first_column, retrying, TxResult};
 use crate::error::StoreError;
 
 pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
@@ -54,12 +54,7 @@ impl Inner {
                      ORDER BY queue_id FOR UPDATE",
                 )
                 .await?;
-            let queues = tx
-                .query(&stmt, &[&topic])
-                .await?
-                .iter()
-                .map(|r| r.try_get::<_, i64>(0))
-                .collect::<Result<Vec<_>, _>>()?;
+            let queues = first_column::<i64>(&tx.query(&stmt, &[&topic]).await?)?;
             if !force {
                 let depth = depth(&tx, &queues).await?;
                 if depth > 0 {
@@ -394,12 +389,7 @@ pub async fn drop_owned(tx: &Tx<'_>, clients: &[String]) -> TxResult<()> {
              ORDER BY s.queue_id FOR UPDATE OF s",
         )
         .await?;
-    let queues = tx
-        .query(&stmt, &[&clients])
-        .await?
-        .iter()
-        .map(|r| r.try_get::<_, i64>(0))
-        .collect::<Result<Vec<_>, _>>()?;
+    let queues = first_column::<i64>(&tx.query(&stmt, &[&clients]).await?)?;
     if !queues.is_empty() {
         tracing::info!(
             clients = ?clients,

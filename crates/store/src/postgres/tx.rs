@@ -87,3 +87,10 @@ pub async fn drop_orphans(tx: &Transaction<'_>, ids: &[i64]) -> TxResult<()> {
     tx.execute(&delete, &[&ids]).await?;
     Ok(())
 }
+
+/// The first column of every row, as `T` (the ids or names a `RETURNING` or `SELECT` gave).
+pub fn first_column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    rows: &'a [tokio_postgres::Row],
+) -> Result<Vec<T>, tokio_postgres::Error> {
+    rows.iter().map(|r| r.try_get::<_, T>(0)).collect()
+}
