@@ -234,11 +234,9 @@ pub async fn serve(
             let _ = out.send(replies.split().freeze());
         }
     }
-    if let Some(rid) = disconnect_id {
-        encode(&mut replies, rid, Some(&Response::Ok));
-        let _ = out.send(replies.split().freeze());
-    }
-    // Session teardown: stop pushing, hand unsettled deliveries back, free the name.
+    // Session teardown: stop pushing, hand unsettled deliveries back, free the name. A
+    // disconnect is answered after it, so that once the client has the answer nothing published
+    // goes to this session any more and its name can connect again.
     session.cancel_all().await;
     match shared.store.release_session(session.id).await {
         Ok(queues) => shared.wakers.notify(&queues),
@@ -250,6 +248,10 @@ pub async fn serve(
         crate::handlers::subscribe::end_topic_consumer(&shared, consumer).await;
     }
     end_session(&shared, &session.client, session.id).await;
+    if let Some(rid) = disconnect_id {
+        encode(&mut replies, rid, Some(&Response::Ok));
+        let _ = out.send(replies.split().freeze());
+    }
     let reason = closing.unwrap_or(CloseReason::PeerClosed);
     log_close(&shared, &peer, Some(&session.client), &reason);
     drop(session);

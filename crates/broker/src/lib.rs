@@ -7,7 +7,8 @@
 //! - [`dispatch`]: the `match` from request to handler;
 //! - [`handlers`]: one handler per operation;
 //! - [`delivery`]: wakers for long-poll receivers and subscriptions;
-//! - [`subscription`]: push subscriptions with prefetch credit;
+//! - [`subscription`]: push subscriptions, [`credit`] their prefetch window, [`direct`] their
+//!   direct delivery of non-persistent publishes;
 //! - [`consumers`]: consumers of topic subscriptions (exclusive or shared);
 //! - [`txn`]: a session's open transaction;
 //! - [`jobs`]: lease expiry, store upkeep, heartbeats and other nodes' change reports;
@@ -21,7 +22,9 @@ pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod consumers;
+pub mod credit;
 pub mod delivery;
+pub mod direct;
 pub mod dispatch;
 pub mod handlers;
 pub mod jobs;

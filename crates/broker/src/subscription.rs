@@ -8,7 +8,6 @@
 //! selector takes only the messages it selects; the store passes over the others, which stay
 //! for other receivers, and the task waits for the next arrival as when the queue is empty.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,9 +19,10 @@ use ferry_protocol::{
 };
 use ferry_selector::Selector;
 use ferry_store::{ReceiveSpec, StoreError};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::credit::Credit;
+use crate::direct::{Attached, DirectPush};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -31,13 +31,6 @@ use crate::stats::Stats;
 pub const MAX_PUSH_BATCH: u32 = 2048;
 /// Most bytes reserved up front for one push batch (bigger batches grow as they are encoded).
 const MAX_PUSH_BUFFER: usize = 4 << 20;
-
-/// Credit of one subscription, shared by its task and the session.
-#[derive(Default)]
-pub struct Credit {
-    available: AtomicU32,
-    changed: Notify,
-}
 
 /// What the session keeps of a running subscription.
 #[derive(Clone)]
@@ -54,13 +47,7 @@ pub struct SubscriptionHandle {
 impl SubscriptionHandle {
     /// Gives the subscription `n` more credit, saturating.
     pub fn add_credit(&self, n: u32) {
-        let _ = self
-            .credit
-            .available
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
-                Some(c.saturating_add(n))
-            });
-        self.credit.changed.notify_one();
+        self.credit.grant(n);
     }
 }
 
@@ -76,13 +63,9 @@ pub fn start(
     let handle = SubscriptionHandle {
         id,
         ack: sub.ack,
-        credit: Arc::new(Credit::default()),
+        credit: Arc::new(Credit::new(sub.prefetch)),
         cancel: shared.shutdown.child_token(),
     };
-    handle
-        .credit
-        .available
-        .store(sub.prefetch, Ordering::Release);
     let task = tokio::spawn(run(shared, session.clone(), handle.clone(), sub, selector));
     session.add_subscription(handle.clone(), task);
     handle
@@ -93,7 +76,7 @@ async fn wait_for_credit(h: &SubscriptionHandle) -> Option<u32> {
         let changed = h.credit.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let c = h.credit.available.load(Ordering::Acquire);
+        let c = h.credit.available();
         if c > 0 {
             return Some(c);
         }
@@ -131,6 +114,8 @@ async fn run(
         now_ms: 0,
     };
     let lease = u64::from(shared.limits.lease_ms);
+    let direct = offer_direct(&shared, &session, &h, &sub, spec.selector.is_some());
+    let taker = direct.as_ref().map(Attached::consumer);
     while let Some(credit) = wait_for_credit(&h).await {
         let arrived = notify.notified();
         tokio::pin!(arrived);
@@ -154,26 +139,41 @@ async fn run(
                 ids.push(d.delivery_id);
             }
         };
-        match shared.store.receive_with(&spec, max, &mut sink).await {
+        // With a taker, the store starts the take under its lock (and may pick less than
+        // `max`: direct deliveries may have spent credit since); either way it ends below,
+        // once the batch is on its way (see credit.rs).
+        match shared
+            .store
+            .receive_with(&spec, max, taker, &mut sink)
+            .await
+        {
             Ok(n) if n > 0 => {
                 let n = n as u32;
-                // Only this task spends credit and it took at most what it saw, so this cannot underflow.
-                h.credit.available.fetch_sub(n, Ordering::AcqRel);
                 if track {
                     session.track(ids, Some(h.id));
                 }
                 Stats::add(&shared.stats.deliveries, u64::from(n));
-                if session.out.send(buf.freeze()).is_err() {
+                let sent = session.out.send(buf.freeze());
+                // It took at most the credit it saw (or that begin_take returned), and nobody
+                // else spends meanwhile, so this spends no more than there is.
+                h.credit.end_take(n);
+                if sent.is_err() {
                     return; // connection gone; leases are released on disconnect
                 }
             }
+            Ok(_) if h.credit.available() == 0 => {
+                // Direct deliveries spent the credit since the wait: wait for more.
+                h.credit.end_take(0);
+            }
             Ok(_) => {
+                h.credit.end_take(0);
                 tokio::select! {
                     _ = &mut arrived => {}
                     _ = h.cancel.cancelled() => return,
                 }
             }
             Err(StoreError::Unavailable(_)) => {
+                h.credit.end_take(0);
                 // The store recovers by itself (disk space back); try again shortly.
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(100)) => {}
@@ -181,6 +181,7 @@ async fn run(
                 }
             }
             Err(e) => {
+                h.credit.end_take(0);
                 let mut buf = BytesMut::new();
                 closed(h.id, &e).encode(0, &mut buf);
                 let _ = session.out.send(buf.freeze());
@@ -196,6 +197,29 @@ async fn run(
             }
         }
     }
+}
+
+/// Offers the subscription to the store for direct delivery when it can take it: a topic
+/// subscription's queue, auto ack, no selector of its own. Detached when the result drops,
+/// i.e. when the task ends, before a cancel or disconnect completes.
+fn offer_direct(
+    shared: &Shared,
+    session: &Session,
+    h: &SubscriptionHandle,
+    sub: &Subscribe,
+    has_selector: bool,
+) -> Option<Attached> {
+    let topic_subscription = sub.queue.contains(ferry_protocol::SUBSCRIPTION_SEPARATOR);
+    if !topic_subscription || sub.ack != AckMode::Auto || has_selector {
+        return None;
+    }
+    let consumer = Arc::new(DirectPush {
+        subscription: h.id,
+        credit: h.credit.clone(),
+        out: session.out.clone(),
+        stats: shared.stats.clone(),
+    });
+    Attached::offer(&shared.store, &sub.queue, consumer)
 }
 
 /// About the encoded size of a `Deliver` frame carrying `d` (exact without properties).

@@ -18,6 +18,7 @@ use ferry_protocol::{
 };
 use ferry_selector::Selector;
 
+use crate::direct::DirectConsumer;
 use crate::error::StoreError;
 
 /// The history a dead-lettered message carries, as properties of its copy on the dead-letter
@@ -174,12 +175,21 @@ pub trait Store: Send + Sync + 'static {
     /// returning owned ones, with how many deliveries this receive hands out in all (to size
     /// buffers); returns that number. Engines that hold messages in memory
     /// override it so that a push subscription encodes deliveries without building them first.
+    ///
+    /// `taker` is the push subscription's consumer if the engine took it with
+    /// [`Store::attach_direct`]: the engine then calls its [`DirectConsumer::begin_take`] under
+    /// the same lock that picks the batch, picks at most the credit that returns, and calls
+    /// [`DirectConsumer::end_take`]`(0)` itself when it picks nothing. The caller calls
+    /// `end_take` once a batch it got is on its way to the client. Engines that never take the
+    /// offer ignore it.
     async fn receive_with(
         &self,
         spec: &ReceiveSpec,
         max: usize,
+        taker: Option<&dyn DirectConsumer>,
         sink: &mut (dyn for<'v> FnMut(usize, DeliveryView<'v>) + Send),
     ) -> Result<usize, StoreError> {
+        let _ = taker;
         let ds = self.receive(spec, max).await?;
         for d in &ds {
             sink(ds.len(), d.view());
@@ -332,6 +342,22 @@ pub trait Store: Send + Sync + 'static {
     /// an empty list means "anything may have changed" (e.g. after reconnecting). `None` for an
     /// engine that only one node uses.
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>>;
+
+    /// Offers `consumer`, the one push consumer of subscription queue `queue` (`topic:name`)
+    /// on this session, for direct delivery of non-persistent publishes (see
+    /// [`crate::direct`]). Returns whether the engine took the offer; the default ignores it,
+    /// and messages go through the queue. A taken consumer stays attached until
+    /// [`Store::detach_direct`] or until the queue is deleted.
+    fn attach_direct(&self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
+        let _ = (queue, consumer);
+        false
+    }
+
+    /// Takes back a consumer given to [`Store::attach_direct`]; once this returns, no publish
+    /// hands it anything more.
+    fn detach_direct(&self, consumer: &Arc<dyn DirectConsumer>) {
+        let _ = consumer;
+    }
 }
 
 /// What a [`Store::heartbeat`] found.

@@ -4,6 +4,7 @@
 //! - [`api`]: the trait, its argument and result types;
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
 //! - [`select`]: what a selector reads of a message, for every engine;
+//! - [`direct`]: direct delivery of non-persistent publishes to an idle push consumer;
 //! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
 //! - [`postgres`]: the engine that keeps everything in a PostgreSQL database shared by nodes;
 //! - [`conformance`]: the suite every engine must pass, written against the trait only.
@@ -12,6 +13,7 @@
 
 pub mod api;
 pub mod conformance;
+pub mod direct;
 pub mod embedded;
 pub mod error;
 pub mod id_hash;
@@ -19,6 +21,7 @@ pub mod postgres;
 pub mod select;
 
 pub use api::*;
+pub use direct::DirectConsumer;
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 pub use error::StoreError;
 pub use id_hash::{IdHasher, IdMap};

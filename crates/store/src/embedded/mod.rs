@@ -20,6 +20,8 @@ mod consumers;
 #[cfg(test)]
 mod crash_tests;
 #[cfg(test)]
+mod direct_tests;
+#[cfg(test)]
 mod engine_tests;
 mod format;
 #[cfg(test)]

@@ -173,7 +173,10 @@ async fn fanout_store_costs() {
         let mut sink = |_: usize, d: ferry_protocol::DeliveryView<'_>| {
             ferry_protocol::encode_deliver(&mut buf, 1, &d);
         };
-        taken += store.receive_with(&spec, 2048, &mut sink).await.unwrap();
+        taken += store
+            .receive_with(&spec, 2048, None, &mut sink)
+            .await
+            .unwrap();
         bytes += buf.len();
         take += t.elapsed();
     }

@@ -27,6 +27,7 @@ use super::state::State;
 use super::writer::{self, Log, Ticket};
 use super::SEGMENTS_DIR;
 use crate::api::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store};
+use crate::direct::DirectConsumer;
 use crate::error::StoreError;
 
 /// Most ready entries a receive with a selector examines under one hold of the lock; a longer
@@ -161,8 +162,9 @@ impl EmbeddedStore {
         let (value, ticket) = {
             let mut st = self.state();
             let mut log = self.log.lock();
-            let value = f(&mut st, &mut log)?;
-            (value, log.ticket_if_pending())
+            let value = f(&mut st, &mut log);
+            st.flush_direct();
+            (value?, log.ticket_if_pending())
         };
         writer::wait(ticket).await?;
         Ok(value)
@@ -178,7 +180,9 @@ impl EmbeddedStore {
         let (value, ticket) = {
             let mut st = self.state();
             let mut log = self.log.lock();
-            let value = f(&mut st, &mut log)?;
+            let value = f(&mut st, &mut log);
+            st.flush_direct();
+            let value = value?;
             let ticket = if log.appended() {
                 log.ticket_if_pending()
             } else {
@@ -221,8 +225,9 @@ impl EmbeddedStore {
         &self,
         spec: &ReceiveSpec,
         max: usize,
+        taker: Option<&dyn DirectConsumer>,
     ) -> Result<Vec<Handout>, StoreError> {
-        let max = max.max(1);
+        let mut max = max.max(1);
         // Peeks too: while a failed write is carried, the in-memory state is ahead of the log,
         // and a peek must not show what a crash could still take back.
         self.writable().await?;
@@ -233,6 +238,9 @@ impl EmbeddedStore {
         } else {
             usize::MAX
         };
+        // A consumer with a selector is never a taker (see crate::direct), so a taker's receive
+        // is one step.
+        let taker = taker.filter(|_| spec.selector.is_none());
         let mut walk = Walk::default();
         let mut handouts: Vec<Handout> = Vec::new();
         let mut tickets: Vec<Ticket> = Vec::new();
@@ -240,8 +248,23 @@ impl EmbeddedStore {
             let step = {
                 let mut st = self.state();
                 let mut log = self.log.lock();
+                if let Some(taker) = taker {
+                    // Under the lock, so that publishes see the consumer as taking only while
+                    // a batch is really on its way (see crate::direct).
+                    max = max.min(taker.begin_take() as usize);
+                    if max == 0 {
+                        taker.end_take(0);
+                        return Ok(Vec::new());
+                    }
+                }
                 st.receive(&mut log, spec, max - handouts.len(), &mut walk, budget)
                     .map(|(got, _wrote)| {
+                        if got.is_empty() {
+                            // Nothing to wait for: direct deliveries may go on at once.
+                            if let Some(taker) = taker {
+                                taker.end_take(0);
+                            }
+                        }
                         // Whatever is handed out must be durable first: a peek must not show
                         // a message whose send may still be lost, and a take's records must be
                         // on disk. Records are in state order, so the current batch covers
@@ -357,10 +380,12 @@ impl Store for EmbeddedStore {
             let mut st = self.state();
             let mut log = self.log.lock();
             let mut last = LastSender::default();
+            st.expect_publishes(n);
             let results: Vec<_> = msgs
                 .into_iter()
                 .map(|m| st.send_next(&mut log, m, &mut last))
                 .collect();
+            st.flush_direct();
             let ticket = if log.appended() {
                 log.ticket_if_pending()
             } else {
@@ -377,7 +402,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
-        let handouts = self.receive_handouts(spec, max).await?;
+        let handouts = self.receive_handouts(spec, max, None).await?;
         Ok(handouts.into_iter().map(delivery).collect())
     }
 
@@ -385,9 +410,10 @@ impl Store for EmbeddedStore {
         &self,
         spec: &ReceiveSpec,
         max: usize,
+        taker: Option<&dyn DirectConsumer>,
         sink: &mut (dyn for<'v> FnMut(usize, DeliveryView<'v>) + Send),
     ) -> Result<usize, StoreError> {
-        let handouts = self.receive_handouts(spec, max).await?;
+        let handouts = self.receive_handouts(spec, max, taker).await?;
         for h in &handouts {
             sink(handouts.len(), view(h));
         }
@@ -580,5 +606,13 @@ impl Store for EmbeddedStore {
 
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
         None
+    }
+
+    fn attach_direct(&self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
+        self.state().attach_direct(queue, consumer)
+    }
+
+    fn detach_direct(&self, consumer: &Arc<dyn DirectConsumer>) {
+        self.state().detach_direct(consumer);
     }
 }

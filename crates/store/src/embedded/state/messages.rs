@@ -224,7 +224,11 @@ impl State {
             persistent: m.persistent,
         });
         let keys = match &m.topic {
-            Some(topic) => self.publish_targets(topic, &msg),
+            Some(topic) => {
+                let mut keys = self.publish_targets(topic, &msg);
+                keys.retain(|qk| !self.deliver_direct(&msg, *qk));
+                keys
+            }
             None => keys,
         };
         if keys.is_empty() {

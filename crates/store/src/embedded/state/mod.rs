@@ -5,6 +5,7 @@
 //! - [`leases`]: client-ack leases by id, deadline and session;
 //! - [`journal`]: record placement, segment rolling and live-byte accounting;
 //! - [`messages`]: send, publish, receive and settlement;
+//! - `direct`: push consumers that take non-persistent publishes without queueing them;
 //! - [`topics`]: topics and subscriptions (each backed by a queue of its own);
 //! - [`txn`]: transactions, whose records form one group in the log;
 //! - this file: the types, metadata operations (clients, queues) and replay of records.
@@ -30,6 +31,7 @@ use crate::error::StoreError;
 pub use crate::id_hash::{IdHasher, IdMap};
 use crate::select;
 
+mod direct;
 pub mod index;
 pub mod journal;
 pub mod lane;
@@ -216,6 +218,8 @@ pub struct State {
     topics: BTreeMap<Arc<str>, Topic>,
     /// The transaction being applied, if any.
     group: Option<Group>,
+    /// Push consumers taking non-persistent publishes directly.
+    direct: direct::DirectTaps,
     /// Where records go, and live bytes per segment.
     pub journal: Journal,
 }
@@ -282,6 +286,7 @@ impl State {
             expired_to: Vec::new(),
             topics: BTreeMap::new(),
             group: None,
+            direct: direct::DirectTaps::default(),
             journal,
         }
     }
@@ -554,6 +559,7 @@ impl State {
         if let Some(q) = self.queues.remove(&qk) {
             self.queue_keys.remove(&q.name);
         }
+        self.forget_direct(qk);
     }
 
     /// Every user queue with its depth, by name.

@@ -1,0 +1,295 @@
+//! Direct delivery in the embedded engine: which publishes go straight to an attached consumer
+//! and which are queued, and that what is queued is never overtaken.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use ferry_protocol::{
+    split_frame, AckMode, Order, QueueOptions, ReceiveMode, Response, Source, SubscriptionId,
+    SubscriptionOptions,
+};
+
+use super::{EmbeddedConfig, EmbeddedStore, FaultyBackend, FsyncPolicy};
+use crate::api::{NewMessage, ReceiveSpec, Store};
+use crate::direct::DirectConsumer;
+
+/// A consumer that records the frames it is handed.
+struct Recorder {
+    id: SubscriptionId,
+    credit: AtomicU32,
+    taking: AtomicBool,
+    frames: Mutex<Vec<Bytes>>,
+}
+
+impl Recorder {
+    fn new(credit: u32) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            id: 7,
+            credit: AtomicU32::new(credit),
+            taking: AtomicBool::new(false),
+            frames: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The bodies delivered so far, in order, checking each frame names the subscription.
+    fn bodies(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in self.frames.lock().unwrap().iter() {
+            let mut buf = BytesMut::from(&f[..]);
+            while let Some(raw) = split_frame(&mut buf, u32::MAX).unwrap() {
+                match Response::decode(&raw).unwrap() {
+                    Response::Deliver {
+                        subscription,
+                        delivery,
+                    } => {
+                        assert_eq!(subscription, self.id);
+                        assert_eq!(delivery.delivery_id, 0, "auto ack");
+                        assert_eq!(delivery.message.queue, "t:s");
+                        out.push(String::from_utf8(delivery.message.body.to_vec()).unwrap());
+                    }
+                    other => panic!("not a delivery: {other:?}"),
+                }
+            }
+        }
+        out
+    }
+}
+
+impl DirectConsumer for Recorder {
+    fn subscription(&self) -> SubscriptionId {
+        self.id
+    }
+
+    fn try_reserve(&self) -> bool {
+        !self.taking.load(Ordering::SeqCst)
+            && self
+                .credit
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1))
+                .is_ok()
+    }
+
+    fn begin_take(&self) -> u32 {
+        self.taking.store(true, Ordering::SeqCst);
+        self.credit.load(Ordering::SeqCst)
+    }
+
+    fn end_take(&self, n: u32) {
+        self.credit.fetch_sub(n, Ordering::SeqCst);
+        self.taking.store(false, Ordering::SeqCst);
+    }
+
+    fn deliver(&self, frames: Bytes, count: u32) {
+        assert!(count > 0);
+        self.frames.lock().unwrap().push(frames);
+    }
+}
+
+async fn store_with_subscription() -> Arc<EmbeddedStore> {
+    let mut cfg = EmbeddedConfig::new("/data");
+    cfg.backend = Arc::new(FaultyBackend::new());
+    cfg.fsync = FsyncPolicy::Always;
+    let store = EmbeddedStore::open(cfg).await.unwrap();
+    store.create_topic("t").await.unwrap();
+    let options = SubscriptionOptions {
+        durable: true,
+        shared: false,
+        selector: String::new(),
+        queue: QueueOptions::default(),
+    };
+    store
+        .subscribe_topic("t", "s", &options, "c")
+        .await
+        .unwrap();
+    store
+}
+
+fn publish(body: &str) -> NewMessage {
+    NewMessage {
+        queues: Vec::new(),
+        topic: Some("t".into()),
+        persistent: false,
+        sender: "p".into(),
+        receiver: None,
+        priority: 5,
+        context: 0,
+        properties: Vec::new(),
+        body: Bytes::copy_from_slice(body.as_bytes()),
+        created_at: 1,
+        deliver_at_ms: 0,
+        expires_at_ms: 0,
+    }
+}
+
+fn persistent(mut m: NewMessage) -> NewMessage {
+    m.persistent = true;
+    m
+}
+
+fn take_spec() -> ReceiveSpec {
+    ReceiveSpec {
+        source: Source::Queue("t:s".into()),
+        order: Order::Time,
+        mode: ReceiveMode::Take,
+        ack: AckMode::Auto,
+        client: "c".into(),
+        session: 1,
+        lease_until_ms: 0,
+        selector: None,
+        now_ms: 10,
+    }
+}
+
+/// Messages waiting on the subscription's queue.
+async fn queued(store: &EmbeddedStore) -> u64 {
+    store.list_topics().await.unwrap()[0].subscriptions[0].ready
+}
+
+/// What a push task would take from the queue as `consumer`'s taker.
+async fn take_as(store: &EmbeddedStore, consumer: &Recorder) -> Vec<String> {
+    let mut got = Vec::new();
+    let mut sink = |_: usize, d: ferry_protocol::DeliveryView<'_>| {
+        got.push(String::from_utf8(d.body.to_vec()).unwrap());
+    };
+    let n = store
+        .receive_with(&take_spec(), 100, Some(consumer), &mut sink)
+        .await
+        .unwrap();
+    consumer.end_take(n as u32);
+    got
+}
+
+#[tokio::test]
+async fn a_non_persistent_publish_to_an_idle_subscription_goes_straight_to_its_consumer() {
+    let store = store_with_subscription().await;
+    let consumer = Recorder::new(10);
+    assert!(store.attach_direct("t:s", consumer.clone()));
+    store.send(publish("a")).await.unwrap();
+    let results = store.send_batch(vec![publish("b"), publish("c")]).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(consumer.bodies(), ["a", "b", "c"]);
+    assert_eq!(consumer.credit.load(Ordering::SeqCst), 7);
+    assert_eq!(queued(&store).await, 0);
+    assert_eq!(store.message_count(), 0, "nothing was stored");
+}
+
+#[tokio::test]
+async fn publishes_that_cannot_go_directly_are_queued_and_later_ones_queue_behind_them() {
+    let store = store_with_subscription().await;
+    let consumer = Recorder::new(2);
+    assert!(store.attach_direct("t:s", consumer.clone()));
+    // Direct, direct, then out of credit: queued.
+    for b in ["a", "b", "c"] {
+        store.send(publish(b)).await.unwrap();
+    }
+    assert_eq!(consumer.bodies(), ["a", "b"]);
+    assert_eq!(queued(&store).await, 1);
+    // Credit is back, but "c" waits on the queue: "d" must not overtake it.
+    consumer.credit.store(10, Ordering::SeqCst);
+    store.send(publish("d")).await.unwrap();
+    assert_eq!(consumer.bodies(), ["a", "b"]);
+    assert_eq!(take_as(&store, &consumer).await, ["c", "d"]);
+    // The queue is empty again: direct once more.
+    store.send(publish("e")).await.unwrap();
+    assert_eq!(consumer.bodies(), ["a", "b", "e"]);
+    assert_eq!(queued(&store).await, 0);
+}
+
+#[tokio::test]
+async fn persistent_delayed_and_addressed_publishes_are_always_queued() {
+    let store = store_with_subscription().await;
+    store.register_client("c").await.unwrap();
+    let consumer = Recorder::new(10);
+    assert!(store.attach_direct("t:s", consumer.clone()));
+    store.send(persistent(publish("p"))).await.unwrap();
+    let mut delayed = publish("later");
+    delayed.deliver_at_ms = 1_000;
+    let mut addressed = publish("to c");
+    addressed.receiver = Some("c".into());
+    let store2 = store_with_subscription().await;
+    store2.register_client("c").await.unwrap();
+    let consumer2 = Recorder::new(10);
+    assert!(store2.attach_direct("t:s", consumer2.clone()));
+    store2.send(delayed).await.unwrap();
+    store2.send(addressed).await.unwrap();
+    assert!(
+        consumer.bodies().is_empty(),
+        "a persistent publish went directly"
+    );
+    assert!(
+        consumer2.bodies().is_empty(),
+        "a delayed or addressed one did"
+    );
+    assert_eq!(queued(&store).await, 1);
+    assert_eq!(store2.message_count(), 2);
+}
+
+#[tokio::test]
+async fn a_publish_waits_while_the_consumer_takes_a_batch_from_its_queue() {
+    let store = store_with_subscription().await;
+    let consumer = Recorder::new(10);
+    assert!(store.attach_direct("t:s", consumer.clone()));
+    // The push task is between picking a batch and handing it on.
+    consumer.begin_take();
+    store.send(publish("a")).await.unwrap();
+    assert!(consumer.bodies().is_empty());
+    consumer.end_take(0);
+    assert_eq!(take_as(&store, &consumer).await, ["a"]);
+    // An empty take lets direct deliveries in again at once.
+    assert!(take_as(&store, &consumer).await.is_empty());
+    assert!(!consumer.taking.load(Ordering::SeqCst));
+    store.send(publish("b")).await.unwrap();
+    assert_eq!(consumer.bodies(), ["b"]);
+}
+
+#[tokio::test]
+async fn a_subscription_with_two_consumers_or_none_attached_queues_every_publish() {
+    let store = store_with_subscription().await;
+    let one = Recorder::new(10);
+    let two = Recorder::new(10);
+    assert!(store.attach_direct("t:s", one.clone()));
+    assert!(store.attach_direct("t:s", two.clone()));
+    store.send(publish("a")).await.unwrap();
+    let two_dyn: Arc<dyn DirectConsumer> = two.clone();
+    store.detach_direct(&two_dyn);
+    let one_dyn: Arc<dyn DirectConsumer> = one.clone();
+    take_as(&store, &one).await;
+    store.detach_direct(&one_dyn);
+    store.send(publish("b")).await.unwrap();
+    assert!(one.bodies().is_empty() && two.bodies().is_empty());
+    assert_eq!(queued(&store).await, 1);
+    // Plain queues and unknown names take no consumers.
+    store
+        .create_queue_with("q", &QueueOptions::default())
+        .await
+        .unwrap();
+    assert!(!store.attach_direct("q", Recorder::new(1)));
+    assert!(!store.attach_direct("t:nope", Recorder::new(1)));
+}
+
+#[tokio::test]
+async fn a_transaction_publishes_through_the_queue_and_unsubscribing_detaches() {
+    let store = store_with_subscription().await;
+    let consumer = Recorder::new(10);
+    assert!(store.attach_direct("t:s", consumer.clone()));
+    store.commit(1, vec![publish("in txn")], &[]).await.unwrap();
+    assert!(consumer.bodies().is_empty());
+    assert_eq!(take_as(&store, &consumer).await, ["in txn"]);
+    store.unsubscribe("t", "s").await.unwrap();
+    let options = SubscriptionOptions {
+        durable: true,
+        shared: false,
+        selector: String::new(),
+        queue: QueueOptions::default(),
+    };
+    store
+        .subscribe_topic("t", "s", &options, "c")
+        .await
+        .unwrap();
+    store.send(publish("after")).await.unwrap();
+    assert!(
+        consumer.bodies().is_empty(),
+        "a deleted queue kept its consumer"
+    );
+    assert_eq!(queued(&store).await, 1);
+}

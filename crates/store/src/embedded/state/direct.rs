@@ -1,0 +1,172 @@
+//! The embedded engine's side of direct delivery (see [`crate::direct`]): the consumers
+//! attached per subscription queue, and the frames encoded for them during one hold of the
+//! state lock, handed over before the lock is released.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use ferry_protocol::{encode_deliver, DeliveryView};
+
+use super::{IdMap, QueueKey, State, Stored};
+use crate::direct::DirectConsumer;
+
+/// Frames encoded for one consumer, not handed over yet.
+struct Pending {
+    consumer: Arc<dyn DirectConsumer>,
+    frames: BytesMut,
+    count: u32,
+}
+
+/// Consumers taking direct deliveries, by subscription queue.
+#[derive(Default)]
+pub struct DirectTaps {
+    by_queue: IdMap<QueueKey, Vec<Arc<dyn DirectConsumer>>>,
+    pending: Vec<Pending>,
+    /// Publishes expected before the next flush (a batch's size): a consumer's buffer is sized
+    /// for them up front instead of growing by copies.
+    expected: usize,
+}
+
+/// Most bytes reserved up front for one consumer's frames.
+const MAX_RESERVE: usize = 4 << 20;
+
+/// About the encoded size of the `Deliver` frame of `msg` from queue `name`.
+fn frame_len_hint(name: &str, msg: &Stored) -> usize {
+    // The fixed fields, and a property's name length, type and an 8-byte value.
+    80 + name.len()
+        + msg.sender.len()
+        + msg.body.len()
+        + msg
+            .properties
+            .iter()
+            .map(|(n, _)| 11 + n.len())
+            .sum::<usize>()
+}
+
+impl fmt::Debug for DirectTaps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DirectTaps")
+            .field("queues", &self.by_queue.len())
+            .field("pending", &self.pending.len())
+            .finish()
+    }
+}
+
+impl DirectTaps {
+    /// The one consumer of `qk`, if it has exactly one.
+    fn only(&self, qk: QueueKey) -> Option<&Arc<dyn DirectConsumer>> {
+        match self.by_queue.get(&qk).map(Vec::as_slice) {
+            Some([one]) => Some(one),
+            _ => None,
+        }
+    }
+
+    /// Encodes `msg`, published to queue `name` (`qk`), for the queue's one consumer if it
+    /// accepts it; returns whether it did (the message then does not go on the queue).
+    fn offer(&mut self, qk: QueueKey, name: &str, msg: &Stored) -> bool {
+        let Some(consumer) = self.only(qk) else {
+            return false;
+        };
+        if !consumer.try_reserve() {
+            return false;
+        }
+        let consumer = consumer.clone();
+        let i = match self
+            .pending
+            .iter()
+            .position(|p| Arc::ptr_eq(&p.consumer, &consumer))
+        {
+            Some(i) => i,
+            None => {
+                let reserve = frame_len_hint(name, msg).saturating_mul(self.expected.max(1));
+                self.pending.push(Pending {
+                    consumer,
+                    frames: BytesMut::with_capacity(reserve.min(MAX_RESERVE)),
+                    count: 0,
+                });
+                self.pending.len() - 1
+            }
+        };
+        let Some(p) = self.pending.get_mut(i) else {
+            return false;
+        };
+        let view = DeliveryView {
+            delivery_id: 0,
+            id: msg.id,
+            queue: name,
+            sender: &msg.sender,
+            receiver: None,
+            priority: msg.priority,
+            context: msg.context,
+            created_at: msg.created_at,
+            delivery_count: 0,
+            properties: &msg.properties,
+            body: &msg.body,
+            expires_at: msg.expires_at,
+        };
+        encode_deliver(&mut p.frames, p.consumer.subscription(), &view);
+        p.count += 1;
+        true
+    }
+}
+
+impl State {
+    /// Attaches `consumer` to subscription queue `queue`; false if there is no such queue.
+    pub fn attach_direct(&mut self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
+        let Some(&qk) = self.queue_keys.get(queue) else {
+            return false;
+        };
+        if !super::is_subscription(qk) {
+            return false;
+        }
+        self.direct.by_queue.entry(qk).or_default().push(consumer);
+        true
+    }
+
+    /// Detaches `consumer` from whichever queue it is attached to.
+    pub fn detach_direct(&mut self, consumer: &Arc<dyn DirectConsumer>) {
+        self.direct.by_queue.retain(|_, list| {
+            list.retain(|c| !Arc::ptr_eq(c, consumer));
+            !list.is_empty()
+        });
+    }
+
+    /// Forgets the consumers of deleted queue `qk` (their push tasks end on their own when they
+    /// find the queue gone).
+    pub(super) fn forget_direct(&mut self, qk: QueueKey) {
+        self.direct.by_queue.remove(&qk);
+    }
+
+    /// Hands `msg`, being published to subscription queue `qk`, straight to the queue's
+    /// consumer when [`crate::direct`]'s conditions hold; returns whether it did.
+    pub(super) fn deliver_direct(&mut self, msg: &Stored, qk: QueueKey) -> bool {
+        if self.direct.by_queue.is_empty()
+            || msg.persistent
+            || msg.deliver_at != 0
+            || msg.receiver.is_some()
+            || self.group.is_some()
+        {
+            return false;
+        }
+        match self.queues.get(&qk) {
+            Some(q) if q.ready_count == 0 => self.direct.offer(qk, &q.name, msg),
+            _ => false,
+        }
+    }
+
+    /// Says that about `n` publishes come before the next [`State::flush_direct`].
+    pub fn expect_publishes(&mut self, n: usize) {
+        self.direct.expected = n;
+    }
+
+    /// Hands every consumer the frames encoded for it since the last call. Called before the
+    /// state lock is released by every call that may publish, so that the order of deliveries
+    /// is the order of the publishes.
+    pub fn flush_direct(&mut self) {
+        self.direct.expected = 0;
+        for p in self.direct.pending.drain(..) {
+            p.consumer.deliver(p.frames.freeze(), p.count);
+        }
+    }
+}
