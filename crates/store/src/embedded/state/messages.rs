@@ -208,7 +208,9 @@ impl State {
         let receiver = m.receiver.as_deref().map(|r| self.client_key(r));
         let id = self.next_id;
         self.next_id += 1;
-        let msg = Arc::new(Stored {
+        // Built on the stack: a publish that goes to no queue (no subscription selects it,
+        // or it went straight to consumers) never allocates it.
+        let msg = Stored {
             id,
             sender,
             sender_key,
@@ -222,7 +224,7 @@ impl State {
             deliver_at: m.deliver_at_ms,
             expires_at: m.expires_at_ms,
             persistent: m.persistent,
-        });
+        };
         let keys = match &m.topic {
             Some(topic) => {
                 let mut keys = self.publish_targets(topic, &msg);
@@ -234,6 +236,7 @@ impl State {
         if keys.is_empty() {
             return Ok(id);
         }
+        let msg = Arc::new(msg);
         let (segment, size) = if msg.persistent {
             self.append_added(log, &msg, &keys)
         } else {
