@@ -7,6 +7,11 @@
 //! that one store call and one durability wait cover many messages. A subscription with a
 //! selector takes only the messages it selects; the store passes over the others, which stay
 //! for other receivers, and the task waits for the next arrival as when the queue is empty.
+//!
+//! A topic subscription's task with auto ack and no selector of its own also offers itself to
+//! the store for direct delivery ([`ferry_store::direct`]): non-persistent publishes that find
+//! its queue empty are then encoded by the publish and sent to the connection without the
+//! task, which only takes what had to be queued.
 
 use std::sync::Arc;
 use std::time::Duration;
