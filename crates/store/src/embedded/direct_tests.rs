@@ -85,20 +85,24 @@ impl DirectConsumer for Recorder {
     }
 }
 
+/// A durable subscription without selector.
+fn durable() -> SubscriptionOptions {
+    SubscriptionOptions {
+        durable: true,
+        shared: false,
+        selector: String::new(),
+        queue: QueueOptions::default(),
+    }
+}
+
 async fn store_with_subscription() -> Arc<EmbeddedStore> {
     let mut cfg = EmbeddedConfig::new("/data");
     cfg.backend = Arc::new(FaultyBackend::new());
     cfg.fsync = FsyncPolicy::Always;
     let store = EmbeddedStore::open(cfg).await.unwrap();
     store.create_topic("t").await.unwrap();
-    let options = SubscriptionOptions {
-        durable: true,
-        shared: false,
-        selector: String::new(),
-        queue: QueueOptions::default(),
-    };
     store
-        .subscribe_topic("t", "s", &options, "c")
+        .subscribe_topic("t", "s", &durable(), "c")
         .await
         .unwrap();
     store
@@ -276,14 +280,8 @@ async fn a_transaction_publishes_through_the_queue_and_unsubscribing_detaches() 
     assert!(consumer.bodies().is_empty());
     assert_eq!(take_as(&store, &consumer).await, ["in txn"]);
     store.unsubscribe("t", "s").await.unwrap();
-    let options = SubscriptionOptions {
-        durable: true,
-        shared: false,
-        selector: String::new(),
-        queue: QueueOptions::default(),
-    };
     store
-        .subscribe_topic("t", "s", &options, "c")
+        .subscribe_topic("t", "s", &durable(), "c")
         .await
         .unwrap();
     store.send(publish("after")).await.unwrap();
