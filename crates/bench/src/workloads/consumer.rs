@@ -171,7 +171,7 @@ fn handle(
             .fetch_add(measured, Ordering::Relaxed);
     }
     if counted > 0 {
-        shared.received_total.fetch_add(counted, Ordering::Relaxed);
+        shared.add_received(counted);
         let since_start = at.saturating_duration_since(shared.started).as_micros();
         shared.last_received_at.fetch_max(
             u64::try_from(since_start).unwrap_or(u64::MAX),

@@ -7,7 +7,12 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use crate::stats::WindowSeries;
+
+/// How often a producer held back by its backlog limit looks whether the run has stopped.
+const STOP_CHECK: Duration = Duration::from_millis(10);
 
 /// Before measuring: traffic flows but is not counted.
 pub const WARMUP: u8 = 0;
@@ -45,8 +50,10 @@ pub struct Shared {
     pub received_measured: AtomicU64,
     /// Sends acknowledged in any phase.
     pub sent_total: AtomicU64,
-    /// This run's messages received in any phase.
+    /// This run's messages received in any phase (add with [`Shared::add_received`]).
     pub received_total: AtomicU64,
+    /// Notified when `received_total` grows, for producers held back by a backlog limit.
+    received: Notify,
     /// Sends the target refused or that failed.
     pub send_errors: AtomicU64,
     /// Acks that failed.
@@ -87,6 +94,7 @@ impl Shared {
             received_measured: AtomicU64::new(0),
             sent_total: AtomicU64::new(0),
             received_total: AtomicU64::new(0),
+            received: Notify::new(),
             send_errors: AtomicU64::new(0),
             ack_errors: AtomicU64::new(0),
             foreign: AtomicU64::new(0),
@@ -110,6 +118,30 @@ impl Shared {
         match &self.measured_stamps {
             Some(r) => r.contains(&stamp),
             None => self.phase() == MEASURE,
+        }
+    }
+
+    /// Counts `n` more of this run's messages received, and wakes the producers waiting in
+    /// [`Shared::wait_while`].
+    pub fn add_received(&self, n: u64) {
+        self.received_total.fetch_add(n, Ordering::Relaxed);
+        self.received.notify_waiters();
+    }
+
+    /// Waits while `over()` holds (a producer ahead of its consumers by more than its backlog
+    /// limit) and the run goes on. Woken by every receipt rather than polling on a timer, so
+    /// the pause ends as soon as the consumers caught up: a timer's granularity left both
+    /// the load generator and the target idle for the rest of each tick.
+    pub async fn wait_while(&self, over: impl Fn() -> bool) {
+        loop {
+            let notified = self.received.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !over() || self.stopping() {
+                return;
+            }
+            // Phase changes do not notify: look again now and then.
+            let _ = tokio::time::timeout(STOP_CHECK, notified).await;
         }
     }
 
@@ -243,6 +275,48 @@ mod tests {
         assert!(!s.counts(200));
         s.set_phase(COOLDOWN);
         assert!(s.counts(150));
+    }
+
+    /// Paused time: the runtime jumps to the next timer only when every task waits, so a
+    /// producer woken by the receipt itself resumes before any of its polling timeout passed.
+    #[tokio::test(start_paused = true)]
+    async fn a_producer_held_back_by_its_backlog_resumes_on_the_receipt_that_shrinks_it() {
+        let s = std::sync::Arc::new(shared(MEASURE, None));
+        s.sent_total.store(100, Ordering::Relaxed);
+        let over = {
+            let s = s.clone();
+            move || {
+                s.sent_total.load(Ordering::Relaxed) > s.received_total.load(Ordering::Relaxed) + 10
+            }
+        };
+        let waiter = tokio::spawn({
+            let s = s.clone();
+            async move { s.wait_while(over).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "ran ahead of its backlog limit");
+        let start = tokio::time::Instant::now();
+        s.add_received(50);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "resumed while still 50 ahead");
+        s.add_received(45);
+        waiter.await.unwrap();
+        assert!(
+            start.elapsed() < STOP_CHECK,
+            "resumed by polling, not by the receipt"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_producer_held_back_by_its_backlog_stops_with_the_run() {
+        let s = std::sync::Arc::new(shared(MEASURE, None));
+        let waiter = tokio::spawn({
+            let s = s.clone();
+            async move { s.wait_while(|| true).await }
+        });
+        tokio::task::yield_now().await;
+        s.set_phase(STOP);
+        waiter.await.unwrap();
     }
 
     #[test]

@@ -161,7 +161,7 @@ impl Recorder {
             }
             Op::Read => {
                 self.shared.windows.received(now);
-                self.shared.received_total.fetch_add(1, Ordering::Relaxed);
+                self.shared.add_received(1);
                 if measuring {
                     self.shared
                         .received_measured

@@ -83,12 +83,13 @@ async fn lane(
 ) -> Histogram<u64> {
     let mut hist = new_histogram();
     loop {
-        while cfg.max_backlog > 0
-            && expected.deliveries.load(Ordering::Relaxed)
-                > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
-            && !shared.stopping()
-        {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+        if cfg.max_backlog > 0 {
+            shared
+                .wait_while(|| {
+                    expected.deliveries.load(Ordering::Relaxed)
+                        > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
+                })
+                .await;
         }
         let n = shared.claim(u64::from(cfg.batch));
         if n == 0 {

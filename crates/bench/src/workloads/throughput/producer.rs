@@ -76,12 +76,13 @@ async fn run_lane(
 ) {
     let queue_count = cfg.queues.len();
     loop {
-        while cfg.max_backlog > 0
-            && shared.sent_total.load(Ordering::Relaxed)
-                > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
-            && !shared.stopping()
-        {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+        if cfg.max_backlog > 0 {
+            shared
+                .wait_while(|| {
+                    shared.sent_total.load(Ordering::Relaxed)
+                        > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
+                })
+                .await;
         }
         let n = shared.claim(u64::from(cfg.batch));
         if n == 0 {
