@@ -71,14 +71,14 @@ impl DirectTaps {
         if !consumer.try_reserve() {
             return false;
         }
-        let consumer = consumer.clone();
         let i = match self
             .pending
             .iter()
-            .position(|p| Arc::ptr_eq(&p.consumer, &consumer))
+            .position(|p| Arc::ptr_eq(&p.consumer, consumer))
         {
             Some(i) => i,
             None => {
+                let consumer = consumer.clone();
                 let reserve = frame_len_hint(name, msg).saturating_mul(self.expected.max(1));
                 self.pending.push(Pending {
                     consumer,
