@@ -73,14 +73,24 @@ async fn until_waiting(c: &Client, name: &str, n: u64) {
     }
 }
 
+/// Client `pub`, with topic `ticks` created.
+async fn publisher(s: &TestServer) -> Client {
+    let p = s.client("pub").await;
+    p.create_topic("ticks").await.unwrap();
+    p
+}
+
+/// [`publisher`], and client `reader`.
+async fn publisher_and_reader(s: &TestServer) -> (Client, Client) {
+    (publisher(s).await, s.client("reader").await)
+}
+
 fn numbered(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("m{i}")).collect()
 }
 
 async fn non_persistent_publishes_arrive_in_publish_order_among_persistent_ones(s: TestServer) {
-    let p = s.client("pub").await;
-    p.create_topic("ticks").await.unwrap();
-    let r = s.client("reader").await;
+    let (p, r) = publisher_and_reader(&s).await;
     let mut sub = r.subscribe_topic(auto("live", 1000)).await.unwrap();
     let before = s.broker().stats().deliveries.load(Ordering::Relaxed);
     for (i, b) in numbered(150).iter().enumerate() {
@@ -97,9 +107,7 @@ async fn non_persistent_publishes_arrive_in_publish_order_among_persistent_ones(
 }
 
 async fn a_subscriber_gets_no_more_than_its_credit_and_the_rest_waits_in_order(s: TestServer) {
-    let p = s.client("pub").await;
-    p.create_topic("ticks").await.unwrap();
-    let r = s.client("reader").await;
+    let (p, r) = publisher_and_reader(&s).await;
     let mut sub = r.subscribe_topic(auto("slow", 4)).await.unwrap();
     for b in numbered(10) {
         p.publish(tick(&b)).await.unwrap();
@@ -114,9 +122,7 @@ async fn a_subscriber_gets_no_more_than_its_credit_and_the_rest_waits_in_order(s
 }
 
 async fn subscription_selectors_filter_non_persistent_publishes(s: TestServer) {
-    let p = s.client("pub").await;
-    p.create_topic("ticks").await.unwrap();
-    let r = s.client("reader").await;
+    let (p, r) = publisher_and_reader(&s).await;
     let mut big = r
         .subscribe_topic(auto("big", 100).with_selector("amount > 10"))
         .await
@@ -142,8 +148,7 @@ async fn subscription_selectors_filter_non_persistent_publishes(s: TestServer) {
 }
 
 async fn shared_consumers_split_non_persistent_publishes_without_duplicates(s: TestServer) {
-    let p = s.client("pub").await;
-    p.create_topic("ticks").await.unwrap();
+    let p = publisher(&s).await;
     let spec = || auto("workers", 10).shared();
     let a = s.client("a").await;
     let b = s.client("b").await;
@@ -180,9 +185,7 @@ async fn shared_consumers_split_non_persistent_publishes_without_duplicates(s: T
 }
 
 async fn a_durable_subscription_keeps_what_is_published_after_its_consumer_left(s: TestServer) {
-    let p = s.client("pub").await;
-    p.create_topic("ticks").await.unwrap();
-    let r = s.client("reader").await;
+    let (p, r) = publisher_and_reader(&s).await;
     let mut sub = r.subscribe_topic(auto("keep", 100)).await.unwrap();
     p.publish(tick("first")).await.unwrap();
     assert_eq!(next_bodies(&mut sub, 1).await, ["first"]);
@@ -204,9 +207,7 @@ async fn a_durable_subscription_keeps_what_is_published_after_its_consumer_left(
 }
 
 async fn a_committed_publish_is_not_overtaken_by_a_later_one(s: TestServer) {
-    let p = s.client("pub").await;
-    p.create_topic("ticks").await.unwrap();
-    let r = s.client("reader").await;
+    let (p, r) = publisher_and_reader(&s).await;
     let mut sub = r.subscribe_topic(auto("txn", 100)).await.unwrap();
     for round in 0..20 {
         p.begin().await.unwrap();

@@ -128,6 +128,15 @@ impl Shared {
         self.received.notify_waiters();
     }
 
+    /// Waits while `ahead` (messages sent, or deliveries expected) is more than `max` past
+    /// the messages received, as [`Shared::wait_while`].
+    pub async fn wait_for_backlog(&self, ahead: &AtomicU64, max: u64) {
+        self.wait_while(|| {
+            ahead.load(Ordering::Relaxed) > self.received_total.load(Ordering::Relaxed) + max
+        })
+        .await;
+    }
+
     /// Waits while `over()` holds (a producer ahead of its consumers by more than its backlog
     /// limit) and the run goes on. Woken by every receipt rather than polling on a timer, so
     /// the pause ends as soon as the consumers caught up: a timer's granularity left both
@@ -283,15 +292,9 @@ mod tests {
     async fn a_producer_held_back_by_its_backlog_resumes_on_the_receipt_that_shrinks_it() {
         let s = std::sync::Arc::new(shared(MEASURE, None));
         s.sent_total.store(100, Ordering::Relaxed);
-        let over = {
-            let s = s.clone();
-            move || {
-                s.sent_total.load(Ordering::Relaxed) > s.received_total.load(Ordering::Relaxed) + 10
-            }
-        };
         let waiter = tokio::spawn({
             let s = s.clone();
-            async move { s.wait_while(over).await }
+            async move { s.wait_for_backlog(&s.sent_total, 10).await }
         });
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished(), "ran ahead of its backlog limit");

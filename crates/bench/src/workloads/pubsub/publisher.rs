@@ -85,10 +85,7 @@ async fn lane(
     loop {
         if cfg.max_backlog > 0 {
             shared
-                .wait_while(|| {
-                    expected.deliveries.load(Ordering::Relaxed)
-                        > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
-                })
+                .wait_for_backlog(&expected.deliveries, cfg.max_backlog)
                 .await;
         }
         let n = shared.claim(u64::from(cfg.batch));

@@ -78,10 +78,7 @@ async fn run_lane(
     loop {
         if cfg.max_backlog > 0 {
             shared
-                .wait_while(|| {
-                    shared.sent_total.load(Ordering::Relaxed)
-                        > shared.received_total.load(Ordering::Relaxed) + cfg.max_backlog
-                })
+                .wait_for_backlog(&shared.sent_total, cfg.max_backlog)
                 .await;
         }
         let n = shared.claim(u64::from(cfg.batch));
