@@ -6,9 +6,11 @@
 //! subscription) and before it waits for the next read, so a subscription sees its deliveries
 //! in the order the broker pushed them, and nothing waits on a delivery held back.
 
-use ferry_protocol::responses::read_delivery;
+use ferry_protocol::responses::read_delivery_after;
 use ferry_protocol::wire::Reader;
-use ferry_protocol::{Delivery, FrameKind, RawFrame, SubscriptionId, WireError, HEADER_LEN};
+use ferry_protocol::{
+    Delivery, FrameKind, Message, RawFrame, SubscriptionId, WireError, HEADER_LEN,
+};
 
 /// If `frame` is a pushed delivery (kind `Deliver`, request id 0), decodes it into `batches`
 /// and returns `true`; `false` for any other frame. `more_bytes`: how much the read buffer
@@ -25,7 +27,7 @@ pub(crate) fn decode_push(
     // then moving out of) a `Response`.
     let mut r = Reader::new(&frame.payload);
     let subscription = r.u64()?;
-    let delivery = read_delivery(&mut r)?;
+    let delivery = read_delivery_after(&mut r, batches.last_message(subscription))?;
     r.finish()?;
     // Frames behind this one are likely deliveries of about its size.
     let frame_len = frame.payload.len() + HEADER_LEN;
@@ -64,6 +66,16 @@ impl PushBatches {
                 self.batches.push((subscription, batch));
             }
         }
+    }
+
+    /// The message of the last delivery waiting for `subscription`, if any.
+    pub(crate) fn last_message(&self, subscription: SubscriptionId) -> Option<&Message> {
+        self.batches
+            .iter()
+            .rev()
+            .find(|(sub, _)| *sub == subscription)
+            .and_then(|(_, batch)| batch.last())
+            .map(|d| &d.message)
     }
 
     /// Whether nothing waits to be handed over.
@@ -156,5 +168,44 @@ mod tests {
             .collect();
         assert_eq!(got, vec![(1, vec![1, 3, 5]), (2, vec![2, 4])]);
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn names_repeated_from_the_last_delivery_are_kept_and_new_ones_still_checked() {
+        let on = |queue: &str, sender: &str, id: u64| {
+            let mut d = delivery(id);
+            d.message.queue = queue.into();
+            d.message.sender = sender.into();
+            Response::Deliver {
+                subscription: 7,
+                delivery: d,
+            }
+        };
+        let mut b = PushBatches::default();
+        for push in [on("qa", "sa", 1), on("qa", "sa", 2), on("qb", "sa", 3)] {
+            assert!(decode_push(&frame(0, &push), &mut b, 0).unwrap());
+        }
+        let names: Vec<(String, String)> = b
+            .drain()
+            .flat_map(|(_, ds)| ds)
+            .map(|d| (d.message.queue, d.message.sender))
+            .collect();
+        let pair = |q: &str, s: &str| (q.to_string(), s.to_string());
+        assert_eq!(
+            names,
+            [pair("qa", "sa"), pair("qa", "sa"), pair("qb", "sa")]
+        );
+
+        // A name that differs from the last delivery's in one invalid byte is refused.
+        assert!(decode_push(&frame(0, &on("qa", "sa", 4)), &mut b, 0).unwrap());
+        let mut bad = frame(0, &on("qa", "sa", 5));
+        let mut payload = bad.payload.to_vec();
+        let at = payload.windows(2).position(|w| w == b"qa").unwrap();
+        *payload.get_mut(at + 1).unwrap() = 0xff;
+        bad.payload = payload.into();
+        assert_eq!(
+            decode_push(&bad, &mut b, 0),
+            Err(WireError::InvalidUtf8("queue name"))
+        );
     }
 }

@@ -212,9 +212,11 @@ pub fn split_frame(
 /// Writes a header with a placeholder length; returns where the frame starts for [`end_frame`].
 pub fn begin_frame(out: &mut BytesMut, kind: FrameKind, request_id: u32) -> usize {
     let start = out.len();
-    out.put_u32_le(0);
-    out.put_u16_le(kind as u16);
-    out.put_u32_le(request_id);
+    // One put for the whole header; the length (0 here) is patched by `end_frame`.
+    let mut header = [0u8; HEADER_LEN];
+    header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
+    header[6..].copy_from_slice(&request_id.to_le_bytes());
+    out.put_slice(&header);
     start
 }
 

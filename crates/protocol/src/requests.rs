@@ -404,6 +404,14 @@ pub fn outgoing_encoded_len(m: &OutgoingMessage) -> usize {
 
 /// Reads an outgoing message.
 pub fn read_outgoing(r: &mut Reader<'_>) -> Result<OutgoingMessage, WireError> {
+    read_outgoing_after(r, None)
+}
+
+/// [`read_outgoing`] for the message after `prev` in a batch, whose names it likely repeats.
+fn read_outgoing_after(
+    r: &mut Reader<'_>,
+    prev: Option<&OutgoingMessage>,
+) -> Result<OutgoingMessage, WireError> {
     Ok(OutgoingMessage {
         queues: r.strings("queue name")?,
         receiver: r.opt_string("receiver")?,
@@ -423,7 +431,8 @@ pub fn read_outgoing(r: &mut Reader<'_>) -> Result<OutgoingMessage, WireError> {
                 })
             }
         },
-        topic: Some(r.string("topic name")?).filter(|t| !t.is_empty()),
+        topic: Some(r.string_like("topic name", prev.and_then(|p| p.topic.as_deref()))?)
+            .filter(|t| !t.is_empty()),
     })
 }
 
@@ -614,7 +623,8 @@ impl Request {
                 let n = r.count32("batch", MIN_OUTGOING_BYTES)?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
-                    items.push(read_outgoing(&mut r)?);
+                    let m = read_outgoing_after(&mut r, items.last())?;
+                    items.push(m);
                 }
                 Request::SendBatch(items)
             }

@@ -215,15 +215,21 @@ pub fn put_delivery(out: &mut BytesMut, d: &Delivery) {
 
 /// Writes a borrowed delivery; the same bytes as [`put_delivery`] of the owned one.
 pub fn put_delivery_view(out: &mut BytesMut, d: &DeliveryView<'_>) {
-    out.put_u64_le(d.delivery_id);
-    out.put_u64_le(d.id);
+    // Neighbouring fixed-size fields go out as one slice each: every put checks and may grow
+    // the buffer, and this runs once per message delivered.
+    let mut ids = [0u8; 16];
+    ids[..8].copy_from_slice(&d.delivery_id.to_le_bytes());
+    ids[8..].copy_from_slice(&d.id.to_le_bytes());
+    out.put_slice(&ids);
     put_string(out, d.queue);
     put_string(out, d.sender);
     put_opt_string(out, d.receiver);
-    out.put_u8(d.priority);
-    out.put_u64_le(d.context);
-    out.put_u64_le(d.created_at);
-    out.put_u32_le(d.delivery_count);
+    let mut fixed = [0u8; 21];
+    fixed[0] = d.priority;
+    fixed[1..9].copy_from_slice(&d.context.to_le_bytes());
+    fixed[9..17].copy_from_slice(&d.created_at.to_le_bytes());
+    fixed[17..].copy_from_slice(&d.delivery_count.to_le_bytes());
+    out.put_slice(&fixed);
     put_properties(out, d.properties);
     put_bytes(out, d.body);
     out.put_u64_le(d.expires_at);
@@ -240,12 +246,21 @@ pub fn encode_deliver(out: &mut BytesMut, subscription: SubscriptionId, d: &Deli
 
 /// Reads a delivery.
 pub fn read_delivery(r: &mut Reader<'_>) -> Result<Delivery, WireError> {
+    read_delivery_after(r, None)
+}
+
+/// [`read_delivery`] for the delivery after `prev` on the same subscription, whose queue and
+/// sender names it likely repeats.
+pub fn read_delivery_after(
+    r: &mut Reader<'_>,
+    prev: Option<&Message>,
+) -> Result<Delivery, WireError> {
     Ok(Delivery {
         delivery_id: r.u64()?,
         message: Message {
             id: r.u64()?,
-            queue: r.string("queue name")?,
-            sender: r.string("sender")?,
+            queue: r.string_like("queue name", prev.map(|p| p.queue.as_str()))?,
+            sender: r.string_like("sender", prev.map(|p| p.sender.as_str()))?,
             receiver: r.opt_string("receiver")?,
             priority: r.u8()?,
             context: r.u64()?,

@@ -147,6 +147,22 @@ impl<'a> Reader<'a> {
             .map(str::to_owned)
             .map_err(|_| WireError::InvalidUtf8(field))
     }
+    /// A string like [`Reader::string`], checked as UTF-8 only when it differs from `prev`: a
+    /// batch names the same topic in every message, and that check costs more than comparing.
+    pub fn string_like(
+        &mut self,
+        field: &'static str,
+        prev: Option<&str>,
+    ) -> Result<String, WireError> {
+        let len = usize::from(self.u16()?);
+        let bytes = self.take(len)?;
+        match prev {
+            Some(p) if p.as_bytes() == bytes => Ok(p.to_owned()),
+            _ => std::str::from_utf8(bytes)
+                .map(str::to_owned)
+                .map_err(|_| WireError::InvalidUtf8(field)),
+        }
+    }
     /// An optional string: a presence byte (0 or 1), then the string if present.
     pub fn opt_string(&mut self, field: &'static str) -> Result<Option<String>, WireError> {
         if self.bool(field)? {

@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use bytes::{Bytes, BytesMut};
 use common::*;
 use ferry_protocol::requests::Connect;
-use ferry_protocol::{split_frame, RawFrame, Request, Response, WireError, PROTOCOL_VERSION};
+use ferry_protocol::{
+    split_frame, OutgoingMessage, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+};
 
 #[test]
 fn samples_cover_every_kind() {
@@ -282,5 +284,35 @@ fn strings_over_the_u16_limit_are_cut_at_a_character_boundary() {
     assert_eq!(
         ferry_protocol::requests::outgoing_encoded_len(&m),
         out.len()
+    );
+}
+
+#[test]
+fn a_batch_repeating_its_topic_decodes_it_in_every_message_and_checks_each_new_one() {
+    let to = |topic: &str| OutgoingMessage::to_topic(topic, Bytes::from_static(b"p"));
+    let batch = Request::SendBatch(vec![to("prices"), to("prices"), to("pricez"), to("prices")]);
+    let bytes = req_bytes(&batch, 5);
+    assert_eq!(Request::decode(&one_frame(&bytes)), Ok(batch));
+
+    // The third topic, different from the one before it, must still be checked as UTF-8 even
+    // though the decoder reuses a topic equal to the previous one unchecked.
+    let at = bytes
+        .windows(6)
+        .position(|w| w == b"pricez")
+        .expect("the third topic is in the frame");
+    let mut bad = bytes.clone();
+    bad[at + 5] = 0xff;
+    assert_eq!(
+        Request::decode(&one_frame(&bad)),
+        Err(WireError::InvalidUtf8("topic name"))
+    );
+    // The same bytes in the first message, with no message before it, are refused too.
+    let first = Request::SendBatch(vec![to("pricez"), to("pricez")]);
+    let mut bad = req_bytes(&first, 6);
+    let at = bad.windows(6).position(|w| w == b"pricez").unwrap();
+    bad[at + 5] = 0xff;
+    assert_eq!(
+        Request::decode(&one_frame(&bad)),
+        Err(WireError::InvalidUtf8("topic name"))
     );
 }

@@ -82,6 +82,12 @@ pub async fn send_batch_mixed_success(store: Arc<dyn Store>) {
 /// each message with its own sender (by-sender receives find exactly theirs).
 pub async fn send_batch_keeps_each_sender(store: Arc<dyn Store>) {
     setup(&store, &["p", "r", "c"], &["q"]).await;
+    // A session's messages share one allocation of its name, as the broker sends them.
+    let (p, r): (Arc<str>, Arc<str>) = ("p".into(), "r".into());
+    let from = |sender: &Arc<str>, body: &str| NewMessage {
+        sender: sender.clone(),
+        ..msg(&["q"], "unused", body)
+    };
     let results = store
         .send_batch(vec![
             msg(&["q"], "p", "p1"),
@@ -90,12 +96,19 @@ pub async fn send_batch_keeps_each_sender(store: Arc<dyn Store>) {
             msg(&["q"], "newcomer", "n1"),
             msg(&["q"], "p", "p3"),
             msg(&["q"], "newcomer", "n2"),
+            from(&p, "p4"),
+            from(&p, "p5"),
+            from(&r, "r2"),
+            from(&p, "p6"),
         ])
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     let d = store.receive(&take("q", "c"), 10).await.unwrap();
     let senders: Vec<&str> = d.iter().map(|d| d.message.sender.as_str()).collect();
-    assert_eq!(senders, ["p", "p", "r", "newcomer", "p", "newcomer"]);
+    assert_eq!(
+        senders,
+        ["p", "p", "r", "newcomer", "p", "newcomer", "p", "p", "r", "p"]
+    );
     for (sender, want) in [("p", 3), ("r", 1), ("newcomer", 2)] {
         store.send(msg(&["q"], sender, "again")).await.unwrap();
         let mut spec = take("q", "c");

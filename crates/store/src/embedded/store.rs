@@ -22,7 +22,7 @@ use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::consumers::ConsumerClaims;
 use super::recovery;
-use super::state::messages::{Handout, LastSender, Walk};
+use super::state::messages::{BatchMemo, Handout, Walk};
 use super::state::State;
 use super::writer::{self, Log, Ticket};
 use super::SEGMENTS_DIR;
@@ -379,7 +379,7 @@ impl Store for EmbeddedStore {
         let (mut results, ticket) = {
             let mut st = self.state();
             let mut log = self.log.lock();
-            let mut last = LastSender::default();
+            let mut last = BatchMemo::default();
             st.expect_publishes(n);
             let results: Vec<_> = msgs
                 .into_iter()

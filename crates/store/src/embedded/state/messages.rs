@@ -51,10 +51,32 @@ pub struct Walk {
     pub end: bool,
 }
 
-/// The sender of the previous message stored in a batch: a batch usually comes from one
-/// client, whose name is then looked up once instead of once per message.
+/// What the previous messages of a batch looked up, valid while the state lock is held: a
+/// batch usually comes from one client and publishes to one topic, whose names are then looked
+/// up once instead of once per message.
 #[derive(Debug, Default)]
-pub struct LastSender(Option<(Arc<str>, ClientKey)>);
+pub struct BatchMemo {
+    sender: Option<LastSenderEntry>,
+    /// A topic a previous message was checked against: it exists.
+    topic: Option<String>,
+}
+
+impl BatchMemo {
+    /// Whether `topic` is the one a previous message was checked against.
+    fn knows_topic(&self, topic: &str) -> bool {
+        self.topic.as_deref() == Some(topic)
+    }
+}
+
+#[derive(Debug)]
+struct LastSenderEntry {
+    /// The name as the caller passed it: every message of a session's batch shares one
+    /// allocation, so the next message is recognised by pointer, without comparing bytes.
+    given: Arc<str>,
+    /// The state's own copy of the name, which stored messages share.
+    name: Arc<str>,
+    key: ClientKey,
+}
 
 /// What settling a set of delivery ids did.
 #[derive(Debug, Default)]
@@ -70,7 +92,11 @@ pub struct Settled {
 impl State {
     /// Checks a message against the store's state before anything changes; returns the queue
     /// keys in the order named (none for a publish: the subscriptions decide).
-    pub(super) fn check_send(&self, m: &NewMessage) -> Result<QueueKeys, StoreError> {
+    pub(super) fn check_send(
+        &self,
+        m: &NewMessage,
+        memo: &mut BatchMemo,
+    ) -> Result<QueueKeys, StoreError> {
         if m.topic.is_some() && !m.queues.is_empty() {
             return Err(StoreError::InvalidArgument(
                 "a message is either sent to queues or published to a topic".into(),
@@ -115,8 +141,11 @@ impl State {
             ));
         }
         if let Some(t) = &m.topic {
-            if !self.topics.contains_key(t.as_str()) {
-                return Err(StoreError::TopicNotFound(t.clone()));
+            if !memo.knows_topic(t) {
+                if !self.topics.contains_key(t.as_str()) {
+                    return Err(StoreError::TopicNotFound(t.clone()));
+                }
+                memo.topic = Some(t.clone());
             }
         }
         // A non-persistent message is never written, so no record limits it.
@@ -158,7 +187,7 @@ impl State {
     /// evaluated here, under the same lock hold that stores it; when none does, it gets an id
     /// and is stored nowhere.
     pub fn send(&mut self, log: &mut LogGuard<'_>, m: NewMessage) -> Result<MessageId, StoreError> {
-        self.send_next(log, m, &mut LastSender::default())
+        self.send_next(log, m, &mut BatchMemo::default())
     }
 
     /// [`State::send`] for the next message of a batch; `last` carries the previous message's
@@ -167,9 +196,9 @@ impl State {
         &mut self,
         log: &mut LogGuard<'_>,
         m: NewMessage,
-        last: &mut LastSender,
+        last: &mut BatchMemo,
     ) -> Result<MessageId, StoreError> {
-        let keys = self.check_send(&m)?;
+        let keys = self.check_send(&m, last)?;
         self.send_checked(log, m, keys, last)
     }
 
@@ -177,22 +206,26 @@ impl State {
     fn sender_key(
         &mut self,
         log: &mut LogGuard<'_>,
-        sender: &str,
-        last: &mut LastSender,
+        sender: &Arc<str>,
+        last: &mut BatchMemo,
     ) -> Result<(ClientKey, Arc<str>), StoreError> {
-        if let Some((name, key)) = &last.0 {
-            if **name == *sender {
-                return Ok((*key, name.clone()));
+        if let Some(e) = &last.sender {
+            if Arc::ptr_eq(&e.given, sender) || *e.given == **sender {
+                return Ok((e.key, e.name.clone()));
             }
         }
-        let (key, name) = match self.clients.get_key_value(sender) {
+        let (key, name) = match self.clients.get_key_value(&**sender) {
             Some((name, key)) => (*key, name.clone()),
             None => {
                 self.register_client(log, sender)?;
                 self.client_key(sender)
             }
         };
-        last.0 = Some((name.clone(), key));
+        last.sender = Some(LastSenderEntry {
+            given: sender.clone(),
+            name: name.clone(),
+            key,
+        });
         Ok((key, name))
     }
 
@@ -202,7 +235,7 @@ impl State {
         log: &mut LogGuard<'_>,
         m: NewMessage,
         keys: QueueKeys,
-        last: &mut LastSender,
+        last: &mut BatchMemo,
     ) -> Result<MessageId, StoreError> {
         let (sender_key, sender) = self.sender_key(log, &m.sender, last)?;
         let receiver = m.receiver.as_deref().map(|r| self.client_key(r));

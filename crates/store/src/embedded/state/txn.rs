@@ -31,8 +31,9 @@ impl State {
     ) -> Result<Vec<MessageId>, StoreError> {
         let mut keys = Vec::with_capacity(msgs.len());
         let mut size = 0usize;
+        let mut memo = super::messages::BatchMemo::default();
         for m in &msgs {
-            keys.push(self.check_send(m)?);
+            keys.push(self.check_send(m, &mut memo)?);
             if m.persistent {
                 size = size.saturating_add(self.added_len(m));
             }
@@ -71,7 +72,7 @@ impl State {
         }
         self.group = Some(Group::default());
         let mut ids = Vec::with_capacity(msgs.len());
-        let mut last = super::messages::LastSender::default();
+        let mut last = super::messages::BatchMemo::default();
         for (m, k) in msgs.into_iter().zip(keys) {
             match self.send_checked(log, m, k, &mut last) {
                 Ok(id) => ids.push(id),
