@@ -94,6 +94,7 @@ conformance_tests!(
     topics::publish_without_subscriptions_stores_nothing,
     topics::selectors_pick_messages_per_subscription,
     topics::publish_in_send_batch_mixed_with_sends,
+    topics::a_batch_alternating_topics_publishes_each_to_its_own,
     topics::settling_on_one_subscription_leaves_the_others,
     topics::subscription_dead_letters_after_max_deliveries,
     topics::unsubscribe_removes_subscription_and_backlog,

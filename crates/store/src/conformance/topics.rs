@@ -732,6 +732,36 @@ pub async fn publish_in_send_batch_mixed_with_sends(store: Arc<dyn Store>) {
     assert_eq!((s[0].message.id, s[1].message.id), (ids[1], ids[2]));
 }
 
+/// A batch publishing to several topics in turn puts each message on the subscriptions of its
+/// own topic (a batch remembers its topic's subscriptions from one message to the next).
+pub async fn a_batch_alternating_topics_publishes_each_to_its_own(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "r", "c"], "a", &[("x", ""), ("y", "")]).await;
+    topic_with(&store, &[], "b", &[("w", "sender = 'r'"), ("z", "")]).await;
+    let batch = |n: &str| {
+        vec![
+            publish("a", "p", &format!("a1{n}")),
+            publish("a", "p", &format!("a2{n}")),
+            publish("b", "r", &format!("b1{n}")),
+            publish("a", "p", &format!("a3{n}")),
+            publish("b", "p", &format!("b2{n}")),
+            publish("b", "r", &format!("b3{n}")),
+        ]
+    };
+    let results = store.send_batch(batch("")).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    // A transaction's publishes are stored together at commit, by the same path.
+    store.commit(SESSION, batch("t"), &[]).await.unwrap();
+    for (queue, want) in [
+        ("a:x", "a1 a2 a3 a1t a2t a3t"),
+        ("a:y", "a1 a2 a3 a1t a2t a3t"),
+        ("b:w", "b1 b3 b1t b3t"),
+        ("b:z", "b1 b2 b3 b1t b2t b3t"),
+    ] {
+        let want: Vec<&str> = want.split(' ').collect();
+        assert_eq!(bodies(&peek_all(&store, queue).await), want, "{queue}");
+    }
+}
+
 /// Settling on one subscription leaves the copies on the others alone.
 pub async fn settling_on_one_subscription_leaves_the_others(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", ""), ("c", "")]).await;

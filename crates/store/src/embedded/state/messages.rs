@@ -57,14 +57,30 @@ pub struct Walk {
 #[derive(Debug, Default)]
 pub struct BatchMemo {
     sender: Option<LastSenderEntry>,
-    /// A topic a previous message was checked against: it exists.
+    /// A topic a previous message was checked against or published to: it exists.
     topic: Option<String>,
+    /// The queues every message published to `topic` goes to, when no subscription of it has
+    /// a selector.
+    targets: Option<QueueKeys>,
 }
 
 impl BatchMemo {
     /// Whether `topic` is the one a previous message was checked against.
     fn knows_topic(&self, topic: &str) -> bool {
         self.topic.as_deref() == Some(topic)
+    }
+
+    /// Notes that `topic` exists.
+    fn note_topic(&mut self, topic: &str) {
+        if !self.knows_topic(topic) {
+            self.topic = Some(topic.to_owned());
+            self.targets = None;
+        }
+    }
+
+    /// The queues a message published to `topic` goes to, if they do not depend on the message.
+    fn targets_of(&self, topic: &str) -> Option<&QueueKeys> {
+        self.targets.as_ref().filter(|_| self.knows_topic(topic))
     }
 }
 
@@ -145,7 +161,7 @@ impl State {
                 if !self.topics.contains_key(t.as_str()) {
                     return Err(StoreError::TopicNotFound(t.clone()));
                 }
-                memo.topic = Some(t.clone());
+                memo.note_topic(t);
             }
         }
         // A non-persistent message is never written, so no record limits it.
@@ -260,9 +276,26 @@ impl State {
         };
         let keys = match &m.topic {
             Some(topic) => {
-                let mut keys = self.publish_targets(topic, &msg);
-                keys.retain(|qk| !self.deliver_direct(&msg, *qk));
-                keys
+                // Subscriptions without selectors take every message: their queues are looked
+                // up once per batch. Those that take it directly are left out.
+                let mut selected = None;
+                if last.targets_of(topic).is_none() {
+                    let (keys, for_any) = self.publish_targets(topic, &msg);
+                    if for_any {
+                        last.note_topic(topic);
+                        last.targets = Some(keys);
+                    } else {
+                        selected = Some(keys);
+                    }
+                }
+                let targets = selected.as_ref().or(last.targets_of(topic));
+                targets
+                    .map(|keys| keys.as_slice())
+                    .unwrap_or_default()
+                    .iter()
+                    .copied()
+                    .filter(|&qk| !self.deliver_direct(&msg, qk))
+                    .collect()
             }
             None => keys,
         };

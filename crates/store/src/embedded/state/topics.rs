@@ -358,19 +358,21 @@ impl State {
             .filter_map(|s| self.queues.get(&s.queue).map(|q| &*q.name)))
     }
 
-    /// The queues of the subscriptions of `topic` that take `msg`, in subscription name order.
-    pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> QueueKeys {
+    /// The queues of the subscriptions of `topic` that take `msg`, in subscription name order,
+    /// and whether they are the same for any message (no subscription has a selector).
+    pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> (QueueKeys, bool) {
         let Some(t) = self.topics.get(topic) else {
-            return QueueKeys::new();
+            return (QueueKeys::new(), false);
         };
         let mut keys = QueueKeys::with_capacity(t.subs.len());
-        keys.extend(
-            t.subs
-                .values()
-                .filter(|s| s.filter.matches(msg))
-                .map(|s| s.queue),
-        );
-        keys
+        let mut for_any = true;
+        for s in t.subs.values() {
+            for_any &= matches!(s.filter, Filter::All);
+            if s.filter.matches(msg) {
+                keys.push(s.queue);
+            }
+        }
+        (keys, for_any)
     }
 
     /// Adds topic `name` unless it exists (creation, replay, snapshots).
