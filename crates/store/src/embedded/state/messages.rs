@@ -206,8 +206,8 @@ impl State {
         self.send_next(log, m, &mut BatchMemo::default())
     }
 
-    /// [`State::send`] for the next message of a batch; `last` carries the previous message's
-    /// sender from one call to the next.
+    /// [`State::send`] for the next message of a batch; `last` carries what the previous
+    /// messages looked up (their sender, their topic) from one call to the next.
     pub fn send_next(
         &mut self,
         log: &mut LogGuard<'_>,
