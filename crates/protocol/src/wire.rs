@@ -141,11 +141,7 @@ impl<'a> Reader<'a> {
     }
     /// A string: u16 length, then UTF-8 bytes.
     pub fn string(&mut self, field: &'static str) -> Result<String, WireError> {
-        let len = usize::from(self.u16()?);
-        let bytes = self.take(len)?;
-        std::str::from_utf8(bytes)
-            .map(str::to_owned)
-            .map_err(|_| WireError::InvalidUtf8(field))
+        self.string_like(field, None)
     }
     /// A string like [`Reader::string`], checked as UTF-8 only when it differs from `prev`: a
     /// batch names the same topic in every message, and that check costs more than comparing.

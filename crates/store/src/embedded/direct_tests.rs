@@ -5,13 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
-use ferry_protocol::{
-    split_frame, AckMode, Order, QueueOptions, ReceiveMode, Response, Source, SubscriptionId,
-    SubscriptionOptions,
-};
+use ferry_protocol::{split_frame, Order, QueueOptions, Response, SubscriptionId};
 
 use super::{EmbeddedConfig, EmbeddedStore, FaultyBackend, FsyncPolicy};
 use crate::api::{NewMessage, ReceiveSpec, Store};
+use crate::conformance::{self, durable};
 use crate::direct::DirectConsumer;
 
 /// A consumer that records the frames it is handed.
@@ -85,16 +83,6 @@ impl DirectConsumer for Recorder {
     }
 }
 
-/// A durable subscription without selector.
-fn durable() -> SubscriptionOptions {
-    SubscriptionOptions {
-        durable: true,
-        shared: false,
-        selector: String::new(),
-        queue: QueueOptions::default(),
-    }
-}
-
 async fn store_with_subscription() -> Arc<EmbeddedStore> {
     let mut cfg = EmbeddedConfig::new("/data");
     cfg.backend = Arc::new(FaultyBackend::new());
@@ -102,26 +90,17 @@ async fn store_with_subscription() -> Arc<EmbeddedStore> {
     let store = EmbeddedStore::open(cfg).await.unwrap();
     store.create_topic("t").await.unwrap();
     store
-        .subscribe_topic("t", "s", &durable(), "c")
+        .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     store
 }
 
+/// A non-persistent publish to topic `t` from `p`.
 fn publish(body: &str) -> NewMessage {
     NewMessage {
-        queues: Vec::new(),
-        topic: Some("t".into()),
         persistent: false,
-        sender: "p".into(),
-        receiver: None,
-        priority: 5,
-        context: 0,
-        properties: Vec::new(),
-        body: Bytes::copy_from_slice(body.as_bytes()),
-        created_at: 1,
-        deliver_at_ms: 0,
-        expires_at_ms: 0,
+        ..conformance::publish("t", "p", body)
     }
 }
 
@@ -132,15 +111,8 @@ fn persistent(mut m: NewMessage) -> NewMessage {
 
 fn take_spec() -> ReceiveSpec {
     ReceiveSpec {
-        source: Source::Queue("t:s".into()),
         order: Order::Time,
-        mode: ReceiveMode::Take,
-        ack: AckMode::Auto,
-        client: "c".into(),
-        session: 1,
-        lease_until_ms: 0,
-        selector: None,
-        now_ms: 10,
+        ..conformance::take("t:s", "c")
     }
 }
 
@@ -207,7 +179,7 @@ async fn persistent_delayed_and_addressed_publishes_are_always_queued() {
     assert!(store.attach_direct("t:s", consumer.clone()));
     store.send(persistent(publish("p"))).await.unwrap();
     let mut delayed = publish("later");
-    delayed.deliver_at_ms = 1_000;
+    delayed.deliver_at_ms = conformance::NOW + 1_000;
     let mut addressed = publish("to c");
     addressed.receiver = Some("c".into());
     let store2 = store_with_subscription().await;
@@ -281,7 +253,7 @@ async fn a_transaction_publishes_through_the_queue_and_unsubscribing_detaches() 
     assert_eq!(take_as(&store, &consumer).await, ["in txn"]);
     store.unsubscribe("t", "s").await.unwrap();
     store
-        .subscribe_topic("t", "s", &durable(), "c")
+        .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     store.send(publish("after")).await.unwrap();

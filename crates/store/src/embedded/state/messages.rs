@@ -278,17 +278,20 @@ impl State {
             Some(topic) => {
                 // Subscriptions without selectors take every message: their queues are looked
                 // up once per batch. Those that take it directly are left out.
-                let mut selected = None;
-                if last.targets_of(topic).is_none() {
+                let selected = if last.targets_of(topic).is_some() {
+                    None
+                } else {
                     let (keys, for_any) = self.publish_targets(topic, &msg);
                     if for_any {
                         last.note_topic(topic);
                         last.targets = Some(keys);
+                        None
                     } else {
-                        selected = Some(keys);
+                        Some(keys)
                     }
-                }
-                let targets = selected.as_ref().or(last.targets_of(topic));
+                };
+                // Unless they depend on the message, `last.targets` now holds this topic's.
+                let targets = selected.as_ref().or(last.targets.as_ref());
                 targets
                     .map(|keys| keys.as_slice())
                     .unwrap_or_default()
