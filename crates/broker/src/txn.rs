@@ -5,7 +5,7 @@
 //! them with the held acks atomically. Acked deliveries stay leased to the session until then,
 //! so a rollback (or a disconnect, or a crash) returns them to their queues.
 
-use ferry_protocol::DeliveryId;
+use ferry_protocol::{DeliveryId, Name};
 use ferry_store::NewMessage;
 
 /// The work of one open transaction.
@@ -34,9 +34,9 @@ impl Txn {
 
     /// The queues the messages were sent to and the topics they were published to, without
     /// duplicates (whom to wake after the commit).
-    pub fn destinations(&self) -> (Vec<String>, Vec<String>) {
+    pub fn destinations(&self) -> (Vec<String>, Vec<Name>) {
         let mut queues: Vec<String> = Vec::new();
-        let mut topics: Vec<String> = Vec::new();
+        let mut topics: Vec<Name> = Vec::new();
         for m in &self.msgs {
             for q in &m.queues {
                 if !queues.contains(q) {

@@ -171,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn names_repeated_from_the_last_delivery_are_kept_and_new_ones_still_checked() {
+    fn names_repeated_from_the_last_delivery_are_shared_and_new_ones_still_checked() {
         let on = |queue: &str, sender: &str, id: u64| {
             let mut d = delivery(id);
             d.message.queue = queue.into();
@@ -185,16 +185,21 @@ mod tests {
         for push in [on("qa", "sa", 1), on("qa", "sa", 2), on("qb", "sa", 3)] {
             assert!(decode_push(&frame(0, &push), &mut b, 0).unwrap());
         }
-        let names: Vec<(String, String)> = b
+        let ms: Vec<Message> = b
             .drain()
             .flat_map(|(_, ds)| ds)
-            .map(|d| (d.message.queue, d.message.sender))
+            .map(|d| d.message)
             .collect();
-        let pair = |q: &str, s: &str| (q.to_string(), s.to_string());
-        assert_eq!(
-            names,
-            [pair("qa", "sa"), pair("qa", "sa"), pair("qb", "sa")]
-        );
+        let names: Vec<(&str, &str)> = ms.iter().map(|m| (&*m.queue, &*m.sender)).collect();
+        assert_eq!(names, [("qa", "sa"), ("qa", "sa"), ("qb", "sa")]);
+        // A repeated name is the previous delivery's, not an allocation of its own.
+        let [m1, m2, m3] = &ms[..] else {
+            panic!("three deliveries")
+        };
+        assert!(m2.queue.same_allocation(&m1.queue));
+        assert!(m2.sender.same_allocation(&m1.sender));
+        assert!(m3.sender.same_allocation(&m1.sender));
+        assert!(!m3.queue.same_allocation(&m1.queue));
 
         // A name that differs from the last delivery's in one invalid byte is refused.
         assert!(decode_push(&frame(0, &on("qa", "sa", 4)), &mut b, 0).unwrap());

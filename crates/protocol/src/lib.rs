@@ -9,6 +9,7 @@
 //! - [`responses`]: every reply and pushed delivery the broker sends;
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
+//! - [`name`]: [`Name`], the shared queue and sender names of received messages;
 //! - [`version`]: the protocol version negotiated in the handshake.
 //!
 //! The byte layout of every frame is drawn in `docs/protocol.md`.
@@ -18,6 +19,7 @@
 pub mod codes;
 pub mod frame;
 pub mod limits;
+pub mod name;
 pub mod requests;
 pub mod responses;
 pub mod types;
@@ -27,6 +29,7 @@ pub mod wire;
 pub use codes::ErrorCode;
 pub use frame::{split_frame, FrameKind, RawFrame, HEADER_LEN};
 pub use limits::Limits;
+pub use name::Name;
 pub use requests::Request;
 pub use responses::{encode_deliver, DeliveryView, ErrorReply, Response};
 pub use types::*;

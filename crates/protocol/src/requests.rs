@@ -366,13 +366,19 @@ fn read_queue_options(r: &mut Reader<'_>) -> Result<QueueOptions, WireError> {
 pub fn put_outgoing(out: &mut BytesMut, m: &OutgoingMessage) {
     put_strings(out, &m.queues);
     put_opt_string(out, m.receiver.as_deref());
-    out.put_u8(m.priority);
-    out.put_u64_le(m.context);
+    // Neighbouring fixed-size fields go out as one slice each (one capacity check per run):
+    // this runs once per message sent.
+    let mut head = [0u8; 9];
+    head[0] = m.priority;
+    head[1..].copy_from_slice(&m.context.to_le_bytes());
+    out.put_slice(&head);
     put_properties(out, &m.properties);
     put_bytes(out, &m.body);
-    out.put_u64_le(m.ttl_ms);
-    out.put_u64_le(m.delay_ms);
-    out.put_u8(if m.persistent { 0 } else { FLAG_NON_PERSISTENT });
+    let mut tail = [0u8; 17];
+    tail[..8].copy_from_slice(&m.ttl_ms.to_le_bytes());
+    tail[8..16].copy_from_slice(&m.delay_ms.to_le_bytes());
+    tail[16] = if m.persistent { 0 } else { FLAG_NON_PERSISTENT };
+    out.put_slice(&tail);
     put_string(out, m.topic.as_deref().unwrap_or(""));
 }
 
@@ -412,16 +418,24 @@ fn read_outgoing_after(
     r: &mut Reader<'_>,
     prev: Option<&OutgoingMessage>,
 ) -> Result<OutgoingMessage, WireError> {
+    // Runs of fixed-size fields are taken whole, as `put_outgoing` writes them.
+    let queues = r.strings("queue name")?;
+    let receiver = r.opt_string("receiver")?;
+    let mut head = r.fixed::<9>()?;
+    let (priority, context) = (head.u8(), head.u64());
+    let properties = r.properties()?;
+    let body = r.bytes()?;
+    let mut tail = r.fixed::<17>()?;
     Ok(OutgoingMessage {
-        queues: r.strings("queue name")?,
-        receiver: r.opt_string("receiver")?,
-        priority: r.u8()?,
-        context: r.u64()?,
-        properties: r.properties()?,
-        body: r.bytes()?,
-        ttl_ms: r.u64()?,
-        delay_ms: r.u64()?,
-        persistent: match r.u8()? {
+        queues,
+        receiver,
+        priority,
+        context,
+        properties,
+        body,
+        ttl_ms: tail.u64(),
+        delay_ms: tail.u64(),
+        persistent: match tail.u8() {
             0 => true,
             FLAG_NON_PERSISTENT => false,
             v => {
@@ -431,7 +445,7 @@ fn read_outgoing_after(
                 })
             }
         },
-        topic: Some(r.string_like("topic name", prev.and_then(|p| p.topic.as_deref()))?)
+        topic: Some(r.name_like("topic name", prev.and_then(|p| p.topic.as_ref()))?)
             .filter(|t| !t.is_empty()),
     })
 }

@@ -255,17 +255,24 @@ pub fn read_delivery_after(
     r: &mut Reader<'_>,
     prev: Option<&Message>,
 ) -> Result<Delivery, WireError> {
+    // Runs of fixed-size fields are taken whole, as `put_delivery_view` writes them.
+    let mut ids = r.fixed::<16>()?;
+    let (delivery_id, id) = (ids.u64(), ids.u64());
+    let queue = r.name_like("queue name", prev.map(|p| &p.queue))?;
+    let sender = r.name_like("sender", prev.map(|p| &p.sender))?;
+    let receiver = r.opt_string("receiver")?;
+    let mut fixed = r.fixed::<21>()?;
     Ok(Delivery {
-        delivery_id: r.u64()?,
+        delivery_id,
         message: Message {
-            id: r.u64()?,
-            queue: r.string_like("queue name", prev.map(|p| p.queue.as_str()))?,
-            sender: r.string_like("sender", prev.map(|p| p.sender.as_str()))?,
-            receiver: r.opt_string("receiver")?,
-            priority: r.u8()?,
-            context: r.u64()?,
-            created_at: r.u64()?,
-            delivery_count: r.u32()?,
+            id,
+            queue,
+            sender,
+            receiver,
+            priority: fixed.u8(),
+            context: fixed.u64(),
+            created_at: fixed.u64(),
+            delivery_count: fixed.u32(),
             properties: r.properties()?,
             body: r.bytes()?,
             expires_at: r.u64()?,

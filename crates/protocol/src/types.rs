@@ -1,5 +1,6 @@
 //! The values that travel inside frames: messages, deliveries, properties and receive options.
 
+use crate::name::Name;
 use bytes::Bytes;
 
 /// A message id: unique within a store, increasing in arrival order.
@@ -90,7 +91,7 @@ pub struct OutgoingMessage {
     pub queues: Vec<String>,
     /// The topic to publish it to (a copy for every subscription whose selector matches);
     /// `None` when it is sent to `queues`. Exactly one of the two is given.
-    pub topic: Option<String>,
+    pub topic: Option<Name>,
     /// `false`: kept in memory only, never written to the log, lost when the broker stops
     /// (much faster). Default `true`.
     pub persistent: bool,
@@ -131,7 +132,7 @@ impl OutgoingMessage {
 
     /// A message for every subscription of `topic`, with default priority and no receiver,
     /// context or properties.
-    pub fn to_topic(topic: impl Into<String>, body: impl Into<Bytes>) -> Self {
+    pub fn to_topic(topic: impl Into<Name>, body: impl Into<Bytes>) -> Self {
         OutgoingMessage {
             queues: Vec::new(),
             topic: Some(topic.into()),
@@ -163,10 +164,10 @@ impl OutgoingMessage {
 pub struct Message {
     /// Broker-assigned id, unique within the store.
     pub id: MessageId,
-    /// The queue it was taken or peeked from.
-    pub queue: String,
-    /// The sending client's name.
-    pub sender: String,
+    /// The queue it was taken or peeked from (shared with the other messages from it).
+    pub queue: Name,
+    /// The sending client's name (shared with the other messages from it).
+    pub sender: Name,
     /// The addressed client, if any.
     pub receiver: Option<String>,
     /// 1 to 10.

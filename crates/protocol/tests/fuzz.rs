@@ -44,8 +44,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use common::*;
 use ferry_protocol::wire::Reader;
 use ferry_protocol::{
-    split_frame, Delivery, ErrorCode, FrameKind, OutgoingMessage, Properties, RawFrame, Request,
-    Response, Source, HEADER_LEN,
+    split_frame, Delivery, ErrorCode, FrameKind, Name, OutgoingMessage, Properties, RawFrame,
+    Request, Response, Source, HEADER_LEN,
 };
 use proptest::prelude::*;
 
@@ -99,6 +99,11 @@ impl Tally {
         self.accounted += s.capacity();
     }
 
+    /// A name's text and the two reference counts in front of it.
+    fn name(&mut self, n: &Name) {
+        self.accounted += n.len() + 2 * std::mem::size_of::<usize>();
+    }
+
     fn body(&mut self, b: &Bytes) {
         if b.is_empty() {
             return;
@@ -131,7 +136,7 @@ impl Tally {
             self.string(r);
         }
         if let Some(t) = &m.topic {
-            self.string(t);
+            self.name(t);
         }
         self.properties(&m.properties);
         self.body(&m.body);
@@ -139,8 +144,8 @@ impl Tally {
 
     fn delivery(&mut self, d: &Delivery) {
         let m = &d.message;
-        self.string(&m.queue);
-        self.string(&m.sender);
+        self.name(&m.queue);
+        self.name(&m.sender);
         if let Some(r) = &m.receiver {
             self.string(r);
         }

@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use common::*;
 use ferry_protocol::requests::Connect;
 use ferry_protocol::{
-    split_frame, OutgoingMessage, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+    split_frame, Name, OutgoingMessage, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
 };
 
 #[test]
@@ -288,11 +288,21 @@ fn strings_over_the_u16_limit_are_cut_at_a_character_boundary() {
 }
 
 #[test]
-fn a_batch_repeating_its_topic_decodes_it_in_every_message_and_checks_each_new_one() {
+fn a_batch_repeating_its_topic_shares_it_between_messages_and_checks_each_new_one() {
     let to = |topic: &str| OutgoingMessage::to_topic(topic, Bytes::from_static(b"p"));
     let batch = Request::SendBatch(vec![to("prices"), to("prices"), to("pricez"), to("prices")]);
     let bytes = req_bytes(&batch, 5);
-    assert_eq!(Request::decode(&one_frame(&bytes)), Ok(batch));
+    let decoded = Request::decode(&one_frame(&bytes));
+    assert_eq!(decoded, Ok(batch));
+    // A topic repeated from the message before shares that message's allocation; a new one
+    // (and the one after it, which differs from its predecessor) gets its own.
+    let Ok(Request::SendBatch(ms)) = decoded else {
+        panic!("a batch")
+    };
+    let topics: Vec<&Name> = ms.iter().map(|m| m.topic.as_ref().unwrap()).collect();
+    assert!(topics[1].same_allocation(topics[0]));
+    assert!(!topics[2].same_allocation(topics[1]));
+    assert!(!topics[3].same_allocation(topics[0]));
 
     // The third topic, different from the one before it, must still be checked as UTF-8 even
     // though the decoder reuses a topic equal to the previous one unchecked.

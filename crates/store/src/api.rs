@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use ferry_protocol::{
-    AckMode, Delivery, DeliveryId, DeliveryView, MessageId, Order, Properties, QueueInfo,
+    AckMode, Delivery, DeliveryId, DeliveryView, MessageId, Name, Order, Properties, QueueInfo,
     QueueOptions, ReceiveMode, Source, SubscriptionOptions, TopicInfo,
 };
 use ferry_selector::Selector;
@@ -75,7 +75,7 @@ pub struct NewMessage {
     /// selector is TRUE for it, evaluated by the store in the same atomic step that stores it
     /// (no matching subscription: it is stored nowhere, yet gets an id). `TopicNotFound` when
     /// the topic does not exist.
-    pub topic: Option<String>,
+    pub topic: Option<Name>,
     /// `false`: kept in memory only where the engine can (never written to the log, lost on
     /// restart); the engine says in its docs what it does instead where it cannot. Settling
     /// such a message writes nothing either.

@@ -33,6 +33,7 @@ use super::{
     AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
     From, OutMessage, ReceiveOne, Received,
 };
+use ferry_client::protocol::Name;
 
 /// The default URL: the port `scripts/peers up` starts RabbitMQ on, default user and vhost.
 pub const DEFAULT_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
@@ -212,7 +213,7 @@ impl Connection for AmqpConnection {
             .map_err(|e| err("basic.get", e))?;
         Ok(got.map(|m| Received {
             body: m.delivery.data.into(),
-            queue,
+            queue: queue.into(),
             sender: None,
             ack: None,
         }))
@@ -249,7 +250,7 @@ impl Connection for AmqpConnection {
             tag: consumer.tag().to_string(),
             consumer,
             channel: ch,
-            queue: queue.to_string(),
+            queue: queue.into(),
             acks: tx,
         }))
     }
@@ -264,7 +265,7 @@ struct AmqpConsumer {
     consumer: lapin::Consumer,
     tag: String,
     channel: Channel,
-    queue: String,
+    queue: Name,
     acks: mpsc::UnboundedSender<u64>,
     acker: JoinHandle<AckOutcome>,
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ferry_client::protocol::requests::SubscribeTopic;
 use ferry_client::protocol::{
-    AckMode, DeliveryId, ErrorCode, Order, OutgoingMessage, Source, DEFAULT_PRIORITY,
+    AckMode, DeliveryId, ErrorCode, Name, Order, OutgoingMessage, Source, DEFAULT_PRIORITY,
 };
 use ferry_client::{Client, ClientError, Receive, Subscribe, Subscription};
 use futures::FutureExt;
@@ -108,7 +108,7 @@ fn outgoing(msg: OutMessage) -> OutgoingMessage {
 
 /// `msg` for its queues, or published to `topic` when given (its queues are then ignored).
 /// Built field by field: `OutgoingMessage::new` would allocate a queue list only to drop it.
-fn outgoing_to(msg: OutMessage, topic: Option<String>) -> OutgoingMessage {
+fn outgoing_to(msg: OutMessage, topic: Option<Name>) -> OutgoingMessage {
     OutgoingMessage {
         queues: if topic.is_some() {
             Vec::new()
@@ -233,9 +233,11 @@ impl Connection for FerryConnection {
         topic: &str,
         msgs: Vec<OutMessage>,
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        // One name shared by the batch, not a string per message.
+        let topic = Name::from(topic);
         let msgs = msgs
             .into_iter()
-            .map(|m| outgoing_to(m, Some(topic.to_string())))
+            .map(|m| outgoing_to(m, Some(topic.clone())))
             .collect();
         let results = self.client.send_batch(msgs).await.map_err(error)?;
         Ok(results

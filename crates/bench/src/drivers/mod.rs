@@ -26,6 +26,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use ferry_client::protocol::Name;
 pub use ferry_client::protocol::{Properties, PropertyValue};
 
 pub use target::{open, Target, TargetOptions};
@@ -163,9 +164,9 @@ pub struct Received {
     /// The body.
     pub body: Bytes,
     /// The queue it came from.
-    pub queue: String,
+    pub queue: Name,
     /// The sending client, where the target records it.
-    pub sender: Option<String>,
+    pub sender: Option<Name>,
     /// To acknowledge it with; `None` when nothing needs acknowledging.
     pub ack: Option<AckToken>,
 }

@@ -37,6 +37,7 @@ use super::{
     AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
     From, OutMessage, ReceiveOne, Received, TopicSubscription,
 };
+use ferry_client::protocol::Name;
 
 /// The default server URL: the port `scripts/peers up` starts NATS on.
 pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
@@ -296,7 +297,7 @@ impl Connection for NatsConnection {
                 m.ack().await.map_err(|e| err("ack", e))?;
                 Ok(Some(Received {
                     body: m.payload.clone(),
-                    queue,
+                    queue: queue.into(),
                     sender: None,
                     ack: None,
                 }))
@@ -320,7 +321,7 @@ impl Connection for NatsConnection {
                 self.client.flush().await.map_err(|e| err("flush", e))?;
                 Ok(Box::new(CoreConsumer {
                     sub,
-                    queue: queue.to_string(),
+                    queue: queue.into(),
                 }))
             }
             NatsMode::JetStream => {
@@ -334,7 +335,7 @@ impl Connection for NatsConnection {
                 let (tx, rx) = mpsc::unbounded_channel();
                 Ok(Box::new(JetStreamConsumer {
                     messages,
-                    queue: queue.to_string(),
+                    queue: queue.into(),
                     unacked: HashMap::new(),
                     next_token: 1,
                     acks: tx,
@@ -383,7 +384,7 @@ impl Connection for NatsConnection {
 /// A pull subscription on a durable consumer; acks go out from an acker task.
 struct JetStreamConsumer {
     messages: pull::Stream,
-    queue: String,
+    queue: Name,
     unacked: HashMap<AckToken, jetstream::Message>,
     next_token: AckToken,
     acks: mpsc::UnboundedSender<jetstream::Message>,
@@ -459,7 +460,7 @@ impl Consumer for JetStreamConsumer {
 /// A core NATS queue-group subscription: nothing to acknowledge.
 struct CoreConsumer {
     sub: async_nats::Subscriber,
-    queue: String,
+    queue: Name,
 }
 
 #[async_trait]

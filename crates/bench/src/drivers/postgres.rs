@@ -241,8 +241,8 @@ fn received(row: &Row) -> Received {
     let body: Vec<u8> = row.get("body");
     Received {
         body: body.into(),
-        queue: row.get("queue"),
-        sender: Some(row.get("sender")),
+        queue: row.get::<_, String>("queue").into(),
+        sender: Some(row.get::<_, String>("sender").into()),
         ack: None,
     }
 }

@@ -1,6 +1,6 @@
 //! send and send_batch.
 
-use ferry_protocol::{ErrorCode, OutgoingMessage, Response};
+use ferry_protocol::{ErrorCode, Name, OutgoingMessage, Response};
 use ferry_store::NewMessage;
 
 use super::{store_error, txn, validate};
@@ -102,7 +102,7 @@ pub async fn send_batch(
         Vec::with_capacity(items.len());
     let mut valid = Vec::with_capacity(items.len());
     let mut touched: Vec<String> = Vec::new();
-    let mut topics: Vec<String> = Vec::new();
+    let mut topics: Vec<Name> = Vec::new();
     let mut last_name = validate::LastValidName::default();
     for m in items {
         match validate::message_in_batch(&m, &shared.limits, &mut last_name) {

@@ -4,7 +4,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use ferry_protocol::limits::is_valid_name;
-use ferry_protocol::{ErrorCode, ErrorReply, Limits, OutgoingMessage, MAX_PRIORITY, MIN_PRIORITY};
+use ferry_protocol::{
+    ErrorCode, ErrorReply, Limits, Name, OutgoingMessage, MAX_PRIORITY, MIN_PRIORITY,
+};
 use ferry_selector::Selector;
 
 /// Checks a client or queue name; `what` is "queue", "client", ...
@@ -60,16 +62,36 @@ pub fn selector(text: &str) -> Result<Option<Arc<Selector>>, ErrorReply> {
 /// The last topic or queue name found valid in a batch: the messages of a batch usually share
 /// their destination, whose name is then checked once rather than once per message.
 #[derive(Debug, Default)]
-pub struct LastValidName(String);
+pub struct LastValidName {
+    /// The queue or topic name checked last, by text.
+    text: String,
+    /// The topic checked last: the messages of a decoded batch share their topic's allocation,
+    /// so the next one is recognised by pointer.
+    topic: Option<Name>,
+}
 
 impl LastValidName {
     /// [`name`], skipped when `n` is the name checked last.
     fn check(&mut self, what: &str, n: &str, limits: &Limits) -> Result<(), ErrorReply> {
-        if !self.0.is_empty() && self.0 == n {
+        if !self.text.is_empty() && self.text == n {
             return Ok(());
         }
         name(what, n, limits)?;
-        n.clone_into(&mut self.0);
+        n.clone_into(&mut self.text);
+        Ok(())
+    }
+
+    /// [`LastValidName::check`] of a topic name.
+    fn check_topic(&mut self, topic: &Name, limits: &Limits) -> Result<(), ErrorReply> {
+        if self
+            .topic
+            .as_ref()
+            .is_some_and(|t| t.same_allocation(topic))
+        {
+            return Ok(());
+        }
+        self.check("topic", topic, limits)?;
+        self.topic = Some(topic.clone());
         Ok(())
     }
 }
@@ -91,7 +113,7 @@ pub fn message_in_batch(
         Some(_) if !m.queues.is_empty() => {
             return invalid("a message goes to queues or to a topic, not both".into())
         }
-        Some(topic) => last.check("topic", topic, limits)?,
+        Some(topic) => last.check_topic(topic, limits)?,
         None if m.queues.is_empty() => {
             return invalid("a send needs at least one queue".into());
         }
@@ -188,6 +210,13 @@ mod tests {
         for _ in 0..2 {
             let e = message_in_batch(&bad, &limits, &mut last).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidArgument);
+            assert!(e.message.contains("topic name 'no spaces'"), "{e:?}");
+        }
+        // One invalid topic shared by the messages of a batch is refused in each of them: only
+        // a valid topic is remembered by its allocation.
+        let shared_bad = OutgoingMessage::to_topic(Name::from("no spaces"), "x");
+        for _ in 0..2 {
+            let e = message_in_batch(&shared_bad.clone(), &limits, &mut last).unwrap_err();
             assert!(e.message.contains("topic name 'no spaces'"), "{e:?}");
         }
         let bad_queue = OutgoingMessage::new("no spaces", "x");

@@ -23,7 +23,7 @@ pub struct PublishArgs {
 pub async fn run(args: PublishArgs) -> Result<()> {
     // Everything that can fail locally is checked before connecting.
     let mut message = args.message.into_message()?;
-    message.topic = Some(args.topic);
+    message.topic = Some(args.topic.into());
     let client = args.conn.connect().await?;
     let result = client.publish(message).await.map_err(explain);
     let _ = client.disconnect().await;

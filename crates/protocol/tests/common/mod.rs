@@ -6,7 +6,7 @@ use bytes::{Bytes, BytesMut};
 use ferry_protocol::requests::{Connect, Receive, Subscribe, SubscribeTopic};
 use ferry_protocol::responses::Connected;
 use ferry_protocol::{
-    split_frame, AckMode, Delivery, ErrorCode, ErrorReply, FrameKind, Limits, Message, Order,
+    split_frame, AckMode, Delivery, ErrorCode, ErrorReply, FrameKind, Limits, Message, Name, Order,
     OutgoingMessage, PropertyValue, QueueInfo, QueueOptions, RawFrame, ReceiveMode, Request,
     Response, Source, SubscriptionInfo, SubscriptionOptions, TopicInfo,
 };
@@ -526,7 +526,7 @@ pub fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
             )| {
                 OutgoingMessage {
                     queues,
-                    topic,
+                    topic: topic.map(Name::from),
                     persistent,
                     receiver,
                     priority,
@@ -705,8 +705,8 @@ pub fn delivery() -> impl Strategy<Value = Delivery> {
                 delivery_id,
                 message: Message {
                     id,
-                    queue,
-                    sender,
+                    queue: queue.into(),
+                    sender: sender.into(),
                     receiver,
                     priority,
                     context,

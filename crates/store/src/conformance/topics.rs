@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ferry_protocol::{subscription_queue, ErrorCode, QueueOptions};
+use ferry_protocol::{subscription_queue, ErrorCode, Name, QueueOptions};
 
 use super::*;
 use crate::api::dead_letter;
@@ -737,13 +737,20 @@ pub async fn publish_in_send_batch_mixed_with_sends(store: Arc<dyn Store>) {
 pub async fn a_batch_alternating_topics_publishes_each_to_its_own(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "r", "c"], "a", &[("x", ""), ("y", "")]).await;
     topic_with(&store, &[], "b", &[("w", "sender = 'r'"), ("z", "")]).await;
+    // As a decoded batch has them, most messages share their topic's allocation with the
+    // others on that topic; the last one brings its own copy of "b".
+    let (a, b) = (Name::from("a"), Name::from("b"));
+    let on = |topic: &Name, sender: &str, body: String| NewMessage {
+        topic: Some(topic.clone()),
+        ..publish("unused", sender, &body)
+    };
     let batch = |n: &str| {
         vec![
-            publish("a", "p", &format!("a1{n}")),
-            publish("a", "p", &format!("a2{n}")),
-            publish("b", "r", &format!("b1{n}")),
-            publish("a", "p", &format!("a3{n}")),
-            publish("b", "p", &format!("b2{n}")),
+            on(&a, "p", format!("a1{n}")),
+            on(&a, "p", format!("a2{n}")),
+            on(&b, "r", format!("b1{n}")),
+            on(&a, "p", format!("a3{n}")),
+            on(&b, "p", format!("b2{n}")),
             publish("b", "r", &format!("b3{n}")),
         ]
     };

@@ -36,7 +36,7 @@ async fn open(disk: &FaultyBackend, segment_bytes: u64) -> Arc<EmbeddedStore> {
 fn message(queues: &[&str], k: i64, persistent: bool, body: String) -> NewMessage {
     NewMessage {
         queues: queues.iter().map(|q| q.to_string()).collect(),
-        topic: queues.is_empty().then(|| "t".to_owned()),
+        topic: queues.is_empty().then(|| "t".into()),
         persistent,
         sender: "p".into(),
         receiver: None,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ferry_protocol::{
-    AckMode, Order, PropertyValue, QueueOptions, ReceiveMode, Source, SubscriptionOptions,
+    AckMode, Name, Order, PropertyValue, QueueOptions, ReceiveMode, Source, SubscriptionOptions,
 };
 
 use super::format::record::kind;
@@ -30,7 +30,7 @@ async fn open(disk: &FaultyBackend, segment_bytes: u64) -> Arc<EmbeddedStore> {
 fn message(queues: &[&str], topic: Option<&str>, body: &str, region: &str) -> NewMessage {
     NewMessage {
         queues: queues.iter().map(|q| q.to_string()).collect(),
-        topic: topic.map(str::to_owned),
+        topic: topic.map(Name::from),
         persistent: true,
         sender: "p".into(),
         receiver: None,

@@ -306,8 +306,8 @@ fn delivery(h: Handout) -> Delivery {
         delivery_id: h.delivery_id,
         message: Message {
             id: m.id,
-            queue: h.queue.to_string(),
-            sender: m.sender.to_string(),
+            queue: h.queue.clone().into(),
+            sender: m.sender.clone().into(),
             receiver: m.receiver.as_deref().map(str::to_owned),
             priority: m.priority,
             context: m.context,

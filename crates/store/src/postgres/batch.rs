@@ -279,7 +279,7 @@ impl Inner {
             let queues: Vec<i64> = match &m.topic {
                 Some(t) => {
                     let mut qs = Vec::new();
-                    for s in topics.get(t).into_iter().flatten() {
+                    for s in topics.get(t.as_str()).into_iter().flatten() {
                         if s.wants(m) {
                             qs.push(s.queue_id);
                             arrived.push(&s.queue);
@@ -500,8 +500,8 @@ fn check(
 ) -> Result<(), StoreError> {
     check_alone(m)?;
     if let Some(t) = &m.topic {
-        if !topics.contains_key(t) {
-            return Err(StoreError::TopicNotFound(t.clone()));
+        if !topics.contains_key(t.as_str()) {
+            return Err(StoreError::TopicNotFound(t.to_string()));
         }
     }
     let mut seen: Vec<&str> = Vec::with_capacity(m.queues.len());

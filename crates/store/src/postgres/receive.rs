@@ -309,8 +309,8 @@ fn delivery(
         delivery_id: u64::try_from(delivery_id).map_err(|_| bad_data("delivery id"))?,
         message: Message {
             id: u64::try_from(id).map_err(|_| bad_data("message id"))?,
-            queue: name(queues, queue_id, "queue of a message")?,
-            sender: name(clients, sender_id, "sender of a message")?,
+            queue: name(queues, queue_id, "queue of a message")?.into(),
+            sender: name(clients, sender_id, "sender of a message")?.into(),
             receiver: match receiver_id {
                 Some(r) => Some(name(clients, r, "receiver of a message")?),
                 None => None,

@@ -297,8 +297,8 @@ fn delivery(row: &Row) -> TxResult<Delivery> {
         delivery_id: 0,
         message: Message {
             id: u64::try_from(id).map_err(|_| bad_data("message id"))?,
-            queue: row.try_get(2)?,
-            sender: row.try_get(3)?,
+            queue: row.try_get::<_, String>(2)?.into(),
+            sender: row.try_get::<_, String>(3)?.into(),
             receiver: row.try_get(4)?,
             priority: u8::try_from(priority).map_err(|_| bad_data("priority"))?,
             context: context as u64,

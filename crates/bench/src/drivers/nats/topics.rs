@@ -76,7 +76,10 @@ impl NatsConnection {
                     .map_err(|e| err("subscribe", e))?;
                 // The subscription is live once the server has seen it.
                 self.client.flush().await.map_err(|e| err("flush", e))?;
-                Ok(Box::new(CoreConsumer { sub, queue: label }))
+                Ok(Box::new(CoreConsumer {
+                    sub,
+                    queue: label.into(),
+                }))
             }
             NatsMode::JetStream => {
                 let stream = self.topic_stream(topic).await?;
@@ -110,7 +113,7 @@ impl NatsConnection {
                 let (tx, rx) = mpsc::unbounded_channel();
                 Ok(Box::new(JetStreamConsumer {
                     messages,
-                    queue: label,
+                    queue: label.into(),
                     unacked: HashMap::new(),
                     next_token: 1,
                     acks: tx,

@@ -129,7 +129,7 @@ async fn execute(session: &mut Session, command: ShellCommand) -> Result<Flow, C
         ShellCommand::Publish(mut line) => {
             let topic = line.queues.pop().unwrap_or_default();
             let mut message = outgoing(line);
-            message.topic = Some(topic);
+            message.topic = Some(topic.into());
             let id = client.publish(message).await?;
             session.sent(id)
         }

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use ferry_protocol::{
-    AckMode, DeliveryId, MessageId, ReceiveMode, Source, MAX_PRIORITY, MIN_PRIORITY,
+    AckMode, DeliveryId, MessageId, Name, ReceiveMode, Source, MAX_PRIORITY, MIN_PRIORITY,
 };
 
 use super::super::format::codec::{properties_fit, str_fits};
@@ -57,8 +57,10 @@ pub struct Walk {
 #[derive(Debug, Default)]
 pub struct BatchMemo {
     sender: Option<LastSenderEntry>,
-    /// A topic a previous message was checked against or published to: it exists.
-    topic: Option<String>,
+    /// A topic a previous message was checked against or published to: it exists. The
+    /// messages of a decoded batch share their topic's allocation, so the next one is
+    /// recognised by pointer before any bytes are compared.
+    topic: Option<Name>,
     /// The queues every message published to `topic` goes to, when no subscription of it has
     /// a selector.
     targets: Option<QueueKeys>,
@@ -66,20 +68,22 @@ pub struct BatchMemo {
 
 impl BatchMemo {
     /// Whether `topic` is the one a previous message was checked against.
-    fn knows_topic(&self, topic: &str) -> bool {
-        self.topic.as_deref() == Some(topic)
+    fn knows_topic(&self, topic: &Name) -> bool {
+        self.topic
+            .as_ref()
+            .is_some_and(|t| t.same_allocation(topic) || t == topic)
     }
 
     /// Notes that `topic` exists.
-    fn note_topic(&mut self, topic: &str) {
+    fn note_topic(&mut self, topic: &Name) {
         if !self.knows_topic(topic) {
-            self.topic = Some(topic.to_owned());
+            self.topic = Some(topic.clone());
             self.targets = None;
         }
     }
 
     /// The queues a message published to `topic` goes to, if they do not depend on the message.
-    fn targets_of(&self, topic: &str) -> Option<&QueueKeys> {
+    fn targets_of(&self, topic: &Name) -> Option<&QueueKeys> {
         self.targets.as_ref().filter(|_| self.knows_topic(topic))
     }
 }
@@ -159,7 +163,7 @@ impl State {
         if let Some(t) = &m.topic {
             if !memo.knows_topic(t) {
                 if !self.topics.contains_key(t.as_str()) {
-                    return Err(StoreError::TopicNotFound(t.clone()));
+                    return Err(StoreError::TopicNotFound(t.to_string()));
                 }
                 memo.note_topic(t);
             }
