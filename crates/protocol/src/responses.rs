@@ -3,7 +3,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::codes::ErrorCode;
-use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
+use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame, HEADER_LEN};
 use crate::limits::Limits;
 use crate::types::{
     Delivery, DeliveryId, Message, MessageId, Properties, QueueInfo, SubscriptionId,
@@ -215,32 +215,54 @@ pub fn put_delivery(out: &mut BytesMut, d: &Delivery) {
 
 /// Writes a borrowed delivery; the same bytes as [`put_delivery`] of the owned one.
 pub fn put_delivery_view(out: &mut BytesMut, d: &DeliveryView<'_>) {
-    // Neighbouring fixed-size fields go out as one slice each: every put checks and may grow
-    // the buffer, and this runs once per message delivered.
     let mut ids = [0u8; 16];
     ids[..8].copy_from_slice(&d.delivery_id.to_le_bytes());
     ids[8..].copy_from_slice(&d.id.to_le_bytes());
     out.put_slice(&ids);
+    put_delivery_rest(out, d);
+}
+
+/// A delivery after its two ids. Neighbouring fixed-size fields go out as one slice each:
+/// every put checks the buffer's room, and this runs once per message delivered. A delivery
+/// usually has no receiver and no properties, and then the receiver's tag, the fixed fields,
+/// the property count and the body's length are one run.
+fn put_delivery_rest(out: &mut BytesMut, d: &DeliveryView<'_>) {
     put_string(out, d.queue);
     put_string(out, d.sender);
-    put_opt_string(out, d.receiver);
     let mut fixed = [0u8; 21];
     fixed[0] = d.priority;
     fixed[1..9].copy_from_slice(&d.context.to_le_bytes());
     fixed[9..17].copy_from_slice(&d.created_at.to_le_bytes());
     fixed[17..].copy_from_slice(&d.delivery_count.to_le_bytes());
-    out.put_slice(&fixed);
-    put_properties(out, d.properties);
-    put_bytes(out, d.body);
+    if d.receiver.is_none() && d.properties.is_empty() {
+        // receiver tag 0, the fixed fields, property count 0, body length
+        let mut run = [0u8; 1 + 21 + 2 + 4];
+        run[1..22].copy_from_slice(&fixed);
+        run[24..].copy_from_slice(&(d.body.len() as u32).to_le_bytes());
+        out.put_slice(&run);
+        out.put_slice(d.body);
+    } else {
+        put_opt_string(out, d.receiver);
+        out.put_slice(&fixed);
+        put_properties(out, d.properties);
+        put_bytes(out, d.body);
+    }
     out.put_u64_le(d.expires_at);
 }
 
 /// Appends a `Deliver` push frame (request id 0) of `d` on `subscription`: the same bytes as
 /// encoding `Response::Deliver` with the owned delivery.
 pub fn encode_deliver(out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) {
-    let start = begin_frame(out, FrameKind::Deliver, 0);
-    out.put_u64_le(subscription);
-    put_delivery_view(out, d);
+    // The frame header (its length patched below), the subscription and the two ids: one run.
+    let start = out.len();
+    let mut head = [0u8; HEADER_LEN + 8 + 16];
+    head[4..6].copy_from_slice(&(FrameKind::Deliver as u16).to_le_bytes());
+    // request id 0: bytes 6..10 stay zero
+    head[10..18].copy_from_slice(&subscription.to_le_bytes());
+    head[18..26].copy_from_slice(&d.delivery_id.to_le_bytes());
+    head[26..].copy_from_slice(&d.id.to_le_bytes());
+    out.put_slice(&head);
+    put_delivery_rest(out, d);
     end_frame(out, start);
 }
 

@@ -78,6 +78,8 @@ struct Tally {
     payload: Range<usize>,
     payload_len: usize,
     accounted: usize,
+    /// The names counted so far, by address: messages that share a name share its allocation.
+    names: Vec<usize>,
 }
 
 impl Tally {
@@ -87,6 +89,7 @@ impl Tally {
             payload: start..start + payload.len(),
             payload_len: payload.len(),
             accounted: 0,
+            names: Vec::new(),
         }
     }
 
@@ -99,9 +102,13 @@ impl Tally {
         self.accounted += s.capacity();
     }
 
-    /// A name's text and the two reference counts in front of it.
+    /// A name's text, once per allocation (a decoded batch shares a repeated name).
     fn name(&mut self, n: &Name) {
-        self.accounted += n.len() + 2 * std::mem::size_of::<usize>();
+        let at = n.as_ptr() as usize;
+        if !self.names.contains(&at) {
+            self.names.push(at);
+            self.accounted += n.len();
+        }
     }
 
     fn body(&mut self, b: &Bytes) {

@@ -249,3 +249,43 @@ fn pushes_carry_request_id_zero_in_the_header() {
     let bytes = resp_bytes(&push, 0);
     assert_eq!(show(&bytes[..10]), "53 00 00 00 41 80 00 00 00 00");
 }
+
+/// The usual delivery (no receiver, no properties) takes the encoders' shortest path, which
+/// writes the receiver tag, the fixed fields, the property count and the body length as one
+/// run: its bytes are pinned here, through the owned response and the borrowed push alike.
+#[test]
+fn a_delivery_without_receiver_or_properties_is_pinned_through_both_encoders() {
+    let delivery = ferry_protocol::Delivery {
+        delivery_id: 0,
+        message: ferry_protocol::Message {
+            id: 7,
+            queue: "q".into(),
+            sender: "s".into(),
+            receiver: None,
+            priority: 9,
+            context: 1,
+            properties: Vec::new(),
+            body: bytes::Bytes::from_static(b"hi"),
+            created_at: 2,
+            delivery_count: 5,
+            expires_at: 0x10,
+        },
+    };
+    let expected = hex("4a 00 00 00 | 41 80 | 00 00 00 00 ||
+         03 00 00 00 00 00 00 00 |
+         00 00 00 00 00 00 00 00 | 07 00 00 00 00 00 00 00 |
+         01 00 71 | 01 00 73 | 00 | 09 |
+         01 00 00 00 00 00 00 00 | 02 00 00 00 00 00 00 00 | 05 00 00 00 |
+         00 00 |
+         02 00 00 00 | 68 69 |
+         10 00 00 00 00 00 00 00");
+    let push = Response::Deliver {
+        subscription: 3,
+        delivery: delivery.clone(),
+    };
+    assert_eq!(show(&resp_bytes(&push, 0)), show(&expected));
+    let mut borrowed = bytes::BytesMut::new();
+    ferry_protocol::encode_deliver(&mut borrowed, 3, &delivery.view());
+    assert_eq!(show(&borrowed), show(&expected));
+    assert_eq!(Response::decode(&one_frame(&expected)).unwrap(), push);
+}
