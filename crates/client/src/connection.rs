@@ -8,9 +8,10 @@
 //!   a burst of concurrent requests costs one syscall, not one per frame (TCP_NODELAY is on, so
 //!   nothing else delays them). While several callers keep it busy, it lets the ready tasks run
 //!   once before each drain, so that each write carries more.
-//! - The reader cuts frames with `split_frame`, decodes them and completes the oneshot of the
-//!   request id each reply carries; replies may come in any order. Pushes (request id 0) go to
-//!   the channel of their subscription, the deliveries of one read as one batch (see `pushes`).
+//! - The reader cuts all complete frames of each read at once with `split_frames`, decodes
+//!   them and completes the oneshot of the request id each reply carries; replies may come in
+//!   any order. Pushes (request id 0) are decoded in place and go to the channel of their
+//!   subscription, the deliveries of one read as one batch (see `pushes`).
 //! - When the connection ends, for whatever reason, every waiting call and every subscription is
 //!   failed with the reason, and every later call fails at once: nothing hangs.
 //!
@@ -24,8 +25,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferry_protocol::{
-    requests::outgoing_encoded_len, split_frame, DeliveryId, ErrorReply, Limits, OutgoingMessage,
-    RawFrame, Request, Response, SubscriptionId, WireError, HEADER_LEN,
+    frames_in, requests::outgoing_encoded_len, split_frames, DeliveryId, ErrorReply, Limits,
+    OutgoingMessage, RawFrame, Request, Response, SubscriptionId, WireError, HEADER_LEN,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -680,13 +681,11 @@ async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut pushes = PushBatches::default();
     let reason = 'conn: loop {
-        loop {
-            let frame = match split_frame(&mut buf, shared.recv_limit.load(Ordering::Relaxed)) {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                Err(e) => break 'conn CloseReason::Protocol(e),
-            };
-            match decode_push(&frame, &mut pushes, buf.len()) {
+        // Every complete frame of what was read, cut at once; pushes are decoded in place.
+        let (run, cut) = split_frames(&mut buf, shared.recv_limit.load(Ordering::Relaxed));
+        for frame in frames_in(&run) {
+            let behind = run.len() - frame.payload.end + buf.len();
+            match decode_push(&run, &frame, &mut pushes, behind) {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => break 'conn CloseReason::Protocol(e),
@@ -696,9 +695,13 @@ async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
             if !pushes.is_empty() {
                 shared.route_pushes(&mut pushes);
             }
-            if let Err(reason) = shared.dispatch(frame) {
+            if let Err(reason) = shared.dispatch(frame.to_raw(&run)) {
                 break 'conn reason;
             }
+        }
+        // A bad frame length behind the complete frames ends the connection after them.
+        if let Err(e) = cut {
+            break 'conn CloseReason::Protocol(e);
         }
         if !pushes.is_empty() {
             shared.route_pushes(&mut pushes);

@@ -6,17 +6,19 @@
 //! subscription) and before it waits for the next read, so a subscription sees its deliveries
 //! in the order the broker pushed them, and nothing waits on a delivery held back.
 
+use bytes::Bytes;
 use ferry_protocol::responses::read_delivery_after;
 use ferry_protocol::wire::Reader;
 use ferry_protocol::{
-    Delivery, FrameKind, Message, RawFrame, SubscriptionId, WireError, HEADER_LEN,
+    Delivery, FrameAt, FrameKind, Message, SubscriptionId, WireError, HEADER_LEN,
 };
 
-/// If `frame` is a pushed delivery (kind `Deliver`, request id 0), decodes it into `batches`
-/// and returns `true`; `false` for any other frame. `more_bytes`: how much the read buffer
-/// still holds behind this frame (to size a new batch).
+/// If `frame` (of `run`, cut by `split_frames`) is a pushed delivery (kind `Deliver`, request
+/// id 0), decodes it into `batches` and returns `true`; `false` for any other frame.
+/// `more_bytes`: how much was read behind this frame (to size a new batch).
 pub(crate) fn decode_push(
-    frame: &RawFrame,
+    run: &Bytes,
+    frame: &FrameAt,
     batches: &mut PushBatches,
     more_bytes: usize,
 ) -> Result<bool, WireError> {
@@ -24,8 +26,9 @@ pub(crate) fn decode_push(
         return Ok(false);
     }
     // The same fields and checks as `Response::decode` for this kind, without building (and
-    // then moving out of) a `Response`.
-    let mut r = Reader::new(&frame.payload);
+    // then moving out of) a `Response`, and read in place in the run: the body is a slice of
+    // it, and no frame of its own is cut.
+    let mut r = Reader::window(run, frame.payload.clone());
     let subscription = r.u64()?;
     let delivery = read_delivery_after(&mut r, batches.last_message(subscription))?;
     r.finish()?;
@@ -97,7 +100,7 @@ const MAX_EXPECTED: usize = 2048;
 mod tests {
     use super::*;
     use bytes::BytesMut;
-    use ferry_protocol::{split_frame, Message, Response};
+    use ferry_protocol::{frames_in, split_frames, Message, Response};
 
     fn delivery(id: u64) -> Delivery {
         Delivery {
@@ -118,12 +121,26 @@ mod tests {
         }
     }
 
-    fn frame(request_id: u32, resp: &Response) -> RawFrame {
+    /// `resp` encoded with `request_id`, cut as the reader cuts a read: the run and its frame.
+    fn frame(request_id: u32, resp: &Response) -> (Bytes, FrameAt) {
         let mut buf = BytesMut::new();
         resp.encode(request_id, &mut buf);
-        split_frame(&mut buf, u32::MAX)
-            .expect("valid frame")
-            .expect("whole frame")
+        cut(buf)
+    }
+
+    fn cut(mut buf: BytesMut) -> (Bytes, FrameAt) {
+        let (run, outcome) = split_frames(&mut buf, u32::MAX);
+        outcome.expect("valid frame");
+        let f = frames_in(&run).next().expect("whole frame");
+        (run, f)
+    }
+
+    fn decode(
+        (run, f): &(Bytes, FrameAt),
+        b: &mut PushBatches,
+        more: usize,
+    ) -> Result<bool, WireError> {
+        decode_push(run, f, b, more)
     }
 
     #[test]
@@ -133,27 +150,49 @@ mod tests {
             delivery: delivery(3),
         };
         let mut b = PushBatches::default();
-        assert!(decode_push(&frame(0, &push), &mut b, 1000).unwrap());
+        assert!(decode(&frame(0, &push), &mut b, 1000).unwrap());
         // A reply (request id set) or another kind is not a push.
-        assert!(!decode_push(&frame(9, &push), &mut b, 0).unwrap());
-        assert!(!decode_push(&frame(0, &Response::Pong), &mut b, 0).unwrap());
+        assert!(!decode(&frame(9, &push), &mut b, 0).unwrap());
+        assert!(!decode(&frame(0, &Response::Pong), &mut b, 0).unwrap());
         let got: Vec<_> = b.drain().collect();
         assert_eq!(got, vec![(7, vec![delivery(3)])]);
     }
 
     #[test]
-    fn a_truncated_push_is_an_error() {
-        let mut f = frame(
-            0,
-            &Response::Deliver {
-                subscription: 7,
-                delivery: delivery(3),
-            },
-        );
-        f.payload = f.payload.slice(..f.payload.len() - 1);
+    fn a_truncated_push_is_an_error_though_the_run_goes_on() {
+        let push = Response::Deliver {
+            subscription: 7,
+            delivery: delivery(3),
+        };
+        let (run, mut f) = frame(0, &push);
+        // The frame ends a byte early; the byte is still in the run, and must not be read.
+        f.payload.end -= 1;
         let mut b = PushBatches::default();
-        assert!(decode_push(&f, &mut b, 0).is_err());
+        assert!(decode_push(&run, &f, &mut b, 0).is_err());
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn pushes_cut_in_one_run_decode_each_from_its_own_frame() {
+        let mut buf = BytesMut::new();
+        for (sub, id) in [(7, 1), (8, 2), (7, 3)] {
+            Response::Deliver {
+                subscription: sub,
+                delivery: delivery(id),
+            }
+            .encode(0, &mut buf);
+        }
+        let (run, outcome) = split_frames(&mut buf, u32::MAX);
+        outcome.unwrap();
+        let mut b = PushBatches::default();
+        for f in frames_in(&run) {
+            assert!(decode_push(&run, &f, &mut b, 0).unwrap());
+        }
+        let got: Vec<_> = b.drain().collect();
+        assert_eq!(
+            got,
+            vec![(7, vec![delivery(1), delivery(3)]), (8, vec![delivery(2)])]
+        );
     }
 
     #[test]
@@ -183,7 +222,7 @@ mod tests {
         };
         let mut b = PushBatches::default();
         for push in [on("qa", "sa", 1), on("qa", "sa", 2), on("qb", "sa", 3)] {
-            assert!(decode_push(&frame(0, &push), &mut b, 0).unwrap());
+            assert!(decode(&frame(0, &push), &mut b, 0).unwrap());
         }
         let ms: Vec<Message> = b
             .drain()
@@ -202,14 +241,14 @@ mod tests {
         assert!(!m3.queue.same_allocation(&m1.queue));
 
         // A name that differs from the last delivery's in one invalid byte is refused.
-        assert!(decode_push(&frame(0, &on("qa", "sa", 4)), &mut b, 0).unwrap());
-        let mut bad = frame(0, &on("qa", "sa", 5));
-        let mut payload = bad.payload.to_vec();
-        let at = payload.windows(2).position(|w| w == b"qa").unwrap();
-        *payload.get_mut(at + 1).unwrap() = 0xff;
-        bad.payload = payload.into();
+        assert!(decode(&frame(0, &on("qa", "sa", 4)), &mut b, 0).unwrap());
+        let mut bytes = BytesMut::new();
+        on("qa", "sa", 5).encode(0, &mut bytes);
+        let at = bytes.windows(2).position(|w| w == b"qa").unwrap();
+        *bytes.get_mut(at + 1).unwrap() = 0xff;
+        let bad = cut(bytes);
         assert_eq!(
-            decode_push(&bad, &mut b, 0),
+            decode(&bad, &mut b, 0),
             Err(WireError::InvalidUtf8("queue name"))
         );
     }

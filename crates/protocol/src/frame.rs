@@ -167,21 +167,13 @@ pub struct RawFrame {
     pub payload: Bytes,
 }
 
-/// Cuts the next complete frame off the front of `buf`.
-///
-/// Returns `Ok(None)` when `buf` does not hold a whole frame yet (nothing is consumed). The length
-/// prefix is checked against `max_frame_bytes` before anything is allocated, so an oversized
-/// announcement fails at once instead of making the reader wait for (and buffer) its bytes.
-pub fn split_frame(
-    buf: &mut BytesMut,
-    max_frame_bytes: u32,
-) -> Result<Option<RawFrame>, WireError> {
-    let Some(prefix) = buf.get(..4) else {
+/// The whole length (header included) of the frame at the front of `bytes`, from its length
+/// prefix, checked against `max_frame_bytes`; `None` while fewer than 4 bytes are there.
+fn frame_total(bytes: &[u8], max_frame_bytes: u32) -> Result<Option<usize>, WireError> {
+    let Some(prefix) = bytes.first_chunk::<4>() else {
         return Ok(None);
     };
-    let mut len_bytes = [0u8; 4];
-    len_bytes.copy_from_slice(prefix);
-    let len = u32::from_le_bytes(len_bytes);
+    let len = u32::from_le_bytes(*prefix);
     if (len as usize) < HEADER_LEN - 4 {
         return Err(WireError::FrameTooShort(len));
     }
@@ -192,7 +184,21 @@ pub fn split_frame(
             max: max_frame_bytes,
         });
     }
-    let total = total as usize;
+    Ok(Some(total as usize))
+}
+
+/// Cuts the next complete frame off the front of `buf`.
+///
+/// Returns `Ok(None)` when `buf` does not hold a whole frame yet (nothing is consumed). The length
+/// prefix is checked against `max_frame_bytes` before anything is allocated, so an oversized
+/// announcement fails at once instead of making the reader wait for (and buffer) its bytes.
+pub fn split_frame(
+    buf: &mut BytesMut,
+    max_frame_bytes: u32,
+) -> Result<Option<RawFrame>, WireError> {
+    let Some(total) = frame_total(buf, max_frame_bytes)? else {
+        return Ok(None);
+    };
     if buf.len() < total {
         // Reserve the rest of this frame so the next read can fill it in one go.
         buf.reserve(total - buf.len());
@@ -207,6 +213,85 @@ pub fn split_frame(
         request_id,
         payload: frame.freeze(),
     }))
+}
+
+/// Cuts every complete frame off the front of `buf` at once, as one run of bytes that
+/// [`frames_in`] walks: one split for all the frames of a read instead of one per frame, which
+/// a reader of hundreds of small pushes per read notices. The frames are checked as
+/// [`split_frame`] checks them; the error of a bad length prefix comes back beside the
+/// complete frames in front of it, which the caller handles first. The rest of an incomplete
+/// frame gets room reserved, as [`split_frame`] does.
+pub fn split_frames(buf: &mut BytesMut, max_frame_bytes: u32) -> (Bytes, Result<(), WireError>) {
+    let mut at = 0;
+    let mut missing = 0;
+    let mut result = Ok(());
+    while let Some(rest) = buf.get(at..) {
+        match frame_total(rest, max_frame_bytes) {
+            Ok(Some(total)) if total <= rest.len() => at += total,
+            Ok(Some(total)) => {
+                missing = total - rest.len();
+                break;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    let run = if at == 0 {
+        Bytes::new()
+    } else {
+        buf.split_to(at).freeze()
+    };
+    if missing > 0 {
+        buf.reserve(missing);
+    }
+    (run, result)
+}
+
+/// One frame of a run cut by [`split_frames`]: its header fields and where its payload lies
+/// in the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameAt {
+    /// The kind number (may be unknown to this side).
+    pub kind: u16,
+    /// Chosen by the client per request and echoed in the reply; 0 on pushes.
+    pub request_id: u32,
+    /// The payload's bytes in the run.
+    pub payload: std::ops::Range<usize>,
+}
+
+impl FrameAt {
+    /// The frame as [`split_frame`] would have cut it (its payload a slice of `run`).
+    pub fn to_raw(&self, run: &Bytes) -> RawFrame {
+        RawFrame {
+            kind: self.kind,
+            request_id: self.request_id,
+            payload: run.slice(self.payload.clone()),
+        }
+    }
+}
+
+/// The frames of `run` (cut by [`split_frames`]) in order.
+pub fn frames_in(run: &Bytes) -> impl Iterator<Item = FrameAt> + '_ {
+    let mut at = 0usize;
+    std::iter::from_fn(move || {
+        let header = run.get(at..)?.first_chunk::<HEADER_LEN>()?;
+        let [l0, l1, l2, l3, k0, k1, r0, r1, r2, r3] = *header;
+        let total = u32::from_le_bytes([l0, l1, l2, l3]) as usize + 4;
+        let payload = at + HEADER_LEN..at + total;
+        // `split_frames` checked every length; a run from elsewhere ends at its first bad one.
+        if total < HEADER_LEN || payload.end > run.len() {
+            return None;
+        }
+        at += total;
+        Some(FrameAt {
+            kind: u16::from_le_bytes([k0, k1]),
+            request_id: u32::from_le_bytes([r0, r1, r2, r3]),
+            payload,
+        })
+    })
 }
 
 /// Writes a header with a placeholder length; returns where the frame starts for [`end_frame`].

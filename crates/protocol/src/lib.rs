@@ -27,7 +27,7 @@ pub mod version;
 pub mod wire;
 
 pub use codes::ErrorCode;
-pub use frame::{split_frame, FrameKind, RawFrame, HEADER_LEN};
+pub use frame::{frames_in, split_frame, split_frames, FrameAt, FrameKind, RawFrame, HEADER_LEN};
 pub use limits::Limits;
 pub use name::Name;
 pub use requests::Request;

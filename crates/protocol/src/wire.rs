@@ -60,6 +60,9 @@ pub enum WireError {
 /// A cursor over one frame's payload. Byte fields are zero-copy slices of the frame.
 pub struct Reader<'a> {
     buf: &'a Bytes,
+    /// `buf` up to where the payload ends (all of it, unless reading a [`Reader::window`]):
+    /// what `take` reads from, with one bounds check.
+    data: &'a [u8],
     pos: usize,
 }
 
@@ -98,12 +101,28 @@ impl<const N: usize> Fixed<N> {
 impl<'a> Reader<'a> {
     /// Reads `buf` from its start.
     pub fn new(buf: &'a Bytes) -> Self {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            data: buf,
+            pos: 0,
+        }
+    }
+
+    /// Reads the payload at `range` of `buf` (one frame of several cut from a stream at once),
+    /// as [`Reader::new`] reads a payload of its own; byte fields are slices of `buf`. A range
+    /// reaching past `buf` is cut at its end.
+    pub fn window(buf: &'a Bytes, range: std::ops::Range<usize>) -> Self {
+        let data = buf.get(..range.end).unwrap_or(buf);
+        Reader {
+            buf,
+            data,
+            pos: range.start.min(data.len()),
+        }
     }
 
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
-        self.buf.len().saturating_sub(self.pos)
+        self.data.len().saturating_sub(self.pos)
     }
 
     /// Fails unless every byte was read.
@@ -114,18 +133,19 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         let end = self
             .pos
             .checked_add(n)
             .ok_or(WireError::Truncated { needed: n })?;
-        match self.buf.get(self.pos..end) {
+        match self.data.get(self.pos..end) {
             Some(s) => {
                 self.pos = end;
                 Ok(s)
             }
             None => Err(WireError::Truncated {
-                needed: end - self.buf.len().min(end),
+                needed: end - self.data.len().min(end),
             }),
         }
     }
@@ -181,25 +201,29 @@ impl<'a> Reader<'a> {
             }),
         }
     }
-    /// A string: u16 length, then UTF-8 bytes.
-    pub fn string(&mut self, field: &'static str) -> Result<String, WireError> {
-        self.string_like(field, None)
-    }
-    /// A string like [`Reader::string`], checked as UTF-8 only when it differs from `prev`: a
-    /// batch names the same topic in every message, and that check costs more than comparing.
-    pub fn string_like(
+    /// The next string's text: u16 length, then UTF-8 bytes, checked unless they are the bytes
+    /// of `prev` (then `None`, and the caller reuses `prev`): a batch names the same topic in
+    /// every message, and the check costs more than comparing.
+    fn text_unless(
         &mut self,
         field: &'static str,
         prev: Option<&str>,
-    ) -> Result<String, WireError> {
+    ) -> Result<Option<&'a str>, WireError> {
         let len = usize::from(self.u16()?);
         let bytes = self.take(len)?;
-        match prev {
-            Some(p) if p.as_bytes() == bytes => Ok(p.to_owned()),
-            _ => std::str::from_utf8(bytes)
-                .map(str::to_owned)
-                .map_err(|_| WireError::InvalidUtf8(field)),
+        if prev.is_some_and(|p| p.as_bytes() == bytes) {
+            return Ok(None);
         }
+        std::str::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| WireError::InvalidUtf8(field))
+    }
+    /// A string: u16 length, then UTF-8 bytes.
+    pub fn string(&mut self, field: &'static str) -> Result<String, WireError> {
+        Ok(self
+            .text_unless(field, None)?
+            .unwrap_or_default()
+            .to_owned())
     }
     /// A string read as a [`Name`]: when its bytes equal `prev`'s, a clone of `prev` (no
     /// allocation and no UTF-8 check); otherwise checked like [`Reader::string`].
@@ -208,14 +232,14 @@ impl<'a> Reader<'a> {
         field: &'static str,
         prev: Option<&Name>,
     ) -> Result<Name, WireError> {
-        let len = usize::from(self.u16()?);
-        let bytes = self.take(len)?;
-        match prev {
-            Some(p) if p.as_bytes() == bytes => Ok(p.clone()),
-            _ => std::str::from_utf8(bytes)
-                .map(Name::from)
-                .map_err(|_| WireError::InvalidUtf8(field)),
-        }
+        Ok(
+            match (self.text_unless(field, prev.map(Name::as_str))?, prev) {
+                (Some(text), _) => Name::from(text),
+                (None, Some(p)) => p.clone(),
+                // `text_unless` gives `None` only for a `prev`.
+                (None, None) => Name::default(),
+            },
+        )
     }
     /// An optional string: a presence byte (0 or 1), then the string if present.
     pub fn opt_string(&mut self, field: &'static str) -> Result<Option<String>, WireError> {
@@ -226,6 +250,7 @@ impl<'a> Reader<'a> {
         }
     }
     /// A byte string: u32 length, then the bytes (a zero-copy slice of the frame).
+    #[inline]
     pub fn bytes(&mut self) -> Result<Bytes, WireError> {
         let len = self.u32()? as usize;
         let start = self.pos;
