@@ -37,7 +37,7 @@ impl Limits {
         max_connections: 1024,
         max_queues: 100_000,
         max_in_flight_per_session: 100_000,
-        max_prefetch: 10_000,
+        max_prefetch: 65_536,
         max_batch: 10_000,
         max_queues_per_send: 100,
         max_properties: 64,

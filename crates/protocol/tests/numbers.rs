@@ -145,7 +145,7 @@ fn default_limits_are_as_documented() {
     assert_eq!(l.max_connections, 1024);
     assert_eq!(l.max_queues, 100_000);
     assert_eq!(l.max_in_flight_per_session, 100_000);
-    assert_eq!(l.max_prefetch, 10_000);
+    assert_eq!(l.max_prefetch, 65_536);
     assert_eq!(l.max_batch, 10_000);
     assert_eq!(l.max_queues_per_send, 100);
     assert_eq!(l.max_properties, 64);
