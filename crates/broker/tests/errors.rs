@@ -314,6 +314,29 @@ async fn limit_exceeded_for_in_flight_and_prefetch() {
 }
 
 #[tokio::test]
+async fn a_default_broker_takes_a_prefetch_up_to_its_limit_and_refuses_one_more() {
+    let s = TestServer::start().await;
+    let c = s.client("alice").await;
+    c.create_queue("q").await.unwrap();
+    let max = ferry_protocol::Limits::DEFAULT.max_prefetch;
+    let subscribe = |prefetch| Subscribe {
+        queue: "q".into(),
+        order: Order::Time,
+        ack: AckMode::Auto,
+        prefetch,
+        selector: String::new(),
+    };
+    let over = c.subscribe(subscribe(max + 1)).await;
+    expect_code(over.map(|_| ()), ErrorCode::LimitExceeded);
+    let sub = c.subscribe(subscribe(max)).await.unwrap();
+    assert_eq!(sub.prefetch(), max);
+    c.send(msg(&["q"], "x", 5)).await.unwrap();
+    let mut sub = sub;
+    let d = sub.next().await.expect("a delivery").unwrap();
+    assert_eq!(&d.message.body[..], b"x");
+}
+
+#[tokio::test]
 async fn limit_exceeded_for_queue_count() {
     let s = TestServer::start_with(|c| c.limits.max_queues = 2).await;
     let c = s.client("alice").await;
