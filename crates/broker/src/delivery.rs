@@ -3,10 +3,19 @@
 //! Waiters create their `Notified` future *before* they look at the store and await it only if
 //! the store had nothing, so an arrival between the look and the wait is never missed (tokio's
 //! `Notify::notify_waiters` wakes every `Notified` created before the call, enabled or polled).
+//!
+//! A waiter holds a [`Watch`] while it may wait, and the watches are counted. A change with no
+//! watch anywhere wakes nobody, so it skips the map lock and the notifiers' own locks, which
+//! every sending connection would otherwise take on every message (they are shared across the
+//! runtime's threads, so they are contended). Skipping is safe: a watch is counted before its
+//! holder looks at the store, and a change is published (under the store's lock) before its
+//! sender reads the count, so either the look sees the change or the count shows the watch.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 /// The notifier key of a queue: the queues of a topic's subscriptions (`topic:name`) share one
@@ -25,24 +34,58 @@ pub struct Wakers {
     // std mutex: held only to look up or insert an entry, never across an await.
     queues: Mutex<HashMap<String, Arc<Notify>>>,
     any: Arc<Notify>,
+    /// Live watches of queue notifiers.
+    queue_watches: Arc<AtomicUsize>,
+    /// Live watches of `any`.
+    sender_watches: Arc<AtomicUsize>,
+}
+
+/// A waiter's hold on one notifier; counted while it lives (see the module docs).
+pub struct Watch {
+    notify: Arc<Notify>,
+    count: Arc<AtomicUsize>,
+}
+
+impl Watch {
+    fn new(notify: Arc<Notify>, count: &Arc<AtomicUsize>) -> Watch {
+        count.fetch_add(1, Ordering::SeqCst);
+        Watch {
+            notify,
+            count: count.clone(),
+        }
+    }
+
+    /// A future for the next change; create (and enable) it before looking at the store.
+    pub fn notified(&self) -> Notified<'_> {
+        self.notify.notified()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Wakers {
-    /// The notifier for `queue`, created on first use.
-    pub fn queue(&self, queue: &str) -> Arc<Notify> {
+    /// A watch of `queue`'s notifier, created on first use.
+    pub fn queue(&self, queue: &str) -> Watch {
         let queue = key(queue);
         let mut map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get(queue) {
-            return n.clone();
-        }
-        let n = Arc::new(Notify::new());
-        map.insert(queue.to_owned(), n.clone());
-        n
+        let n = match map.get(queue) {
+            Some(n) => n.clone(),
+            None => {
+                let n = Arc::new(Notify::new());
+                map.insert(queue.to_owned(), n.clone());
+                n
+            }
+        };
+        Watch::new(n, &self.queue_watches)
     }
 
-    /// The notifier for waiters that watch every queue (receive by sender).
-    pub fn any(&self) -> Arc<Notify> {
-        self.any.clone()
+    /// A watch of the notifier of every queue (receive by sender).
+    pub fn any(&self) -> Watch {
+        Watch::new(self.any.clone(), &self.sender_watches)
     }
 
     /// Wakes everybody waiting on any of `queues`, and every by-sender waiter.
@@ -50,7 +93,7 @@ impl Wakers {
         if queues.is_empty() {
             return;
         }
-        {
+        if self.queue_watches.load(Ordering::SeqCst) > 0 {
             let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
             for q in queues {
                 if let Some(n) = map.get(key(q.as_ref())) {
@@ -58,11 +101,16 @@ impl Wakers {
                 }
             }
         }
-        self.any.notify_waiters();
+        if self.sender_watches.load(Ordering::SeqCst) > 0 {
+            self.any.notify_waiters();
+        }
     }
 
     /// Wakes the waiters of every subscription of `topic` (a publish).
     pub fn notify_topic(&self, topic: &str) {
+        if self.queue_watches.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let key = ferry_protocol::subscription_queue(topic, "");
         let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = map.get(&key) {
@@ -95,5 +143,107 @@ impl Wakers {
         if let Some(n) = removed {
             n.notify_waiters();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_watch_of_a_queue_is_woken_by_its_change_and_by_no_other() {
+        let wakers = Wakers::default();
+        let watch = wakers.queue("orders");
+        let arrived = watch.notified();
+        tokio::pin!(arrived);
+        arrived.as_mut().enable();
+        wakers.notify(&["invoices"]);
+        assert!(
+            futures::poll!(arrived.as_mut()).is_pending(),
+            "another queue's change woke the watch"
+        );
+        wakers.notify(&["orders"]);
+        assert!(futures::poll!(arrived.as_mut()).is_ready());
+    }
+
+    #[tokio::test]
+    async fn a_watch_by_sender_is_woken_by_every_queue() {
+        let wakers = Wakers::default();
+        let watch = wakers.any();
+        let arrived = watch.notified();
+        tokio::pin!(arrived);
+        arrived.as_mut().enable();
+        wakers.notify(&["anything"]);
+        assert!(futures::poll!(arrived.as_mut()).is_ready());
+    }
+
+    #[test]
+    fn watches_are_counted_while_they_live() {
+        let wakers = Wakers::default();
+        let a = wakers.queue("a");
+        let b = wakers.queue("topic:sub");
+        let s = wakers.any();
+        assert_eq!(wakers.queue_watches.load(Ordering::SeqCst), 2);
+        assert_eq!(wakers.sender_watches.load(Ordering::SeqCst), 1);
+        drop((a, b, s));
+        assert_eq!(wakers.queue_watches.load(Ordering::SeqCst), 0);
+        assert_eq!(wakers.sender_watches.load(Ordering::SeqCst), 0);
+    }
+
+    /// The race the watch count must not lose: a change published while a waiter starts to
+    /// watch either is seen by the waiter's look or wakes it. Each round a waiter watches,
+    /// looks and waits, while a sender publishes and notifies at the same moment on another
+    /// thread; a lost wake-up leaves the waiter asleep until the timeout, which ends the test.
+    #[test]
+    fn a_change_racing_a_new_watch_is_never_lost() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let wakers = Arc::new(Wakers::default());
+            let store = Arc::new(Mutex::new(0u64));
+            let lost = Arc::new(AtomicU64::new(0));
+            for round in 1..=2_000u64 {
+                let waiter = {
+                    let (wakers, store, lost) = (wakers.clone(), store.clone(), lost.clone());
+                    tokio::spawn(async move {
+                        let watch = wakers.queue("q");
+                        loop {
+                            let arrived = watch.notified();
+                            tokio::pin!(arrived);
+                            arrived.as_mut().enable();
+                            if *store.lock().expect("store") >= round {
+                                return;
+                            }
+                            if tokio::time::timeout(Duration::from_secs(1), arrived)
+                                .await
+                                .is_err()
+                            {
+                                lost.fetch_add(1, Ordering::SeqCst);
+                                return;
+                            }
+                        }
+                    })
+                };
+                let sender = {
+                    let (wakers, store) = (wakers.clone(), store.clone());
+                    tokio::spawn(async move {
+                        *store.lock().expect("store") = round;
+                        wakers.notify(&["q"]);
+                    })
+                };
+                sender.await.expect("sender");
+                waiter.await.expect("waiter");
+                if lost.load(Ordering::SeqCst) > 0 {
+                    break;
+                }
+            }
+            assert_eq!(lost.load(Ordering::SeqCst), 0, "wake-ups were lost");
+        });
     }
 }

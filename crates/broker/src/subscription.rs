@@ -106,7 +106,7 @@ async fn run(
     sub: Subscribe,
     selector: Option<Arc<Selector>>,
 ) {
-    let notify = shared.wakers.queue(&sub.queue);
+    let watch = shared.wakers.queue(&sub.queue);
     let mut spec = ReceiveSpec {
         source: Source::Queue(sub.queue.clone()),
         order: sub.order,
@@ -122,7 +122,7 @@ async fn run(
     let direct = offer_direct(&shared, &session, &h, &sub, spec.selector.is_some());
     let taker = direct.as_ref().map(Attached::consumer);
     while let Some(credit) = wait_for_credit(&h).await {
-        let arrived = notify.notified();
+        let arrived = watch.notified();
         tokio::pin!(arrived);
         arrived.as_mut().enable();
         spec.now_ms = shared.now_ms();

@@ -46,9 +46,14 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
             ),
         );
     }
-    let notify = match &r.source {
-        Source::Queue(q) => shared.wakers.queue(q),
-        Source::Sender(_) => shared.wakers.any(),
+    // A receive that does not wait needs no notifier: one look at the store answers it.
+    let watch = if r.wait_ms == 0 {
+        None
+    } else {
+        Some(match &r.source {
+            Source::Queue(q) => shared.wakers.queue(q),
+            Source::Sender(_) => shared.wakers.any(),
+        })
     };
     let deadline = Instant::now() + Duration::from_millis(u64::from(r.wait_ms));
     let mut spec = ReceiveSpec {
@@ -63,9 +68,11 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         now_ms: 0,
     };
     loop {
-        let arrived = notify.notified();
+        let arrived = watch.as_ref().map(|w| w.notified());
         tokio::pin!(arrived);
-        arrived.as_mut().enable();
+        if let Some(a) = arrived.as_mut().as_pin_mut() {
+            a.enable();
+        }
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + u64::from(shared.limits.lease_ms);
         match shared.store.receive(&spec, 1).await {
@@ -98,11 +105,11 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
             }
             Err(e) => return store_error(&e),
         }
-        if r.wait_ms == 0 {
+        let Some(arrived) = arrived.as_mut().as_pin_mut() else {
             return Response::Received(None);
-        }
+        };
         tokio::select! {
-            _ = &mut arrived => {}
+            _ = arrived => {}
             _ = tokio::time::sleep_until(deadline) => return Response::Received(None),
             _ = shared.shutdown.cancelled() => return Response::Received(None),
         }
