@@ -46,7 +46,10 @@ const COPY_BELOW: usize = 16 * 1024;
 /// Most buffers handed to one vectored write.
 const MAX_IOVECS: usize = 64;
 
-type RequestFuture = Pin<Box<dyn Future<Output = (u32, Option<Response>)> + Send>>;
+/// A request being served. It borrows the connection's `Shared` and `Session` instead of
+/// holding clones: an `Arc` clone per request would bounce the reference counts between the
+/// runtime's threads on every request.
+type RequestFuture<'a> = Pin<Box<dyn Future<Output = (u32, Option<Response>)> + Send + 'a>>;
 
 /// Why a connection ended, for the logs.
 #[derive(Debug)]
@@ -179,7 +182,7 @@ pub async fn serve(
     };
     debug!(%peer, client = %session.client, session = session.id, "session started");
 
-    let mut inflight: FuturesUnordered<RequestFuture> = FuturesUnordered::new();
+    let mut inflight: FuturesUnordered<RequestFuture<'_>> = FuturesUnordered::new();
     let mut replies = BytesMut::with_capacity(64 * 1024);
     let mut closing: Option<CloseReason> = None;
     let mut disconnect_id: Option<u32> = None;
@@ -234,6 +237,7 @@ pub async fn serve(
             let _ = out.send(replies.split().freeze());
         }
     }
+    drop(inflight);
     // Session teardown: stop pushing, hand unsettled deliveries back, free the name. A
     // disconnect is answered after it, so that once the client has the answer nothing published
     // goes to this session any more and its name can connect again.
@@ -260,11 +264,11 @@ pub async fn serve(
 }
 
 /// Decodes and starts one request. Returns a reason when the connection must close.
-async fn handle_frame(
-    shared: &Arc<Shared>,
-    session: &Arc<Session>,
+async fn handle_frame<'a>(
+    shared: &'a Arc<Shared>,
+    session: &'a Arc<Session>,
     frame: RawFrame,
-    inflight: &mut FuturesUnordered<RequestFuture>,
+    inflight: &mut FuturesUnordered<RequestFuture<'a>>,
     replies: &mut BytesMut,
     disconnect_id: &mut Option<u32>,
 ) -> Option<CloseReason> {
@@ -288,11 +292,8 @@ async fn handle_frame(
         *disconnect_id = Some(rid);
         return Some(CloseReason::Disconnected);
     }
-    let mut fut: RequestFuture = Box::pin({
-        let shared = shared.clone();
-        let session = session.clone();
-        async move { (rid, dispatch(shared, session, rid, request).await) }
-    });
+    let mut fut: RequestFuture<'a> =
+        Box::pin(async move { (rid, dispatch(shared, session, rid, request).await) });
     // Poll once now, so the request takes effect in arrival order; most finish right here or
     // wait only for the store's group commit.
     match futures::poll!(fut.as_mut()) {

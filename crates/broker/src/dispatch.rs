@@ -12,42 +12,40 @@ use crate::shared::Shared;
 /// `Disconnect` are handled by the connection itself and never reach here. Returns `None` when
 /// the handler has queued its reply itself (subscribe, whose reply must precede its pushes).
 pub async fn dispatch(
-    shared: Arc<Shared>,
-    session: Arc<Session>,
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
     request_id: u32,
     request: Request,
 ) -> Option<Response> {
     if let Request::Subscribe(s) = request {
-        return subscribe::subscribe(&shared, &session, request_id, s).await;
+        return subscribe::subscribe(shared, session, request_id, s).await;
     }
     if let Request::SubscribeTopic(s) = request {
-        return subscribe::subscribe_topic(&shared, &session, request_id, s).await;
+        return subscribe::subscribe_topic(shared, session, request_id, s).await;
     }
     Some(match request {
         Request::Ping => Response::Pong,
-        Request::CreateQueue { name, options } => queues::create(&shared, name, options).await,
-        Request::DeleteQueue { name, force } => queues::delete(&shared, name, force).await,
-        Request::ListQueues => queues::list(&shared).await,
-        Request::WaitingQueues => queues::waiting(&shared, &session).await,
-        Request::Send(m) => send::send(&shared, &session, m).await,
-        Request::SendBatch(items) => send::send_batch(&shared, &session, items).await,
-        Request::Receive(r) => receive::receive(&shared, &session, r).await,
-        Request::Ack { ids } => settle::ack(&shared, &session, ids).await,
-        Request::Nack { ids, requeue } => settle::nack(&shared, &session, ids, requeue).await,
+        Request::CreateQueue { name, options } => queues::create(shared, name, options).await,
+        Request::DeleteQueue { name, force } => queues::delete(shared, name, force).await,
+        Request::ListQueues => queues::list(shared).await,
+        Request::WaitingQueues => queues::waiting(shared, session).await,
+        Request::Send(m) => send::send(shared, session, m).await,
+        Request::SendBatch(items) => send::send_batch(shared, session, items).await,
+        Request::Receive(r) => receive::receive(shared, session, r).await,
+        Request::Ack { ids } => settle::ack(shared, session, ids).await,
+        Request::Nack { ids, requeue } => settle::nack(shared, session, ids, requeue).await,
         Request::Credit {
             subscription,
             credit,
-        } => subscribe::credit(&session, subscription, credit),
-        Request::Cancel { subscription } => {
-            subscribe::cancel(&shared, &session, subscription).await
-        }
-        Request::CreateTopic { name } => topics::create(&shared, name).await,
-        Request::DeleteTopic { name, force } => topics::delete(&shared, name, force).await,
-        Request::ListTopics => topics::list(&shared).await,
-        Request::Unsubscribe { topic, name } => topics::unsubscribe(&shared, topic, name).await,
-        Request::TxnBegin => txn::begin(&session),
-        Request::TxnCommit => txn::commit(&shared, &session).await,
-        Request::TxnRollback => txn::rollback(&shared, &session).await,
+        } => subscribe::credit(session, subscription, credit),
+        Request::Cancel { subscription } => subscribe::cancel(shared, session, subscription).await,
+        Request::CreateTopic { name } => topics::create(shared, name).await,
+        Request::DeleteTopic { name, force } => topics::delete(shared, name, force).await,
+        Request::ListTopics => topics::list(shared).await,
+        Request::Unsubscribe { topic, name } => topics::unsubscribe(shared, topic, name).await,
+        Request::TxnBegin => txn::begin(session),
+        Request::TxnCommit => txn::commit(shared, session).await,
+        Request::TxnRollback => txn::rollback(shared, session).await,
         Request::Connect(_) => Response::error(
             ErrorCode::InvalidArgument,
             "the session is already connected",
