@@ -118,11 +118,15 @@ impl WindowSeries {
 
     /// Records `n` latency samples of `micros` observed at `at`.
     pub fn latency(&self, at: Instant, micros: u64, n: u64) {
+        self.latencies(at, micros.saturating_mul(n), n, micros);
+    }
+
+    /// Records `n` latency samples observed at `at`, summing to `sum_us`, the largest `max_us`.
+    pub fn latencies(&self, at: Instant, sum_us: u64, n: u64, max_us: u64) {
         if let Some(s) = self.slot(at) {
-            s.latency_sum_us
-                .fetch_add(micros.saturating_mul(n), Ordering::Relaxed);
+            s.latency_sum_us.fetch_add(sum_us, Ordering::Relaxed);
             s.latency_count.fetch_add(n, Ordering::Relaxed);
-            s.latency_max_us.fetch_max(micros, Ordering::Relaxed);
+            s.latency_max_us.fetch_max(max_us, Ordering::Relaxed);
         }
     }
 

@@ -2,6 +2,14 @@
 //! operation (shared, lock-free), a response-time histogram per operation and client task
 //! (merged at the end), and the run-wide counters of [`Shared`] (sends as "sent", reads that
 //! found a message as "received", send response time as the run's latency trace).
+//!
+//! A client task adds to the shared series and counters in batches (every [`FLUSH_EVERY`]
+//! operations, after [`FLUSH_AFTER`], when the run changes phase, and at the end), not per
+//! operation: they are shared by every task on every thread of the load generator, and a
+//! dozen contended atomic updates per operation made the generator itself part of what a run
+//! of many clients measured. A batch is counted in the window of its last operation, so at
+//! most [`FLUSH_AFTER`] of operations can land in the window after their own; the
+//! histograms, and whether an operation counts as measured, go by each operation's own time.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,11 +124,31 @@ impl OpSeries {
 /// Percentile curves by operation name.
 pub type Curves = BTreeMap<String, Vec<[f64; 2]>>;
 
+/// A task's operations flush to the shared series after this many...
+pub const FLUSH_EVERY: u32 = 32;
+/// ...or this long after the first unflushed one, whichever comes first.
+pub const FLUSH_AFTER: Duration = Duration::from_millis(2);
+
+/// Operations of one kind recorded since the last flush.
+#[derive(Debug, Default, Clone, Copy)]
+struct Unflushed {
+    count: u64,
+    latency_sum_us: u64,
+    latency_max_us: u64,
+}
+
 /// What one client task records with.
 pub struct Recorder {
     shared: Arc<Shared>,
     ops: Arc<OpSeries>,
     hists: Vec<Histogram<u64>>,
+    unflushed: [Unflushed; OPS.len()],
+    /// Operations in `unflushed`, when the first and the last of them completed, and whether
+    /// they were in the measured interval (a batch never spans a change of phase).
+    batch: u32,
+    batch_start: Option<Instant>,
+    batch_last: Instant,
+    batch_measuring: bool,
 }
 
 impl Recorder {
@@ -130,6 +158,11 @@ impl Recorder {
             shared,
             ops,
             hists: OPS.iter().map(|_| new_histogram()).collect(),
+            unflushed: [Unflushed::default(); OPS.len()],
+            batch: 0,
+            batch_start: None,
+            batch_last: Instant::now(),
+            batch_measuring: false,
         }
     }
 
@@ -143,33 +176,67 @@ impl Recorder {
         let now = Instant::now();
         let micros = clamp_micros(now.saturating_duration_since(started));
         let i = op.index();
-        self.ops.series[i].sent(now, 1);
-        self.ops.series[i].latency(now, micros, 1);
         let measuring = self.shared.phase() == MEASURE;
+        if self.batch > 0 && measuring != self.batch_measuring {
+            self.flush();
+        }
         if measuring {
-            self.ops.measured[i].fetch_add(1, Ordering::Relaxed);
             self.hists[i].saturating_record(micros);
         }
-        match op {
-            Op::Send => {
-                self.shared.windows.sent(now, 1);
-                self.shared.windows.latency(now, micros, 1);
-                self.shared.sent_total.fetch_add(1, Ordering::Relaxed);
-                if measuring {
-                    self.shared.sent_measured.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Op::Read => {
-                self.shared.windows.received(now);
-                self.shared.add_received(1);
-                if measuring {
-                    self.shared
-                        .received_measured
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            _ => {}
+        let u = &mut self.unflushed[i];
+        u.count += 1;
+        u.latency_sum_us = u.latency_sum_us.saturating_add(micros);
+        u.latency_max_us = u.latency_max_us.max(micros);
+        self.batch += 1;
+        self.batch_measuring = measuring;
+        self.batch_last = now;
+        let start = *self.batch_start.get_or_insert(now);
+        if self.batch >= FLUSH_EVERY || now.saturating_duration_since(start) >= FLUSH_AFTER {
+            self.flush();
         }
+    }
+
+    /// Adds the unflushed operations to the shared series and counters, in the window of the
+    /// last of them.
+    fn flush(&mut self) {
+        let (at, measuring) = (self.batch_last, self.batch_measuring);
+        for op in OPS {
+            let i = op.index();
+            let u = std::mem::take(&mut self.unflushed[i]);
+            if u.count == 0 {
+                continue;
+            }
+            self.ops.series[i].sent(at, u.count);
+            self.ops.series[i].latencies(at, u.latency_sum_us, u.count, u.latency_max_us);
+            if measuring {
+                self.ops.measured[i].fetch_add(u.count, Ordering::Relaxed);
+            }
+            match op {
+                Op::Send => {
+                    let w = &self.shared.windows;
+                    w.sent(at, u.count);
+                    w.latencies(at, u.latency_sum_us, u.count, u.latency_max_us);
+                    self.shared.sent_total.fetch_add(u.count, Ordering::Relaxed);
+                    if measuring {
+                        self.shared
+                            .sent_measured
+                            .fetch_add(u.count, Ordering::Relaxed);
+                    }
+                }
+                Op::Read => {
+                    self.shared.windows.received_n(at, u.count);
+                    self.shared.add_received(u.count);
+                    if measuring {
+                        self.shared
+                            .received_measured
+                            .fetch_add(u.count, Ordering::Relaxed);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.batch = 0;
+        self.batch_start = None;
     }
 
     /// Records a failed `op`; returns whether the client should stop (the connection is gone).
@@ -185,8 +252,12 @@ impl Recorder {
         error.fatal
     }
 
-    /// The task's histograms, one per operation in [`OPS`] order.
-    pub fn finish(self) -> Vec<Histogram<u64>> {
+    /// Flushes what is left and returns the task's histograms, one per operation in [`OPS`]
+    /// order.
+    pub fn finish(mut self) -> Vec<Histogram<u64>> {
+        if self.batch > 0 {
+            self.flush();
+        }
         self.hists
     }
 }
@@ -204,3 +275,97 @@ pub fn merge(all: Vec<Vec<Histogram<u64>>>) -> Vec<Histogram<u64>> {
 
 /// A pause after a failed operation, so that a failing target is not hammered.
 pub const BACKOFF: Duration = Duration::from_millis(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::WindowSeries;
+    use crate::workloads::run::{WindowLatency, WARMUP};
+
+    fn run(phase: u8) -> (Arc<Shared>, Arc<OpSeries>) {
+        let now = Instant::now();
+        let series = || {
+            WindowSeries::new(
+                now,
+                Duration::ZERO,
+                Duration::from_secs(1),
+                Duration::from_secs(10),
+            )
+        };
+        let shared = Arc::new(Shared::new(
+            1,
+            now,
+            phase,
+            None,
+            series(),
+            WindowLatency::EndToEnd,
+        ));
+        (shared, Arc::new(OpSeries::new(series)))
+    }
+
+    fn sent(shared: &Shared) -> (u64, u64) {
+        (
+            shared.sent_total.load(Ordering::Relaxed),
+            shared.sent_measured.load(Ordering::Relaxed),
+        )
+    }
+
+    #[test]
+    fn a_task_adds_its_operations_to_the_run_in_batches_and_all_of_them_at_the_end() {
+        let (shared, ops) = run(MEASURE);
+        let mut rec = Recorder::new(shared.clone(), ops.clone());
+        let started = Instant::now();
+        for _ in 0..FLUSH_EVERY - 1 {
+            rec.done(Op::Send, started);
+        }
+        assert_eq!(sent(&shared), (0, 0), "flushed before the batch was full");
+        rec.done(Op::Send, started);
+        let full = u64::from(FLUSH_EVERY);
+        assert_eq!(sent(&shared), (full, full));
+        for _ in 0..3 {
+            rec.done(Op::Send, started);
+            rec.done(Op::Read, started);
+        }
+        let hists = rec.finish();
+        assert_eq!(sent(&shared), (full + 3, full + 3));
+        assert_eq!(shared.received_measured.load(Ordering::Relaxed), 3);
+        assert_eq!(
+            ops.measured[Op::Send.index()].load(Ordering::Relaxed),
+            full + 3
+        );
+        assert_eq!(hists[Op::Send.index()].len(), full + 3);
+        let rows = shared.windows.rows(shared.started, Instant::now());
+        assert_eq!(rows.iter().map(|r| r.sent).sum::<u64>(), full + 3);
+    }
+
+    #[test]
+    fn operations_before_the_measurement_are_flushed_as_warm_up_when_it_starts() {
+        let (shared, ops) = run(WARMUP);
+        let mut rec = Recorder::new(shared.clone(), ops.clone());
+        let started = Instant::now();
+        rec.done(Op::Send, started);
+        rec.done(Op::Send, started);
+        shared.set_phase(MEASURE);
+        rec.done(Op::Send, started);
+        assert_eq!(
+            sent(&shared),
+            (2, 0),
+            "the warm-up batch was not flushed on its own"
+        );
+        let hists = rec.finish();
+        assert_eq!(sent(&shared), (3, 1));
+        assert_eq!(hists[Op::Send.index()].len(), 1);
+    }
+
+    #[test]
+    fn a_slow_task_flushes_after_a_while_even_with_a_batch_not_full() {
+        let (shared, ops) = run(MEASURE);
+        let mut rec = Recorder::new(shared.clone(), ops);
+        let started = Instant::now();
+        rec.done(Op::Send, started);
+        std::thread::sleep(FLUSH_AFTER + Duration::from_millis(1));
+        rec.done(Op::Send, started);
+        assert_eq!(sent(&shared), (2, 2));
+        drop(rec);
+    }
+}
