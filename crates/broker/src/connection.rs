@@ -237,6 +237,8 @@ pub async fn serve(
             let _ = out.send(replies.split().freeze());
         }
     }
+    // Empty by now (the loop ends only then); dropped here because its futures borrow
+    // `session`, which the teardown below gives up.
     drop(inflight);
     // Session teardown: stop pushing, hand unsettled deliveries back, free the name. A
     // disconnect is answered after it, so that once the client has the answer nothing published
