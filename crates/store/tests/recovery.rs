@@ -158,13 +158,43 @@ async fn unknown_format_version_refuses_to_open() {
     drop(open(&disk, BIG).await.unwrap());
     let (path, _) = segments(&disk)[0].clone();
     let mut bytes = disk.file(&path).unwrap();
-    bytes[16] = 2; // version 2
+    bytes[16] = 3; // version 3
     let body_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
     let crc = crc32c::crc32c(&bytes[16..16 + body_len]);
     bytes[12..16].copy_from_slice(&crc.to_le_bytes());
     disk.set_file(&path, bytes);
     let err = open(&disk, BIG).await.unwrap_err().to_string();
-    assert!(err.contains("version 2"), "{err}");
+    assert!(err.contains("version 3"), "{err}");
+    assert!(err.contains("reads versions 1 to 2"), "{err}");
+}
+
+#[tokio::test]
+async fn a_last_segment_still_holding_another_segments_header_is_removed() {
+    let disk = several_segments().await;
+    let store = open(&disk, 200).await.unwrap();
+    let before = bodies(&peek_all(&store, "q").await);
+    drop(store);
+    let (last, _) = segments(&disk).pop().unwrap();
+    let n: u64 = last.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    // A crash right after a spare file was renamed to segment n+1, before its new header was
+    // written: the file still holds an older segment's header and records.
+    let next = last.with_file_name(format!("{:020}.log", n + 1));
+    disk.set_file(&next, disk.file(&last).unwrap());
+    let store = open(&disk, 200).await.unwrap();
+    assert_eq!(bodies(&peek_all(&store, "q").await), before);
+    assert!(disk.file(&next).is_none(), "the reused file was removed");
+}
+
+#[tokio::test]
+async fn a_sealed_segment_holding_another_segments_header_is_corruption() {
+    let disk = several_segments().await;
+    let all = segments(&disk);
+    assert!(all.len() >= 3, "{all:?}");
+    // The second segment's file holds the first one's bytes: no crash leaves that.
+    disk.set_file(&all[1].0, disk.file(&all[0].0).unwrap());
+    let err = open(&disk, 200).await.unwrap_err().to_string();
+    assert!(err.contains("header says segment"), "{err}");
+    assert!(err.contains("refusing to open"), "{err}");
 }
 
 #[tokio::test]

@@ -27,6 +27,9 @@
 //! records that made the segment's messages dead) is forced to disk: otherwise a crash right
 //! after the deletion could lose a message whose ack was never acknowledged.
 //!
+//! A deleted segment's file is kept as a spare for the writer to reuse while the pool has room
+//! (see [`spares`](super::spares)).
+//!
 //! Policy, from the oldest sealed segment on, within a budget of bytes rewritten per call:
 //! - no live bytes: delete it;
 //! - at most half live: rewrite its live messages, then delete it;
@@ -37,8 +40,8 @@
 use std::sync::Arc;
 
 use super::backend::Backend;
-use super::segment_path;
 use super::store::EmbeddedStore;
+use super::{segment_path, spare_path};
 
 use crate::error::StoreError;
 
@@ -69,7 +72,7 @@ pub async fn maintain(store: &EmbeddedStore) -> Result<(), StoreError> {
             (segment, rewritten, log.ticket())
         };
         ticket.wait().await?;
-        remove_segment(store, segment).await?;
+        retire_segment(store, segment).await?;
         store.state().journal.segments.remove(&segment);
         tracing::debug!(segment, rewritten, "compacted log segment");
         budget = budget.saturating_sub(rewritten.max(1));
@@ -79,20 +82,41 @@ pub async fn maintain(store: &EmbeddedStore) -> Result<(), StoreError> {
     }
 }
 
-/// Deletes a segment file and makes the deletion durable.
-async fn remove_segment(store: &EmbeddedStore, segment: u64) -> Result<(), StoreError> {
+/// Retires a segment file, durably: renamed to a spare while the pool has room (the writer
+/// will reuse it), deleted otherwise.
+async fn retire_segment(store: &EmbeddedStore, segment: u64) -> Result<(), StoreError> {
     let backend: Arc<dyn Backend> = store.backend.clone();
-    let dir = store.seg_dir.clone();
+    let spares = store.spares.clone();
     let outcome = tokio::task::spawn_blocking(move || {
-        let path = segment_path(&dir, segment);
-        match backend.remove(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err((false, format!("removing {}: {e}", path.display()))),
+        let dir = spares.dir();
+        let path = segment_path(dir, segment);
+        let kept = spares.has_room()
+            && match backend.rename(&path, &spare_path(dir, segment)) {
+                Ok(()) => true,
+                Err(e) => {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(segment, error = %e,
+                            "could not keep a compacted segment as a spare; deleting it");
+                    }
+                    false
+                }
+            };
+        if !kept {
+            match backend.remove(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err((false, format!("removing {}: {e}", path.display()))),
+            }
         }
         backend
-            .sync_dir(&dir)
-            .map_err(|e| (true, format!("fsync of directory {}: {e}", dir.display())))
+            .sync_dir(dir)
+            .map_err(|e| (true, format!("fsync of directory {}: {e}", dir.display())))?;
+        // Only a durable rename makes a spare: a crash must never find a reused file under
+        // the name of the segment it used to be.
+        if kept {
+            spares.add(segment);
+        }
+        Ok(())
     })
     .await
     .map_err(|e| StoreError::Internal(format!("compaction task failed: {e}")))?;

@@ -13,21 +13,33 @@ use super::format::record::kind;
 use super::{segment_path, CrashMode, EmbeddedConfig, EmbeddedStore, FaultyBackend, FsyncPolicy};
 use crate::api::{NewMessage, ReceiveSpec, Store};
 
-const DIR: &str = "/data";
+pub(super) const DIR: &str = "/data";
 
-fn seg_dir() -> PathBuf {
+pub(super) fn seg_dir() -> PathBuf {
     Path::new(DIR).join(super::SEGMENTS_DIR)
 }
 
-async fn open(disk: &FaultyBackend, segment_bytes: u64) -> Arc<EmbeddedStore> {
+/// A configuration on `disk` with `segment_bytes` and fsync always.
+pub(super) fn config(disk: &FaultyBackend, segment_bytes: u64) -> EmbeddedConfig {
     let mut cfg = EmbeddedConfig::new(DIR);
     cfg.backend = Arc::new(disk.clone());
     cfg.segment_bytes = segment_bytes;
     cfg.fsync = FsyncPolicy::Always;
-    EmbeddedStore::open(cfg).await.unwrap()
+    cfg
 }
 
-fn message(queues: &[&str], topic: Option<&str>, body: &str, region: &str) -> NewMessage {
+pub(super) async fn open(disk: &FaultyBackend, segment_bytes: u64) -> Arc<EmbeddedStore> {
+    EmbeddedStore::open(config(disk, segment_bytes))
+        .await
+        .unwrap()
+}
+
+pub(super) fn message(
+    queues: &[&str],
+    topic: Option<&str>,
+    body: &str,
+    region: &str,
+) -> NewMessage {
     NewMessage {
         queues: queues.iter().map(|q| q.to_string()).collect(),
         topic: topic.map(Name::from),
@@ -53,7 +65,7 @@ fn transient(mut m: NewMessage) -> NewMessage {
     m
 }
 
-fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> ReceiveSpec {
+pub(super) fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> ReceiveSpec {
     ReceiveSpec {
         source: Source::Queue(queue.into()),
         order: Order::Time,
@@ -68,7 +80,7 @@ fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> ReceiveSp
 }
 
 /// Bodies ready on `queue`, in time order.
-async fn bodies(store: &EmbeddedStore, queue: &str) -> Vec<String> {
+pub(super) async fn bodies(store: &EmbeddedStore, queue: &str) -> Vec<String> {
     store
         .receive(
             &spec(queue, ReceiveMode::Peek, AckMode::Auto, 0),

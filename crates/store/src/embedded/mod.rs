@@ -8,6 +8,7 @@
 //!   transactions, segment accounting;
 //! - `recovery`: replaying the log at open, truncating a torn tail;
 //! - `compaction`: deleting and rewriting old segments (`maintain()`);
+//! - `spares`: compacted segment files kept to be reused as new segments;
 //! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together.
 
 use std::path::{Path, PathBuf};
@@ -27,12 +28,18 @@ mod format;
 #[cfg(test)]
 mod perf_tests;
 mod recovery;
+#[cfg(test)]
+mod spare_tests;
+mod spares;
 mod state;
 mod store;
 mod writer;
 
 pub use backend::{Backend, BackendFile, CrashMode, FaultKind, FaultyBackend, FsBackend};
-pub use config::{EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_SEGMENT_BYTES};
+pub use config::{
+    EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_SEGMENT_BYTES,
+    DEFAULT_SPARE_SEGMENTS,
+};
 pub use store::EmbeddedStore;
 
 /// Sub-directory of the data directory that holds the segments.
@@ -46,9 +53,23 @@ pub fn segment_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:0SEGMENT_DIGITS$}.log"))
 }
 
+/// Path of the spare file that was segment `n`: `<dir>/<20-digit n>.spare`.
+pub fn spare_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:0SEGMENT_DIGITS$}.spare"))
+}
+
 /// The segment number a file name stands for, if it is a segment's name.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".log")?;
+    parse_numbered(name, ".log")
+}
+
+/// The former segment number of a spare file, if `name` is a spare's name.
+pub fn parse_spare_name(name: &str) -> Option<u64> {
+    parse_numbered(name, ".spare")
+}
+
+fn parse_numbered(name: &str, suffix: &str) -> Option<u64> {
+    let digits = name.strip_suffix(suffix)?;
     if digits.len() != SEGMENT_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

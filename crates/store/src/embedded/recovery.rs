@@ -11,8 +11,13 @@
 //!   drop acknowledged messages.
 //! - A record whose CRC matches but whose content makes no sense (unknown kind, bad field) is
 //!   a bug or a newer format: the store refuses to open, whichever segment it is in.
-//! - A last segment whose header is torn was being created at the crash: it holds nothing
-//!   acknowledged and is removed.
+//! - A last segment whose header is torn, or names another segment, was being created at the
+//!   crash (a reused spare file still has its old header until the new one is written): it
+//!   holds nothing acknowledged and is removed.
+//! - Records are checked against their segment's CRC mask (none in format version 1), so the
+//!   old records a reused file may hold past the real end read as a torn tail. A store whose
+//!   last segment is of version 1 continues in a new segment of the current version.
+//! - Spare files (`<n>.spare`) are handed to the pool, up to its limit; the rest are removed.
 //! - A transaction is one `Group` record whose CRC covers all of its records: torn, it is cut
 //!   like any torn record and none of it is applied; intact, all of it is.
 //! - Non-durable subscriptions are replayed like the others, then dropped (with their messages)
@@ -24,10 +29,11 @@ use std::sync::Arc;
 use super::backend::Backend;
 use super::format::header::{self, HeaderError};
 use super::format::record::{self, Frame};
+use super::format::FORMAT_VERSION;
 use super::state::journal::Journal;
 use super::state::State;
 use super::writer::Head;
-use super::{parse_segment_name, segment_path};
+use super::{parse_segment_name, parse_spare_name, segment_path, spare_path};
 use crate::error::StoreError;
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> StoreError {
@@ -42,33 +48,47 @@ fn corrupt(path: &Path, why: impl std::fmt::Display) -> StoreError {
     ))
 }
 
+/// What recovery found and opened.
+pub struct Recovered {
+    /// The replayed state.
+    pub state: State,
+    /// The active segment, open for appending.
+    pub head: Head,
+    /// The spare files kept (their former segment numbers).
+    pub spares: Vec<u64>,
+}
+
 /// Replays the log in `seg_dir` and opens its active segment for appending, creating the
-/// first segment of a new store.
+/// first segment of a new store. Keeps up to `spare_limit` spare files.
 pub fn recover(
     backend: &Arc<dyn Backend>,
     seg_dir: &Path,
     segment_bytes: u64,
-) -> Result<(State, Head), StoreError> {
+    spare_limit: usize,
+) -> Result<Recovered, StoreError> {
     backend
         .create_dir_all(seg_dir)
         .map_err(|e| io_error("creating", seg_dir, e))?;
     let names = backend
         .list(seg_dir)
         .map_err(|e| io_error("listing", seg_dir, e))?;
-    let mut numbers: Vec<u64> = names
-        .iter()
-        .filter_map(|n| {
-            let parsed = parse_segment_name(n);
-            if parsed.is_none() {
-                tracing::warn!(file = %n, "ignoring a file that is not a log segment");
-            }
-            parsed
-        })
-        .collect();
+    let mut numbers = Vec::new();
+    let mut spares = Vec::new();
+    for name in &names {
+        if let Some(n) = parse_segment_name(name) {
+            numbers.push(n);
+        } else if let Some(n) = parse_spare_name(name) {
+            spares.push(n);
+        } else {
+            tracing::warn!(file = %name, "ignoring a file that is not a log segment");
+        }
+    }
     numbers.sort_unstable();
+    let spares = keep_spares(backend, seg_dir, spares, spare_limit)?;
 
     let mut state = State::new(Journal::new(segment_bytes, 1, 0, 0));
-    let mut head: Option<(u64, u64, u64, Option<u64>)> = None; // segment, len, header len, cut
+    // segment, len, header len, cut, format version
+    let mut head: Option<(u64, u64, u64, Option<u64>, u16)> = None;
     let mut first = true;
     let count = numbers.len();
     for (i, &n) in numbers.iter().enumerate() {
@@ -77,11 +97,21 @@ pub fn recover(
         let bytes = backend
             .read(&path)
             .map_err(|e| io_error("reading", &path, e))?;
-        let (h, header_len) = match header::decode(&bytes) {
+        let being_created = match header::decode(&bytes) {
+            Ok((h, header_len)) if h.segment == n => Ok((h, header_len)),
+            Ok((h, _)) if last => Err(format!(
+                "the header is still the one of segment {} (a reused file)",
+                h.segment
+            )),
+            Ok((h, _)) => return Err(corrupt(&path, format!("header says segment {}", h.segment))),
+            Err(HeaderError::Torn(why)) if last => Err(why),
+            Err(e) => return Err(corrupt(&path, e)),
+        };
+        let (h, header_len) = match being_created {
             Ok(x) => x,
-            Err(HeaderError::Torn(why)) if last => {
+            Err(why) => {
                 tracing::warn!(segment = %path.display(), reason = %why,
-                    "removing a last segment whose header was torn by a crash");
+                    "removing a last segment whose header a crash left unwritten");
                 backend
                     .remove(&path)
                     .map_err(|e| io_error("removing", &path, e))?;
@@ -90,11 +120,12 @@ pub fn recover(
                     .map_err(|e| io_error("syncing", seg_dir, e))?;
                 break;
             }
-            Err(e) => return Err(corrupt(&path, e)),
         };
-        if h.segment != n {
-            return Err(corrupt(&path, format!("header says segment {}", h.segment)));
-        }
+        let mask = if h.version >= 2 {
+            record::segment_mask(n)
+        } else {
+            0
+        };
         if first {
             state.apply_snapshot(&h);
             first = false;
@@ -105,7 +136,7 @@ pub fn recover(
         let mut pos = header_len;
         let mut cut = None;
         loop {
-            match record::next_frame(bytes.get(pos..).unwrap_or_default()) {
+            match record::next_frame(bytes.get(pos..).unwrap_or_default(), mask) {
                 Frame::End => break,
                 Frame::Record {
                     kind,
@@ -133,11 +164,11 @@ pub fn recover(
                 }
             }
         }
-        head = Some((n, pos as u64, header_len as u64, cut));
+        head = Some((n, pos as u64, header_len as u64, cut, h.version));
     }
 
     let head = match head {
-        Some((n, len, header_len, cut)) => {
+        Some((n, len, header_len, cut, version)) => {
             let path = segment_path(seg_dir, n);
             let mut file = backend
                 .open_append(&path)
@@ -147,34 +178,85 @@ pub fn recover(
                     .and_then(|()| file.sync())
                     .map_err(|e| io_error("truncating", &path, e))?;
             }
-            state.journal.set_head(n, len, header_len);
-            Head {
-                file,
-                segment: n,
-                len,
+            if version < FORMAT_VERSION {
+                // Its records have unmasked CRCs: seal it (synced, like any sealed segment)
+                // and append the new records to a new segment.
+                tracing::info!(
+                    segment = n,
+                    version,
+                    "continuing a log of an older format version in a new segment"
+                );
+                file.sync().map_err(|e| io_error("syncing", &path, e))?;
+                drop(file);
+                start_segment(backend, seg_dir, &mut state, n + 1)?
+            } else {
+                state.journal.set_head(n, len, header_len);
+                Head {
+                    file,
+                    segment: n,
+                    len,
+                }
             }
         }
         None => {
             // A new store, or one whose only segment was torn while being created.
             let n = numbers.first().copied().unwrap_or(1).max(1);
-            let path: PathBuf = segment_path(seg_dir, n);
-            let header = state.header(n);
-            let mut file = backend
-                .create(&path)
-                .map_err(|e| io_error("creating", &path, e))?;
-            file.append(&header)
-                .and_then(|()| file.sync())
-                .and_then(|()| backend.sync_dir(seg_dir))
-                .map_err(|e| io_error("writing", &path, e))?;
-            let len = header.len() as u64;
-            state.journal.record(n, len);
-            state.journal.set_head(n, len, len);
-            Head {
-                file,
-                segment: n,
-                len,
-            }
+            start_segment(backend, seg_dir, &mut state, n)?
         }
     };
-    Ok((state, head))
+    Ok(Recovered {
+        state,
+        head,
+        spares,
+    })
+}
+
+/// Creates segment `n` with a header of the current state and makes it the active one.
+fn start_segment(
+    backend: &Arc<dyn Backend>,
+    seg_dir: &Path,
+    state: &mut State,
+    n: u64,
+) -> Result<Head, StoreError> {
+    let path: PathBuf = segment_path(seg_dir, n);
+    let header = state.header(n);
+    let mut file = backend
+        .create(&path)
+        .map_err(|e| io_error("creating", &path, e))?;
+    file.append(&header)
+        .and_then(|()| file.sync())
+        .and_then(|()| backend.sync_dir(seg_dir))
+        .map_err(|e| io_error("writing", &path, e))?;
+    let len = header.len() as u64;
+    state.journal.record(n, len);
+    state.journal.set_head(n, len, len);
+    Ok(Head {
+        file,
+        segment: n,
+        len,
+    })
+}
+
+/// Keeps up to `limit` of the spare files found, removing the others.
+fn keep_spares(
+    backend: &Arc<dyn Backend>,
+    seg_dir: &Path,
+    mut found: Vec<u64>,
+    limit: usize,
+) -> Result<Vec<u64>, StoreError> {
+    found.sort_unstable();
+    if found.len() <= limit {
+        return Ok(found);
+    }
+    for &n in found.get(limit..).unwrap_or_default() {
+        let path = spare_path(seg_dir, n);
+        backend
+            .remove(&path)
+            .map_err(|e| io_error("removing", &path, e))?;
+    }
+    backend
+        .sync_dir(seg_dir)
+        .map_err(|e| io_error("syncing", seg_dir, e))?;
+    found.truncate(limit);
+    Ok(found)
 }

@@ -22,6 +22,7 @@ use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::consumers::ConsumerClaims;
 use super::recovery;
+use super::spares::Spares;
 use super::state::messages::{BatchMemo, Handout, Walk};
 use super::state::State;
 use super::writer::{self, Log, Ticket};
@@ -42,6 +43,8 @@ pub struct EmbeddedStore {
     pub(super) backend: Arc<dyn Backend>,
     pub(super) seg_dir: PathBuf,
     pub(super) segment_bytes: u64,
+    /// Compacted segment files kept for reuse: compaction adds, the writer takes.
+    pub(super) spares: Arc<Spares>,
     /// Serialises compaction runs.
     pub(super) maintaining: tokio::sync::Mutex<()>,
     /// Which session holds each client name.
@@ -103,22 +106,35 @@ impl EmbeddedStore {
             .map_err(|e| StoreError::Unavailable(format!("locking {}: {e}", cfg.dir.display())))?;
         let seg_dir = cfg.dir.join(SEGMENTS_DIR);
         let segment_bytes = cfg.segment_bytes.max(1);
-        let (state, head) = recovery::recover(&backend, &seg_dir, segment_bytes)?;
+        let recovery::Recovered {
+            state,
+            head,
+            spares,
+        } = recovery::recover(&backend, &seg_dir, segment_bytes, cfg.spare_segments)?;
         tracing::info!(
             dir = %cfg.dir.display(),
             messages = state.message_count(),
             next_id = state.next_id,
             fsync = %cfg.fsync,
+            spare_segments = spares.len(),
             "embedded store opened"
         );
-        let log = Log::start(backend.clone(), seg_dir.clone(), cfg.fsync, head)
-            .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
+        let spares = Arc::new(Spares::new(seg_dir.clone(), cfg.spare_segments, spares));
+        let log = Log::start(
+            backend.clone(),
+            seg_dir.clone(),
+            cfg.fsync,
+            head,
+            spares.clone(),
+        )
+        .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
         Ok(Arc::new(EmbeddedStore {
             state: Mutex::new(state),
             log,
             backend,
             seg_dir,
             segment_bytes,
+            spares,
             maintaining: tokio::sync::Mutex::new(()),
             claims: Claims::default(),
             consumers: ConsumerClaims::default(),
@@ -145,6 +161,11 @@ impl EmbeddedStore {
     /// Number of messages stored (each counted once, whatever its number of queues).
     pub fn message_count(&self) -> usize {
         self.state().message_count()
+    }
+
+    /// Number of spare segment files kept for reuse (diagnostics and tests).
+    pub fn spare_segments(&self) -> usize {
+        self.spares.len()
     }
 
     /// Numbers of the segment files the log currently consists of (diagnostics and tests).

@@ -17,10 +17,12 @@
 //!   not write back, so what is on disk is unknown and no later write can be trusted. Every
 //!   write fails with `Unavailable` until the store is reopened (recovery reads what is really
 //!   there).
+//!
+//! A new segment reuses a spare file when there is one (see [`Spares`]).
 
 use std::io;
 use std::mem;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
@@ -31,6 +33,7 @@ use tokio::sync::Notify;
 use super::backend::{Backend, BackendFile};
 use super::config::FsyncPolicy;
 use super::segment_path;
+use super::spares::Spares;
 use crate::error::StoreError;
 
 /// A written buffer larger than this is not kept for reuse, so one huge batch does not pin its
@@ -182,6 +185,7 @@ impl Log {
         seg_dir: PathBuf,
         policy: FsyncPolicy,
         head: Head,
+        spares: Arc<Spares>,
     ) -> io::Result<Log> {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
@@ -207,6 +211,7 @@ impl Log {
             last_sync: Instant::now(),
             carry: None,
             spare: Vec::new(),
+            spares,
         };
         let thread = std::thread::Builder::new()
             .name("ferry-log-writer".into())
@@ -369,6 +374,8 @@ struct Writer {
     /// Bytes a failed write left unwritten; written before anything else.
     carry: Option<Work>,
     spare: Vec<u8>,
+    /// Compacted segment files to reuse for new segments.
+    spares: Arc<Spares>,
 }
 
 /// How a batch failed.
@@ -595,17 +602,17 @@ impl Writer {
         })
     }
 
-    /// Seals the active segment (always synced, whatever the policy, so that only the last
-    /// segment can ever have a torn tail) and starts the next one.
+    /// Seals the active segment (cut to what was written, since a reused file may hold old
+    /// bytes past it, and synced whatever the policy, so that only the last segment can ever
+    /// have a torn tail) and starts the next one.
     fn roll(&mut self, roll: &Roll) -> Result<(), String> {
-        if self.dirty {
-            self.sync_file().map_err(|_| "fsync failed".to_owned())?;
-        }
+        self.file
+            .truncate(self.len)
+            .map_err(|e| format!("sealing segment {} failed: {e}", self.segment))?;
+        self.dirty = true;
+        self.sync_file().map_err(|_| "fsync failed".to_owned())?;
         let path = segment_path(&self.seg_dir, roll.segment);
-        let mut file = self
-            .backend
-            .create(&path)
-            .map_err(|e| format!("creating {} failed: {e}", path.display()))?;
+        let mut file = self.new_segment_file(&path)?;
         if let Err(e) = file.append(&roll.header) {
             // Leave no half header behind; the retry creates the file again.
             let _ = file.truncate(0);
@@ -618,9 +625,30 @@ impl Writer {
         self.segment = roll.segment;
         self.len = roll.header.len() as u64;
         self.dirty = true;
+        // Makes the new name durable (and a spare's rename with it) before any record in the
+        // segment can be acknowledged.
         self.sync_dir()
             .map_err(|_| "directory fsync failed".to_owned())?;
         Ok(())
+    }
+
+    /// The file for a new segment at `path`: a spare renamed and overwritten in place when
+    /// there is one, a new file otherwise.
+    fn new_segment_file(&mut self, path: &Path) -> Result<Box<dyn BackendFile>, String> {
+        while let Some(spare) = self.spares.take() {
+            match self
+                .backend
+                .rename(&spare, path)
+                .and_then(|()| self.backend.open_overwrite(path))
+            {
+                Ok(file) => return Ok(file),
+                Err(e) => tracing::warn!(spare = %spare.display(), error = %e,
+                    "could not reuse a spare segment file; trying the next"),
+            }
+        }
+        self.backend
+            .create(path)
+            .map_err(|e| format!("creating {} failed: {e}", path.display()))
     }
 }
 

@@ -88,8 +88,20 @@ pub fn bodies(ds: &[Delivery]) -> Vec<String> {
 
 /// The segment files on `disk`, oldest first, with their lengths.
 pub fn segments(disk: &FaultyBackend) -> Vec<(PathBuf, usize)> {
+    files_ending(disk, "log")
+}
+
+/// The spare segment files kept for reuse, with their lengths.
+pub fn spares(disk: &FaultyBackend) -> Vec<(PathBuf, usize)> {
+    files_ending(disk, "spare")
+}
+
+fn files_ending(disk: &FaultyBackend, extension: &str) -> Vec<(PathBuf, usize)> {
     disk.files()
         .into_iter()
-        .filter(|(p, _)| p.parent() == Some(seg_dir().as_path()))
+        .filter(|(p, _)| {
+            p.parent() == Some(seg_dir().as_path())
+                && p.extension().and_then(|e| e.to_str()) == Some(extension)
+        })
         .collect()
 }

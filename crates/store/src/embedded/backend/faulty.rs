@@ -5,6 +5,11 @@
 //! and can ask for the image a crash would leave: after `kill -9` everything written survives;
 //! after a machine crash the synced bytes survive, plus any prefix of the unsynced tail, which may
 //! also come back garbled. It is public so that broker tests can use it as well.
+//!
+//! A file reused with [`Backend::open_overwrite`] keeps its old content as what the disk holds
+//! until a sync: a crash image shows the unsynced overwrites up to some point, then the old
+//! bytes, as a real disk would. A rename not yet made durable by a directory sync leaves the
+//! file under either name.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -62,8 +67,13 @@ struct FileImage {
     /// Bytes known to be on stable storage.
     synced: usize,
     /// Whether the file's name survives a machine crash (a directory sync happened since its
-    /// creation).
+    /// creation or rename).
     name_durable: bool,
+    /// The name it had before its last rename.
+    renamed_from: Option<PathBuf>,
+    /// What stable storage holds from offset `synced` on: the old content of a file being
+    /// overwritten, shown by a crash past the surviving part of the unsynced writes.
+    stale: Vec<u8>,
 }
 
 /// The whole simulated disk.
@@ -157,6 +167,7 @@ impl FaultyBackend {
                 data,
                 synced,
                 name_durable: true,
+                ..FileImage::default()
             },
         );
     }
@@ -182,6 +193,7 @@ impl FaultyBackend {
                         synced: data.len(),
                         data,
                         name_durable: true,
+                        ..FileImage::default()
                     };
                     files.insert(path.clone(), image);
                 }
@@ -192,8 +204,13 @@ impl FaultyBackend {
         };
         let mut rng = SplitMix(seed);
         for (path, f) in &d.files {
+            let mut path = path;
             if !f.name_durable && rng.next().is_multiple_of(2) {
-                continue;
+                // The creation or the rename did not reach the disk.
+                match &f.renamed_from {
+                    Some(from) => path = from,
+                    None => continue,
+                }
             }
             let synced = f.synced.min(f.data.len());
             let tail = f.data.len() - synced;
@@ -212,10 +229,13 @@ impl FaultyBackend {
                     }
                 }
             }
+            // Past the surviving writes, the disk still holds the old content.
+            data.extend_from_slice(f.stale.get(data.len()..).unwrap_or_default());
             let image = FileImage {
                 synced: data.len(),
                 data,
                 name_durable: true,
+                ..FileImage::default()
             };
             files.insert(path.clone(), image);
         }
@@ -290,25 +310,49 @@ impl Backend for FaultyBackend {
         d.files.insert(
             path.to_path_buf(),
             FileImage {
-                data: Vec::new(),
-                synced: 0,
                 name_durable,
+                ..FileImage::default()
             },
         );
         Ok(Box::new(FaultyFile {
             backend: self.clone(),
             path: path.to_path_buf(),
+            pos: 0,
         }))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {
-        if !self.disk().files.contains_key(path) {
-            return Err(not_found(path));
-        }
+        let pos = match self.disk().files.get(path) {
+            Some(f) => f.data.len(),
+            None => return Err(not_found(path)),
+        };
         Ok(Box::new(FaultyFile {
             backend: self.clone(),
             path: path.to_path_buf(),
+            pos,
         }))
+    }
+
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {
+        let mut d = self.disk();
+        let f = d.files.get_mut(path).ok_or_else(|| not_found(path))?;
+        // The old content is what the disk holds until the overwrites are synced.
+        f.stale = f.data.clone();
+        f.synced = 0;
+        Ok(Box::new(FaultyFile {
+            backend: self.clone(),
+            path: path.to_path_buf(),
+            pos: 0,
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut d = self.disk();
+        let mut f = d.files.remove(from).ok_or_else(|| not_found(from))?;
+        f.name_durable = false;
+        f.renamed_from = Some(from.to_path_buf());
+        d.files.insert(to.to_path_buf(), f);
+        Ok(())
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -340,6 +384,17 @@ impl Backend for FaultyBackend {
 struct FaultyFile {
     backend: FaultyBackend,
     path: PathBuf,
+    /// Where the next append writes.
+    pos: usize,
+}
+
+/// Writes `buf` into `data` at `pos`, over what is there and past its end.
+fn write_at(data: &mut Vec<u8>, pos: usize, buf: &[u8]) {
+    let over = data.len().saturating_sub(pos).min(buf.len());
+    if let (Some(dst), Some(src)) = (data.get_mut(pos..pos + over), buf.get(..over)) {
+        dst.copy_from_slice(src);
+    }
+    data.extend_from_slice(buf.get(over..).unwrap_or_default());
 }
 
 impl BackendFile for FaultyFile {
@@ -359,12 +414,16 @@ impl BackendFile for FaultyFile {
         match fault {
             Some(kind) => {
                 // A real disk filling up usually takes part of the write first.
-                f.data
-                    .extend_from_slice(buf.get(..buf.len() / 2).unwrap_or_default());
+                write_at(
+                    &mut f.data,
+                    self.pos,
+                    buf.get(..buf.len() / 2).unwrap_or_default(),
+                );
                 Err(kind.error())
             }
             None => {
-                f.data.extend_from_slice(buf);
+                write_at(&mut f.data, self.pos, buf);
+                self.pos += buf.len();
                 Ok(())
             }
         }
@@ -378,6 +437,7 @@ impl BackendFile for FaultyFile {
             .get_mut(&self.path)
             .ok_or_else(|| not_found(&self.path))?;
         f.synced = f.data.len();
+        f.stale.clear();
         Ok(())
     }
 
@@ -389,7 +449,9 @@ impl BackendFile for FaultyFile {
             .ok_or_else(|| not_found(&self.path))?;
         let len = usize::try_from(len).unwrap_or(usize::MAX);
         f.data.truncate(len);
+        f.stale.truncate(len);
         f.synced = f.synced.min(f.data.len());
+        self.pos = f.data.len();
         Ok(())
     }
 }

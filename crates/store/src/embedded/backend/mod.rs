@@ -6,7 +6,8 @@
 //!
 //! The trait is deliberately small: the engine only ever lists a directory, reads a whole
 //! segment at recovery, appends to the active segment, truncates a torn or failed tail, syncs,
-//! and removes compacted segments.
+//! and renames or removes compacted segments (a renamed one is kept as a spare and later
+//! reused, overwritten from its start, as a new segment).
 
 use std::fmt;
 use std::io;
@@ -32,6 +33,12 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
     /// Opens an existing file for appending at its end.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
+    /// Opens an existing file for writing from its start, keeping its content: each append
+    /// overwrites the old bytes in place (past them, the file grows), and the old bytes after
+    /// the last append stay until the file is truncated.
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
+    /// Renames a file, replacing `to` if it exists (durable after [`Backend::sync_dir`]).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the creation and removal of entries in `dir` durable.
@@ -43,11 +50,13 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
 
 /// An open file that is only ever appended to, synced or truncated.
 pub trait BackendFile: Send {
-    /// Appends all of `buf`. On error a prefix of `buf` may have been written: the caller
-    /// truncates back to the last length it knows good.
+    /// Appends all of `buf` at the end of what was written (for a file opened with
+    /// [`Backend::open_overwrite`], over the old bytes there). On error a prefix of `buf` may
+    /// have been written: the caller truncates back to the last length it knows good.
     fn append(&mut self, buf: &[u8]) -> io::Result<()>;
     /// Makes the content written so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
-    /// Cuts the file to `len` bytes; later appends go to the new end.
+    /// Cuts the file to `len` bytes (dropping any old bytes past them); later appends go to
+    /// the new end.
     fn truncate(&mut self, len: u64) -> io::Result<()>;
 }

@@ -7,7 +7,7 @@
 
 use super::codec::{put_str, put_u16, put_u32, put_u64, Reader};
 use super::subscription::{self, SubscriptionDef, SubscriptionFields};
-use super::{FormatError, FORMAT_VERSION};
+use super::{FormatError, FORMAT_VERSION, MIN_FORMAT_VERSION};
 
 /// First bytes of every segment file.
 pub const MAGIC: [u8; 8] = *b"FERRYLOG";
@@ -18,6 +18,9 @@ pub const PREFIX_LEN: usize = 16;
 /// A decoded segment header.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SegmentHeader {
+    /// The format version the segment was written in: it says how its records' CRCs are
+    /// masked (see [`record::segment_mask`](super::record::segment_mask)).
+    pub version: u16,
     /// The segment's number, also its file name.
     pub segment: u64,
     /// The next message id to hand out when the segment was created.
@@ -60,7 +63,7 @@ pub enum HeaderError {
     Torn(String),
     /// A complete header of a format version this code does not read.
     #[error(
-        "segment format version {0} is not supported (this build reads version {FORMAT_VERSION})"
+        "segment format version {0} is not supported (this build reads versions {MIN_FORMAT_VERSION} to {FORMAT_VERSION})"
     )]
     Version(u16),
     /// The checksum matches but the fields make no sense: a bug, not a torn write.
@@ -157,7 +160,7 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
     let mut r = Reader::new(body);
     let bad = HeaderError::Malformed;
     let version = r.u16("format version").map_err(bad)?;
-    if version != FORMAT_VERSION {
+    if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(HeaderError::Version(version));
     }
     let _reserved = r.u16("reserved").map_err(bad)?;
@@ -208,6 +211,7 @@ pub fn decode(buf: &[u8]) -> Result<(SegmentHeader, usize), HeaderError> {
     }
     r.finish().map_err(bad)?;
     let header = SegmentHeader {
+        version,
         segment,
         next_id,
         queues,
@@ -230,6 +234,20 @@ fn names(r: &mut Reader<'_>, field: &'static str) -> Result<Vec<String>, HeaderE
     Ok(v)
 }
 
+/// `buf`, an encoded header, rewritten as format `version` with its checksum fixed (tests build
+/// version 1 stores and future versions with it).
+#[cfg(test)]
+pub fn as_version(mut buf: Vec<u8>, version: u16) -> Vec<u8> {
+    if let Some(v) = buf.get_mut(16..18) {
+        v.copy_from_slice(&version.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(buf.get(PREFIX_LEN..).unwrap_or_default()).to_le_bytes();
+    if let Some(c) = buf.get_mut(12..16) {
+        c.copy_from_slice(&crc);
+    }
+    buf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +268,7 @@ mod tests {
         assert_eq!(
             h,
             SegmentHeader {
+                version: FORMAT_VERSION,
                 segment: 7,
                 next_id: 42,
                 queues: vec!["a".into(), "bb".into()],
@@ -306,6 +325,26 @@ mod tests {
     }
 
     #[test]
+    fn version_1_is_read_and_versions_beyond_this_build_are_refused() {
+        let buf = encode(
+            4,
+            1,
+            std::iter::empty(),
+            std::iter::empty(),
+            &[],
+            &[],
+            &TopicSnapshot::default(),
+        );
+        let (h, _) = decode(&as_version(buf.clone(), 1)).unwrap();
+        assert_eq!((h.version, h.segment), (1, 4));
+        for v in [0, FORMAT_VERSION + 1, u16::MAX] {
+            let err = decode(&as_version(buf.clone(), v)).unwrap_err();
+            assert_eq!(err, HeaderError::Version(v));
+            assert!(err.to_string().contains("reads versions 1 to 2"), "{err}");
+        }
+    }
+
+    #[test]
     fn pinned_layout() {
         let buf = encode(
             1,
@@ -318,7 +357,7 @@ mod tests {
         );
         assert_eq!(&buf[..8], b"FERRYLOG");
         assert_eq!(&buf[8..12], &28u32.to_le_bytes());
-        assert_eq!(&buf[16..18], &1u16.to_le_bytes());
+        assert_eq!(&buf[16..18], &2u16.to_le_bytes());
         assert_eq!(&buf[20..28], &1u64.to_le_bytes());
         assert_eq!(&buf[28..36], &2u64.to_le_bytes());
         assert_eq!(buf.len(), 44);

@@ -14,7 +14,15 @@ pub mod record;
 pub mod subscription;
 
 /// Version of the segment format written by this code. Bumped on any incompatible change.
-pub const FORMAT_VERSION: u16 = 1;
+///
+/// Version 2 masks each record's CRC with its segment's number ([`record::segment_mask`]), so
+/// that a segment file can be reused: stale records of the file's previous life can never pass
+/// as records of the new segment.
+pub const FORMAT_VERSION: u16 = 2;
+
+/// The oldest segment format version this code still reads. Version 1 records carry a plain
+/// CRC (mask 0); a store written in version 1 continues in a new version 2 segment.
+pub const MIN_FORMAT_VERSION: u16 = 1;
 
 /// Why bytes read from disk could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

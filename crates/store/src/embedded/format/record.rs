@@ -3,10 +3,18 @@
 //! ```text
 //! offset size field
 //! 0      4    len: bytes of kind + payload, u32 LE (>= 1)
-//! 4      4    CRC-32C of kind + payload, u32 LE
+//! 4      4    CRC-32C of kind + payload, XOR the segment's mask, u32 LE
 //! 8      1    kind
 //! 9      n    payload (len - 1 bytes)
 //! ```
+//!
+//! The mask ([`segment_mask`]) ties a record to the segment it was written in. Segment files
+//! are reused after compaction, overwritten in place from the start; a crash can leave the
+//! previous segment's records after the new segment's last one, in the very same framing. The
+//! mask makes every one of them fail its check, so recovery stops at the real end. Records are
+//! encoded with a plain CRC and masked where the journal knows their segment
+//! ([`mask_crc`]); the records inside a `Group` keep their plain CRC, as the group's own masked
+//! CRC covers them.
 //!
 //! Records are encoded straight into the log buffer under the state lock, so encoding writes
 //! into a caller's `Vec` and allocates nothing of its own.
@@ -162,6 +170,27 @@ pub enum Record {
     },
     /// A transaction's records, each with its size, to apply all together.
     Group(Vec<(Record, u32)>),
+}
+
+/// The CRC mask of segment `segment`'s records: nonzero, and different for any two segments
+/// whose numbers differ by less than 2^32 (an odd multiplier is a bijection of `u32`). Version
+/// 1 segments used no mask, which is mask 0.
+pub fn segment_mask(segment: u64) -> u32 {
+    let folded = (segment as u32) ^ ((segment >> 32) as u32);
+    match folded.wrapping_mul(0x9E37_79B1) {
+        0 => 0x9E37_79B1,
+        m => m,
+    }
+}
+
+/// Masks the CRC of the record frame at the start of `frame` with `mask` (the frame is
+/// encoded with a plain CRC; masking twice with the same mask unmasks).
+pub fn mask_crc(frame: &mut [u8], mask: u32) {
+    if let Some(field) = frame.get_mut(4..FRAME_PREFIX) {
+        let mut crc = [0u8; 4];
+        crc.copy_from_slice(field);
+        field.copy_from_slice(&(u32::from_le_bytes(crc) ^ mask).to_le_bytes());
+    }
 }
 
 /// Frames a record: writes the prefix and kind, lets `payload` write the rest, then patches
@@ -329,8 +358,9 @@ pub enum Frame<'a> {
     Torn(&'static str),
 }
 
-/// Reads the record frame at the start of `buf`, checking length and CRC.
-pub fn next_frame(buf: &[u8]) -> Frame<'_> {
+/// Reads the record frame at the start of `buf`, checking length and CRC, the CRC masked with
+/// `mask` (the segment's [`segment_mask`], or 0 for version 1 segments and records in a group).
+pub fn next_frame(buf: &[u8], mask: u32) -> Frame<'_> {
     if buf.is_empty() {
         return Frame::End;
     }
@@ -344,7 +374,7 @@ pub fn next_frame(buf: &[u8]) -> Frame<'_> {
     let Ok(covered) = r.take(len as usize, "record") else {
         return Frame::Torn("record runs past the end of the file");
     };
-    if crc32c::crc32c(covered) != crc {
+    if crc32c::crc32c(covered) ^ mask != crc {
         return Frame::Torn("record checksum mismatch");
     }
     match covered.split_first() {
@@ -417,7 +447,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
 fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
     let mut records = Vec::new();
     loop {
-        match next_frame(buf) {
+        match next_frame(buf, 0) {
             Frame::End => return Ok(records),
             Frame::Record {
                 kind: kind::GROUP, ..
@@ -527,7 +557,7 @@ mod tests {
         let mut pos = 0;
         let mut got = Vec::new();
         loop {
-            match next_frame(&out[pos..]) {
+            match next_frame(&out[pos..], 0) {
                 Frame::End => break,
                 Frame::Record {
                     kind,
@@ -588,7 +618,7 @@ mod tests {
         sample(&mut out);
         for cut in 1..out.len() {
             assert!(
-                matches!(next_frame(&out[..cut]), Frame::Torn(_)),
+                matches!(next_frame(&out[..cut], 0), Frame::Torn(_)),
                 "cut {cut}"
             );
         }
@@ -596,7 +626,7 @@ mod tests {
             for bit in 0..8 {
                 let mut b = out.clone();
                 b[byte] ^= 1 << bit;
-                match next_frame(&b) {
+                match next_frame(&b, 0) {
                     Frame::Torn(_) => {}
                     Frame::Record { .. } | Frame::End => panic!("flip {byte}.{bit} undetected"),
                 }
@@ -628,7 +658,7 @@ mod tests {
             let mut out = Vec::new();
             let n = encode_message_added(&mut out, &m, [("q", 0u32)].into_iter());
             assert_eq!(n as usize, message_added_len(&m, ["q"].into_iter()));
-            let Frame::Record { kind, payload, .. } = next_frame(&out) else {
+            let Frame::Record { kind, payload, .. } = next_frame(&out, 0) else {
                 panic!("torn")
             };
             assert_eq!(payload.len(), 8 * 3 + 1 + 3 + 1 + 2 + 7 + 2 + 5 + extra);
@@ -636,6 +666,42 @@ mod tests {
                 panic!()
             };
             assert_eq!((a.deliver_at, a.expires_at), (m.deliver_at, m.expires_at));
+        }
+    }
+
+    #[test]
+    fn a_masked_record_passes_only_in_its_own_segment() {
+        let mut out = Vec::new();
+        sample(&mut out);
+        let plain = out.clone();
+        mask_crc(&mut out, segment_mask(7));
+        assert!(matches!(
+            next_frame(&out, segment_mask(7)),
+            Frame::Record { .. }
+        ));
+        // A stale record of segment 7 left in a file reused for any later segment, or read
+        // as a version 1 (unmasked) record, fails its check.
+        for other in [0, segment_mask(6), segment_mask(8), segment_mask(7 + 1000)] {
+            assert!(matches!(next_frame(&out, other), Frame::Torn(_)), "{other}");
+        }
+        assert!(matches!(
+            next_frame(&plain, segment_mask(7)),
+            Frame::Torn(_)
+        ));
+        mask_crc(&mut out, segment_mask(7));
+        assert_eq!(out, plain, "masking twice unmasks");
+    }
+
+    #[test]
+    fn segment_masks_are_nonzero_and_distinct_over_a_long_run() {
+        let mut seen = std::collections::HashSet::new();
+        // Segment numbers start at 1.
+        for n in (1..100_000u64).chain([u32::MAX as u64, 1 << 32, u64::MAX]) {
+            let m = segment_mask(n);
+            assert_ne!(m, 0, "segment {n}");
+            if n < 100_000 {
+                assert!(seen.insert(m), "segment {n} repeats a mask");
+            }
         }
     }
 

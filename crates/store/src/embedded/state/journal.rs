@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use ferry_protocol::MessageId;
 
+use super::super::format::record;
 use super::super::writer::LogGuard;
 
 /// Accounting of one segment.
@@ -53,7 +54,8 @@ impl Journal {
     /// Appends one record: `encode` writes it into the log buffer and returns its size. If the
     /// active segment would grow past its limit (and holds at least one record, so a record
     /// larger than a segment still goes somewhere), the record opens a new segment whose
-    /// header `header(n)` builds. Returns the segment the record is in and its size.
+    /// header `header(n)` builds. The record's CRC is then masked with its segment's mask.
+    /// Returns the segment the record is in and its size.
     pub fn append(
         &mut self,
         log: &mut LogGuard<'_>,
@@ -81,6 +83,10 @@ impl Journal {
                     ..SegmentStats::default()
                 },
             );
+        }
+        // Only now is the record's segment known: mask its CRC with it.
+        if let Some(frame) = log.buf().get_mut(start..) {
+            record::mask_crc(frame, record::segment_mask(self.head));
         }
         self.head_len += grow;
         self.record(self.head, grow);
