@@ -11,10 +11,11 @@ use super::backend::{Backend, FsBackend};
 /// Default size at which the active segment is sealed and a new one started: 64 MiB.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Default number of compacted segment files kept to be reused as new segments: 16 (1 GiB at
-/// the default segment size). Reusing a file makes each commit's `fdatasync` cheaper (see
+/// Default number of compacted segment files kept to be reused as new segments: 8 (512 MiB at
+/// the default segment size; the broker compacts every second, and its heaviest loads roll a
+/// segment about every half second). Reusing a file makes each commit's `fdatasync` cheaper (see
 /// `spares`); the spares are disk space the log holds beyond its segments.
-pub const DEFAULT_SPARE_SEGMENTS: usize = 16;
+pub const DEFAULT_SPARE_SEGMENTS: usize = 8;
 
 /// When the log is fsynced. Whatever the policy, every record is handed to the kernel (a `write`
 /// system call) before the call that produced it returns, so killing the process (`kill -9`)
@@ -88,7 +89,7 @@ pub struct EmbeddedConfig {
 }
 
 impl EmbeddedConfig {
-    /// A configuration with the defaults: fsync always, 64 MiB segments, up to 16 spare
+    /// A configuration with the defaults: fsync always, 64 MiB segments, up to 8 spare
     /// segment files, the real filesystem.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         EmbeddedConfig {
