@@ -10,7 +10,7 @@ use super::engine_tests::{bodies, config, message, open, seg_dir, spec};
 use super::format::record::{self, Frame};
 use super::format::{header, FORMAT_VERSION};
 use super::{
-    parse_segment_name, CrashMode, EmbeddedStore, FaultyBackend, FsyncPolicy,
+    parse_segment_name, CrashMode, EmbeddedStore, FaultKind, FaultyBackend, FsyncPolicy,
     DEFAULT_SPARE_SEGMENTS,
 };
 use crate::api::Store;
@@ -254,4 +254,44 @@ async fn a_version_1_store_opens_and_continues_in_a_new_segment() {
         versions[old..].iter().all(|&v| v == FORMAT_VERSION),
         "{versions:?}"
     );
+}
+
+#[tokio::test]
+async fn a_segment_that_cannot_become_a_spare_is_deleted() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, 512).await;
+    prepare(&store).await;
+    send(&store, 0..60).await;
+    drain(&store).await;
+    disk.fail_renames(u32::MAX, FaultKind::Io);
+    compact(&store).await;
+    assert!(files(&disk, "spare").is_empty());
+    assert!(files(&disk, "log").len() <= 3, "{:?}", files(&disk, "log"));
+    send(&store, 60..70).await;
+    drop(store);
+    let store = open(&disk, 512).await;
+    let expected: Vec<String> = (60..70).map(body).collect();
+    assert_eq!(bodies(&store, "q").await, expected);
+}
+
+#[tokio::test]
+async fn a_spare_that_cannot_be_reused_gives_way_to_a_new_file() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, 512).await;
+    churn_into_spares(&store).await;
+    let spares = files(&disk, "spare");
+    assert!(!spares.is_empty());
+    disk.fail_renames(u32::MAX, FaultKind::Io);
+    let head = *store.segments().last().unwrap();
+    send(&store, 100..120).await;
+    assert!(*store.segments().last().unwrap() > head, "the log rolled");
+    // Every spare was tried once and dropped from the pool; the files stay for the next open.
+    assert_eq!(store.spare_segments(), 0);
+    assert_eq!(files(&disk, "spare"), spares);
+    drop(store);
+    disk.fail_renames(0, FaultKind::Io);
+    let store = open(&disk, 512).await;
+    let expected: Vec<String> = (100..120).map(body).collect();
+    assert_eq!(bodies(&store, "q").await, expected);
+    assert_eq!(store.spare_segments(), spares.len());
 }

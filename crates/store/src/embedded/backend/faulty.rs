@@ -1,10 +1,10 @@
 //! [`FaultyBackend`]: in-memory files for tests, with injected failures and crash images.
 //!
 //! Each file remembers how many of its bytes were synced, and whether its name was made durable
-//! by a directory sync. A test can make the next writes or syncs fail (with `ENOSPC` or `EIO`),
-//! and can ask for the image a crash would leave: after `kill -9` everything written survives;
-//! after a machine crash the synced bytes survive, plus any prefix of the unsynced tail, which may
-//! also come back garbled. It is public so that broker tests can use it as well.
+//! by a directory sync. A test can make the next writes, syncs or renames fail (with `ENOSPC` or
+//! `EIO`), and can ask for the image a crash would leave: after `kill -9` everything written
+//! survives; after a machine crash the synced bytes survive, plus any prefix of the unsynced
+//! tail, which may also come back garbled. It is public so that broker tests can use it as well.
 //!
 //! A file reused with [`Backend::open_overwrite`] keeps its old content as what the disk holds
 //! until a sync: a crash image shows the unsynced overwrites up to some point, then the old
@@ -86,6 +86,9 @@ struct Disk {
     /// Failures still to inject into file and directory syncs.
     failing_syncs: u32,
     sync_fault: Option<FaultKind>,
+    /// Failures still to inject into renames.
+    failing_renames: u32,
+    rename_fault: Option<FaultKind>,
     writes: u64,
     syncs: u64,
 }
@@ -132,6 +135,13 @@ impl FaultyBackend {
         let mut d = self.disk();
         d.failing_syncs = n;
         d.sync_fault = Some(kind);
+    }
+
+    /// Makes the next `n` renames fail with `kind`, leaving the file where it was.
+    pub fn fail_renames(&self, n: u32, kind: FaultKind) {
+        let mut d = self.disk();
+        d.failing_renames = n;
+        d.rename_fault = Some(kind);
     }
 
     /// Number of appends attempted so far.
@@ -348,6 +358,10 @@ impl Backend for FaultyBackend {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut d = self.disk();
+        if d.failing_renames > 0 {
+            d.failing_renames -= 1;
+            return Err(d.rename_fault.unwrap_or(FaultKind::Io).error());
+        }
         let mut f = d.files.remove(from).ok_or_else(|| not_found(from))?;
         f.name_durable = false;
         f.renamed_from = Some(from.to_path_buf());
