@@ -1,6 +1,8 @@
 //! Recovery from damaged logs: a torn or corrupt tail of the last segment is truncated; damage
 //! anywhere else refuses to open with a clear error.
 
+use std::path::PathBuf;
+
 use ferry_protocol::{AckMode, ReceiveMode};
 use ferry_store::embedded::FaultyBackend;
 use ferry_store::{Store, StoreError};
@@ -136,16 +138,23 @@ async fn corrupt_non_last_segment_refuses_to_open() {
         .contains("header"));
 }
 
-#[tokio::test]
-async fn torn_header_of_last_segment_removes_it() {
+/// A store of several segments, what it holds, its last segment's path and the path the next
+/// segment would have.
+async fn before_the_next_segment() -> (FaultyBackend, Vec<String>, PathBuf, PathBuf) {
     let disk = several_segments().await;
     let store = open(&disk, 200).await.unwrap();
     let before = bodies(&peek_all(&store, "q").await);
     drop(store);
     let (last, _) = segments(&disk).pop().unwrap();
     let n: u64 = last.file_stem().unwrap().to_str().unwrap().parse().unwrap();
-    // A crash while creating segment n+1 leaves a few bytes of its header.
     let next = last.with_file_name(format!("{:020}.log", n + 1));
+    (disk, before, last, next)
+}
+
+#[tokio::test]
+async fn torn_header_of_last_segment_removes_it() {
+    let (disk, before, _, next) = before_the_next_segment().await;
+    // A crash while creating segment n+1 leaves a few bytes of its header.
     disk.set_file(&next, b"FERRYL".to_vec());
     let store = open(&disk, 200).await.unwrap();
     assert_eq!(bodies(&peek_all(&store, "q").await), before);
@@ -170,15 +179,9 @@ async fn unknown_format_version_refuses_to_open() {
 
 #[tokio::test]
 async fn a_last_segment_still_holding_another_segments_header_is_removed() {
-    let disk = several_segments().await;
-    let store = open(&disk, 200).await.unwrap();
-    let before = bodies(&peek_all(&store, "q").await);
-    drop(store);
-    let (last, _) = segments(&disk).pop().unwrap();
-    let n: u64 = last.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let (disk, before, last, next) = before_the_next_segment().await;
     // A crash right after a spare file was renamed to segment n+1, before its new header was
     // written: the file still holds an older segment's header and records.
-    let next = last.with_file_name(format!("{:020}.log", n + 1));
     disk.set_file(&next, disk.file(&last).unwrap());
     let store = open(&disk, 200).await.unwrap();
     assert_eq!(bodies(&peek_all(&store, "q").await), before);

@@ -112,12 +112,7 @@ pub fn recover(
             Err(why) => {
                 tracing::warn!(segment = %path.display(), reason = %why,
                     "removing a last segment whose header a crash left unwritten");
-                backend
-                    .remove(&path)
-                    .map_err(|e| io_error("removing", &path, e))?;
-                backend
-                    .sync_dir(seg_dir)
-                    .map_err(|e| io_error("syncing", seg_dir, e))?;
+                remove_durably(backend, seg_dir, &[path])?;
                 break;
             }
         };
@@ -248,15 +243,29 @@ fn keep_spares(
     if found.len() <= limit {
         return Ok(found);
     }
-    for &n in found.get(limit..).unwrap_or_default() {
-        let path = spare_path(seg_dir, n);
+    let extra: Vec<PathBuf> = found
+        .get(limit..)
+        .unwrap_or_default()
+        .iter()
+        .map(|&n| spare_path(seg_dir, n))
+        .collect();
+    remove_durably(backend, seg_dir, &extra)?;
+    found.truncate(limit);
+    Ok(found)
+}
+
+/// Removes files of `seg_dir` and makes their removal durable.
+fn remove_durably(
+    backend: &Arc<dyn Backend>,
+    seg_dir: &Path,
+    paths: &[PathBuf],
+) -> Result<(), StoreError> {
+    for path in paths {
         backend
-            .remove(&path)
-            .map_err(|e| io_error("removing", &path, e))?;
+            .remove(path)
+            .map_err(|e| io_error("removing", path, e))?;
     }
     backend
         .sync_dir(seg_dir)
-        .map_err(|e| io_error("syncing", seg_dir, e))?;
-    found.truncate(limit);
-    Ok(found)
+        .map_err(|e| io_error("syncing", seg_dir, e))
 }

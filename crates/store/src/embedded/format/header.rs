@@ -324,17 +324,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn version_1_is_read_and_versions_beyond_this_build_are_refused() {
-        let buf = encode(
-            4,
-            1,
+    /// The header of an empty store's segment `segment` with next id `next_id`.
+    fn empty(segment: u64, next_id: u64) -> Vec<u8> {
+        encode(
+            segment,
+            next_id,
             std::iter::empty(),
             std::iter::empty(),
             &[],
             &[],
             &TopicSnapshot::default(),
-        );
+        )
+    }
+
+    #[test]
+    fn version_1_is_read_and_versions_beyond_this_build_are_refused() {
+        let buf = empty(4, 1);
         let (h, _) = decode(&as_version(buf.clone(), 1)).unwrap();
         assert_eq!((h.version, h.segment), (1, 4));
         for v in [0, FORMAT_VERSION + 1, u16::MAX] {
@@ -346,15 +351,7 @@ mod tests {
 
     #[test]
     fn pinned_layout() {
-        let buf = encode(
-            1,
-            2,
-            std::iter::empty(),
-            std::iter::empty(),
-            &[],
-            &[],
-            &TopicSnapshot::default(),
-        );
+        let buf = empty(1, 2);
         assert_eq!(&buf[..8], b"FERRYLOG");
         assert_eq!(&buf[8..12], &28u32.to_le_bytes());
         assert_eq!(&buf[16..18], &2u16.to_le_bytes());
