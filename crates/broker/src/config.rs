@@ -87,6 +87,8 @@ pub struct ConfigLayer {
     pub store_pool_size: Option<u32>,
     /// Most messages and acks per database transaction (postgres engine).
     pub store_batch_max: Option<u32>,
+    /// Compacted log segment files kept for reuse (embedded engine).
+    pub spare_segments: Option<u32>,
     /// This node's name among the nodes sharing a database (postgres engine).
     pub node: Option<String>,
     /// Milliseconds without a heartbeat after which a node counts as dead (postgres engine).
@@ -112,6 +114,7 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_STORE",
     "FERRY_STORE_POOL_SIZE",
     "FERRY_STORE_BATCH_MAX",
+    "FERRY_SPARE_SEGMENTS",
     "FERRY_NODE",
     "FERRY_NODE_TIMEOUT_MS",
 ];
@@ -227,6 +230,9 @@ impl ConfigLayer {
                 "FERRY_STORE_BATCH_MAX" => {
                     layer.store_batch_max = Some(parse_env_u32("store_batch_max", &v)?)
                 }
+                "FERRY_SPARE_SEGMENTS" => {
+                    layer.spare_segments = Some(parse_env_u32("spare_segments", &v)?)
+                }
                 "FERRY_NODE" => layer.node = Some(v),
                 "FERRY_NODE_TIMEOUT_MS" => {
                     layer.node_timeout_ms = Some(parse_env_u32("node_timeout_ms", &v)?)
@@ -269,6 +275,9 @@ impl ConfigLayer {
         }
         if let Some(v) = self.store_batch_max {
             cfg.store_batch_max = v;
+        }
+        if let Some(v) = self.spare_segments {
+            cfg.spare_segments = v;
         }
         if let Some(v) = &self.node {
             cfg.node = Some(v.clone());
@@ -325,6 +334,9 @@ pub struct BrokerConfig {
     pub store_pool_size: u32,
     /// Most messages and acks per database transaction (postgres engine).
     pub store_batch_max: u32,
+    /// How many compacted log segment files the embedded engine keeps to reuse as new
+    /// segments (0: delete them). Each is a segment's size (64 MiB) of disk.
+    pub spare_segments: u32,
     /// This node's name among the nodes sharing a database; unique among the live ones.
     /// `None`: a name generated at start ([`crate::node::generated_name`]).
     pub node: Option<String>,
@@ -350,6 +362,7 @@ impl Default for BrokerConfig {
             store: StoreSetting::Embedded,
             store_pool_size: 16,
             store_batch_max: 1024,
+            spare_segments: ferry_store::embedded::DEFAULT_SPARE_SEGMENTS as u32,
             node: None,
             node_timeout_ms: 10_000,
             workers: None,
@@ -438,7 +451,8 @@ impl BrokerConfig {
             "listen = \"{}\"\ndata_dir = \"{}\"\nfsync = \"{}\"\nmax_connections = {}\nmax_body_bytes = {}\n\
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
              max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
-             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\n{}node_timeout_ms = {}\n{}",
+             store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\nspare_segments = {}\n\
+             {}node_timeout_ms = {}\n{}",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -455,6 +469,7 @@ impl BrokerConfig {
             self.store.redacted(),
             self.store_pool_size,
             self.store_batch_max,
+            self.spare_segments,
             match &self.node {
                 Some(n) => format!("node = \"{n}\"\n"),
                 None => "# node: generated at start\n".to_owned(),
@@ -568,6 +583,28 @@ mod tests {
         };
         let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
         assert!(err.to_string().contains("workers"), "{err}");
+    }
+
+    #[test]
+    fn spare_segments_come_from_file_or_environment_and_zero_is_allowed() {
+        let defaults = BrokerConfig::default();
+        assert_eq!(defaults.spare_segments, 8);
+        assert!(defaults.to_toml().contains("\nspare_segments = 8\n"));
+        let file: ConfigLayer = toml::from_str("spare_segments = 2").unwrap();
+        let env =
+            ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "0".to_owned())]).unwrap();
+        let cfg = BrokerConfig::resolve(
+            Some(&file),
+            &ConfigLayer::default(),
+            &ConfigLayer::default(),
+        )
+        .unwrap();
+        assert_eq!(cfg.spare_segments, 2);
+        let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+        assert_eq!(cfg.spare_segments, 0, "0 deletes compacted segments");
+        let err = ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "-1".to_owned())])
+            .unwrap_err();
+        assert!(err.to_string().contains("spare_segments"), "{err}");
     }
 
     #[test]

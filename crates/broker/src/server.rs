@@ -108,6 +108,7 @@ impl Broker {
             StoreSetting::Embedded => {
                 let mut store_cfg = EmbeddedConfig::new(config.data_dir.join("store"));
                 store_cfg.fsync = config.fsync;
+                store_cfg.spare_segments = config.spare_segments as usize;
                 EmbeddedStore::open(store_cfg).await?
             }
             StoreSetting::Postgres(url) => {
