@@ -89,11 +89,19 @@ pub struct ConfigLayer {
     pub store_batch_max: Option<u32>,
     /// Compacted log segment files kept for reuse (embedded engine).
     pub spare_segments: Option<u32>,
+    /// Size at which a log segment is sealed (embedded engine).
+    pub segment_bytes: Option<u64>,
     /// This node's name among the nodes sharing a database (postgres engine).
     pub node: Option<String>,
     /// Milliseconds without a heartbeat after which a node counts as dead (postgres engine).
     pub node_timeout_ms: Option<u32>,
 }
+
+/// Smallest `segment_bytes`: 64 KiB.
+pub const MIN_SEGMENT_BYTES: u64 = 64 * 1024;
+
+/// Largest `segment_bytes`: 16 GiB (a segment is read whole at recovery).
+pub const MAX_SEGMENT_BYTES: u64 = 16 * 1024 * 1024 * 1024;
 
 /// Every environment variable the broker reads, with the setting it fills.
 pub const ENV_VARS: &[&str] = &[
@@ -115,6 +123,7 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_STORE_POOL_SIZE",
     "FERRY_STORE_BATCH_MAX",
     "FERRY_SPARE_SEGMENTS",
+    "FERRY_SEGMENT_BYTES",
     "FERRY_NODE",
     "FERRY_NODE_TIMEOUT_MS",
 ];
@@ -165,7 +174,10 @@ impl StoreSetting {
     }
 }
 
-fn parse_env_u32(key: &'static str, v: &str) -> Result<u32, ConfigError> {
+fn parse_env_number<T: std::str::FromStr<Err = std::num::ParseIntError>>(
+    key: &'static str,
+    v: &str,
+) -> Result<T, ConfigError> {
     v.trim()
         .parse()
         .map_err(|e: std::num::ParseIntError| ConfigError::Invalid {
@@ -201,45 +213,50 @@ impl ConfigLayer {
                 "FERRY_DATA_DIR" => layer.data_dir = Some(PathBuf::from(v)),
                 "FERRY_FSYNC" => layer.fsync = Some(v),
                 "FERRY_MAX_CONNECTIONS" => {
-                    layer.max_connections = Some(parse_env_u32("max_connections", &v)?)
+                    layer.max_connections = Some(parse_env_number("max_connections", &v)?)
                 }
                 "FERRY_MAX_BODY_BYTES" => {
-                    layer.max_body_bytes = Some(parse_env_u32("max_body_bytes", &v)?)
+                    layer.max_body_bytes = Some(parse_env_number("max_body_bytes", &v)?)
                 }
                 "FERRY_MAX_FRAME_BYTES" => {
-                    layer.max_frame_bytes = Some(parse_env_u32("max_frame_bytes", &v)?)
+                    layer.max_frame_bytes = Some(parse_env_number("max_frame_bytes", &v)?)
                 }
-                "FERRY_MAX_QUEUES" => layer.max_queues = Some(parse_env_u32("max_queues", &v)?),
+                "FERRY_MAX_QUEUES" => layer.max_queues = Some(parse_env_number("max_queues", &v)?),
                 "FERRY_MAX_IN_FLIGHT_PER_SESSION" => {
                     layer.max_in_flight_per_session =
-                        Some(parse_env_u32("max_in_flight_per_session", &v)?)
+                        Some(parse_env_number("max_in_flight_per_session", &v)?)
                 }
                 "FERRY_MAX_PREFETCH" => {
-                    layer.max_prefetch = Some(parse_env_u32("max_prefetch", &v)?)
+                    layer.max_prefetch = Some(parse_env_number("max_prefetch", &v)?)
                 }
-                "FERRY_MAX_BATCH" => layer.max_batch = Some(parse_env_u32("max_batch", &v)?),
-                "FERRY_LEASE_MS" => layer.lease_ms = Some(parse_env_u32("lease_ms", &v)?),
+                "FERRY_MAX_BATCH" => layer.max_batch = Some(parse_env_number("max_batch", &v)?),
+                "FERRY_LEASE_MS" => layer.lease_ms = Some(parse_env_number("lease_ms", &v)?),
                 "FERRY_MAX_PIPELINED" => {
-                    layer.max_pipelined = Some(parse_env_u32("max_pipelined", &v)?)
+                    layer.max_pipelined = Some(parse_env_number("max_pipelined", &v)?)
                 }
-                "FERRY_WORKERS" => layer.workers = Some(parse_env_u32("workers", &v)?),
+                "FERRY_WORKERS" => layer.workers = Some(parse_env_number("workers", &v)?),
                 "FERRY_STORE" => layer.store = Some(v),
                 "FERRY_STORE_POOL_SIZE" => {
-                    layer.store_pool_size = Some(parse_env_u32("store_pool_size", &v)?)
+                    layer.store_pool_size = Some(parse_env_number("store_pool_size", &v)?)
                 }
                 "FERRY_STORE_BATCH_MAX" => {
-                    layer.store_batch_max = Some(parse_env_u32("store_batch_max", &v)?)
+                    layer.store_batch_max = Some(parse_env_number("store_batch_max", &v)?)
                 }
                 "FERRY_SPARE_SEGMENTS" => {
-                    layer.spare_segments = Some(parse_env_u32("spare_segments", &v)?)
+                    layer.spare_segments = Some(parse_env_number("spare_segments", &v)?)
+                }
+                "FERRY_SEGMENT_BYTES" => {
+                    layer.segment_bytes = Some(parse_env_number("segment_bytes", &v)?)
                 }
                 "FERRY_NODE" => layer.node = Some(v),
                 "FERRY_NODE_TIMEOUT_MS" => {
-                    layer.node_timeout_ms = Some(parse_env_u32("node_timeout_ms", &v)?)
+                    layer.node_timeout_ms = Some(parse_env_number("node_timeout_ms", &v)?)
                 }
                 "FERRY_SHUTDOWN_GRACE_SECS" => {
-                    layer.shutdown_grace_secs =
-                        Some(u64::from(parse_env_u32("shutdown_grace_secs", &v)?))
+                    layer.shutdown_grace_secs = Some(u64::from(parse_env_number::<u32>(
+                        "shutdown_grace_secs",
+                        &v,
+                    )?))
                 }
                 _ => {}
             }
@@ -278,6 +295,9 @@ impl ConfigLayer {
         }
         if let Some(v) = self.spare_segments {
             cfg.spare_segments = v;
+        }
+        if let Some(v) = self.segment_bytes {
+            cfg.segment_bytes = v;
         }
         if let Some(v) = &self.node {
             cfg.node = Some(v.clone());
@@ -337,6 +357,9 @@ pub struct BrokerConfig {
     /// How many compacted log segment files the embedded engine keeps to reuse as new
     /// segments (0: delete them). Each is a segment's size (64 MiB) of disk.
     pub spare_segments: u32,
+    /// Size at which the embedded engine seals a log segment and starts the next; between
+    /// [`MIN_SEGMENT_BYTES`] and [`MAX_SEGMENT_BYTES`].
+    pub segment_bytes: u64,
     /// This node's name among the nodes sharing a database; unique among the live ones.
     /// `None`: a name generated at start ([`crate::node::generated_name`]).
     pub node: Option<String>,
@@ -363,6 +386,7 @@ impl Default for BrokerConfig {
             store_pool_size: 16,
             store_batch_max: 1024,
             spare_segments: ferry_store::embedded::DEFAULT_SPARE_SEGMENTS as u32,
+            segment_bytes: ferry_store::embedded::DEFAULT_SEGMENT_BYTES,
             node: None,
             node_timeout_ms: 10_000,
             workers: None,
@@ -432,6 +456,13 @@ impl BrokerConfig {
                 return Err(invalid(key, "0".into(), "must be at least 1"));
             }
         }
+        if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
+            return Err(invalid(
+                "segment_bytes",
+                self.segment_bytes.to_string(),
+                &format!("must be between {MIN_SEGMENT_BYTES} and {MAX_SEGMENT_BYTES}"),
+            ));
+        }
         if let Some(node) = &self.node {
             if !crate::node::is_valid_name(node) {
                 return Err(invalid(
@@ -452,7 +483,7 @@ impl BrokerConfig {
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
              max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
              store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\nspare_segments = {}\n\
-             {}node_timeout_ms = {}\n{}",
+             segment_bytes = {}\n{}node_timeout_ms = {}\n{}",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -470,6 +501,7 @@ impl BrokerConfig {
             self.store_pool_size,
             self.store_batch_max,
             self.spare_segments,
+            self.segment_bytes,
             match &self.node {
                 Some(n) => format!("node = \"{n}\"\n"),
                 None => "# node: generated at start\n".to_owned(),
@@ -605,6 +637,36 @@ mod tests {
         let err = ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "-1".to_owned())])
             .unwrap_err();
         assert!(err.to_string().contains("spare_segments"), "{err}");
+    }
+
+    #[test]
+    fn segment_bytes_come_from_file_or_environment_within_bounds() {
+        assert_eq!(BrokerConfig::default().segment_bytes, 64 * 1024 * 1024);
+        let file: ConfigLayer = toml::from_str("segment_bytes = 65536").unwrap();
+        let cfg = BrokerConfig::resolve(
+            Some(&file),
+            &ConfigLayer::default(),
+            &ConfigLayer::default(),
+        )
+        .unwrap();
+        assert_eq!(cfg.segment_bytes, 65536);
+        assert!(cfg.to_toml().contains("\nsegment_bytes = 65536\n"));
+        let env = ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "1048576".to_owned())])
+            .unwrap();
+        let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+        assert_eq!(cfg.segment_bytes, 1 << 20);
+        for bad in [MIN_SEGMENT_BYTES - 1, MAX_SEGMENT_BYTES + 1] {
+            let flags = ConfigLayer {
+                segment_bytes: Some(bad),
+                ..ConfigLayer::default()
+            };
+            let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+            assert!(err.to_string().contains("segment_bytes"), "{err}");
+            assert!(err.to_string().contains("between 65536 and"), "{err}");
+        }
+        let err = ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "64M".to_owned())])
+            .unwrap_err();
+        assert!(err.to_string().contains("segment_bytes"), "{err}");
     }
 
     #[test]

@@ -109,6 +109,7 @@ impl Broker {
                 let mut store_cfg = EmbeddedConfig::new(config.data_dir.join("store"));
                 store_cfg.fsync = config.fsync;
                 store_cfg.spare_segments = config.spare_segments as usize;
+                store_cfg.segment_bytes = config.segment_bytes;
                 EmbeddedStore::open(store_cfg).await?
             }
             StoreSetting::Postgres(url) => {
