@@ -519,6 +519,11 @@ impl BrokerConfig {
 mod tests {
     use super::*;
 
+    /// The configuration with `file` as the only layer.
+    fn from_file(file: &ConfigLayer) -> BrokerConfig {
+        BrokerConfig::resolve(Some(file), &ConfigLayer::default(), &ConfigLayer::default()).unwrap()
+    }
+
     #[test]
     fn layers_apply_in_order_file_env_flags() {
         let file: ConfigLayer =
@@ -576,12 +581,7 @@ mod tests {
         assert!(cfg.to_toml().contains("postgres://ferry:****@db/ferry"));
         assert!(!cfg.to_toml().contains("secret"));
         let file: ConfigLayer = toml::from_str("store = \"embedded\"").unwrap();
-        let cfg = BrokerConfig::resolve(
-            Some(&file),
-            &ConfigLayer::default(),
-            &ConfigLayer::default(),
-        )
-        .unwrap();
+        let cfg = from_file(&file);
         assert_eq!(cfg.store, StoreSetting::Embedded);
         let flags = ConfigLayer {
             store: Some("mysql://x".into()),
@@ -602,12 +602,7 @@ mod tests {
         assert_eq!(cfg.workers, Some(1));
         assert!(cfg.to_toml().contains("workers = 1\n"));
         let file: ConfigLayer = toml::from_str("workers = 3").unwrap();
-        let cfg = BrokerConfig::resolve(
-            Some(&file),
-            &ConfigLayer::default(),
-            &ConfigLayer::default(),
-        )
-        .unwrap();
+        let cfg = from_file(&file);
         assert_eq!(cfg.workers, Some(3));
         let flags = ConfigLayer {
             workers: Some(0),
@@ -625,12 +620,7 @@ mod tests {
         let file: ConfigLayer = toml::from_str("spare_segments = 2").unwrap();
         let env =
             ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "0".to_owned())]).unwrap();
-        let cfg = BrokerConfig::resolve(
-            Some(&file),
-            &ConfigLayer::default(),
-            &ConfigLayer::default(),
-        )
-        .unwrap();
+        let cfg = from_file(&file);
         assert_eq!(cfg.spare_segments, 2);
         let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
         assert_eq!(cfg.spare_segments, 0, "0 deletes compacted segments");
@@ -643,12 +633,7 @@ mod tests {
     fn segment_bytes_come_from_file_or_environment_within_bounds() {
         assert_eq!(BrokerConfig::default().segment_bytes, 64 * 1024 * 1024);
         let file: ConfigLayer = toml::from_str("segment_bytes = 65536").unwrap();
-        let cfg = BrokerConfig::resolve(
-            Some(&file),
-            &ConfigLayer::default(),
-            &ConfigLayer::default(),
-        )
-        .unwrap();
+        let cfg = from_file(&file);
         assert_eq!(cfg.segment_bytes, 65536);
         assert!(cfg.to_toml().contains("\nsegment_bytes = 65536\n"));
         let env = ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "1048576".to_owned())])

@@ -63,9 +63,7 @@ async fn compact(store: &EmbeddedStore) {
 async fn compacted_segments_become_spares_and_new_segments_reuse_them() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 512).await;
-    prepare(&store).await;
-    send(&store, 0..60).await;
-    drain(&store).await;
+    send_and_take(&store, 60).await;
     compact(&store).await;
     let kept = files(&disk, "spare");
     assert!(
@@ -97,9 +95,7 @@ async fn spares_are_kept_up_to_the_limit_and_trimmed_to_it_at_open() {
     let mut cfg = config(&disk, 512);
     cfg.spare_segments = 0;
     let store = EmbeddedStore::open(cfg).await.unwrap();
-    prepare(&store).await;
-    send(&store, 0..60).await;
-    drain(&store).await;
+    send_and_take(&store, 60).await;
     compact(&store).await;
     assert!(files(&disk, "spare").is_empty());
     assert!(files(&disk, "log").len() <= 3, "{:?}", files(&disk, "log"));
@@ -110,9 +106,7 @@ async fn spares_are_kept_up_to_the_limit_and_trimmed_to_it_at_open() {
     let mut cfg = config(&disk, 512);
     cfg.spare_segments = 3;
     let store = EmbeddedStore::open(cfg.clone()).await.unwrap();
-    prepare(&store).await;
-    send(&store, 0..60).await;
-    drain(&store).await;
+    send_and_take(&store, 60).await;
     compact(&store).await;
     assert_eq!(files(&disk, "spare").len(), 3);
     drop(store);
@@ -141,11 +135,17 @@ async fn send_into_a_reused_segment(
     (from..i + extra).map(body).collect()
 }
 
-/// Sends 40 messages and takes them, so that compaction turns their segments into spares.
-async fn churn_into_spares(store: &EmbeddedStore) {
+/// Creates the client and queue, sends `n` messages and takes them all: their segments are
+/// dead, ready for compaction.
+async fn send_and_take(store: &EmbeddedStore, n: usize) {
     prepare(store).await;
-    send(store, 0..40).await;
+    send(store, 0..n).await;
     drain(store).await;
+}
+
+/// Sends 40 messages and takes them, and compacts: their segments become spares.
+async fn churn_into_spares(store: &EmbeddedStore) {
+    send_and_take(store, 40).await;
     compact(store).await;
 }
 
@@ -260,9 +260,7 @@ async fn a_version_1_store_opens_and_continues_in_a_new_segment() {
 async fn a_segment_that_cannot_become_a_spare_is_deleted() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 512).await;
-    prepare(&store).await;
-    send(&store, 0..60).await;
-    drain(&store).await;
+    send_and_take(&store, 60).await;
     disk.fail_renames(u32::MAX, FaultKind::Io);
     compact(&store).await;
     assert!(files(&disk, "spare").is_empty());
@@ -294,4 +292,68 @@ async fn a_spare_that_cannot_be_reused_gives_way_to_a_new_file() {
     let expected: Vec<String> = (100..120).map(body).collect();
     assert_eq!(bodies(&store, "q").await, expected);
     assert_eq!(store.spare_segments(), spares.len());
+}
+
+/// Sends messages until the log has rolled once, then one more; returns how many.
+async fn send_past_one_roll(store: &EmbeddedStore) -> usize {
+    let mut n = 0;
+    while store.segments().len() < 2 {
+        send(store, n..n + 1).await;
+        n += 1;
+    }
+    send(store, n..n + 1).await;
+    n + 1
+}
+
+#[tokio::test]
+async fn garbage_spare_files_are_overwritten_and_odd_names_ignored() {
+    let dir = seg_dir();
+    // Where the second segment ends when it is a new file.
+    let probe = FaultyBackend::new();
+    let store = open(&probe, 512).await;
+    prepare(&store).await;
+    let sent = send_past_one_roll(&store).await;
+    let end = probe.file(&files(&probe, "log")[1]).unwrap().len();
+    drop(store);
+
+    // A spare holding garbage up to that end, then intact records that add a "junk" message
+    // (unmasked, as a version 1 segment or a hostile file would hold them), lined up to be
+    // read right after the new segment's last record; and files whose names only look like
+    // spares.
+    let props = ferry_protocol::Properties::new();
+    let junk_message = record::MessageFields {
+        id: 1_000,
+        created_at: 1,
+        context: 0,
+        priority: 5,
+        sender: "p",
+        receiver: None,
+        properties: &props,
+        body: b"junk",
+        deliver_at: 0,
+        expires_at: 0,
+    };
+    let mut junk = vec![0xA5u8; end];
+    for _ in 0..100 {
+        record::encode_message_added(&mut junk, &junk_message, [("q", 0u32)].into_iter());
+    }
+    let disk = FaultyBackend::new();
+    disk.set_file(&super::spare_path(&dir, 3), junk);
+    let odd = ["3.spare", "00000000000000000004.spare.tmp", "x.spare"];
+    for name in odd {
+        disk.set_file(&dir.join(name), b"FERRYLOG junk".to_vec());
+    }
+    let store = open(&disk, 512).await;
+    assert_eq!(store.spare_segments(), 1);
+    prepare(&store).await;
+    assert_eq!(send_past_one_roll(&store).await, sent);
+    assert_eq!(store.spare_segments(), 0, "the log rolled onto the spare");
+    let image = disk.crash(CrashMode::Process);
+    drop(store);
+    let store = open(&image, 512).await;
+    let expected: Vec<String> = (0..sent).map(body).collect();
+    assert_eq!(bodies(&store, "q").await, expected);
+    for name in odd {
+        assert!(image.file(&dir.join(name)).is_some(), "{name} left alone");
+    }
 }
