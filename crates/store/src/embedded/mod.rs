@@ -24,6 +24,8 @@ mod crash_tests;
 mod direct_tests;
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod expiry_tests;
 mod format;
 #[cfg(test)]
 mod perf_tests;

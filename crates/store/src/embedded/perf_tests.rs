@@ -188,3 +188,39 @@ async fn fanout_store_costs() {
         bytes
     );
 }
+
+/// The pause a purge of expired messages puts on every other operation (it holds the state
+/// lock): a backlog of 500,000 messages without a time to live and 1,000 with one, purged
+/// before and after they expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints costs; run by hand in release mode"]
+async fn purge_cost_with_a_large_backlog() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = EmbeddedConfig::new(dir.path());
+    cfg.fsync = FsyncPolicy::Never;
+    let store: Arc<EmbeddedStore> = EmbeddedStore::open(cfg).await.unwrap();
+    store.register_client("p").await.unwrap();
+    store.create_queue("q").await.unwrap();
+    let now = crate::conformance::NOW;
+    for b in 0..501 {
+        let batch: Vec<NewMessage> = (0..1000)
+            .map(|_| NewMessage {
+                persistent: false,
+                expires_at_ms: if b == 0 { now + 100 } else { 0 },
+                ..crate::conformance::msg(&["q"], "p", "x")
+            })
+            .collect();
+        for r in store.send_batch(batch).await {
+            r.unwrap();
+        }
+    }
+    for at in [now, now + 100] {
+        let t = Instant::now();
+        let purged = store.purge_expired(at).await.unwrap();
+        println!(
+            "purge at +{} ms: {purged} purged in {:.3} ms",
+            at - now,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+}

@@ -326,7 +326,7 @@ impl State {
         for &qk in &keys {
             self.place_stored(&msg, qk);
         }
-        self.messages.insert(
+        self.insert_entry(
             id,
             Entry {
                 msg,
@@ -452,16 +452,19 @@ impl State {
 
     /// Removes every ready message expired at `now_ms` from its queues; returns how many
     /// queue entries went.
+    ///
+    /// Only the messages indexed as expired are looked at; those in flight stay (and stay
+    /// indexed) until their lease ends.
     pub fn purge_expired(&mut self, log: &mut LogGuard<'_>, now_ms: u64) -> u64 {
         let doomed: Vec<(MessageId, QueueKey)> = self
-            .messages
-            .iter()
-            .filter(|(_, e)| e.msg.expired(now_ms))
+            .by_expiry
+            .range(..=(now_ms, MessageId::MAX))
+            .filter_map(|(_, id)| Some((*id, self.messages.get(id)?)))
             .flat_map(|(id, e)| {
                 e.slots
                     .iter()
                     .filter(|s| s.lease.is_none())
-                    .map(move |s| (*id, s.queue))
+                    .map(move |s| (id, s.queue))
             })
             .collect();
         let mut n = 0;

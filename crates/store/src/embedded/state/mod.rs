@@ -212,6 +212,9 @@ pub struct State {
     /// Queues whose delayed messages a receive made ready, not yet reported by
     /// [`State::delayed_due`] (so their waiters are still woken).
     due_unreported: BTreeSet<QueueKey>,
+    /// Messages with a time to live, by (expiry time, id), so that a purge of expired
+    /// messages looks at those alone instead of at every message.
+    by_expiry: BTreeSet<(u64, MessageId)>,
     /// Expiry queues that got expired messages since [`State::take_expired_to`] last ran.
     expired_to: Vec<String>,
     /// Topics by name, each with its subscriptions.
@@ -283,6 +286,7 @@ impl State {
             leases: Leases::default(),
             delayed: BTreeSet::new(),
             due_unreported: BTreeSet::new(),
+            by_expiry: BTreeSet::new(),
             expired_to: Vec::new(),
             topics: BTreeMap::new(),
             group: None,
@@ -753,6 +757,21 @@ impl State {
         found
     }
 
+    /// How many messages the expiry index holds (tests: it must not keep messages that are
+    /// gone).
+    #[cfg(test)]
+    pub fn expiry_index_len(&self) -> usize {
+        self.by_expiry.len()
+    }
+
+    /// Stores a message's entry, and indexes it by expiry time if it has one.
+    fn insert_entry(&mut self, id: MessageId, entry: Entry) {
+        if entry.msg.expires_at != 0 {
+            self.by_expiry.insert((entry.msg.expires_at, id));
+        }
+        self.messages.insert(id, entry);
+    }
+
     /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
     /// forgets the message when no queue holds it any more.
     fn drop_slot(&mut self, id: MessageId, qk: QueueKey) {
@@ -762,8 +781,11 @@ impl State {
         let e = entry.get_mut();
         e.slots.retain(|s| s.queue != qk);
         if e.slots.is_empty() {
-            let (segment, size) = (e.segment, e.size);
+            let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
             entry.remove();
+            if expires_at != 0 {
+                self.by_expiry.remove(&(expires_at, id));
+            }
             if segment != UNLOGGED {
                 self.journal.drop_live(segment, size);
             }
@@ -896,7 +918,7 @@ impl State {
             persistent: true,
         });
         let queues: Vec<QueueKey> = slots.iter().map(|s| s.queue).collect();
-        self.messages.insert(
+        self.insert_entry(
             a.id,
             Entry {
                 msg,
