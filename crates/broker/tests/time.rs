@@ -180,6 +180,40 @@ async fn dead_lettered_by_lease_expiry(s: TestServer, clock: Arc<ManualClock>) {
     s.shutdown().await;
 }
 
+/// Expired messages leave their queue through the broker's upkeep alone, with no receive
+/// passing over them; a message without a time to live stays.
+async fn expired_messages_leave_their_queue_without_a_receive(
+    s: TestServer,
+    clock: Arc<ManualClock>,
+) {
+    let alice = s.client("alice").await;
+    alice.create_queue("q").await.unwrap();
+    for i in 0..3 {
+        alice
+            .send(msg(&["q"], &format!("short {i}"), 5).with_ttl_ms(1_000))
+            .await
+            .unwrap();
+    }
+    alice.send(msg(&["q"], "plain", 5)).await.unwrap();
+    let ready = || async {
+        let queues = alice.list_queues().await.unwrap();
+        queues.iter().find(|q| q.name == "q").map(|q| q.ready)
+    };
+    assert_eq!(ready().await, Some(4));
+    clock.advance(1_000);
+    // The upkeep runs every second of real time: poll for its effect, bounded by the guard.
+    tokio::time::timeout(GUARD, async {
+        while ready().await != Some(1) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the expired messages are still queued");
+    let d = take(&alice, "q").await.unwrap();
+    assert_eq!(body(&d), "plain");
+    s.shutdown().await;
+}
+
 /// A short lease, so the broker's expiry job (every quarter lease, at least 10 ms of real
 /// time) notices a lease the manual clock ended quickly.
 const LEASE_MS: u32 = 40;
@@ -212,10 +246,17 @@ async fn embedded_expired_messages_are_never_delivered() {
     expired_messages_are_never_delivered(s, clock).await;
 }
 
+#[tokio::test]
+async fn embedded_expired_messages_leave_their_queue_without_a_receive() {
+    let clock = ManualClock::new(START);
+    let s = TestServer::start_with_clock(clock.clone(), |_| {}).await;
+    expired_messages_leave_their_queue_without_a_receive(s, clock).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_delay_ttl_and_dead_letters() {
     let pg = tokio::task::spawn_blocking(PgCluster::start).await.unwrap();
-    for scenario in 0..4 {
+    for scenario in 0..5 {
         let url = tokio::task::block_in_place(|| pg.fresh_database());
         let clock = ManualClock::new(START);
         let s = TestServer::start_with_clock(clock.clone(), |c| {
@@ -228,6 +269,7 @@ async fn postgres_delay_ttl_and_dead_letters() {
             0 => long_poll_wakes_when_a_delayed_message_is_due(s, clock).await,
             1 => subscription_pushed_when_a_delayed_message_is_due(s, clock).await,
             2 => expired_messages_are_never_delivered(s, clock).await,
+            3 => expired_messages_leave_their_queue_without_a_receive(s, clock).await,
             _ => dead_lettered_by_lease_expiry(s, clock).await,
         }
     }
