@@ -58,3 +58,58 @@ async fn shutdown_ends_long_polls_and_finishes_in_flight_requests() {
         assert!(d.is_none());
     }
 }
+
+/// The log segments in a data directory with `extension` (`log` or `spare`).
+fn segment_files(data_dir: &std::path::Path, extension: &str) -> usize {
+    std::fs::read_dir(data_dir.join("store").join("segments"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().and_then(|x| x.to_str()) == Some(extension))
+        .count()
+}
+
+/// The broker's upkeep compacts the log while it runs: once the messages that filled many
+/// segments are taken, the drained segments go (their files kept as spares, up to the limit)
+/// without a restart or any request.
+#[tokio::test]
+async fn the_broker_compacts_its_log_on_its_own() {
+    let s = TestServer::start_with(|c| c.segment_bytes = 65_536).await;
+    let c = s.client("alice").await;
+    c.create_queue("q").await.unwrap();
+    let body = "x".repeat(2_000);
+    for _ in 0..10 {
+        let batch = (0..100).map(|_| msg(&["q"], &body, 5)).collect();
+        for r in c.send_batch(batch).await.unwrap() {
+            r.unwrap();
+        }
+    }
+    let filled = segment_files(s.data_dir(), "log");
+    assert!(
+        filled > 10,
+        "2 MB of messages filled only {filled} segments"
+    );
+    let mut taken = 0;
+    while take(&c, "q").await.is_some() {
+        taken += 1;
+    }
+    assert_eq!(taken, 1_000);
+    // The upkeep compacts every second of real time: poll for its effect, bounded.
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while segment_files(s.data_dir(), "log") > 2 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "{} segments left of {filled}",
+            segment_files(s.data_dir(), "log")
+        )
+    });
+    let spares = segment_files(s.data_dir(), "spare");
+    assert!(
+        (1..=8).contains(&spares),
+        "{spares} spare files (the default keeps up to 8)"
+    );
+    s.shutdown().await;
+}
