@@ -42,26 +42,16 @@ async fn the_expiry_index_forgets_every_message_that_goes() {
     send_plain(&store).await;
     assert_eq!(index_len(&embedded), 0, "plain messages are not indexed");
 
-    store
-        .send(expiring(&["a", "b"], "on two queues", 100))
-        .await
-        .unwrap();
-    store
-        .send(expiring(&["taken"], "taken", 1_000))
-        .await
-        .unwrap();
-    store
-        .send(expiring(&["acked"], "acked", 1_000))
-        .await
-        .unwrap();
-    store
-        .send(expiring(&["flight"], "in flight", 100))
-        .await
-        .unwrap();
-    store
-        .send(expiring(&["doomed"], "queue deleted", 1_000))
-        .await
-        .unwrap();
+    let expiring_messages: [(&[&str], &str, u64); 5] = [
+        (&["a", "b"], "on two queues", 100),
+        (&["taken"], "taken", 1_000),
+        (&["acked"], "acked", 1_000),
+        (&["flight"], "in flight", 100),
+        (&["doomed"], "queue deleted", 1_000),
+    ];
+    for (queues, body, ttl_ms) in expiring_messages {
+        store.send(expiring(queues, body, ttl_ms)).await.unwrap();
+    }
     assert_eq!(index_len(&embedded), 5);
 
     // Taken before it expires, with auto ack and with client ack.
