@@ -69,6 +69,40 @@ fn bad_configuration_is_one_clear_line_and_a_failure() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("lisen"));
 }
 
+/// The log segment settings have flags too; they beat the environment, and a size out of
+/// bounds is refused with the bounds.
+#[test]
+fn segment_flags_beat_the_environment_and_are_checked() {
+    let out = serve(
+        &[
+            "--check-config",
+            "--segment-bytes",
+            "65536",
+            "--spare-segments",
+            "0",
+        ],
+        &[
+            ("FERRY_SEGMENT_BYTES", "1048576"),
+            ("FERRY_SPARE_SEGMENTS", "3"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nsegment_bytes = 65536\n"), "{text}");
+    assert!(text.contains("\nspare_segments = 0\n"), "{text}");
+    let out = serve(&["--check-config", "--segment-bytes", "4096"], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("segment_bytes") && err.contains("4096") && err.contains("65536"),
+        "{err}"
+    );
+}
+
 #[test]
 fn second_broker_on_the_same_data_dir_refuses_to_start() {
     let first = BinaryServer::start(&[]).unwrap();

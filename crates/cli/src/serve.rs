@@ -45,6 +45,13 @@ pub struct ServeArgs {
     /// Threads serving connections [default: one per core]
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
+    /// Size at which the embedded store starts a new log segment, 64 KiB to 16 GiB
+    /// [default: 67108864]
+    #[arg(long, value_name = "BYTES")]
+    pub segment_bytes: Option<u64>,
+    /// Compacted segment files the embedded store keeps to reuse; 0 deletes them [default: 8]
+    #[arg(long, value_name = "N")]
+    pub spare_segments: Option<u32>,
     /// TOML configuration file
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -69,6 +76,8 @@ impl ServeArgs {
             node: self.node.clone(),
             node_timeout_ms: self.node_timeout_ms,
             workers: self.workers,
+            segment_bytes: self.segment_bytes,
+            spare_segments: self.spare_segments,
             ..ConfigLayer::default()
         }
     }
