@@ -26,6 +26,9 @@ mod direct_tests;
 mod engine_tests;
 #[cfg(test)]
 mod expiry_tests;
+mod flusher;
+#[cfg(test)]
+mod flusher_tests;
 mod format;
 #[cfg(test)]
 mod perf_tests;

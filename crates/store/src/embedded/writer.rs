@@ -18,7 +18,9 @@
 //!   write fails with `Unavailable` until the store is reopened (recovery reads what is really
 //!   there).
 //!
-//! A new segment reuses a spare file when there is one (see [`Spares`]).
+//! A new segment reuses a spare file when there is one (see [`Spares`]). Under the `never` and
+//! `interval` policies a [`Flusher`] syncs the active segment in the background every few MiB,
+//! so that the syncs the writer still does (sealing a segment, each interval) stay short.
 
 use std::io;
 use std::mem;
@@ -32,6 +34,7 @@ use tokio::sync::Notify;
 
 use super::backend::{Backend, BackendFile};
 use super::config::FsyncPolicy;
+use super::flusher::Flusher;
 use super::segment_path;
 use super::spares::Spares;
 use crate::error::StoreError;
@@ -199,8 +202,14 @@ impl Log {
             poisoned: OnceLock::new(),
             degraded: AtomicBool::new(false),
         });
+        // Every commit syncs under `always`: nothing piles up for a background sync to do.
+        let flusher = match policy {
+            FsyncPolicy::Always => None,
+            _ => Some(Flusher::spawn(backend.clone())?),
+        };
         let writer = Writer {
             shared: shared.clone(),
+            flusher,
             backend,
             seg_dir,
             policy,
@@ -361,6 +370,8 @@ impl Drop for LogGuard<'_> {
 /// The writer thread's state.
 struct Writer {
     shared: Arc<Shared>,
+    /// Background writeback, under the policies that do not sync every commit.
+    flusher: Option<Flusher>,
     backend: Arc<dyn Backend>,
     seg_dir: PathBuf,
     policy: FsyncPolicy,
@@ -560,6 +571,9 @@ impl Writer {
             Ok(()) => {
                 self.len += bytes.len() as u64;
                 self.dirty = true;
+                if let Some(flusher) = self.flusher.as_mut() {
+                    flusher.written(&self.seg_dir, self.segment, bytes.len() as u64);
+                }
                 Ok(())
             }
             Err(e) => {

@@ -16,7 +16,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{Backend, BackendFile};
+use super::{Backend, BackendFile, Syncer};
 
 /// `ENOSPC` on Linux.
 const ENOSPC: i32 = 28;
@@ -91,6 +91,7 @@ struct Disk {
     rename_fault: Option<FaultKind>,
     writes: u64,
     syncs: u64,
+    background_syncs: u64,
 }
 
 /// In-memory files with fault injection; cheap to clone (clones share the same disk).
@@ -152,6 +153,11 @@ impl FaultyBackend {
     /// Number of file and directory syncs attempted so far.
     pub fn sync_count(&self) -> u64 {
         self.disk().syncs
+    }
+
+    /// Number of background syncs ([`Backend::open_syncer`]) done so far.
+    pub fn background_sync_count(&self) -> u64 {
+        self.disk().background_syncs
     }
 
     /// Every file with its length, in path order.
@@ -385,6 +391,24 @@ impl Backend for FaultyBackend {
             }
         }
         Ok(())
+    }
+
+    /// Makes what the file holds durable, like the real background sync; an injected sync
+    /// failure is left for the writer's own sync to meet, as a real writeback error would be.
+    fn open_syncer(&self, path: &Path) -> io::Result<Syncer> {
+        let backend = self.clone();
+        let path = path.to_path_buf();
+        Ok(Box::new(move || {
+            let mut d = backend.disk();
+            if d.failing_syncs > 0 {
+                return Ok(());
+            }
+            d.background_syncs += 1;
+            let f = d.files.get_mut(&path).ok_or_else(|| not_found(&path))?;
+            f.synced = f.data.len();
+            f.stale.clear();
+            Ok(())
+        }))
     }
 
     fn lock_dir(&self, _dir: &Path) -> io::Result<Box<dyn Send + Sync>> {

@@ -46,7 +46,17 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Takes an exclusive lock on the data directory so that two processes never write the same
     /// log; the lock lasts as long as the returned guard.
     fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn Send + Sync>>;
+    /// A handle that syncs the file at `path` (fdatasync) from a thread other than the one
+    /// writing it: background writeback, which must not change what a failed sync of the
+    /// writer's own handle reports. The default does nothing.
+    fn open_syncer(&self, path: &Path) -> io::Result<Syncer> {
+        let _ = path;
+        Ok(Box::new(|| Ok(())))
+    }
 }
+
+/// See [`Backend::open_syncer`]: each call syncs the file once.
+pub type Syncer = Box<dyn FnMut() -> io::Result<()> + Send>;
 
 /// An open file that is only ever appended to, synced or truncated.
 pub trait BackendFile: Send {
