@@ -18,6 +18,16 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     cmd.output().expect("run ferry")
 }
 
+/// The standard output of a run that must succeed (else its standard error says why not).
+fn stdout_of_success(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn check_config_layers_file_env_and_flags() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,12 +47,7 @@ fn check_config_layers_file_env_and_flags() {
         ],
         &[("FERRY_FSYNC", "interval:20"), ("FERRY_LEASE_MS", "2000")],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of_success(&out);
     assert!(text.contains("listen = \"127.0.0.1:7000\""), "{text}");
     assert!(
         text.contains("fsync = \"interval:20\""),
@@ -86,12 +91,7 @@ fn segment_flags_beat_the_environment_and_are_checked() {
             ("FERRY_SPARE_SEGMENTS", "3"),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of_success(&out);
     assert!(text.contains("\nsegment_bytes = 65536\n"), "{text}");
     assert!(text.contains("\nspare_segments = 0\n"), "{text}");
     let out = serve(&["--check-config", "--segment-bytes", "4096"], &[]);
