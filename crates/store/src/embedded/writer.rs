@@ -203,9 +203,12 @@ impl Log {
             degraded: AtomicBool::new(false),
         });
         // Every commit syncs under `always`: nothing piles up for a background sync to do.
+        // Without the thread the log still works, its syncs are only longer.
         let flusher = match policy {
             FsyncPolicy::Always => None,
-            _ => Some(Flusher::spawn(backend.clone())?),
+            _ => Flusher::spawn(backend.clone())
+                .map_err(|e| tracing::warn!(error = %e, "no background writeback thread"))
+                .ok(),
         };
         let writer = Writer {
             shared: shared.clone(),
