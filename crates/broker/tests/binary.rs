@@ -101,6 +101,16 @@ fn segment_flags_beat_the_environment_and_are_checked() {
         err.contains("segment_bytes") && err.contains("4096") && err.contains("65536"),
         "{err}"
     );
+    for bad in ["lots", "-1"] {
+        let out = serve(&["--check-config", "--spare-segments", bad], &[]);
+        assert!(!out.status.success(), "--spare-segments {bad} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(bad), "{err}");
+        assert!(
+            out.stdout.is_empty(),
+            "a refused flag printed a configuration"
+        );
+    }
 }
 
 #[test]
