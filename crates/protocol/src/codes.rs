@@ -48,11 +48,15 @@ pub enum ErrorCode {
     SubscriptionInUse = 19,
     /// A transaction request out of order: commit or rollback without `begin`, `begin` twice.
     TransactionState = 20,
+    /// The broker is short of a resource (memory over its budget, disk space kept in reserve)
+    /// and refuses new work until it recovers; retry later. Nothing of the refused request took
+    /// effect.
+    ResourceExhausted = 21,
 }
 
 impl ErrorCode {
     /// Every code, in number order.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::QueueNotFound,
         ErrorCode::QueueExists,
         ErrorCode::QueueNotEmpty,
@@ -73,6 +77,7 @@ impl ErrorCode {
         ErrorCode::TopicNotEmpty,
         ErrorCode::SubscriptionInUse,
         ErrorCode::TransactionState,
+        ErrorCode::ResourceExhausted,
     ];
 
     /// The wire number.
@@ -108,6 +113,7 @@ impl ErrorCode {
             ErrorCode::TopicNotEmpty => "TopicNotEmpty",
             ErrorCode::SubscriptionInUse => "SubscriptionInUse",
             ErrorCode::TransactionState => "TransactionState",
+            ErrorCode::ResourceExhausted => "ResourceExhausted",
         }
     }
 }

@@ -29,6 +29,7 @@ const ERROR_CODES: &[(ErrorCode, u16, &str)] = &[
     (ErrorCode::TopicNotEmpty, 18, "TopicNotEmpty"),
     (ErrorCode::SubscriptionInUse, 19, "SubscriptionInUse"),
     (ErrorCode::TransactionState, 20, "TransactionState"),
+    (ErrorCode::ResourceExhausted, 21, "ResourceExhausted"),
 ];
 
 const FRAME_KINDS: &[(FrameKind, u16)] = &[
