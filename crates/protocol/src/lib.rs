@@ -10,6 +10,7 @@
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
 //! - [`name`]: [`Name`], the shared queue and sender names of received messages;
+//! - [`topic`]: topic names and the wildcard patterns subscriptions may name;
 //! - [`version`]: the protocol version negotiated in the handshake.
 //!
 //! The byte layout of every frame is drawn in `docs/protocol.md`.
@@ -22,6 +23,7 @@ pub mod limits;
 pub mod name;
 pub mod requests;
 pub mod responses;
+pub mod topic;
 pub mod types;
 pub mod version;
 pub mod wire;

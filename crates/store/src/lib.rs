@@ -4,6 +4,7 @@
 //! - [`api`]: the trait, its argument and result types;
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
 //! - [`select`]: what a selector reads of a message, for every engine;
+//! - [`patterns`]: [`PatternIndex`], the word trie that finds the wildcard patterns a topic matches;
 //! - [`direct`]: direct delivery of non-persistent publishes to an idle push consumer;
 //! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
 //! - [`postgres`]: the engine that keeps everything in a PostgreSQL database shared by nodes;
@@ -17,6 +18,7 @@ pub mod direct;
 pub mod embedded;
 pub mod error;
 pub mod id_hash;
+pub mod patterns;
 pub mod postgres;
 pub mod select;
 
@@ -25,4 +27,5 @@ pub use direct::DirectConsumer;
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 pub use error::StoreError;
 pub use id_hash::{IdHasher, IdMap};
+pub use patterns::PatternIndex;
 pub use postgres::{PostgresConfig, PostgresStore};

@@ -34,3 +34,17 @@ async fn embedded_in_memory_with_tiny_segments_passes_conformance() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn embedded_durable_pattern_subscriptions_survive_restart() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let path = dir.path().to_owned();
+    conformance::wildcards::durable_pattern_subscriptions_survive_restart(Box::new(move || {
+        let path = path.clone();
+        Box::pin(async move {
+            EmbeddedStore::open(EmbeddedConfig::new(&path)).await.unwrap() as Arc<dyn Store>
+        })
+    }))
+    .await;
+    drop(dir);
+}

@@ -10,6 +10,7 @@
 //! - [`timing`]: delayed delivery and time to live, with time controlled by the test;
 //! - [`dead_letters`]: maximum delivery count and dead-letter queues;
 //! - [`topics`]: topics, durable and non-durable subscriptions, publishing with selectors;
+//! - [`wildcards`]: subscriptions on topic patterns (`*`, `>`), overlapping and across restarts;
 //! - [`transactions`]: all-or-nothing commits of sends, publishes and acks;
 //! - [`non_persistent`]: messages kept in memory only, settled like any other.
 //!
@@ -41,6 +42,7 @@ pub mod settling;
 pub mod timing;
 pub mod topics;
 pub mod transactions;
+pub mod wildcards;
 
 /// A boxed conformance test.
 pub type TestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -145,6 +147,12 @@ macro_rules! for_each_conformance_test {
             topics::subscribing_while_publishing_gets_a_suffix,
             topics::concurrent_publishes_reach_every_subscription_once,
             topics::consumers_of_a_subscription_exclude_each_other_unless_shared,
+            wildcards::exact_one_word_and_trailing_patterns_match,
+            wildcards::overlapping_patterns_each_get_one_copy,
+            wildcards::patterns_need_no_topic_and_publishes_still_do,
+            wildcards::pattern_subscriptions_are_listed_and_removed,
+            wildcards::pattern_subscriptions_are_durable_shared_and_selecting,
+            wildcards::many_patterns_reach_exactly_the_matching_ones,
             transactions::commit_applies_sends_publishes_and_acks,
             transactions::commit_with_missing_queue_changes_nothing,
             transactions::commit_with_missing_topic_changes_nothing,

@@ -162,9 +162,7 @@ impl State {
         }
         if let Some(t) = &m.topic {
             if !memo.knows_topic(t) {
-                if !self.topics.contains_key(t.as_str()) {
-                    return Err(StoreError::TopicNotFound(t.to_string()));
-                }
+                self.check_publish(t)?;
                 memo.note_topic(t);
             }
         }

@@ -217,8 +217,11 @@ pub struct State {
     by_expiry: BTreeSet<(u64, MessageId)>,
     /// Expiry queues that got expired messages since [`State::take_expired_to`] last ran.
     expired_to: Vec<String>,
-    /// Topics by name, each with its subscriptions.
+    /// Topics by name, each with its subscriptions; also the patterns that wildcard
+    /// subscriptions name, each while it has subscriptions (see [`topics`]).
     topics: BTreeMap<Arc<str>, Topic>,
+    /// The patterns among `topics`, indexed by word.
+    patterns: crate::patterns::PatternIndex<()>,
     /// The transaction being applied, if any.
     group: Option<Group>,
     /// Push consumers taking non-persistent publishes directly.
@@ -289,6 +292,7 @@ impl State {
             by_expiry: BTreeSet::new(),
             expired_to: Vec::new(),
             topics: BTreeMap::new(),
+            patterns: Default::default(),
             group: None,
             direct: direct::DirectTaps::default(),
             journal,

@@ -7,6 +7,13 @@
 //! subscription is created or replayed, against the stored message and places the message on
 //! the queue of every subscription it matches (see [`State::send`]).
 //!
+//! A wildcard subscription names a pattern (`prices.>`) instead of a topic. Patterns need no
+//! creating: a pattern is an entry of the same map as the topics, made by its first
+//! subscription and removed with its last, and indexed by word in a
+//! [`PatternIndex`](crate::patterns::PatternIndex) so that a publish finds the patterns its
+//! topic matches without looking at the others. A publish goes to the subscriptions of its
+//! topic and to those of every matching pattern, each once.
+//!
 //! Records: `TopicCreated`, `TopicDeleted` (which also deletes the topic's subscriptions and
 //! their messages at replay), `SubscriptionCreated` (the whole definition with its queue's
 //! settings; replaces one of the same name at replay) and `SubscriptionDeleted` (its messages
@@ -15,10 +22,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use ferry_protocol::topic::{check_pattern, is_pattern};
 use ferry_protocol::{
     subscription_queue, QueueOptions, SubscriptionInfo, SubscriptionOptions, TopicInfo,
 };
 use ferry_selector::Selector;
+use smallvec::SmallVec;
 
 use super::super::format::codec::str_fits;
 use super::super::format::header::TopicSnapshot;
@@ -28,7 +37,31 @@ use super::super::writer::LogGuard;
 use super::{check_name, IdMap, Queue, QueueKey, QueueKeys, State, Stored};
 use crate::error::StoreError;
 
-/// One topic.
+/// The most queues one message can be placed on: its `MessageAdded` record counts them in a
+/// u16.
+const MAX_TARGETS: usize = u16::MAX as usize;
+
+/// `InvalidArgument` for a pattern where a topic name is needed.
+fn not_a_pattern(what: &str, name: &str) -> Result<(), StoreError> {
+    if is_pattern(name) {
+        return Err(StoreError::InvalidArgument(format!(
+            "'{name}' is a pattern: only subscriptions may name one, not {what}"
+        )));
+    }
+    Ok(())
+}
+
+/// The error for a subscription `name` of `topic` that does not exist: a pattern exists only
+/// through its subscriptions, so there is no `TopicNotFound` for one.
+fn missing(topic: &str, name: &str) -> StoreError {
+    if is_pattern(topic) {
+        StoreError::SubscriptionNotFound(subscription_queue(topic, name))
+    } else {
+        StoreError::TopicNotFound(topic.to_owned())
+    }
+}
+
+/// One topic, or one pattern of wildcard subscriptions.
 #[derive(Debug, Default)]
 pub struct Topic {
     /// Its subscriptions by name (so listings come sorted).
@@ -86,7 +119,12 @@ pub(super) fn snapshot<'a>(
     queues: &'a IdMap<QueueKey, Queue>,
 ) -> TopicSnapshot<'a> {
     let mut snap = TopicSnapshot {
-        topics: topics.keys().map(|t| &**t).collect(),
+        // Patterns come back with their subscriptions.
+        topics: topics
+            .keys()
+            .map(|t| &**t)
+            .filter(|t| !is_pattern(t))
+            .collect(),
         subscriptions: Vec::new(),
     };
     for (topic, t) in topics {
@@ -112,6 +150,7 @@ impl State {
     /// Creates topic `name`.
     pub fn create_topic(&mut self, log: &mut LogGuard<'_>, name: &str) -> Result<(), StoreError> {
         check_name("topic", name)?;
+        not_a_pattern("a topic to create", name)?;
         if self.topics.contains_key(name) {
             return Err(StoreError::TopicExists(name.to_owned()));
         }
@@ -128,6 +167,7 @@ impl State {
         name: &str,
         force: bool,
     ) -> Result<(), StoreError> {
+        not_a_pattern("a topic to delete", name)?;
         let Some(t) = self.topics.get(name) else {
             return Err(StoreError::TopicNotFound(name.to_owned()));
         };
@@ -190,8 +230,18 @@ impl State {
                 "topic, subscription, selector or owner too long".into(),
             ));
         }
-        let Some(t) = self.topics.get(topic) else {
-            return Err(StoreError::TopicNotFound(topic.to_owned()));
+        let pattern = is_pattern(topic);
+        if pattern {
+            check_pattern(topic, u16::MAX).map_err(|e| {
+                StoreError::InvalidArgument(format!("invalid topic pattern '{topic}': {e}"))
+            })?;
+        }
+        // A pattern without subscriptions yet is made with its first one.
+        let no_subs = Topic::default();
+        let t = match self.topics.get(topic) {
+            Some(t) => t,
+            None if pattern => &no_subs,
+            None => return Err(StoreError::TopicNotFound(topic.to_owned())),
         };
         if self.user_queue(&queue).is_some() {
             // Only possible when names are not checked before: ':' is not a name character.
@@ -266,7 +316,7 @@ impl State {
     /// `TopicNotFound` or `SubscriptionNotFound` unless subscription `name` of `topic` exists.
     pub fn check_subscription(&self, topic: &str, name: &str) -> Result<(), StoreError> {
         let Some(t) = self.topics.get(topic) else {
-            return Err(StoreError::TopicNotFound(topic.to_owned()));
+            return Err(missing(topic, name));
         };
         if t.subs.contains_key(name) {
             Ok(())
@@ -285,7 +335,7 @@ impl State {
         name: &str,
     ) -> Result<(), StoreError> {
         let Some(t) = self.topics.get(topic) else {
-            return Err(StoreError::TopicNotFound(topic.to_owned()));
+            return Err(missing(topic, name));
         };
         if !t.subs.contains_key(name) {
             return Err(StoreError::SubscriptionNotFound(subscription_queue(
@@ -347,26 +397,57 @@ impl State {
         doomed.len()
     }
 
-    /// Checks that topic `name` exists; returns the names of its subscription queues (an upper
-    /// bound of where a publish goes, for size checks).
-    pub(super) fn check_topic(&self, name: &str) -> Result<impl Iterator<Item = &str>, StoreError> {
+    /// Topic `name` and the patterns it matches, each with its subscriptions: where a
+    /// publish to `name` may go. `TopicNotFound` unless the topic exists; `InvalidArgument`
+    /// for a pattern (nothing is published to one).
+    fn audience(&self, name: &str) -> Result<SmallVec<[&Topic; 4]>, StoreError> {
+        not_a_pattern("a topic to publish to", name)?;
         let Some(t) = self.topics.get(name) else {
             return Err(StoreError::TopicNotFound(name.to_owned()));
         };
-        Ok(t.subs
-            .values()
-            .filter_map(|s| self.queues.get(&s.queue).map(|q| &*q.name)))
+        let mut out = SmallVec::new();
+        out.push(t);
+        self.patterns.for_each_match(name, |p, ()| {
+            if let Some(t) = self.topics.get(p) {
+                out.push(t);
+            }
+        });
+        Ok(out)
     }
 
-    /// The queues of the subscriptions of `topic` that take `msg`, in subscription name order,
-    /// and whether they are the same for any message (no subscription has a selector).
+    /// Checks that a publish to topic `name` can be stored: the topic exists and the
+    /// subscriptions it reaches (its own and its patterns') fit one message's record.
+    pub(super) fn check_publish(&self, name: &str) -> Result<(), StoreError> {
+        let subs: usize = self.audience(name)?.iter().map(|t| t.subs.len()).sum();
+        if subs > MAX_TARGETS {
+            return Err(StoreError::LimitExceeded(format!(
+                "a publish to '{name}' would reach {subs} subscriptions (with its patterns'); \
+                 the most one message can reach is {MAX_TARGETS}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks that topic `name` exists; returns the names of the subscription queues a publish
+    /// to it may reach (an upper bound of where it goes, for size checks).
+    pub(super) fn check_topic(&self, name: &str) -> Result<impl Iterator<Item = &str>, StoreError> {
+        Ok(self.audience(name)?.into_iter().flat_map(|t| {
+            t.subs
+                .values()
+                .filter_map(|s| self.queues.get(&s.queue).map(|q| &*q.name))
+        }))
+    }
+
+    /// The queues of the subscriptions of `topic` and of the patterns it matches that take
+    /// `msg` (each subscription once: a subscription has one topic or pattern), and whether
+    /// they are the same for any message (no subscription has a selector).
     pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> (QueueKeys, bool) {
-        let Some(t) = self.topics.get(topic) else {
+        let Ok(audience) = self.audience(topic) else {
             return (QueueKeys::new(), false);
         };
-        let mut keys = QueueKeys::with_capacity(t.subs.len());
+        let mut keys = QueueKeys::with_capacity(audience.iter().map(|t| t.subs.len()).sum());
         let mut for_any = true;
-        for s in t.subs.values() {
+        for s in audience.iter().flat_map(|t| t.subs.values()) {
             for_any &= matches!(s.filter, Filter::All);
             if s.filter.matches(msg) {
                 keys.push(s.queue);
@@ -395,7 +476,7 @@ impl State {
     /// Applies a subscription definition from the log (record or header snapshot): replaces
     /// one of the same name.
     pub(super) fn replay_subscription(&mut self, def: SubscriptionDef) {
-        if !self.topics.contains_key(def.topic.as_str()) {
+        if !self.topics.contains_key(def.topic.as_str()) && !is_pattern(&def.topic) {
             tracing::warn!(topic = %def.topic, name = %def.name,
                 "subscription of a topic that does not exist; ignored");
             return;
@@ -417,6 +498,10 @@ impl State {
             q.dead_letter = f.dead_letter.map(Arc::from);
             q.expiry = f.expiry.map(Arc::from);
         }
+        if !self.topics.contains_key(f.topic) && is_pattern(f.topic) {
+            self.topics.insert(f.topic.into(), Topic::default());
+            self.patterns.insert(f.topic, ());
+        }
         if let Some(t) = self.topics.get_mut(f.topic) {
             t.subs.insert(
                 f.name.into(),
@@ -434,9 +519,17 @@ impl State {
 
     /// Removes a subscription with its queue and messages, in memory (a no-op if unknown).
     pub(super) fn remove_subscription(&mut self, topic: &str, name: &str) {
-        let Some(s) = self.topics.get_mut(topic).and_then(|t| t.subs.remove(name)) else {
+        let Some(t) = self.topics.get_mut(topic) else {
             return;
         };
+        let Some(s) = t.subs.remove(name) else {
+            return;
+        };
+        if t.subs.is_empty() && is_pattern(topic) {
+            // A pattern lives as long as its subscriptions.
+            self.topics.remove(topic);
+            self.patterns.remove(topic);
+        }
         self.drop_queue(s.queue);
     }
 
