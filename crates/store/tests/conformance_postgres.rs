@@ -39,3 +39,20 @@ ferry_store::for_each_conformance_test!(conformance_tests);
 async fn run_all_passes() {
     conformance::run_all(fresh_store).await;
 }
+
+/// Durable pattern subscriptions across a restart of the node (same database, same node name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_pattern_subscriptions_survive_restart() {
+    let url = tokio::task::spawn_blocking(|| cluster().fresh_database())
+        .await
+        .unwrap();
+    conformance::wildcards::durable_pattern_subscriptions_survive_restart(Box::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let mut cfg = PostgresConfig::new(url);
+            cfg.pool_size = 4;
+            PostgresStore::open(cfg).await.unwrap() as Arc<dyn Store>
+        })
+    }))
+    .await;
+}

@@ -63,6 +63,11 @@ fn check_alone(m: &NewMessage) -> Result<(), StoreError> {
                 "a message is either sent to queues or published to a topic".into(),
             ))
         }
+        Some(t) if ferry_protocol::topic::is_pattern(t) => {
+            return Err(StoreError::InvalidArgument(format!(
+                "'{t}' is a pattern: only subscriptions may name one, not a topic to publish to"
+            )))
+        }
         Some(_) => {}
         None if m.queues.is_empty() => {
             return Err(StoreError::InvalidArgument(

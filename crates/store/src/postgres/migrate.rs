@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_expiry_queues.sql"),
     include_str!("migrations/0007_topics.sql"),
     include_str!("migrations/0008_subscription_consumers.sql"),
+    include_str!("migrations/0009_topic_patterns.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

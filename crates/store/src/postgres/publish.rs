@@ -1,4 +1,6 @@
-//! Publishing: which subscription queues a message published to a topic goes to.
+//! Publishing: which subscription queues a message published to a topic goes to: those of the
+//! topic's subscriptions and of the subscriptions on every pattern the topic matches (found by
+//! a walk over the topic's words in the same statement; see migration 9), each once.
 //!
 //! Other nodes may subscribe or unsubscribe at any moment, so a batch that publishes reads the
 //! subscriptions of its topics in its own transaction, with one statement that also locks them
@@ -78,22 +80,56 @@ impl Subscriber {
     }
 }
 
-/// The subscriptions of each of `topics` that exists (a topic without subscriptions maps to an
-/// empty list), locked `FOR KEY SHARE` within `tx`.
+/// Finds the subscriptions a publish to each topic of `$1` reaches: the topic's own and those
+/// of every pattern it matches, one row per (topic, subscription) with the topic or pattern the
+/// subscription names, and one row without a subscription per existing topic (so that a topic
+/// without subscriptions is known to exist). Every subscription row is locked `FOR KEY SHARE`.
+///
+/// `walk` holds, per topic, the prefixes of its words (with `*` for any word) that begin some
+/// pattern, found by range probes of the `topics_patterns` index; `candidates` the pattern
+/// names that match if they exist: a full-length prefix, or a prefix followed by `>` while
+/// words remain.
+const SUBSCRIBERS: &str = "\
+WITH RECURSIVE pub AS ( \
+  SELECT id, name, string_to_array(name, '.') AS words FROM topics \
+  WHERE name = ANY($1) AND NOT is_pattern), \
+walk (topic, depth, prefix) AS ( \
+  SELECT name, 0, ''::text FROM pub \
+  UNION ALL \
+  SELECT w.topic, w.depth + 1, c.prefix FROM walk w JOIN pub p ON p.name = w.topic \
+  CROSS JOIN LATERAL unnest(ARRAY[p.words[w.depth + 1], '*']) AS x (word) \
+  CROSS JOIN LATERAL (SELECT CASE WHEN w.depth = 0 THEN x.word \
+                      ELSE w.prefix || '.' || x.word END AS prefix) c \
+  WHERE w.depth + 1 < cardinality(p.words) \
+    AND EXISTS (SELECT 1 FROM topics t WHERE t.is_pattern \
+                AND t.name COLLATE \"C\" >= c.prefix || '.' \
+                AND t.name COLLATE \"C\" < c.prefix || '/')), \
+candidates (topic, name) AS ( \
+  SELECT w.topic, CASE WHEN w.depth = 0 THEN x.word ELSE w.prefix || '.' || x.word END \
+  FROM walk w JOIN pub p ON p.name = w.topic \
+  CROSS JOIN LATERAL unnest(ARRAY[p.words[w.depth + 1], '*']) AS x (word) \
+  WHERE w.depth + 1 = cardinality(p.words) \
+  UNION ALL \
+  SELECT w.topic, CASE WHEN w.depth = 0 THEN '>' ELSE w.prefix || '.>' END FROM walk w), \
+targets (topic, topic_id, filter) AS ( \
+  SELECT name, id, name FROM pub \
+  UNION ALL \
+  SELECT c.topic, t.id, t.name FROM candidates c \
+  JOIN topics t ON t.name = c.name AND t.is_pattern), \
+s AS (SELECT s.topic_id, s.queue_id, s.name, s.selector FROM subscriptions s \
+  WHERE s.topic_id = ANY(ARRAY(SELECT topic_id FROM targets)) \
+  ORDER BY s.queue_id FOR KEY SHARE) \
+SELECT g.topic, s.queue_id, s.name, s.selector, g.filter \
+FROM targets g LEFT JOIN s ON s.topic_id = g.topic_id";
+
+/// The subscriptions a publish to each of `topics` that exists reaches (its own and its
+/// patterns'; a topic without any maps to an empty list), locked `FOR KEY SHARE` within `tx`.
 pub async fn subscribers(
     tx: &deadpool_postgres::Transaction<'_>,
     selectors: &Selectors,
     topics: &[&str],
 ) -> TxResult<HashMap<String, Vec<Subscriber>>> {
-    let stmt = tx
-        .prepare_cached(
-            "WITH s AS (SELECT s.topic_id, s.queue_id, s.name, s.selector FROM subscriptions s \
-               WHERE s.topic_id = ANY(ARRAY(SELECT id FROM topics WHERE name = ANY($1))) \
-               ORDER BY s.queue_id FOR KEY SHARE) \
-             SELECT t.name, s.queue_id, s.name, s.selector FROM topics t \
-             LEFT JOIN s ON s.topic_id = t.id WHERE t.name = ANY($1)",
-        )
-        .await?;
+    let stmt = tx.prepare_cached(SUBSCRIBERS).await?;
     let mut out: HashMap<String, Vec<Subscriber>> = HashMap::new();
     for row in tx.query(&stmt, &[&topics]).await? {
         let topic: String = row.try_get(0)?;
@@ -104,6 +140,7 @@ pub async fn subscribers(
         };
         let name: String = row.try_get(2)?;
         let text: String = row.try_get(3)?;
+        let filter: String = row.try_get(4)?;
         // Checked when the subscription was made; a text that no longer parses (a newer
         // binary's syntax) selects nothing rather than everything.
         let selector = match selectors.get(&text) {
@@ -116,7 +153,7 @@ pub async fn subscribers(
         };
         subs.push(Subscriber {
             queue_id,
-            queue: subscription_queue(&topic, &name),
+            queue: subscription_queue(&filter, &name),
             selector,
         });
     }

@@ -7,12 +7,19 @@
 //! (deleting the topic), so a topic is never deleted while a subscription is being made on it.
 //! Removing a subscription locks its row `FOR UPDATE`, which waits for the publishes that read
 //! it (see `publish`).
+//!
+//! A pattern of wildcard subscriptions is a `topics` row with `is_pattern` set: a subscribe
+//! makes it if it is missing (and tries again should it vanish before it is locked), and the
+//! statements that drop subscriptions remove the patterns they leave without any, unless
+//! another transaction holds the row (then it stays, empty: unlisted, and reused by the next
+//! subscription on it).
 
+use ferry_protocol::topic::{check_pattern, is_pattern};
 use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
 
 use super::names;
 use super::store::Inner;
-use super::tx::{drop_orphans, first_column, retrying, TxResult};
+use super::tx::{drop_orphans, first_column, retrying, TxError, TxResult};
 use crate::error::StoreError;
 
 pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
@@ -21,6 +28,7 @@ impl Inner {
     /// See [`crate::Store::create_topic`].
     pub async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
         names::check("topic", name)?;
+        not_a_pattern("a topic to create", name)?;
         retrying(|| async {
             let conn = self.conn().await?;
             let stmt = conn
@@ -38,11 +46,14 @@ impl Inner {
 
     /// See [`crate::Store::delete_topic`].
     pub async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        not_a_pattern("a topic to delete", name)?;
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
             let stmt = tx
-                .prepare_cached("SELECT id FROM topics WHERE name = $1 FOR UPDATE")
+                .prepare_cached(
+                    "SELECT id FROM topics WHERE name = $1 AND NOT is_pattern FOR UPDATE",
+                )
                 .await?;
             let Some(row) = tx.query_opt(&stmt, &[&name]).await? else {
                 return Err(StoreError::TopicNotFound(name.to_owned()).into());
@@ -88,7 +99,8 @@ impl Inner {
                          WHERE mq.queue_id = s.queue_id AND mq.lease_delivery_id IS NULL), \
                        (SELECT count(*) FROM message_queue mq \
                          WHERE mq.queue_id = s.queue_id AND mq.lease_delivery_id IS NOT NULL) \
-                     FROM topics t LEFT JOIN subscriptions s ON s.topic_id = t.id",
+                     FROM topics t LEFT JOIN subscriptions s ON s.topic_id = t.id \
+                     WHERE NOT t.is_pattern OR s.name IS NOT NULL",
                 )
                 .await?;
             let mut out: Vec<TopicInfo> = Vec::new();
@@ -140,6 +152,11 @@ impl Inner {
     ) -> Result<String, StoreError> {
         names::check("topic", topic)?;
         names::check("subscription", name)?;
+        if is_pattern(topic) {
+            check_pattern(topic, u16::MAX).map_err(|e| {
+                StoreError::InvalidArgument(format!("invalid topic pattern '{topic}': {e}"))
+            })?;
+        }
         // Parsed here so that a bad selector fails now, not at every publish.
         self.selectors.get(&options.selector)?;
         let queue = subscription_queue(topic, name);
@@ -157,7 +174,11 @@ impl Inner {
     ) -> TxResult<()> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
-        let topic_id = lock_topic(&tx, topic).await?;
+        let topic_id = if is_pattern(topic) {
+            ensure_pattern(&tx, topic).await?
+        } else {
+            lock_topic(&tx, topic).await?
+        };
         let stmt = tx
             .prepare_cached(
                 "SELECT queue_id, durable, shared, selector FROM subscriptions \
@@ -287,14 +308,19 @@ pub(super) enum RowLock {
 }
 
 /// The queue id of subscription `name` of `topic`, its row locked as `lock` says (and the topic
-/// `FOR KEY SHARE`); `None` when there is no such subscription, `TopicNotFound` for the topic.
+/// `FOR KEY SHARE`); `None` when there is no such subscription, `TopicNotFound` for the topic
+/// (a pattern without subscriptions is no missing topic: `None`).
 pub(super) async fn lock_subscription(
     tx: &Tx<'_>,
     topic: &str,
     name: &str,
     lock: RowLock,
 ) -> TxResult<Option<i64>> {
-    let topic_id = lock_topic(tx, topic).await?;
+    let topic_id = match lock_topic(tx, topic).await {
+        Ok(id) => id,
+        Err(TxError::Store(StoreError::TopicNotFound(_))) if is_pattern(topic) => return Ok(None),
+        Err(e) => return Err(e),
+    };
     let stmt = tx
         .prepare_cached(match lock {
             RowLock::Update => {
@@ -310,6 +336,73 @@ pub(super) async fn lock_subscription(
         Some(row) => Ok(Some(row.try_get(0)?)),
         None => Ok(None),
     }
+}
+
+/// `InvalidArgument` for a pattern where a topic name is needed.
+fn not_a_pattern(what: &str, name: &str) -> Result<(), StoreError> {
+    if is_pattern(name) {
+        return Err(StoreError::InvalidArgument(format!(
+            "'{name}' is a pattern: only subscriptions may name one, not {what}"
+        )));
+    }
+    Ok(())
+}
+
+/// The id of pattern `pattern`'s row, made if missing, locked `FOR KEY SHARE` (so that it is
+/// not removed as empty before the subscription being made on it commits).
+async fn ensure_pattern(tx: &Tx<'_>, pattern: &str) -> TxResult<i64> {
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO topics (name, is_pattern) VALUES ($1, true) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .await?;
+    // The row found by the insert may be removed (as empty) before it is locked; the next
+    // insert then makes it anew. Each try waits for that removal to commit, so two suffice
+    // unless removals keep coming.
+    for _ in 0..5 {
+        tx.execute(&insert, &[&pattern]).await?;
+        match lock_topic(tx, pattern).await {
+            Ok(id) => return Ok(id),
+            Err(TxError::Store(StoreError::TopicNotFound(_))) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "pattern '{pattern}' kept being removed while subscribing to it; try again"
+    ))
+    .into())
+}
+
+/// Removes those of the patterns `topic_ids` (ids of `topics` rows; others are ignored) that
+/// have no subscriptions left, as seen after locking them. A pattern row that another
+/// transaction holds (a subscribe on it, or another drop) is skipped, not waited for: two
+/// transactions dropping subscriptions of one pattern would otherwise deadlock. One skipped
+/// that ends up empty stays, unlisted, until a later drop on it removes it.
+async fn drop_empty_patterns(tx: &Tx<'_>, topic_ids: &[i64]) -> TxResult<()> {
+    if topic_ids.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT id FROM topics WHERE id = ANY($1) AND is_pattern \
+             ORDER BY id FOR UPDATE SKIP LOCKED",
+        )
+        .await?;
+    let locked = first_column::<i64>(&tx.query(&stmt, &[&topic_ids]).await?)?;
+    if locked.is_empty() {
+        return Ok(());
+    }
+    // A statement of its own, so that its snapshot, taken after the locks, sees every
+    // subscription committed on them.
+    let stmt = tx
+        .prepare_cached(
+            "DELETE FROM topics t WHERE t.id = ANY($1) \
+             AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id)",
+        )
+        .await?;
+    tx.execute(&stmt, &[&locked]).await?;
+    Ok(())
 }
 
 /// The id of `topic`, locked `FOR KEY SHARE` (it cannot be deleted until `tx` ends), or
@@ -366,13 +459,14 @@ pub async fn drop_subscriptions(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> 
     drop_orphans(tx, &ids).await?;
     let stmt = tx
         .prepare_cached(
-            "WITH s AS (DELETE FROM subscriptions WHERE queue_id = ANY($1)), \
-             c AS (DELETE FROM subscription_consumers WHERE queue_id = ANY($1)) \
-             DELETE FROM queues WHERE id = ANY($1)",
+            "WITH s AS (DELETE FROM subscriptions WHERE queue_id = ANY($1) RETURNING topic_id), \
+             c AS (DELETE FROM subscription_consumers WHERE queue_id = ANY($1)), \
+             q AS (DELETE FROM queues WHERE id = ANY($1)) \
+             SELECT DISTINCT topic_id FROM s",
         )
         .await?;
-    tx.execute(&stmt, &[&queue_ids]).await?;
-    Ok(())
+    let topics = first_column::<i64>(&tx.query(&stmt, &[&queue_ids]).await?)?;
+    drop_empty_patterns(tx, &topics).await
 }
 
 /// Drops the non-durable subscriptions `clients` made: those that are not shared, and shared
