@@ -54,7 +54,10 @@ impl<V> Default for Node<V> {
 
 impl<V> Node<V> {
     fn is_empty(&self) -> bool {
-        self.literal.is_empty() && self.one.is_none() && self.end.is_none() && self.trailing.is_none()
+        self.literal.is_empty()
+            && self.one.is_none()
+            && self.end.is_none()
+            && self.trailing.is_none()
     }
 
     /// Removes `pattern` (whose remaining words are `words`) below this node, pruning nodes
@@ -84,11 +87,7 @@ impl<V> Node<V> {
         }
     }
 
-    fn for_each_match<'s>(
-        &'s self,
-        topic: &[&str],
-        f: &mut impl FnMut(&'s Arc<str>, &'s V),
-    ) {
+    fn for_each_match<'s>(&'s self, topic: &[&str], f: &mut impl FnMut(&'s Arc<str>, &'s V)) {
         let Some((first, rest)) = topic.split_first() else {
             if let Some((p, v)) = &self.end {
                 f(p, v);
@@ -204,7 +203,10 @@ mod tests {
             vec!["*.eu.*", ">", "prices.*.fish", "prices.>", "prices.eu.fish"]
         );
         assert_eq!(matching(&index, "prices"), vec![">"]);
-        assert_eq!(matching(&index, "prices.eu"), vec![">", "prices.*", "prices.>"]);
+        assert_eq!(
+            matching(&index, "prices.eu"),
+            vec![">", "prices.*", "prices.>"]
+        );
         assert_eq!(index.insert("prices.>", 99), Some(2), "replaces");
         assert_eq!(index.len(), 8);
         assert_eq!(index.remove("prices.>"), Some(99));
@@ -225,7 +227,11 @@ mod tests {
             assert_eq!(index.remove(p), Some(()), "{p}");
         }
         assert!(index.is_empty());
-        assert!(index.root.is_empty(), "every node was pruned: {:?}", index.root);
+        assert!(
+            index.root.is_empty(),
+            "every node was pruned: {:?}",
+            index.root
+        );
     }
 
     fn word() -> impl Strategy<Value = String> {

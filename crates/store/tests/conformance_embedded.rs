@@ -42,7 +42,9 @@ async fn embedded_durable_pattern_subscriptions_survive_restart() {
     conformance::wildcards::durable_pattern_subscriptions_survive_restart(Box::new(move || {
         let path = path.clone();
         Box::pin(async move {
-            EmbeddedStore::open(EmbeddedConfig::new(&path)).await.unwrap() as Arc<dyn Store>
+            EmbeddedStore::open(EmbeddedConfig::new(&path))
+                .await
+                .unwrap() as Arc<dyn Store>
         })
     }))
     .await;

@@ -42,7 +42,13 @@ async fn sub(store: &Arc<dyn Store>, filter: &str, name: &str) {
 pub async fn exact_one_word_and_trailing_patterns_match(store: Arc<dyn Store>) {
     topics(
         &store,
-        &["prices", "prices.eu", "prices.eu.fish", "prices.us.fish", "prices.eu.fish.cod"],
+        &[
+            "prices",
+            "prices.eu",
+            "prices.eu.fish",
+            "prices.us.fish",
+            "prices.eu.fish.cod",
+        ],
     )
     .await;
     for (filter, name) in [
@@ -130,7 +136,10 @@ pub async fn overlapping_patterns_each_get_one_copy(store: Arc<dyn Store>) {
     let queue = subscription_queue("prices.>", "e");
     let taken = store.receive(&take(&queue, "c"), 10).await.unwrap();
     assert_eq!(bodies(&taken), vec!["one", "two", "three", "four"]);
-    assert_eq!(taken[0].message.queue, queue, "deliveries name the pattern's queue");
+    assert_eq!(
+        taken[0].message.queue, queue,
+        "deliveries name the pattern's queue"
+    );
     assert!(ready(&store, "prices.>", "e").await.is_empty());
     assert_eq!(ready(&store, "prices.*.fish", "a").await.len(), 4);
 }
@@ -220,7 +229,11 @@ pub async fn pattern_subscriptions_are_listed_and_removed(store: Arc<dyn Store>)
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert_eq!(names, vec!["prices.eu"], "patterns go with their last subscription");
+    assert_eq!(
+        names,
+        vec!["prices.eu"],
+        "patterns go with their last subscription"
+    );
     store.send(publish("prices.eu", "p", "y")).await.unwrap();
     sub(&store, "prices.*", "a").await;
     assert!(
@@ -260,15 +273,27 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
         m.properties = vec![("amount".into(), PropertyValue::Int(amount))];
         store.send(m).await.unwrap();
     }
-    assert_eq!(ready(&store, "orders.*", "big").await, vec!["orders.us 500"]);
+    assert_eq!(
+        ready(&store, "orders.*", "big").await,
+        vec!["orders.us 500"]
+    );
     assert_eq!(ready(&store, "orders.*", "pool").await.len(), 2);
-    store.attach_consumer("orders.*", "big", 1, false).await.unwrap();
+    store
+        .attach_consumer("orders.*", "big", 1, false)
+        .await
+        .unwrap();
     assert_eq!(
         store.attach_consumer("orders.*", "big", 2, false).await,
         Err(StoreError::SubscriptionInUse("orders.*:big".into()))
     );
-    store.attach_consumer("orders.*", "pool", 1, true).await.unwrap();
-    store.attach_consumer("orders.*", "pool", 2, true).await.unwrap();
+    store
+        .attach_consumer("orders.*", "pool", 1, true)
+        .await
+        .unwrap();
+    store
+        .attach_consumer("orders.*", "pool", 2, true)
+        .await
+        .unwrap();
     assert_eq!(
         store.unsubscribe("orders.*", "big").await,
         Err(StoreError::SubscriptionInUse("orders.*:big".into()))
@@ -282,7 +307,10 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
         .subscribe_topic("orders.>", "live", &transient, "c")
         .await
         .unwrap();
-    store.attach_consumer("orders.>", "live", 3, true).await.unwrap();
+    store
+        .attach_consumer("orders.>", "live", 3, true)
+        .await
+        .unwrap();
     store.send(publish("orders.eu", "p", "z")).await.unwrap();
     assert_eq!(ready(&store, "orders.>", "live").await, vec!["z"]);
     store.detach_consumer("orders.>", "live", 3).await.unwrap();
@@ -384,5 +412,8 @@ pub async fn durable_pattern_subscriptions_survive_restart(reopen: Reopen) {
         vec!["before", "after"],
         "the pattern goes on matching"
     );
-    assert_eq!(ready(&store, "prices.>", "all").await, vec!["before", "after"]);
+    assert_eq!(
+        ready(&store, "prices.>", "all").await,
+        vec!["before", "after"]
+    );
 }
