@@ -10,11 +10,16 @@
 //! runtime's threads, so they are contended). Skipping is safe: a watch is counted before its
 //! holder looks at the store, and a change is published (under the store's lock) before its
 //! sender reads the count, so either the look sees the change or the count shows the watch.
+//!
+//! A publish to a topic also wakes the subscriptions of the patterns the topic matches: their
+//! notifiers (keyed `pattern:`) are indexed by word as well, so a publish finds them without
+//! looking at the notifiers of patterns it does not match.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use ferry_store::PatternIndex;
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
@@ -28,11 +33,19 @@ fn key(queue: &str) -> &str {
     }
 }
 
+/// The notifiers of queues (and of topics' and patterns' subscriptions).
+#[derive(Default)]
+struct Notifiers {
+    by_key: HashMap<String, Arc<Notify>>,
+    /// The notifiers of patterns' subscriptions among `by_key`, by pattern.
+    patterns: PatternIndex<Arc<Notify>>,
+}
+
 /// One `Notify` per queue with waiters, plus one for waiters by sender (any queue).
 #[derive(Default)]
 pub struct Wakers {
     // std mutex: held only to look up or insert an entry, never across an await.
-    queues: Mutex<HashMap<String, Arc<Notify>>>,
+    queues: Mutex<Notifiers>,
     any: Arc<Notify>,
     /// Live watches of queue notifiers.
     queue_watches: Arc<AtomicUsize>,
@@ -72,11 +85,17 @@ impl Wakers {
     pub fn queue(&self, queue: &str) -> Watch {
         let queue = key(queue);
         let mut map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        let n = match map.get(queue) {
+        let n = match map.by_key.get(queue) {
             Some(n) => n.clone(),
             None => {
                 let n = Arc::new(Notify::new());
-                map.insert(queue.to_owned(), n.clone());
+                map.by_key.insert(queue.to_owned(), n.clone());
+                if let Some(pattern) = queue
+                    .strip_suffix(ferry_protocol::SUBSCRIPTION_SEPARATOR)
+                    .filter(|t| ferry_protocol::topic::is_pattern(t))
+                {
+                    map.patterns.insert(pattern, n.clone());
+                }
                 n
             }
         };
@@ -96,7 +115,7 @@ impl Wakers {
         if self.queue_watches.load(Ordering::SeqCst) > 0 {
             let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
             for q in queues {
-                if let Some(n) = map.get(key(q.as_ref())) {
+                if let Some(n) = map.by_key.get(key(q.as_ref())) {
                     n.notify_waiters();
                 }
             }
@@ -106,23 +125,26 @@ impl Wakers {
         }
     }
 
-    /// Wakes the waiters of every subscription of `topic` (a publish).
+    /// Wakes the waiters of every subscription of `topic` and of the patterns it matches (a
+    /// publish).
     pub fn notify_topic(&self, topic: &str) {
         if self.queue_watches.load(Ordering::SeqCst) == 0 {
             return;
         }
         let key = ferry_protocol::subscription_queue(topic, "");
         let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get(&key) {
+        if let Some(n) = map.by_key.get(&key) {
             n.notify_waiters();
         }
+        map.patterns
+            .for_each_match(topic, |_, n| n.notify_waiters());
     }
 
     /// Wakes every waiter of every queue (when what changed is not known).
     pub fn notify_all(&self) {
         {
             let map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-            for n in map.values() {
+            for n in map.by_key.values() {
                 n.notify_waiters();
             }
         }
@@ -135,9 +157,9 @@ impl Wakers {
         let mut map = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         let k = key(queue);
         let removed = if k == queue {
-            map.remove(k)
+            map.by_key.remove(k)
         } else {
-            map.get(k).cloned()
+            map.by_key.get(k).cloned()
         };
         drop(map);
         if let Some(n) = removed {
@@ -167,6 +189,28 @@ mod tests {
         );
         wakers.notify(&["orders"]);
         assert!(futures::poll!(arrived.as_mut()).is_ready());
+    }
+
+    #[tokio::test]
+    async fn a_publish_wakes_its_topic_and_the_patterns_it_matches_only() {
+        let wakers = Wakers::default();
+        let watches = [
+            wakers.queue("prices.eu:a"),
+            wakers.queue("prices.*:b"),
+            wakers.queue("prices.>:c"),
+            wakers.queue("prices.us:d"),
+            wakers.queue("news.>:e"),
+        ];
+        let mut arrived: Vec<_> = watches.iter().map(|w| Box::pin(w.notified())).collect();
+        for a in &mut arrived {
+            a.as_mut().enable();
+        }
+        wakers.notify_topic("prices.eu");
+        let mut woken = Vec::new();
+        for a in &mut arrived {
+            woken.push(futures::poll!(a.as_mut()).is_ready());
+        }
+        assert_eq!(woken, vec![true, true, true, false, false]);
     }
 
     #[tokio::test]

@@ -81,7 +81,7 @@ fn check_topic(
     sub: &SubscribeTopic,
 ) -> Result<String, ErrorReply> {
     let limits = &shared.limits;
-    validate::name("topic", &sub.topic, limits)?;
+    validate::topic_or_pattern(&sub.topic, limits)?;
     validate::selector(&sub.options.selector)?;
     check_prefetch(shared, sub.prefetch)?;
     let q = &sub.options.queue;

@@ -7,7 +7,7 @@ use crate::shared::Shared;
 
 /// create_topic: `InvalidArgument` for a bad name, `TopicExists`.
 pub async fn create(shared: &Shared, name: String) -> Response {
-    if let Err(e) = validate::name("topic", &name, &shared.limits) {
+    if let Err(e) = validate::topic(&name, &shared.limits) {
         return Response::Error(e);
     }
     match shared.store.create_topic(&name).await {
@@ -19,7 +19,7 @@ pub async fn create(shared: &Shared, name: String) -> Response {
 /// delete_topic: `TopicNotFound`, `TopicNotEmpty` unless forced. The subscriptions go with it;
 /// their consumers are woken, find their queue gone and are closed.
 pub async fn delete(shared: &Shared, name: String, force: bool) -> Response {
-    if let Err(e) = validate::name("topic", &name, &shared.limits) {
+    if let Err(e) = validate::topic(&name, &shared.limits) {
         return Response::Error(e);
     }
     match shared.store.delete_topic(&name, force).await {
@@ -40,9 +40,11 @@ pub async fn list(shared: &Shared) -> Response {
 }
 
 /// unsubscribe: removes a subscription with its backlog. `SubscriptionInUse` while a session
-/// consumes it (on this node, checked here first, or on another sharing the store); `TopicNotFound`; `NotFound` for an unknown subscription.
+/// consumes it (on this node, checked here first, or on another sharing the store);
+/// `TopicNotFound`; `NotFound` for an unknown subscription (also of a pattern, which exists
+/// only through its subscriptions).
 pub async fn unsubscribe(shared: &Shared, topic: String, name: String) -> Response {
-    if let Err(e) = validate::name("topic", &topic, &shared.limits) {
+    if let Err(e) = validate::topic_or_pattern(&topic, &shared.limits) {
         return Response::Error(e);
     }
     if let Err(e) = validate::name("subscription", &name, &shared.limits) {

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use ferry_protocol::limits::is_valid_name;
+use ferry_protocol::topic::{check_pattern, is_pattern};
 use ferry_protocol::{
     ErrorCode, ErrorReply, Limits, Name, OutgoingMessage, MAX_PRIORITY, MIN_PRIORITY,
 };
@@ -24,13 +25,44 @@ pub fn name(what: &str, name: &str, limits: &Limits) -> Result<(), ErrorReply> {
     ))
 }
 
+/// Checks what a subscription names: a topic, or a pattern of topics (`prices.*.eu`,
+/// `prices.>`). Publishing to, creating or deleting a topic takes a topic name ([`name`]).
+pub fn topic_or_pattern(topic: &str, limits: &Limits) -> Result<(), ErrorReply> {
+    if !is_pattern(topic) {
+        return name("topic", topic, limits);
+    }
+    check_pattern(topic, limits.max_name_len).map_err(|e| {
+        let shown: String = topic.chars().take(64).collect();
+        ErrorReply::new(
+            ErrorCode::InvalidArgument,
+            format!("invalid topic pattern '{shown}': {e}"),
+        )
+    })
+}
+
+/// Checks a topic to publish to, create or delete: a pattern is refused with a message
+/// saying so (only subscriptions take patterns).
+pub fn topic(topic: &str, limits: &Limits) -> Result<(), ErrorReply> {
+    if is_pattern(topic) {
+        let shown: String = topic.chars().take(64).collect();
+        return Err(ErrorReply::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "'{shown}' is a topic pattern: patterns are for subscriptions; publish to, \
+                 create and delete topics by their names"
+            ),
+        ));
+    }
+    name("topic", topic, limits)
+}
+
 /// Checks the queue a receive names: a queue name, or a topic subscription's queue
 /// (`topic:name`, where a non-durable subscription's name is `~client.n`).
 pub fn queue_or_subscription(queue: &str, limits: &Limits) -> Result<(), ErrorReply> {
     match ferry_protocol::split_subscription_queue(queue) {
         None => name("queue", queue, limits),
         Some((topic, sub)) => {
-            name("topic", topic, limits)?;
+            topic_or_pattern(topic, limits)?;
             let sub = sub.strip_prefix('~').unwrap_or(sub);
             // A non-durable name adds '~', '.' and a counter to a client name.
             if is_valid_name(sub, limits.max_name_len.saturating_add(21)) {
@@ -90,7 +122,11 @@ impl LastValidName {
         {
             return Ok(());
         }
-        self.check("topic", topic, limits)?;
+        if !self.text.is_empty() && self.text == **topic {
+            return Ok(());
+        }
+        self::topic(topic, limits)?;
+        topic.as_str().clone_into(&mut self.text);
         self.topic = Some(topic.clone());
         Ok(())
     }
