@@ -77,9 +77,7 @@ pub fn check_pattern(pattern: &str, max_len: u16) -> Result<(), PatternError> {
     let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-';
     if pattern.is_empty()
         || pattern.len() > usize::from(max_len)
-        || !pattern
-            .bytes()
-            .all(|b| plain(b) || b == b'*' || b == b'>')
+        || !pattern.bytes().all(|b| plain(b) || b == b'*' || b == b'>')
     {
         return Err(PatternError::Characters(max_len));
     }
@@ -153,7 +151,15 @@ mod tests {
 
     #[test]
     fn wildcards_must_be_whole_words_and_trailing_last() {
-        for ok in ["prices.>", "*.eu.*", "*", ">", "a.*.>", "plain.name", "a..*"] {
+        for ok in [
+            "prices.>",
+            "*.eu.*",
+            "*",
+            ">",
+            "a.*.>",
+            "plain.name",
+            "a..*",
+        ] {
             assert_eq!(check_pattern(ok, 200), Ok(()), "{ok}");
             assert!(is_valid_filter(ok, 200), "{ok}");
         }
