@@ -63,7 +63,8 @@ fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
 }
 
-/// The topic listing as a JSON array, for scripts: each topic with its subscriptions.
+/// The topic listing as a JSON array, for scripts: each topic (or pattern of wildcard
+/// subscriptions, `"pattern": true`) with its subscriptions.
 pub fn topic_list_json(topics: &[TopicInfo]) -> String {
     let rows: Vec<serde_json::Value> = topics
         .iter()
@@ -82,7 +83,11 @@ pub fn topic_list_json(topics: &[TopicInfo]) -> String {
                     })
                 })
                 .collect();
-            serde_json::json!({"name": t.name, "subscriptions": subs})
+            serde_json::json!({
+                "name": t.name,
+                "pattern": ferry_protocol::topic::is_pattern(&t.name),
+                "subscriptions": subs,
+            })
         })
         .collect();
     serde_json::Value::Array(rows).to_string()
@@ -138,6 +143,7 @@ mod tests {
     fn json_nests_subscriptions() {
         let v: serde_json::Value = serde_json::from_str(&topic_list_json(&topics())).unwrap();
         assert_eq!(v[0]["name"], "empty");
+        assert_eq!(v[0]["pattern"], false);
         assert_eq!(v[0]["subscriptions"], serde_json::json!([]));
         let s = &v[1]["subscriptions"][0];
         assert_eq!(s["name"], "audit");

@@ -32,7 +32,8 @@ pub enum AckArg {
 /// Flags of `ferry subscribe`.
 #[derive(Debug, Args)]
 pub struct SubscribeArgs {
-    /// The topic.
+    /// The topic, or a pattern of topics: `*` stands for one word, `>` (last) for the
+    /// remaining words, e.g. 'prices.*.eu' or 'prices.>' (quote it for the shell).
     #[arg(long, short = 't', value_name = "TOPIC")]
     topic: String,
     /// A durable subscription of this name: it keeps collecting messages while nobody

@@ -35,6 +35,8 @@ enum TopicCommand {
         conn: ConnArgs,
     },
     /// List topics with each subscription: durable, shared, selector, ready and in flight.
+    /// Patterns that wildcard subscriptions name ('prices.>') are listed among the topics
+    /// while they have subscriptions.
     List {
         /// Print a JSON array instead of a table.
         #[arg(long)]
@@ -80,7 +82,7 @@ pub async fn run(args: TopicArgs) -> Result<()> {
 /// Flags of `ferry unsubscribe`.
 #[derive(Debug, Args)]
 pub struct UnsubscribeArgs {
-    /// The topic.
+    /// The topic, or the pattern the subscription was made on.
     #[arg(long, short = 't', value_name = "TOPIC")]
     topic: String,
     /// The durable subscription to remove, with its backlog.

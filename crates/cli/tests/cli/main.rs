@@ -13,3 +13,4 @@ mod shell;
 mod support;
 mod time;
 mod topics;
+mod wildcards;
