@@ -100,7 +100,7 @@ pub fn encode<'a>(
     // The optional trailers, each present when it or a later one has something to say (then
     // the earlier counts are written even if 0): queue settings; expiry queues; topics, always
     // followed by the subscriptions.
-    let topical = !topics.topics.is_empty();
+    let topical = !topics.topics.is_empty() || !topics.subscriptions.is_empty();
     if !options.is_empty() || !expiry.is_empty() || topical {
         put_u32(&mut out, options.len() as u32);
         for (name, max, dlq) in options {
