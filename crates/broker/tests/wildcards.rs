@@ -66,7 +66,11 @@ async fn pattern_consumers_are_pushed_what_they_match(s: TestServer) {
     // Nothing more: each got one copy of each matching publish and nothing else.
     for sub in &mut subs {
         let extra = tokio::time::timeout(Duration::from_millis(200), sub.next()).await;
-        assert!(extra.is_err(), "an extra delivery on {}: {extra:?}", sub.queue());
+        assert!(
+            extra.is_err(),
+            "an extra delivery on {}: {extra:?}",
+            sub.queue()
+        );
     }
 }
 
