@@ -16,9 +16,6 @@
 //!
 //! (`FILE` relative to the workspace, e.g. `docs/benchmarks/results/wildcards.json`.)
 //!
-//! ```text
-//! ```
-//!
 //! The PostgreSQL part starts a cluster of its own (as the tests do).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
