@@ -398,7 +398,12 @@ async fn connect(
     };
     // The local map is the fast path; the store decides across every node sharing it (and
     // registers the name).
-    if let Err(e) = shared.store.claim_session(&c.client, session_id).await {
+    let registration = ferry_store::Registration::Permanent;
+    if let Err(e) = shared
+        .store
+        .claim_session(&c.client, session_id, registration)
+        .await
+    {
         shared.release_client(&c.client, session_id);
         return Err(crate::handlers::store_error(&e));
     }

@@ -177,9 +177,10 @@ async fn run(
                     _ = h.cancel.cancelled() => return,
                 }
             }
-            Err(StoreError::Unavailable(_)) => {
+            Err(StoreError::Unavailable(_) | StoreError::ResourceExhausted(_)) => {
                 h.credit.end_take(0);
-                // The store recovers by itself (disk space back); try again shortly.
+                // The store recovers by itself (a write retried, disk space back, the space
+                // reserve made again by compaction); try again shortly.
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(100)) => {}
                     _ = h.cancel.cancelled() => return,

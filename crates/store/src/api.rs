@@ -65,6 +65,19 @@ pub mod dead_letter {
 /// broker runs (engines shared by several nodes qualify it with the node).
 pub type SessionId = u64;
 
+/// How a session's client name is registered by [`Store::claim_session`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Registration {
+    /// The name stays registered after the session ends, until it expires (see
+    /// [`Store::expire_clients`]). A name registered ephemerally before becomes permanent.
+    #[default]
+    Permanent,
+    /// The name is forgotten when its session ends, as soon as it holds nothing (no stored
+    /// message sent by it or addressed to it, no durable subscription of its own). Nothing is
+    /// written for it. A name registered permanently stays permanent.
+    Ephemeral,
+}
+
 /// A message to store, with the fields the broker sets (sender, time) filled in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {
@@ -132,11 +145,19 @@ pub struct ReceiveSpec {
 /// The storage interface. Implementations are shared between sessions (`Arc<dyn Store>`).
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Registers a client name; idempotent.
+    /// Registers a client name permanently; idempotent.
     async fn register_client(&self, name: &str) -> Result<(), StoreError>;
 
-    /// Whether a client name was ever registered.
+    /// Whether a client name is registered (and was not forgotten since).
     async fn client_exists(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Forgets the registered names that hold nothing (no stored message sent by them or
+    /// addressed to them, no durable subscription they own) and have no session: ephemeral
+    /// ones whatever their age, permanent ones whose last session ended (or, for names of an
+    /// earlier run of the embedded engine, whose store opened) at `now_ms - idle_ms` or
+    /// earlier. Returns how many went. A forgotten name is registered again by its next
+    /// session; until then messages cannot be addressed to it (`ClientNotFound`).
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError>;
 
     /// Creates a queue with default settings. `QueueExists` if it does.
     async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
@@ -292,14 +313,23 @@ pub trait Store: Send + Sync + 'static {
         acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError>;
 
-    /// Registers `client` (as [`Store::register_client`]) and claims it for `session`: one live
+    /// Registers `client` as `registration` says and claims it for `session`: one live
     /// session per client name, across every node sharing the store. `AlreadyOnline` when
     /// another session holds it; claiming again for the session holding it succeeds.
-    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
+    /// Connecting a known name writes nothing, so it works on a full disk; registering a new
+    /// permanent one is refused there (`ResourceExhausted`).
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError>;
 
     /// Frees the claim on `client` if `session` holds it (a no-op otherwise), and drops the
     /// non-durable subscriptions the client made that nobody consumes (left by a failure: the
     /// broker removes its own as their consumers end; on the embedded engine none are left).
+    /// An ephemeral name that holds nothing is forgotten; any other starts counting towards
+    /// its expiry.
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
 
     /// Records that `session` consumes subscription `name` of `topic`. A subscription that is

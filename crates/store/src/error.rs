@@ -56,9 +56,16 @@ pub enum StoreError {
     /// A count limit of the store (e.g. number of queues) is reached.
     #[error("{0}")]
     LimitExceeded(String),
-    /// The store cannot write: disk full, failed fsync (poisoned), database unreachable.
+    /// The store could not complete a write (an I/O error, a failed fsync that poisoned it, a
+    /// database out of reach): the operation's outcome is unknown, it may still take effect
+    /// (as after a timeout).
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The store refuses the operation for lack of a resource (disk space kept in reserve for
+    /// operations that free space, a database out of disk): nothing of it took effect; retry
+    /// later.
+    #[error("{0}")]
+    ResourceExhausted(String),
     /// A bug or an impossible state.
     #[error("internal store error: {0}")]
     Internal(String),
@@ -82,6 +89,7 @@ impl StoreError {
             StoreError::AlreadyOnline(_) => ErrorCode::AlreadyOnline,
             StoreError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             StoreError::Unavailable(_) => ErrorCode::StoreUnavailable,
+            StoreError::ResourceExhausted(_) => ErrorCode::ResourceExhausted,
             StoreError::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -3,6 +3,7 @@
 //! Modules:
 //! - [`api`]: the trait, its argument and result types;
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
+//! - [`clock`]: the store's own wall clock (when sessions ended);
 //! - [`select`]: what a selector reads of a message, for every engine;
 //! - [`patterns`]: [`PatternIndex`], the word trie that finds the wildcard patterns a topic matches;
 //! - [`direct`]: direct delivery of non-persistent publishes to an idle push consumer;
@@ -13,6 +14,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod api;
+pub mod clock;
 pub mod conformance;
 pub mod direct;
 pub mod embedded;

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferry_store::conformance::{lease, msg, msg_prio, msg_to, setup, take};
-use ferry_store::{PostgresConfig, PostgresStore, Store, StoreError};
+use ferry_store::{PostgresConfig, PostgresStore, Registration, Store, StoreError};
 use ferry_testkit::PgCluster;
 
 fn cluster() -> &'static PgCluster {
@@ -303,12 +303,14 @@ async fn a_node_taken_for_dead_hears_it_from_its_next_heartbeat() {
     let a = open_as(&url, "a").await;
     let b = open_as(&url, "b").await;
     assert!(!a.heartbeat(60_000).await.unwrap().was_taken_for_dead);
-    a.claim_session("alice", 1).await.unwrap();
+    a.claim_session("alice", 1, Registration::Permanent)
+        .await
+        .unwrap();
     // a stays silent; b takes it for dead once the timeout has passed.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let reaped = b.heartbeat(100).await.unwrap();
     assert!(!reaped.was_taken_for_dead, "b itself was alive");
-    b.claim_session("alice", 7)
+    b.claim_session("alice", 7, Registration::Permanent)
         .await
         .expect("a's claim on alice ended with a");
     let back = a.heartbeat(60_000).await.unwrap();
@@ -329,16 +331,18 @@ async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
     let b = open_as(&url, "b").await;
     a.heartbeat(60_000).await.unwrap();
     b.heartbeat(60_000).await.unwrap();
-    a.claim_session("alice", 1).await.unwrap();
+    a.claim_session("alice", 1, Registration::Permanent)
+        .await
+        .unwrap();
     assert_eq!(node_rows(&url).await, vec!["a", "b"]);
     assert!(matches!(
-        b.claim_session("alice", 7).await,
+        b.claim_session("alice", 7, Registration::Permanent).await,
         Err(StoreError::AlreadyOnline(_))
     ));
 
     a.leave().await.unwrap();
     assert_eq!(node_rows(&url).await, vec!["b"], "a's row is gone at once");
-    b.claim_session("alice", 7)
+    b.claim_session("alice", 7, Registration::Permanent)
         .await
         .expect("the name is free without waiting for a's heartbeat to time out");
 }
@@ -358,7 +362,9 @@ async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
     };
     a.create_queue_with("work", &options).await.unwrap();
     a.send(msg(&["work"], "p", "poison")).await.unwrap();
-    a.claim_session("c", 1).await.unwrap();
+    a.claim_session("c", 1, Registration::Permanent)
+        .await
+        .unwrap();
     let got = a.receive(&lease("work", "c"), 1).await.unwrap();
     assert_eq!(got.len(), 1, "leased once: its one allowed delivery");
     // Node a stops beating; b takes it for dead once the timeout has passed.

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use ferry_protocol::{PropertyValue, SubscriptionOptions};
 use ferry_store::conformance::{bodies, lease, msg, publish, take, SESSION};
-use ferry_store::{NewMessage, PostgresConfig, PostgresStore, Store, StoreError};
+use ferry_store::{NewMessage, PostgresConfig, PostgresStore, Registration, Store, StoreError};
 use ferry_testkit::PgCluster;
 
 fn cluster() -> &'static PgCluster {
@@ -120,8 +120,12 @@ async fn a_subscription_remade_on_one_node_applies_at_once_on_another() {
 /// on `a`) and bob (claimed on `b`), each holding one message.
 async fn owned_subscriptions(a: &PostgresStore, b: &PostgresStore) {
     a.register_client("p").await.unwrap();
-    a.claim_session("alice", 1).await.unwrap();
-    b.claim_session("bob", 2).await.unwrap();
+    a.claim_session("alice", 1, Registration::Permanent)
+        .await
+        .unwrap();
+    b.claim_session("bob", 2, Registration::Permanent)
+        .await
+        .unwrap();
     a.create_topic("t").await.unwrap();
     a.subscribe_topic("t", "keep", &durable(""), "alice")
         .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ferry_protocol::{PropertyValue, QueueOptions, SubscriptionOptions};
 use ferry_store::conformance::{bodies, lease, msg, setup, take};
-use ferry_store::{NewMessage, PostgresConfig, PostgresStore, Store};
+use ferry_store::{NewMessage, PostgresConfig, PostgresStore, Registration, Store};
 use ferry_testkit::PgCluster;
 
 fn cluster() -> &'static PgCluster {
@@ -95,8 +95,12 @@ async fn non_durable_subscriptions_go_when_their_owner_node_leaves() {
     let (sa, sb) = (a.clone() as Arc<dyn Store>, b.clone() as Arc<dyn Store>);
     setup(&sa, &["p"], &[]).await;
     sa.create_topic("t").await.unwrap();
-    sa.claim_session("c", 1).await.unwrap();
-    sb.claim_session("d", 1).await.unwrap();
+    sa.claim_session("c", 1, Registration::Permanent)
+        .await
+        .unwrap();
+    sb.claim_session("d", 1, Registration::Permanent)
+        .await
+        .unwrap();
     sa.subscribe_topic("t", "~c.1", &options(false, ""), "c")
         .await
         .unwrap();
@@ -143,11 +147,15 @@ async fn non_durable_subscriptions_go_when_their_owner_node_dies() {
     let b = open_node(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["p"], &[]).await;
     a.create_topic("t").await.unwrap();
-    a.claim_session("c", 1).await.unwrap();
+    a.claim_session("c", 1, Registration::Permanent)
+        .await
+        .unwrap();
     a.subscribe_topic("t", "~c.1", &options(false, ""), "c")
         .await
         .unwrap();
-    b.claim_session("d", 1).await.unwrap();
+    b.claim_session("d", 1, Registration::Permanent)
+        .await
+        .unwrap();
     b.subscribe_topic("t", "~d.1", &options(false, ""), "d")
         .await
         .unwrap();
@@ -332,7 +340,9 @@ async fn ending_a_session_drops_the_non_durable_subscriptions_its_client_left_un
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     setup(&a, &["c", "d"], &[]).await;
     a.create_topic("t").await.unwrap();
-    a.claim_session("c", 7).await.unwrap();
+    a.claim_session("c", 7, Registration::Permanent)
+        .await
+        .unwrap();
     let pool = SubscriptionOptions {
         shared: true,
         ..options(false, "")

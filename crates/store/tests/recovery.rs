@@ -167,14 +167,14 @@ async fn unknown_format_version_refuses_to_open() {
     drop(open(&disk, BIG).await.unwrap());
     let (path, _) = segments(&disk)[0].clone();
     let mut bytes = disk.file(&path).unwrap();
-    bytes[16] = 3; // version 3
+    bytes[16] = 4; // version 4
     let body_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
     let crc = crc32c::crc32c(&bytes[16..16 + body_len]);
     bytes[12..16].copy_from_slice(&crc.to_le_bytes());
     disk.set_file(&path, bytes);
     let err = open(&disk, BIG).await.unwrap_err().to_string();
-    assert!(err.contains("version 3"), "{err}");
-    assert!(err.contains("reads versions 1 to 2"), "{err}");
+    assert!(err.contains("version 4"), "{err}");
+    assert!(err.contains("reads versions 1 to 3"), "{err}");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
-use ferry_store::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store, StoreError};
+use ferry_store::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store, StoreError};
 
 /// Delegates to an inner store, except that while a fault is set every data operation (send,
 /// receive, ack, nack, queue changes) fails with it.
@@ -44,6 +44,9 @@ impl Store for FaultInjectingStore {
     }
     async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
         self.inner.client_exists(name).await
+    }
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
+        self.inner.expire_clients(now_ms, idle_ms).await
     }
     async fn create_queue_with(
         &self,
@@ -115,8 +118,15 @@ impl Store for FaultInjectingStore {
     async fn flush(&self) -> Result<(), StoreError> {
         self.inner.flush().await
     }
-    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        self.inner.claim_session(client, session).await
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .claim_session(client, session, registration)
+            .await
     }
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
         self.inner.end_session(client, session).await

@@ -7,6 +7,7 @@
 //! - [`selecting`]: receives with a selector, on properties and headers, by queue and sender;
 //! - [`settling`]: ack, nack, release, lease expiry, unknown delivery ids;
 //! - [`sessions`]: session claims (`AlreadyOnline`) and a lone node's heartbeat;
+//! - [`registry`]: client names expire when they hold nothing; ephemeral names;
 //! - [`timing`]: delayed delivery and time to live, with time controlled by the test;
 //! - [`dead_letters`]: maximum delivery count and dead-letter queues;
 //! - [`topics`]: topics, durable and non-durable subscriptions, publishing with selectors;
@@ -35,6 +36,7 @@ pub mod dead_letters;
 pub mod non_persistent;
 pub mod queues;
 pub mod receiving;
+pub mod registry;
 pub mod selecting;
 pub mod sending;
 pub mod sessions;
@@ -104,6 +106,11 @@ macro_rules! for_each_conformance_test {
             sessions::claim_is_exclusive_until_ended,
             sessions::claims_and_leases_are_independent,
             sessions::heartbeat_of_a_lone_node_frees_nothing,
+            registry::idle_names_that_hold_nothing_expire,
+            registry::names_that_hold_something_stay,
+            registry::leased_and_delayed_messages_hold_their_names,
+            registry::ephemeral_names_go_with_their_session,
+            registry::ephemeral_and_permanent_claims_of_one_name,
             timing::delayed_message_is_invisible_until_due,
             timing::delayed_messages_due_name_their_queues,
             timing::delayed_addressed_message_waits_only_once_due,

@@ -4,35 +4,48 @@ use std::sync::Arc;
 
 use super::*;
 use crate::error::StoreError;
-use crate::Heartbeat;
+use crate::{Heartbeat, Registration};
 
 /// A claim registers the client; another session is refused until the holder ends.
 pub async fn claim_is_exclusive_until_ended(store: Arc<dyn Store>) {
-    store.claim_session("alice", 1).await.unwrap();
+    store
+        .claim_session("alice", 1, Registration::Permanent)
+        .await
+        .unwrap();
     assert!(
         store.client_exists("alice").await.unwrap(),
         "a claim registers the client"
     );
     store
-        .claim_session("alice", 1)
+        .claim_session("alice", 1, Registration::Permanent)
         .await
         .expect("claiming again for the holding session succeeds");
     assert_eq!(
-        store.claim_session("alice", 2).await,
+        store
+            .claim_session("alice", 2, Registration::Permanent)
+            .await,
         Err(StoreError::AlreadyOnline("alice".into()))
     );
-    store.claim_session("bob", 2).await.unwrap();
+    store
+        .claim_session("bob", 2, Registration::Permanent)
+        .await
+        .unwrap();
     // Ending by a session that does not hold the claim changes nothing.
     store.end_session("alice", 2).await.unwrap();
     assert_eq!(
-        store.claim_session("alice", 3).await,
+        store
+            .claim_session("alice", 3, Registration::Permanent)
+            .await,
         Err(StoreError::AlreadyOnline("alice".into()))
     );
     store.end_session("alice", 1).await.unwrap();
     store.end_session("alice", 1).await.unwrap();
-    store.claim_session("alice", 3).await.unwrap();
+    store
+        .claim_session("alice", 3, Registration::Permanent)
+        .await
+        .unwrap();
     assert_eq!(
-        store.claim_session("bob", 1).await,
+        store.claim_session("bob", 1, Registration::Permanent).await,
         Err(StoreError::AlreadyOnline("bob".into()))
     );
 }
@@ -41,7 +54,10 @@ pub async fn claim_is_exclusive_until_ended(store: Arc<dyn Store>) {
 /// claim, ending the claim leaves its deliveries.
 pub async fn claims_and_leases_are_independent(store: Arc<dyn Store>) {
     setup(&store, &["p"], &["q"]).await;
-    store.claim_session("c", SESSION).await.unwrap();
+    store
+        .claim_session("c", SESSION, Registration::Permanent)
+        .await
+        .unwrap();
     store.send(msg(&["q"], "p", "x")).await.unwrap();
     let d = store.receive(&lease("q", "c"), 1).await.unwrap();
     store.end_session("c", SESSION).await.unwrap();
@@ -51,10 +67,15 @@ pub async fn claims_and_leases_are_independent(store: Arc<dyn Store>) {
         "the lease outlives the claim"
     );
     store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
-    store.claim_session("c", SESSION + 1).await.unwrap();
+    store
+        .claim_session("c", SESSION + 1, Registration::Permanent)
+        .await
+        .unwrap();
     store.release_session(SESSION + 1).await.unwrap();
     assert_eq!(
-        store.claim_session("c", SESSION + 2).await,
+        store
+            .claim_session("c", SESSION + 2, Registration::Permanent)
+            .await,
         Err(StoreError::AlreadyOnline("c".into())),
         "releasing deliveries does not end the claim"
     );
@@ -63,14 +84,19 @@ pub async fn claims_and_leases_are_independent(store: Arc<dyn Store>) {
 /// A heartbeat of the only node frees nothing.
 pub async fn heartbeat_of_a_lone_node_frees_nothing(store: Arc<dyn Store>) {
     setup(&store, &["p"], &["q"]).await;
-    store.claim_session("c", SESSION).await.unwrap();
+    store
+        .claim_session("c", SESSION, Registration::Permanent)
+        .await
+        .unwrap();
     store.send(msg(&["q"], "p", "x")).await.unwrap();
     store.receive(&lease("q", "c"), 1).await.unwrap();
     assert_eq!(store.heartbeat(1).await.unwrap(), Heartbeat::default());
     assert_eq!(store.heartbeat(1).await.unwrap(), Heartbeat::default());
     assert_eq!(depth(&store, "q").await, (0, 1));
     assert_eq!(
-        store.claim_session("c", SESSION + 1).await,
+        store
+            .claim_session("c", SESSION + 1, Registration::Permanent)
+            .await,
         Err(StoreError::AlreadyOnline("c".into()))
     );
 }

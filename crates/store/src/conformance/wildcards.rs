@@ -382,7 +382,10 @@ pub async fn durable_pattern_subscriptions_survive_restart(reopen: Reopen) {
         .await
         .unwrap();
     sub(&store, "prices.>", "all").await;
-    store.claim_session("c", 7).await.unwrap();
+    store
+        .claim_session("c", 7, crate::api::Registration::Permanent)
+        .await
+        .unwrap();
     store
         .subscribe_topic("prices.>", "~c.1", &non_durable(""), "c")
         .await

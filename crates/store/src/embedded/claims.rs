@@ -33,11 +33,18 @@ impl Claims {
         }
     }
 
-    /// Frees `client` if `session` holds it.
-    pub fn end(&self, client: &str, session: SessionId) {
+    /// Frees `client` if `session` holds it; whether it did.
+    pub fn end(&self, client: &str, session: SessionId) -> bool {
         let mut held = self.held();
         if held.get(client) == Some(&session) {
             held.remove(client);
+            return true;
         }
+        false
+    }
+
+    /// Whether a session holds `client`.
+    pub fn is_online(&self, client: &str) -> bool {
+        self.held().contains_key(client)
     }
 }

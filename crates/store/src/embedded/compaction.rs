@@ -30,12 +30,20 @@
 //! A deleted segment's file is kept as a spare for the writer to reuse while the pool has room
 //! (see [`spares`](super::spares)).
 //!
+//! Registrations (`ClientRegistered` records of clients still registered) are live data like
+//! stored messages: rewritten at the head before their segment goes. Replay does not depend on
+//! where they are: a message names its sender and receiver itself.
+//!
 //! Policy, from the oldest sealed segment on, within a budget of bytes rewritten per call:
 //! - no live bytes: delete it;
-//! - at most half live: rewrite its live messages, then delete it;
+//! - at most half of its records live: rewrite its live records, then delete it;
 //! - otherwise rewrite it anyway if the sealed log holds more dead than live bytes by more
 //!   than two segments, which bounds disk use to about twice the live data even when an old,
 //!   mostly live segment (a backlog nobody reads) sits in front of dead ones.
+//!
+//! Segment headers count as neither dead nor live: every segment has one. Each rewrite deletes
+//! more dead record bytes than it writes, so on an idle store compaction comes to rest and
+//! writes nothing more.
 
 use std::sync::Arc;
 
@@ -60,7 +68,9 @@ pub async fn maintain(store: &EmbeddedStore) -> Result<(), StoreError> {
         store.writable().await?;
         let (segment, rewritten, ticket) = {
             let mut st = store.state();
-            let Some(step) = next_step(&st.journal) else {
+            // On a full disk, rewrites go into the space reserve: only those that fit.
+            let room = store.is_full().then(|| st.journal.room());
+            let Some(step) = next_step(&st.journal, room) else {
                 return Ok(());
             };
             let mut log = store.log.lock();
@@ -132,8 +142,9 @@ async fn retire_segment(store: &EmbeddedStore, segment: u64) -> Result<(), Store
     }
 }
 
-/// Picks the next step for the oldest sealed segment.
-fn next_step(journal: &super::state::journal::Journal) -> Option<Step> {
+/// Picks the next step for the oldest sealed segment; a rewrite only if it fits in `room`
+/// when that is given (a full disk).
+fn next_step(journal: &super::state::journal::Journal, room: Option<u64>) -> Option<Step> {
     let (&oldest, stats) = journal.segments.first_key_value()?;
     if oldest >= journal.head {
         return None;
@@ -141,14 +152,19 @@ fn next_step(journal: &super::state::journal::Journal) -> Option<Step> {
     if stats.live == 0 {
         return Some(Step::Delete(oldest));
     }
-    if stats.live.saturating_mul(2) <= stats.total {
+    if room.is_some_and(|room| stats.live > room / 2) {
+        return None;
+    }
+    // Headers do not count: the rewritten records land in a segment that has one too, so a
+    // segment whose dead bytes are mostly its header is not worth rewriting (with a large
+    // header, rewriting it would only move its live records into ever new segments).
+    if stats.live.saturating_mul(2) <= stats.total.saturating_sub(stats.header) {
         return Some(Step::Rewrite(oldest));
     }
-    let (total, live) = journal
+    let (dead, live) = journal
         .segments
         .range(..journal.head)
-        .fold((0u64, 0u64), |(t, l), (_, s)| (t + s.total, l + s.live));
-    let dead = total.saturating_sub(live);
+        .fold((0u64, 0u64), |(d, l), (_, s)| (d + s.dead(), l + s.live));
     if dead > live.saturating_add(journal.segment_bytes().saturating_mul(2)) {
         return Some(Step::Rewrite(oldest));
     }

@@ -9,6 +9,7 @@
 //! - `recovery`: replaying the log at open, truncating a torn tail;
 //! - `compaction`: deleting and rewriting old segments (`maintain()`);
 //! - `spares`: compacted segment files kept to be reused as new segments;
+//! - `space`: the disk space reserve that lets a full disk still drain;
 //! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together.
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ mod format;
 #[cfg(test)]
 mod perf_tests;
 mod recovery;
+mod space;
 #[cfg(test)]
 mod spare_tests;
 mod spares;

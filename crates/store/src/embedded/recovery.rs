@@ -30,6 +30,7 @@ use super::backend::Backend;
 use super::format::header::{self, HeaderError};
 use super::format::record::{self, Frame};
 use super::format::FORMAT_VERSION;
+use super::space::RESERVE_FILE;
 use super::state::journal::Journal;
 use super::state::State;
 use super::writer::Head;
@@ -79,6 +80,8 @@ pub fn recover(
             numbers.push(n);
         } else if let Some(n) = parse_spare_name(name) {
             spares.push(n);
+        } else if name == RESERVE_FILE {
+            // The space reserve: `Space` takes it over.
         } else {
             tracing::warn!(file = %name, "ignoring a file that is not a log segment");
         }
@@ -127,7 +130,7 @@ pub fn recover(
         } else {
             state.next_id = state.next_id.max(h.next_id);
         }
-        state.journal.record(n, header_len as u64);
+        state.journal.header(n, header_len as u64);
         let mut pos = header_len;
         let mut cut = None;
         loop {
@@ -199,6 +202,8 @@ pub fn recover(
             start_segment(backend, seg_dir, &mut state, n)?
         }
     };
+    // Names that only messages since removed brought in hold nothing.
+    state.forget_unheld();
     Ok(Recovered {
         state,
         head,
@@ -223,7 +228,7 @@ fn start_segment(
         .and_then(|()| backend.sync_dir(seg_dir))
         .map_err(|e| io_error("writing", &path, e))?;
     let len = header.len() as u64;
-    state.journal.record(n, len);
+    state.journal.header(n, len);
     state.journal.set_head(n, len, len);
     Ok(Head {
         file,

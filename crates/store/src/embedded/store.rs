@@ -7,6 +7,10 @@
 //!
 //! Message calls (send, publish, receive, ack, commit) wait only when they wrote records or
 //! hand out persistent messages: non-persistent messages never wait for the disk.
+//!
+//! Before it changes anything, a call that would write is admitted by its [`Class`]: on a full
+//! disk (the space reserve in use, see [`Space`]) calls that grow the log are refused with
+//! `ResourceExhausted`, and calls that lead to freeing space go on.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use ferry_protocol::{
     subscription_queue, Delivery, DeliveryId, DeliveryView, Message, MessageId, QueueInfo,
-    QueueOptions, SubscriptionOptions, TopicInfo,
+    QueueOptions, ReceiveMode, SubscriptionOptions, TopicInfo,
 };
 
 use super::backend::Backend;
@@ -22,18 +26,39 @@ use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::consumers::ConsumerClaims;
 use super::recovery;
+use super::space::Space;
 use super::spares::Spares;
 use super::state::messages::{BatchMemo, Handout, Walk};
 use super::state::State;
-use super::writer::{self, Log, Ticket};
+use super::writer::{self, Files, Log, Ticket};
 use super::SEGMENTS_DIR;
-use crate::api::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store};
+use crate::api::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store};
 use crate::direct::DirectConsumer;
 use crate::error::StoreError;
 
 /// Most ready entries a receive with a selector examines under one hold of the lock; a longer
 /// walk goes on after other operations had their turn.
 const SELECTOR_STEP: usize = 4096;
+
+/// What a writing call does to the log's size, for its admission on a full disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Class {
+    /// It may grow the log (sends, publishes, new queues, topics, subscriptions and permanent
+    /// client names): refused while the disk is full.
+    Grows,
+    /// It leads to freeing space (takes, acks, nacks, deletes, expiry, compaction): it may
+    /// write into the space reserve.
+    Frees,
+}
+
+/// The refusal of a call that would grow the log on a full disk.
+fn disk_full() -> StoreError {
+    StoreError::ResourceExhausted(
+        "the disk is full: sends, publishes and new queues, topics, subscriptions and client \
+         names are refused until space is freed; consumers may go on draining"
+            .into(),
+    )
+}
 
 /// The embedded storage engine. Open it with [`EmbeddedStore::open`]; share the `Arc`.
 pub struct EmbeddedStore {
@@ -45,6 +70,8 @@ pub struct EmbeddedStore {
     pub(super) segment_bytes: u64,
     /// Compacted segment files kept for reuse: compaction adds, the writer takes.
     pub(super) spares: Arc<Spares>,
+    /// The space reserve for operations that free space on a full disk.
+    pub(super) space: Arc<Space>,
     /// Serialises compaction runs.
     pub(super) maintaining: tokio::sync::Mutex<()>,
     /// Which session holds each client name.
@@ -72,7 +99,7 @@ impl EmbeddedStore {
             return Ok(()); // nothing to write, nothing to wait for
         }
         let consumers = &self.consumers;
-        self.mutate(|st, log| {
+        self.mutate(Class::Frees, |st, log| {
             st.drop_unconsumed_shared(log, topic, name, |q| consumers.in_use(q));
             Ok(())
         })
@@ -86,7 +113,9 @@ impl EmbeddedStore {
             .await
             .map_err(|e| StoreError::Internal(format!("opening the store panicked: {e}")))??;
         // Non-durable subscriptions belonged to sessions of the previous run, all gone now.
-        let dropped = store.mutate(|st, log| Ok(st.drop_non_durable(log))).await?;
+        let dropped = store
+            .mutate(Class::Frees, |st, log| Ok(st.drop_non_durable(log)))
+            .await?;
         if dropped > 0 {
             tracing::info!(
                 subscriptions = dropped,
@@ -107,10 +136,22 @@ impl EmbeddedStore {
         let seg_dir = cfg.dir.join(SEGMENTS_DIR);
         let segment_bytes = cfg.segment_bytes.max(1);
         let recovery::Recovered {
-            state,
-            head,
+            mut state,
+            mut head,
             spares,
         } = recovery::recover(&backend, &seg_dir, segment_bytes, cfg.spare_segments)?;
+        // Appends must never meet a full disk: the active segment's space is allocated ahead.
+        // Where it cannot be (no room, or no allocation ahead on this filesystem), the next
+        // record starts a new segment, whose file comes with its space or is the reserve.
+        match head.file.allocate(state.journal.head_capacity()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot allocate the active segment's space; \
+                    the next record starts a new segment");
+                state.journal.roll_before_next();
+            }
+        }
         tracing::info!(
             dir = %cfg.dir.display(),
             messages = state.message_count(),
@@ -120,14 +161,20 @@ impl EmbeddedStore {
             "embedded store opened"
         );
         let spares = Arc::new(Spares::new(seg_dir.clone(), cfg.spare_segments, spares));
-        let log = Log::start(
-            backend.clone(),
-            seg_dir.clone(),
-            cfg.fsync,
-            head,
-            spares.clone(),
-        )
-        .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
+        let space = Arc::new(Space::new(backend.clone(), &seg_dir, segment_bytes));
+        if !space.replenish(&spares) {
+            tracing::warn!(
+                "no room for the log space reserve: sends and publishes are refused until \
+                 space is freed"
+            );
+        }
+        let files = Files {
+            spares: spares.clone(),
+            space: space.clone(),
+            segment_bytes,
+        };
+        let log = Log::start(backend.clone(), seg_dir.clone(), cfg.fsync, head, files)
+            .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
         Ok(Arc::new(EmbeddedStore {
             state: Mutex::new(state),
             log,
@@ -135,6 +182,7 @@ impl EmbeddedStore {
             seg_dir,
             segment_bytes,
             spares,
+            space,
             maintaining: tokio::sync::Mutex::new(()),
             claims: Claims::default(),
             consumers: ConsumerClaims::default(),
@@ -163,6 +211,11 @@ impl EmbeddedStore {
         self.state().message_count()
     }
 
+    /// Number of registered client names (diagnostics and tests).
+    pub fn client_count(&self) -> usize {
+        self.state().client_count()
+    }
+
     /// Number of spare segment files kept for reuse (diagnostics and tests).
     pub fn spare_segments(&self) -> usize {
         self.spares.len()
@@ -173,12 +226,50 @@ impl EmbeddedStore {
         self.state().journal.segments.keys().copied().collect()
     }
 
+    /// Whether the store is full (its space reserve in use or missing): only operations that
+    /// free space may write.
+    pub fn is_full(&self) -> bool {
+        self.space.is_full()
+    }
+
+    /// Admits a writing call of class `class` (see [`Class`]) before it changes anything.
+    pub(super) async fn admit(&self, class: Class) -> Result<(), StoreError> {
+        if !self.space.is_full() {
+            return Ok(());
+        }
+        if class == Class::Grows {
+            return Err(disk_full());
+        }
+        if self.has_room() {
+            return Ok(());
+        }
+        // Short of room even for what frees space: compact first (segments drained by the
+        // consumers give their files back, and one may become the reserve again).
+        if let Err(e) = super::compaction::maintain(self).await {
+            tracing::warn!(error = %e, "compaction on a full disk failed");
+        }
+        if !self.space.is_full() || self.has_room() {
+            return Ok(());
+        }
+        Err(StoreError::ResourceExhausted(
+            "the disk is full and the space reserve is used up: retry once space is freed".into(),
+        ))
+    }
+
+    /// Whether an operation that frees space still finds room on a full disk: a spare file
+    /// for the next segment, or a quarter of a segment left in the active one.
+    fn has_room(&self) -> bool {
+        self.spares.len() > 0 || self.state().journal.room() >= self.segment_bytes / 4
+    }
+
     /// Runs `f` on the locked state with the log buffer, then waits for the batch if `f`
-    /// wrote to it.
-    async fn mutate<T>(
+    /// wrote to it. `class` says whether a full disk refuses it.
+    pub(super) async fn mutate<T>(
         &self,
+        class: Class,
         f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.admit(class).await?;
         self.writable().await?;
         let (value, ticket) = {
             let mut st = self.state();
@@ -195,8 +286,10 @@ impl EmbeddedStore {
     /// non-persistent messages only returns at once).
     async fn mutate_lean<T>(
         &self,
+        class: Class,
         f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.admit(class).await?;
         self.writable().await?;
         let (value, ticket) = {
             let mut st = self.state();
@@ -249,6 +342,9 @@ impl EmbeddedStore {
         taker: Option<&dyn DirectConsumer>,
     ) -> Result<Vec<Handout>, StoreError> {
         let mut max = max.max(1);
+        if spec.mode == ReceiveMode::Take {
+            self.admit(Class::Frees).await?;
+        }
         // Peeks too: while a failed write is carried, the in-memory state is ahead of the log,
         // and a peek must not show what a crash could still take back.
         self.writable().await?;
@@ -363,11 +459,32 @@ fn view(h: &Handout) -> DeliveryView<'_> {
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn register_client(&self, name: &str) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.register_client(log, name)).await
+        // A known permanent name writes nothing: that works on a full disk too.
+        let class = if self.state().registration_writes(name) {
+            Class::Grows
+        } else {
+            Class::Frees
+        };
+        self.mutate(class, |st, log| st.register_client(log, name))
+            .await
     }
 
     async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
         Ok(self.state().client_exists(name))
+    }
+
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
+        let cut = now_ms.saturating_sub(idle_ms);
+        let claims = &self.claims;
+        let forgotten = self
+            .mutate_lean(Class::Frees, |st, log| {
+                Ok(st.expire_clients(log, cut, |name| claims.is_online(name)))
+            })
+            .await?;
+        if forgotten > 0 {
+            tracing::info!(forgotten, "forgot client names that held nothing");
+        }
+        Ok(forgotten)
     }
 
     async fn create_queue_with(
@@ -375,12 +492,12 @@ impl Store for EmbeddedStore {
         name: &str,
         options: &QueueOptions,
     ) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.create_queue(log, name, options))
+        self.mutate(Class::Grows, |st, log| st.create_queue(log, name, options))
             .await
     }
 
     async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.delete_queue(log, name, force))
+        self.mutate(Class::Frees, |st, log| st.delete_queue(log, name, force))
             .await
     }
 
@@ -389,11 +506,15 @@ impl Store for EmbeddedStore {
     }
 
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
-        self.mutate_lean(|st, log| st.send(log, msg)).await
+        self.mutate_lean(Class::Grows, |st, log| st.send(log, msg))
+            .await
     }
 
     async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
         let n = msgs.len();
+        if let Err(e) = self.admit(Class::Grows).await {
+            return vec![Err(e); n];
+        }
         if let Err(e) = self.writable().await {
             return vec![Err(e); n];
         }
@@ -443,7 +564,9 @@ impl Store for EmbeddedStore {
 
     async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
         let unknown = self
-            .mutate_lean(|st, log| Ok(st.settle(log, session, ids, false).unknown))
+            .mutate_lean(Class::Frees, |st, log| {
+                Ok(st.settle(log, session, ids, false).unknown)
+            })
             .await?;
         if unknown.is_empty() {
             Ok(())
@@ -475,8 +598,10 @@ impl Store for EmbeddedStore {
             writer::wait(ticket).await?;
             settled
         } else {
-            self.mutate_lean(|st, log| Ok(st.settle(log, session, ids, false)))
-                .await?
+            self.mutate_lean(Class::Frees, |st, log| {
+                Ok(st.settle(log, session, ids, false))
+            })
+            .await?
         };
         if settled.unknown.is_empty() {
             Ok(settled.requeued)
@@ -514,7 +639,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
-        self.mutate(|st, log| Ok(st.purge_expired(log, now_ms)))
+        self.mutate(Class::Frees, |st, log| Ok(st.purge_expired(log, now_ms)))
             .await
     }
 
@@ -523,7 +648,14 @@ impl Store for EmbeddedStore {
     }
 
     async fn maintain(&self) -> Result<(), StoreError> {
-        super::compaction::maintain(self).await
+        super::compaction::maintain(self).await?;
+        if self.space.is_full() {
+            let (space, spares) = (self.space.clone(), self.spares.clone());
+            tokio::task::spawn_blocking(move || space.replenish(&spares))
+                .await
+                .map_err(|e| StoreError::Internal(format!("making the space reserve: {e}")))?;
+        }
+        Ok(())
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
@@ -531,10 +663,18 @@ impl Store for EmbeddedStore {
         self.log.flush().await
     }
 
-    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError> {
         // Claim first, so a name already online is refused without writing anything.
         self.claims.claim(client, session)?;
-        let registered = self.register_client(client).await;
+        let registered = match registration {
+            Registration::Permanent => self.register_client(client).await,
+            Registration::Ephemeral => self.state().register_ephemeral(client),
+        };
         if registered.is_err() {
             self.claims.end(client, session);
         }
@@ -542,16 +682,21 @@ impl Store for EmbeddedStore {
     }
 
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        self.claims.end(client, session);
+        if self.claims.end(client, session) {
+            let claims = &self.claims;
+            self.state()
+                .session_ended(client, |name| claims.is_online(name));
+        }
         Ok(())
     }
 
     async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.create_topic(log, name)).await
+        self.mutate(Class::Grows, |st, log| st.create_topic(log, name))
+            .await
     }
 
     async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.delete_topic(log, name, force))
+        self.mutate(Class::Frees, |st, log| st.delete_topic(log, name, force))
             .await
     }
 
@@ -566,9 +711,18 @@ impl Store for EmbeddedStore {
         options: &SubscriptionOptions,
         owner: &str,
     ) -> Result<String, StoreError> {
+        // Subscribing again to an existing subscription writes nothing (or, replacing a
+        // non-durable one, little): that works on a full disk.
+        let class = if self.state().check_subscription(topic, name).is_ok() {
+            Class::Frees
+        } else {
+            Class::Grows
+        };
         // Waits even when nothing was written: an existing subscription may still be pending.
-        self.mutate(|st, log| st.subscribe(log, topic, name, options, owner))
-            .await
+        self.mutate(class, |st, log| {
+            st.subscribe(log, topic, name, options, owner)
+        })
+        .await
     }
 
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
@@ -576,7 +730,7 @@ impl Store for EmbeddedStore {
         if self.consumers.in_use(&queue) {
             return Err(StoreError::SubscriptionInUse(queue));
         }
-        self.mutate(|st, log| st.unsubscribe(log, topic, name))
+        self.mutate(Class::Frees, |st, log| st.unsubscribe(log, topic, name))
             .await
     }
 
@@ -612,7 +766,12 @@ impl Store for EmbeddedStore {
         msgs: Vec<NewMessage>,
         acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError> {
-        self.mutate_lean(|st, log| st.commit(log, session, msgs, acks))
+        let class = if msgs.is_empty() {
+            Class::Frees
+        } else {
+            Class::Grows
+        };
+        self.mutate_lean(class, |st, log| st.commit(log, session, msgs, acks))
             .await
     }
 

@@ -18,9 +18,12 @@
 //!   write fails with `Unavailable` until the store is reopened (recovery reads what is really
 //!   there).
 //!
-//! A new segment reuses a spare file when there is one (see [`Spares`]). Under the `never` and
-//! `interval` policies a [`Flusher`] syncs the active segment in the background every few MiB,
-//! so that the syncs the writer still does (sealing a segment, each interval) stay short.
+//! A new segment reuses a spare file when there is one (see [`Spares`]), or gets a new file;
+//! either way its disk space is allocated before anything is written to it, so that appends
+//! never meet a full disk. When no file can be had (the disk is full), it takes the reserve
+//! (see [`Space`]). Under the `never` and `interval` policies a [`Flusher`] syncs the active
+//! segment in the background every few MiB, so that the syncs the writer still does (sealing
+//! a segment, each interval) stay short.
 
 use std::io;
 use std::mem;
@@ -36,7 +39,9 @@ use super::backend::{Backend, BackendFile};
 use super::config::FsyncPolicy;
 use super::flusher::Flusher;
 use super::segment_path;
+use super::space::Space;
 use super::spares::Spares;
+use super::state::journal::segment_capacity;
 use crate::error::StoreError;
 
 /// A written buffer larger than this is not kept for reuse, so one huge batch does not pin its
@@ -181,6 +186,16 @@ pub struct Head {
     pub len: u64,
 }
 
+/// Where the writer gets files for new segments, and how large they are.
+pub struct Files {
+    /// Compacted segment files to reuse.
+    pub spares: Arc<Spares>,
+    /// The reserve, for when there is no other file.
+    pub space: Arc<Space>,
+    /// The configured segment size.
+    pub segment_bytes: u64,
+}
+
 impl Log {
     /// Starts the writer thread on the active segment.
     pub fn start(
@@ -188,7 +203,7 @@ impl Log {
         seg_dir: PathBuf,
         policy: FsyncPolicy,
         head: Head,
-        spares: Arc<Spares>,
+        files: Files,
     ) -> io::Result<Log> {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
@@ -223,7 +238,7 @@ impl Log {
             last_sync: Instant::now(),
             carry: None,
             spare: Vec::new(),
-            spares,
+            files,
         };
         let thread = std::thread::Builder::new()
             .name("ferry-log-writer".into())
@@ -388,8 +403,8 @@ struct Writer {
     /// Bytes a failed write left unwritten; written before anything else.
     carry: Option<Work>,
     spare: Vec<u8>,
-    /// Compacted segment files to reuse for new segments.
-    spares: Arc<Spares>,
+    /// Where new segments' files come from.
+    files: Files,
 }
 
 /// How a batch failed.
@@ -629,7 +644,8 @@ impl Writer {
         self.dirty = true;
         self.sync_file().map_err(|_| "fsync failed".to_owned())?;
         let path = segment_path(&self.seg_dir, roll.segment);
-        let mut file = self.new_segment_file(&path)?;
+        let capacity = segment_capacity(self.files.segment_bytes, roll.header.len() as u64);
+        let mut file = self.new_segment_file(&path, capacity)?;
         if let Err(e) = file.append(&roll.header) {
             // Leave no half header behind; the retry creates the file again.
             let _ = file.truncate(0);
@@ -649,23 +665,55 @@ impl Writer {
         Ok(())
     }
 
-    /// The file for a new segment at `path`: a spare renamed and overwritten in place when
-    /// there is one, a new file otherwise.
-    fn new_segment_file(&mut self, path: &Path) -> Result<Box<dyn BackendFile>, String> {
-        while let Some(spare) = self.spares.take() {
+    /// The file for a new segment at `path`, with the space of its first `capacity` bytes
+    /// allocated: a spare renamed and overwritten in place when there is one, else a new
+    /// file, else (the disk is full) the reserve.
+    fn new_segment_file(
+        &mut self,
+        path: &Path,
+        capacity: u64,
+    ) -> Result<Box<dyn BackendFile>, String> {
+        while let Some(spare) = self.files.spares.take() {
             match self
                 .backend
                 .rename(&spare, path)
                 .and_then(|()| self.backend.open_overwrite(path))
             {
-                Ok(file) => return Ok(file),
+                Ok(mut file) => {
+                    // A spare's space is allocated already, up to a record's worth at its end.
+                    if let Err(e) = file.allocate(capacity) {
+                        tracing::debug!(error = %e, "could not allocate a reused segment in full");
+                    }
+                    return Ok(file);
+                }
                 Err(e) => tracing::warn!(spare = %spare.display(), error = %e,
                     "could not reuse a spare segment file; trying the next"),
             }
         }
-        self.backend
-            .create(path)
-            .map_err(|e| format!("creating {} failed: {e}", path.display()))
+        let created = self.backend.create(path).and_then(|mut file| {
+            match file.allocate(capacity) {
+                Ok(()) => Ok(file),
+                // Nothing to allocate ahead with: go on without (documented).
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(file),
+                Err(e) => Err(e),
+            }
+        });
+        let why = match created {
+            Ok(file) => return Ok(file),
+            Err(e) => {
+                // Give back what the attempt took.
+                let _ = self.backend.remove(path);
+                format!("creating {} failed: {e}", path.display())
+            }
+        };
+        match self.files.space.take(path) {
+            Ok(true) => self
+                .backend
+                .open_overwrite(path)
+                .map_err(|e| format!("opening the reserve as {} failed: {e}", path.display())),
+            Ok(false) => Err(format!("{why}, and the space reserve is in use")),
+            Err(e) => Err(format!("{why}; taking the space reserve failed too: {e}")),
+        }
     }
 }
 

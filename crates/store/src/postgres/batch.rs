@@ -258,8 +258,12 @@ impl Inner {
         } else {
             subscribers(tx, &self.selectors, &topic_names).await?
         };
-        let receivers: Vec<&str> = msgs.iter().filter_map(|m| m.receiver.as_deref()).collect();
-        let receiver_ids = self.clients.lookup(tx, &receivers).await?;
+        let mut receivers: Vec<&str> = msgs.iter().filter_map(|m| m.receiver.as_deref()).collect();
+        receivers.sort_unstable();
+        receivers.dedup();
+        // Read and locked afresh: a cached id may belong to a name that expired since, and
+        // the lock keeps the name from expiring before the message is stored.
+        let receiver_ids = self.clients.lookup_fresh(tx, &receivers, true).await?;
 
         // Check each message; the good ones' senders get registered.
         let mut verdicts: Vec<Result<(), StoreError>> = Vec::with_capacity(msgs.len());

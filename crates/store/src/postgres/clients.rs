@@ -1,6 +1,8 @@
-//! Client names to row ids and back, and queue ids to names, with in-process caches: clients
-//! are never deleted and ids (from sequences) are never reused, so a cached pair stays right
-//! on every node.
+//! Client names to row ids and back, and queue ids to names, with in-process caches. Ids come
+//! from sequences and are never reused, so a cached pair is never wrong about another name; it
+//! is stale once the name expired (see [`expiry`](super::expiry)), possibly on another node.
+//! Where that matters the row is read again: a send locks its receivers' rows by name, a
+//! receive by sender looks the sender up afresh, a claim refreshes its own name's pair.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,6 +22,14 @@ impl ClientIds {
     /// The cached id of `name`.
     pub fn cached(&self, name: &str) -> Option<i64> {
         self.known.lock().ok()?.get(name).copied()
+    }
+
+    /// Drops `name` from the cache (it expired).
+    pub fn forget(&self, name: &str) {
+        let id = self.known.lock().ok().and_then(|mut k| k.remove(name));
+        if let (Some(id), Ok(mut names)) = (id, self.names.lock()) {
+            names.remove(&id);
+        }
     }
 
     /// Caches the id of `name`.
@@ -71,6 +81,33 @@ impl ClientIds {
                 self.remember(name.clone(), id);
                 found.insert(name, id);
             }
+        }
+        Ok(found)
+    }
+
+    /// Ids of those `names` that are registered, read from the database (and cached).
+    /// `lock`: the rows are locked `FOR KEY SHARE` until the transaction ends, so that they
+    /// cannot expire meanwhile.
+    pub async fn lookup_fresh<C: GenericClient>(
+        &self,
+        tx: &C,
+        names: &[&str],
+        lock: bool,
+    ) -> TxResult<HashMap<String, i64>> {
+        let mut found = HashMap::new();
+        if names.is_empty() {
+            return Ok(found);
+        }
+        let sql = if lock {
+            "SELECT id, name FROM clients WHERE name = ANY($1) ORDER BY id FOR KEY SHARE"
+        } else {
+            "SELECT id, name FROM clients WHERE name = ANY($1)"
+        };
+        let stmt = tx.prepare_cached(sql).await?;
+        for row in tx.query(&stmt, &[&names]).await? {
+            let (id, name): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+            self.remember(name.clone(), id);
+            found.insert(name, id);
         }
         Ok(found)
     }

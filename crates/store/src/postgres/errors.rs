@@ -5,14 +5,24 @@ use tokio_postgres::error::SqlState;
 
 use crate::error::StoreError;
 
-/// Maps a database error: bad data is `InvalidArgument`, everything else (connection lost,
-/// server shutting down, out of resources) is `Unavailable`.
+/// Maps a database error: bad data is `InvalidArgument`; a database out of disk space, memory
+/// or another resource for the statement (class 53, but too many connections) is
+/// `ResourceExhausted`, as a full disk is for the embedded engine (the transaction was rolled
+/// back: nothing took effect); everything else (connection lost, server shutting down) is
+/// `Unavailable`.
 pub fn db(e: tokio_postgres::Error) -> StoreError {
     if let Some(d) = e.as_db_error() {
         let class = d.code().code().get(..2).unwrap_or("");
         return match class {
             "22" => {
                 StoreError::InvalidArgument(format!("database rejected a value: {}", d.message()))
+            }
+            "53" if *d.code() != SqlState::TOO_MANY_CONNECTIONS => {
+                StoreError::ResourceExhausted(format!(
+                    "the database is short of a resource: {} ({}); nothing was stored, retry later",
+                    d.message(),
+                    d.code().code()
+                ))
             }
             _ => StoreError::Unavailable(format!(
                 "database error: {} ({})",

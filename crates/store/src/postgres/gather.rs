@@ -156,7 +156,11 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
     let sender_id = match &first.source {
         Source::Queue(_) => None,
         Source::Sender(name) => {
-            let found = inner.clients.lookup(&conn, &[name.as_str()]).await?;
+            // Afresh: the name may have expired and been registered again under a new id.
+            let found = inner
+                .clients
+                .lookup_fresh(&conn, &[name.as_str()], false)
+                .await?;
             let Some(&id) = found.get(name.as_str()) else {
                 return Err(StoreError::ClientNotFound(name.clone()).into());
             };

@@ -32,6 +32,7 @@ mod commit;
 mod consumers;
 mod dead_letter;
 mod errors;
+mod expiry;
 mod gather;
 mod listen;
 mod migrate;

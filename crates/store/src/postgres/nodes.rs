@@ -19,28 +19,41 @@ use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
 use super::topics::drop_owned;
 use super::tx::{first_column, retrying, TxResult};
-use crate::api::{Heartbeat, SessionId};
+use crate::api::{Heartbeat, Registration, SessionId};
+use crate::clock::wall_ms;
 use crate::error::StoreError;
 
 impl Inner {
-    /// Registers `client` and claims it for `session` of this node.
-    pub async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+    /// Registers `client` as `registration` says and claims it for `session` of this node. A
+    /// name registered permanently stays so; an ephemeral one claimed as permanent becomes
+    /// permanent.
+    pub async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError> {
         names::check("client", client)?;
         let session = as_i64(session);
+        let ephemeral = registration == Registration::Ephemeral;
+        let now = as_i64(wall_ms());
         let id = retrying(|| async {
             let conn = self.conn().await?;
             let stmt = conn
                 .prepare_cached(
-                    "INSERT INTO clients (name, node, session) VALUES ($1, $2, $3) \
+                    "INSERT INTO clients (name, node, session, ephemeral, last_seen) \
+                       VALUES ($1, $2, $3, $4, $5) \
                      ON CONFLICT (name) DO UPDATE \
-                       SET node = EXCLUDED.node, session = EXCLUDED.session \
+                       SET node = EXCLUDED.node, session = EXCLUDED.session, \
+                           ephemeral = clients.ephemeral AND EXCLUDED.ephemeral, \
+                           last_seen = EXCLUDED.last_seen \
                        WHERE clients.node IS NULL \
                           OR (clients.node = EXCLUDED.node AND clients.session = EXCLUDED.session) \
                      RETURNING id",
                 )
                 .await?;
             let row = conn
-                .query_opt(&stmt, &[&client, &self.node, &session])
+                .query_opt(&stmt, &[&client, &self.node, &session, &ephemeral, &now])
                 .await?;
             Ok(match row {
                 Some(r) => Some(r.try_get::<_, i64>(0)?),
@@ -61,18 +74,25 @@ impl Inner {
     /// subscriptions the client made that nobody consumes: the broker removes its own when its
     /// consumers end, so these are what a failure left behind (a shared subscription made but
     /// never attached to, or a consumer whose removal failed while the database was away).
+    ///
+    /// The name's expiry counts from now; an ephemeral name is deleted by the next
+    /// [`Inner::expire_clients`] once it holds nothing (telling whether it does reads the
+    /// messages table, which the upkeep does once for all of them).
     pub async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
         let session = as_i64(session);
+        let now = as_i64(wall_ms());
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
             let stmt = tx
                 .prepare_cached(
-                    "UPDATE clients SET node = NULL, session = NULL \
+                    "UPDATE clients SET node = NULL, session = NULL, last_seen = $4 \
                      WHERE name = $1 AND node = $2 AND session = $3",
                 )
                 .await?;
-            let freed = tx.execute(&stmt, &[&client, &self.node, &session]).await?;
+            let freed = tx
+                .execute(&stmt, &[&client, &self.node, &session, &now])
+                .await?;
             if freed > 0 {
                 // Only while the claim was ours: a later session of the same client owns
                 // what it makes.
@@ -154,8 +174,9 @@ impl Inner {
     ) -> TxResult<Vec<String>> {
         let stmt = tx
             .prepare_cached(
-                "UPDATE clients SET node = NULL, session = NULL WHERE node = ANY($1) \
-                 RETURNING name",
+                "UPDATE clients SET node = NULL, session = NULL, \
+                   last_seen = (extract(epoch FROM now()) * 1000)::bigint \
+                 WHERE node = ANY($1) RETURNING name",
             )
             .await?;
         let clients = first_column::<String>(&tx.query(&stmt, &[&nodes]).await?)?;

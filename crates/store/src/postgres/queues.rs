@@ -7,32 +7,30 @@ use crate::error::StoreError;
 use ferry_protocol::QueueInfo;
 
 impl Inner {
-    /// Registers a client; idempotent.
+    /// Registers a client permanently; idempotent (an ephemeral name becomes permanent). Not
+    /// answered from the cache: the name may have expired on another node.
     pub async fn register_client(&self, name: &str) -> Result<(), StoreError> {
         names::check("client", name)?;
-        if self.clients.cached(name).is_some() {
-            return Ok(());
-        }
         retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            self.clients.ensure(&tx, &[name]).await?;
-            tx.commit().await?;
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "INSERT INTO clients (name) VALUES ($1) \
+                     ON CONFLICT (name) DO UPDATE SET ephemeral = false RETURNING id",
+                )
+                .await?;
+            let id: i64 = conn.query_one(&stmt, &[&name]).await?.try_get(0)?;
+            self.clients.remember(name.to_owned(), id);
             Ok(())
         })
         .await
     }
 
-    /// Whether a client was ever registered.
+    /// Whether a client name is registered (read from the database: it may have expired).
     pub async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
-        if self.clients.cached(name).is_some() {
-            return Ok(true);
-        }
         retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let found = self.clients.lookup(&tx, &[name]).await?;
-            tx.commit().await?;
+            let conn = self.conn().await?;
+            let found = self.clients.lookup_fresh(&conn, &[name], false).await?;
             Ok(found.contains_key(name))
         })
         .await

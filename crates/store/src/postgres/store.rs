@@ -19,7 +19,7 @@ use super::gather::{self, Gathers};
 use super::publish::Selectors;
 use super::tx::{TxError, TxResult};
 use super::{listen, migrate};
-use crate::api::{Heartbeat, NewMessage, ReceiveSpec, SessionId, Store};
+use crate::api::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store};
 use crate::error::StoreError;
 
 /// Change reports buffered per subscriber; one that lags further is told "anything changed".
@@ -177,6 +177,10 @@ impl Store for PostgresStore {
         self.inner.client_exists(name).await
     }
 
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
+        self.inner.expire_clients(now_ms, idle_ms).await
+    }
+
     async fn create_queue_with(
         &self,
         name: &str,
@@ -287,8 +291,15 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn claim_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        self.inner.claim_session(client, session).await
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .claim_session(client, session, registration)
+            .await
     }
 
     async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {

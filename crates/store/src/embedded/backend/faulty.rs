@@ -6,6 +6,12 @@
 //! survives; after a machine crash the synced bytes survive, plus any prefix of the unsynced
 //! tail, which may also come back garbled. It is public so that broker tests can use it as well.
 //!
+//! A disk may also be given a **capacity** ([`FaultyBackend::set_capacity`]): then each file
+//! takes the space of its content or of what was allocated for it
+//! ([`BackendFile::allocate`]), whichever is more, and a write or an allocation that needs more
+//! than is free fails with `ENOSPC` as a full disk's would (a write after taking what fits). That
+//! is a full disk as the store meets it, where the injected failures are faults.
+//!
 //! A file reused with [`Backend::open_overwrite`] keeps its old content as what the disk holds
 //! until a sync: a crash image shows the unsynced overwrites up to some point, then the old
 //! bytes, as a real disk would. A rename not yet made durable by a directory sync leaves the
@@ -74,6 +80,16 @@ struct FileImage {
     /// What stable storage holds from offset `synced` on: the old content of a file being
     /// overwritten, shown by a crash past the surviving part of the unsynced writes.
     stale: Vec<u8>,
+    /// Bytes of disk space allocated ahead for it (at least its content's takes the space
+    /// of its content too).
+    allocated: usize,
+}
+
+impl FileImage {
+    /// Disk space the file takes.
+    fn space(&self) -> usize {
+        self.data.len().max(self.stale.len()).max(self.allocated)
+    }
 }
 
 /// The whole simulated disk.
@@ -92,6 +108,18 @@ struct Disk {
     writes: u64,
     syncs: u64,
     background_syncs: u64,
+    /// Bytes the disk holds at most; `None`: no limit.
+    capacity: Option<usize>,
+}
+
+impl Disk {
+    /// Bytes still free (`usize::MAX` without a capacity).
+    fn free(&self) -> usize {
+        match self.capacity {
+            None => usize::MAX,
+            Some(c) => c.saturating_sub(self.files.values().map(FileImage::space).sum()),
+        }
+    }
 }
 
 /// In-memory files with fault injection; cheap to clone (clones share the same disk).
@@ -143,6 +171,22 @@ impl FaultyBackend {
         let mut d = self.disk();
         d.failing_renames = n;
         d.rename_fault = Some(kind);
+    }
+
+    /// Limits the disk to `bytes` (`None`: no limit). A disk already holding more has no
+    /// room left; nothing is lost.
+    pub fn set_capacity(&self, bytes: Option<usize>) {
+        self.disk().capacity = bytes;
+    }
+
+    /// Bytes the files take (content or allocation, whichever is more).
+    pub fn used_bytes(&self) -> usize {
+        self.disk().files.values().map(FileImage::space).sum()
+    }
+
+    /// Bytes still free under the capacity (`usize::MAX` without one).
+    pub fn free_bytes(&self) -> usize {
+        self.disk().free()
     }
 
     /// Number of appends attempted so far.
@@ -209,11 +253,12 @@ impl FaultyBackend {
                         synced: data.len(),
                         data,
                         name_durable: true,
+                        allocated: f.allocated,
                         ..FileImage::default()
                     };
                     files.insert(path.clone(), image);
                 }
-                return FaultyBackend::from_files(files);
+                return FaultyBackend::from_files(files, d.capacity);
             }
             CrashMode::Machine { seed } => (seed, false),
             CrashMode::MachineGarbled { seed } => (seed, true),
@@ -251,17 +296,19 @@ impl FaultyBackend {
                 synced: data.len(),
                 data,
                 name_durable: true,
+                allocated: f.allocated,
                 ..FileImage::default()
             };
             files.insert(path.clone(), image);
         }
-        FaultyBackend::from_files(files)
+        FaultyBackend::from_files(files, d.capacity)
     }
 
-    fn from_files(files: BTreeMap<PathBuf, FileImage>) -> FaultyBackend {
+    fn from_files(files: BTreeMap<PathBuf, FileImage>, capacity: Option<usize>) -> FaultyBackend {
         FaultyBackend {
             disk: Arc::new(Mutex::new(Disk {
                 files,
+                capacity,
                 ..Disk::default()
             })),
         }
@@ -445,19 +492,26 @@ impl BackendFile for FaultyFile {
         } else {
             None
         };
+        let free = d.free();
         let f = d
             .files
             .get_mut(&self.path)
             .ok_or_else(|| not_found(&self.path))?;
+        // Past the space the file takes, a write needs free space; a full disk takes what fits.
+        let room = f.space().saturating_sub(self.pos).saturating_add(free);
         match fault {
             Some(kind) => {
                 // A real disk filling up usually takes part of the write first.
                 write_at(
                     &mut f.data,
                     self.pos,
-                    buf.get(..buf.len() / 2).unwrap_or_default(),
+                    buf.get(..(buf.len() / 2).min(room)).unwrap_or_default(),
                 );
                 Err(kind.error())
+            }
+            None if buf.len() > room => {
+                write_at(&mut f.data, self.pos, buf.get(..room).unwrap_or_default());
+                Err(FaultKind::NoSpace.error())
             }
             None => {
                 write_at(&mut f.data, self.pos, buf);
@@ -465,6 +519,21 @@ impl BackendFile for FaultyFile {
                 Ok(())
             }
         }
+    }
+
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        let mut d = self.backend.disk();
+        let free = d.free();
+        let f = d
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len.saturating_sub(f.space()) > free {
+            return Err(FaultKind::NoSpace.error());
+        }
+        f.allocated = f.allocated.max(len);
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {

@@ -6,8 +6,9 @@
 //!
 //! The trait is deliberately small: the engine only ever lists a directory, reads a whole
 //! segment at recovery, appends to the active segment, truncates a torn or failed tail, syncs,
-//! and renames or removes compacted segments (a renamed one is kept as a spare and later
-//! reused, overwritten from its start, as a new segment).
+//! allocates disk space ahead of writing (a segment's, and the reserve's), and renames or
+//! removes compacted segments (a renamed one is kept as a spare and later reused, overwritten
+//! from its start, as a new segment).
 
 use std::fmt;
 use std::io;
@@ -53,6 +54,11 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
         let _ = path;
         Ok(Box::new(|| Ok(())))
     }
+    /// Allocates the disk space of the first `len` bytes of the existing file at `path`, as
+    /// [`BackendFile::allocate`] does.
+    fn allocate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.open_append(path)?.allocate(len)
+    }
 }
 
 /// See [`Backend::open_syncer`]: each call syncs the file once.
@@ -67,6 +73,20 @@ pub trait BackendFile: Send {
     /// Makes the content written so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
     /// Cuts the file to `len` bytes (dropping any old bytes past them); later appends go to
-    /// the new end.
+    /// the new end. Disk space allocated past `len` stays allocated where the backend can.
     fn truncate(&mut self, len: u64) -> io::Result<()>;
+    /// Allocates the disk space of the first `len` bytes without changing the file's length,
+    /// so that appends up to `len` bytes cannot fail for lack of space. `ENOSPC` when the disk
+    /// has not that much room (what could be allocated may stay allocated); `Unsupported` when
+    /// the filesystem cannot allocate ahead. The space stays with the file, also once closed.
+    fn allocate(&mut self, len: u64) -> io::Result<()>;
+}
+
+/// Whether `e` says the disk (`ENOSPC`) or a quota (`EDQUOT`) is full.
+pub fn is_no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(28 | 122))
+        || matches!(
+            e.kind(),
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        )
 }

@@ -18,10 +18,17 @@ pub mod subscription;
 /// Version 2 masks each record's CRC with its segment's number ([`record::segment_mask`]), so
 /// that a segment file can be reused: stale records of the file's previous life can never pass
 /// as records of the new segment.
-pub const FORMAT_VERSION: u16 = 2;
+///
+/// Version 3 takes the client registry out of the segment header (its client count is always
+/// 0): a registration lives in its `ClientRegistered` record, which counts as live data of its
+/// segment (compaction rewrites it like a stored message) until a `ClientForgotten` record ends
+/// it. So a header no longer grows with the number of clients.
+pub const FORMAT_VERSION: u16 = 3;
 
 /// The oldest segment format version this code still reads. Version 1 records carry a plain
-/// CRC (mask 0); a store written in version 1 continues in a new version 2 segment.
+/// CRC (mask 0); a store written in version 1 continues in a new segment of the current
+/// version. The clients of an older header are registrations of that segment (see
+/// [`FORMAT_VERSION`]): compaction rewrites them as records before it deletes the segment.
 pub const MIN_FORMAT_VERSION: u16 = 1;
 
 /// Why bytes read from disk could not be decoded.

@@ -55,6 +55,8 @@ pub mod kind {
     pub const SUBSCRIPTION_DELETED: u8 = 11;
     /// A transaction: records applied at recovery all together or not at all.
     pub const GROUP: u8 = 12;
+    /// A client name's registration ended (it expired, holding nothing).
+    pub const CLIENT_FORGOTTEN: u8 = 13;
 }
 
 /// The fields of a message as [`encode_message_added`] writes them, borrowed from the caller.
@@ -122,6 +124,8 @@ pub struct AddedMessage {
 pub enum Record {
     /// A client name was registered.
     ClientRegistered(String),
+    /// A client name's registration ended.
+    ClientForgotten(String),
     /// A queue was created.
     QueueCreated(String),
     /// A queue was deleted (its messages were removed from it by earlier records).
@@ -211,8 +215,8 @@ fn frame(out: &mut Vec<u8>, kind: u8, payload: impl FnOnce(&mut Vec<u8>)) -> u32
     (out.len() - start) as u32
 }
 
-/// Writes a `ClientRegistered`, `QueueCreated`, `QueueDeleted`, `TopicCreated` or `TopicDeleted`
-/// record.
+/// Writes a `ClientRegistered`, `ClientForgotten`, `QueueCreated`, `QueueDeleted`,
+/// `TopicCreated` or `TopicDeleted` record.
 pub fn encode_name(out: &mut Vec<u8>, kind: u8, name: &str) -> u32 {
     frame(out, kind, |out| put_str(out, name))
 }
@@ -318,6 +322,11 @@ pub fn encode_group(out: &mut Vec<u8>, records: &[u8]) -> u32 {
     frame(out, kind::GROUP, |out| out.extend_from_slice(records))
 }
 
+/// Size of the record [`encode_name`] writes for `name`.
+pub fn name_len(name: &str) -> usize {
+    FRAME_PREFIX + 1 + 2 + name.len()
+}
+
 /// Size of the `MessageRemoved` record [`encode_message_removed`] writes for `queue`.
 pub fn message_removed_len(queue: &str) -> usize {
     FRAME_PREFIX + 1 + 8 + 2 + queue.len()
@@ -392,6 +401,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
     let mut r = Reader::new(payload);
     let record = match kind {
         kind::CLIENT_REGISTERED => Record::ClientRegistered(r.str("client name")?),
+        kind::CLIENT_FORGOTTEN => Record::ClientForgotten(r.str("client name")?),
         kind::QUEUE_CREATED => Record::QueueCreated(r.str("queue name")?),
         kind::QUEUE_DELETED => Record::QueueDeleted(r.str("queue name")?),
         kind::MESSAGE_ADDED => Record::MessageAdded(decode_added(&mut r)?),
@@ -549,7 +559,10 @@ mod tests {
         assert_eq!(out.len(), message_added_len(&m, ["q1", "q2"].into_iter()));
         encode_name(&mut out, kind::QUEUE_CREATED, "orders");
         encode_name(&mut out, kind::QUEUE_DELETED, "orders");
+        let at = out.len();
         encode_name(&mut out, kind::CLIENT_REGISTERED, "carol");
+        assert_eq!(out.len() - at, name_len("carol"));
+        encode_name(&mut out, kind::CLIENT_FORGOTTEN, "carol");
         encode_delivery_started(&mut out, 9, "q2", 3);
         encode_message_removed(&mut out, 9, "q1");
         encode_queue_options(&mut out, "q1", 3, Some("dlq"), None);
@@ -570,7 +583,10 @@ mod tests {
                 Frame::Torn(why) => panic!("{why}"),
             }
         }
-        assert_eq!(got.len(), 8);
+        assert_eq!(got.len(), 9);
+        assert_eq!(got[3], Record::ClientRegistered("carol".into()));
+        assert_eq!(got[4], Record::ClientForgotten("carol".into()));
+        got.remove(4);
         assert_eq!(
             got[6],
             Record::QueueOptions {

@@ -14,16 +14,39 @@ use ferry_protocol::MessageId;
 
 use super::super::format::record;
 use super::super::writer::LogGuard;
+use super::ClientKey;
 
 /// Accounting of one segment.
 #[derive(Debug, Default, Clone)]
 pub struct SegmentStats {
     /// Bytes in the file (header included).
     pub total: u64,
-    /// Bytes of `MessageAdded` records whose message still lives from this record.
+    /// Bytes of its header: dead, but rewriting the segment would not save them (every
+    /// segment has one).
+    pub header: u64,
+    /// Bytes of `MessageAdded` records whose message still lives from this record, and of
+    /// `ClientRegistered` records of registrations still current.
     pub live: u64,
     /// Ids of the messages added here (some may have died or moved since).
     pub ids: Vec<MessageId>,
+    /// Keys of the clients registered here (some may have been forgotten or moved since).
+    pub clients: Vec<ClientKey>,
+}
+
+impl SegmentStats {
+    /// Bytes of its records that nothing needs any more.
+    pub fn dead(&self) -> u64 {
+        self.total
+            .saturating_sub(self.header)
+            .saturating_sub(self.live)
+    }
+}
+
+/// How many bytes a segment whose header takes `header_len` bytes holds: `segment_bytes`, but
+/// at least half of it for records, however large the header (so that a store with a huge
+/// header does not roll at every record).
+pub fn segment_capacity(segment_bytes: u64, header_len: u64) -> u64 {
+    segment_bytes.max(header_len.saturating_add(segment_bytes / 2))
 }
 
 /// The log's shape as the state sees it (it runs ahead of the writer by the pending batch).
@@ -34,6 +57,8 @@ pub struct Journal {
     head_len: u64,
     head_header_len: u64,
     segment_bytes: u64,
+    /// The next record opens a new segment, even if it would fit.
+    roll_next: bool,
     /// Every segment on disk or about to be, oldest first.
     pub segments: BTreeMap<u64, SegmentStats>,
 }
@@ -47,6 +72,7 @@ impl Journal {
             head_len,
             head_header_len: header_len,
             segment_bytes,
+            roll_next: false,
             segments: BTreeMap::new(),
         }
     }
@@ -66,9 +92,10 @@ impl Journal {
         let start = buf.len();
         let size = encode(buf);
         let grow = u64::from(size);
-        if self.head_len > self.head_header_len
-            && self.head_len.saturating_add(grow) > self.segment_bytes
-        {
+        let capacity = segment_capacity(self.segment_bytes, self.head_header_len);
+        let full =
+            self.head_len > self.head_header_len && self.head_len.saturating_add(grow) > capacity;
+        if full || self.roll_next {
             let next = self.head + 1;
             let header = header(next);
             let header_len = header.len() as u64;
@@ -76,10 +103,12 @@ impl Journal {
             self.head = next;
             self.head_len = header_len;
             self.head_header_len = header_len;
+            self.roll_next = false;
             self.segments.insert(
                 next,
                 SegmentStats {
                     total: header_len,
+                    header: header_len,
                     ..SegmentStats::default()
                 },
             );
@@ -105,7 +134,38 @@ impl Journal {
         s.ids.push(id);
     }
 
-    /// A `MessageAdded` record died (its message is gone or was rewritten elsewhere).
+    /// Counts a live `ClientRegistered` record (or a client of a version 1 or 2 header).
+    pub fn add_live_client(&mut self, segment: u64, key: ClientKey, size: u32) {
+        let s = self.segments.entry(segment).or_default();
+        s.live += u64::from(size);
+        s.clients.push(key);
+    }
+
+    /// Counts the header of `segment` (recovery).
+    pub fn header(&mut self, segment: u64, size: u64) {
+        let s = self.segments.entry(segment).or_default();
+        s.total += size;
+        s.header += size;
+    }
+
+    /// Bytes the active segment holds at most.
+    pub fn head_capacity(&self) -> u64 {
+        segment_capacity(self.segment_bytes, self.head_header_len)
+    }
+
+    /// Bytes the active segment still has room for.
+    pub fn room(&self) -> u64 {
+        segment_capacity(self.segment_bytes, self.head_header_len).saturating_sub(self.head_len)
+    }
+
+    /// Makes the next record open a new segment (the active one could not be given its disk
+    /// space ahead, see [`crate::embedded::backend::BackendFile::allocate`]).
+    pub fn roll_before_next(&mut self) {
+        self.roll_next = true;
+    }
+
+    /// A `MessageAdded` or `ClientRegistered` record died (its message is gone or was
+    /// rewritten elsewhere, its registration ended or was rewritten).
     pub fn drop_live(&mut self, segment: u64, size: u32) {
         if let Some(s) = self.segments.get_mut(&segment) {
             s.live = s.live.saturating_sub(u64::from(size));

@@ -8,14 +8,15 @@
 //! - `direct`: push consumers that take non-persistent publishes without queueing them;
 //! - [`topics`]: topics and subscriptions (each backed by a queue of its own);
 //! - [`txn`]: transactions, whose records form one group in the log;
-//! - this file: the types, metadata operations (clients, queues) and replay of records.
+//! - [`registry`]: client names, permanent or in memory, what they hold, their expiry;
+//! - this file: the types, queue operations and replay of records.
 //!
 //! The state sits behind one `std::sync::Mutex` in the store, which is never held across an
 //! `.await`. Every mutation encodes its records into the log buffer *while* holding it, so that
 //! the log's order is the order of state changes: a take's removal record always follows the
 //! add record of its message, and its durability implies the add's.
 
-use std::collections::{hash_map, BTreeMap, BTreeSet, HashMap};
+use std::collections::{hash_map, BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -37,12 +38,14 @@ pub mod journal;
 pub mod lane;
 pub mod leases;
 pub mod messages;
+pub mod registry;
 pub mod topics;
 pub mod txn;
 
 use index::Split;
 use journal::Journal;
 use leases::Leases;
+use registry::Registry;
 use topics::Topic;
 
 /// In-memory number of a registered client (not persisted; names are).
@@ -198,8 +201,8 @@ struct Group {
 pub struct State {
     /// The next message id to hand out.
     pub next_id: MessageId,
-    clients: HashMap<Arc<str>, ClientKey>,
-    client_names: Vec<Arc<str>>,
+    /// Registered client names.
+    clients: Registry,
     queue_keys: BTreeMap<Arc<str>, QueueKey>,
     queues: IdMap<QueueKey, Queue>,
     next_queue_key: QueueKey,
@@ -231,11 +234,11 @@ pub struct State {
 }
 
 /// Builds the header of segment `n` from a metadata snapshot. A free function over fields, so
-/// it can borrow them while the journal is borrowed mutably.
+/// it can borrow them while the journal is borrowed mutably. Clients are not in it: their
+/// registrations are records of their own (see [`registry`]).
 fn snapshot<'a>(
     next_id: MessageId,
     queues: &'a BTreeMap<Arc<str>, QueueKey>,
-    clients: &'a [Arc<str>],
     settings: &'a IdMap<QueueKey, Queue>,
     topics: &'a BTreeMap<Arc<str>, Topic>,
 ) -> impl FnOnce(u64) -> Vec<u8> + 'a {
@@ -257,7 +260,7 @@ fn snapshot<'a>(
             n,
             next_id,
             names.into_iter(),
-            clients.iter().map(|c| &**c),
+            std::iter::empty(),
             &options,
             &expiry,
             &topics::snapshot(topics, settings),
@@ -279,8 +282,7 @@ impl State {
     pub fn new(journal: Journal) -> Self {
         State {
             next_id: 1,
-            clients: HashMap::new(),
-            client_names: Vec::new(),
+            clients: Registry::default(),
             queue_keys: BTreeMap::new(),
             queues: IdMap::default(),
             next_queue_key: 0,
@@ -301,13 +303,7 @@ impl State {
 
     /// The header for a new segment `n` holding the current metadata.
     pub fn header(&self, n: u64) -> Vec<u8> {
-        snapshot(
-            self.next_id,
-            &self.queue_keys,
-            &self.client_names,
-            &self.queues,
-            &self.topics,
-        )(n)
+        snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics)(n)
     }
 
     /// Appends a record to the log (see [`Journal::append`]), or to the transaction group
@@ -323,13 +319,7 @@ impl State {
         self.journal.append(
             log,
             encode,
-            snapshot(
-                self.next_id,
-                &self.queue_keys,
-                &self.client_names,
-                &self.queues,
-                &self.topics,
-            ),
+            snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
         )
     }
 
@@ -358,13 +348,7 @@ impl State {
         let (segment, size) = self.journal.append(
             log,
             encode,
-            snapshot(
-                self.next_id,
-                &self.queue_keys,
-                &self.client_names,
-                &self.queues,
-                &self.topics,
-            ),
+            snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
         );
         self.journal.add_live(segment, msg.id, size);
         (segment, size)
@@ -391,38 +375,6 @@ impl State {
             .get(name)
             .copied()
             .filter(|qk| !is_subscription(*qk))
-    }
-
-    fn client_key(&mut self, name: &str) -> (ClientKey, Arc<str>) {
-        if let Some((n, k)) = self.clients.get_key_value(name) {
-            return (*k, n.clone());
-        }
-        let key = self.client_names.len() as ClientKey;
-        let name: Arc<str> = name.into();
-        self.clients.insert(name.clone(), key);
-        self.client_names.push(name.clone());
-        (key, name)
-    }
-
-    /// Registers `name`, logging it if it is new.
-    pub fn register_client(
-        &mut self,
-        log: &mut LogGuard<'_>,
-        name: &str,
-    ) -> Result<(), StoreError> {
-        check_name("client", name)?;
-        if !self.clients.contains_key(name) {
-            self.append(log, |b| {
-                record::encode_name(b, kind::CLIENT_REGISTERED, name)
-            });
-            self.client_key(name);
-        }
-        Ok(())
-    }
-
-    /// Whether `name` was ever registered.
-    pub fn client_exists(&self, name: &str) -> bool {
-        self.clients.contains_key(name)
     }
 
     fn insert_queue(&mut self, name: &str) {
@@ -768,10 +720,15 @@ impl State {
         self.by_expiry.len()
     }
 
-    /// Stores a message's entry, and indexes it by expiry time if it has one.
+    /// Stores a message's entry, and indexes it by expiry time if it has one. Its sender and
+    /// receiver now hold it.
     fn insert_entry(&mut self, id: MessageId, entry: Entry) {
         if entry.msg.expires_at != 0 {
             self.by_expiry.insert((entry.msg.expires_at, id));
+        }
+        self.clients.hold(entry.msg.sender_key);
+        if let Some(r) = entry.msg.receiver_key {
+            self.clients.hold(r);
         }
         self.messages.insert(id, entry);
     }
@@ -786,7 +743,11 @@ impl State {
         e.slots.retain(|s| s.queue != qk);
         if e.slots.is_empty() {
             let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
-            entry.remove();
+            let msg = entry.remove().msg;
+            self.clients.release(msg.sender_key);
+            if let Some(r) = msg.receiver_key {
+                self.clients.release(r);
+            }
             if expires_at != 0 {
                 self.by_expiry.remove(&(expires_at, id));
             }
@@ -814,9 +775,8 @@ impl State {
             Record::TopicDeleted(name) => self.remove_topic(&name),
             Record::SubscriptionCreated(def) => self.replay_subscription(def),
             Record::SubscriptionDeleted { topic, name } => self.remove_subscription(&topic, &name),
-            Record::ClientRegistered(name) => {
-                self.client_key(&name);
-            }
+            Record::ClientRegistered(name) => self.replay_registered(&name, segment, size),
+            Record::ClientForgotten(name) => self.replay_forgotten(&name),
             Record::QueueCreated(name) => self.insert_queue(&name),
             Record::QueueDeleted(name) => {
                 if let Some(&qk) = self.queue_keys.get(name.as_str()) {
@@ -938,16 +898,16 @@ impl State {
     }
 
     /// Re-appends every live message whose current `MessageAdded` record is in `segment`, with
-    /// its current queues and delivery counts, so that the segment holds nothing live.
-    /// Returns the bytes rewritten.
+    /// its current queues and delivery counts, and every registration whose `ClientRegistered`
+    /// record is there, so that the segment holds nothing live. Returns the bytes rewritten.
     pub fn rewrite_segment(&mut self, log: &mut LogGuard<'_>, segment: u64) -> u64 {
+        let mut bytes = self.rewrite_registrations(log, segment);
         let ids = self
             .journal
             .segments
             .get_mut(&segment)
             .map(|s| std::mem::take(&mut s.ids))
             .unwrap_or_default();
-        let mut bytes = 0;
         for id in ids {
             let Some(e) = self.messages.get(&id) else {
                 continue;
@@ -972,13 +932,7 @@ impl State {
                         slots.iter().map(|(q, c)| (&**q, *c)),
                     )
                 },
-                snapshot(
-                    self.next_id,
-                    &self.queue_keys,
-                    &self.client_names,
-                    &self.queues,
-                    &self.topics,
-                ),
+                snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
             );
             self.journal.drop_live(old_segment, old_size);
             self.journal.add_live(seg, id, size);
@@ -1004,9 +958,7 @@ impl State {
         for q in &h.queues {
             self.insert_queue(q);
         }
-        for c in &h.clients {
-            self.client_key(c);
-        }
+        self.snapshot_registrations(&h.clients, h.segment);
         for (name, max, dlq) in &h.options {
             self.set_options(name, *max, dlq.as_deref());
         }

@@ -68,6 +68,16 @@ pub struct Topic {
     subs: BTreeMap<Arc<str>, Sub>,
 }
 
+impl Topic {
+    /// The owners of its durable subscriptions.
+    pub fn durable_owners(&self) -> impl Iterator<Item = Arc<str>> + '_ {
+        self.subs
+            .values()
+            .filter(|s| s.durable)
+            .map(|s| s.owner.clone())
+    }
+}
+
 /// Which published messages a subscription takes.
 #[derive(Debug)]
 enum Filter {

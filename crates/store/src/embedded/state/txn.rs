@@ -103,13 +103,7 @@ impl State {
         let (segment, _) = self.journal.append(
             log,
             |b| record::encode_group(b, &g.buf),
-            snapshot(
-                self.next_id,
-                &self.queue_keys,
-                &self.client_names,
-                &self.queues,
-                &self.topics,
-            ),
+            snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
         );
         for (id, size) in g.adds {
             if let Some(e) = self.messages.get_mut(&id) {
