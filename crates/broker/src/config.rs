@@ -15,6 +15,8 @@ use thiserror::Error;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:6730";
 /// Default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "ferry-data";
+/// Default `client_expiry_secs`: a day.
+pub const DEFAULT_CLIENT_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// A configuration problem, naming the setting and where it came from.
 #[derive(Debug, Error)]
@@ -91,6 +93,8 @@ pub struct ConfigLayer {
     pub spare_segments: Option<u32>,
     /// Size at which a log segment is sealed (embedded engine).
     pub segment_bytes: Option<u64>,
+    /// Seconds a client name that holds nothing stays registered after its last session.
+    pub client_expiry_secs: Option<u64>,
     /// This node's name among the nodes sharing a database (postgres engine).
     pub node: Option<String>,
     /// Milliseconds without a heartbeat after which a node counts as dead (postgres engine).
@@ -124,6 +128,7 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_STORE_BATCH_MAX",
     "FERRY_SPARE_SEGMENTS",
     "FERRY_SEGMENT_BYTES",
+    "FERRY_CLIENT_EXPIRY_SECS",
     "FERRY_NODE",
     "FERRY_NODE_TIMEOUT_MS",
 ];
@@ -248,6 +253,9 @@ impl ConfigLayer {
                 "FERRY_SEGMENT_BYTES" => {
                     layer.segment_bytes = Some(parse_env_number("segment_bytes", &v)?)
                 }
+                "FERRY_CLIENT_EXPIRY_SECS" => {
+                    layer.client_expiry_secs = Some(parse_env_number("client_expiry_secs", &v)?)
+                }
                 "FERRY_NODE" => layer.node = Some(v),
                 "FERRY_NODE_TIMEOUT_MS" => {
                     layer.node_timeout_ms = Some(parse_env_number("node_timeout_ms", &v)?)
@@ -298,6 +306,9 @@ impl ConfigLayer {
         }
         if let Some(v) = self.segment_bytes {
             cfg.segment_bytes = v;
+        }
+        if let Some(v) = self.client_expiry_secs {
+            cfg.client_expiry = (v > 0).then(|| Duration::from_secs(v));
         }
         if let Some(v) = &self.node {
             cfg.node = Some(v.clone());
@@ -360,6 +371,12 @@ pub struct BrokerConfig {
     /// Size at which the embedded engine seals a log segment and starts the next; between
     /// [`MIN_SEGMENT_BYTES`] and [`MAX_SEGMENT_BYTES`].
     pub segment_bytes: u64,
+    /// How long a client name that holds nothing (no message sent by it or addressed to it, no
+    /// durable subscription of its own) stays registered after its last session ended; then
+    /// the broker forgets it (its next session registers it again). `None` (`0` in the
+    /// settings): permanent names are never forgotten (ephemeral ones still go with their
+    /// session).
+    pub client_expiry: Option<Duration>,
     /// This node's name among the nodes sharing a database; unique among the live ones.
     /// `None`: a name generated at start ([`crate::node::generated_name`]).
     pub node: Option<String>,
@@ -387,6 +404,7 @@ impl Default for BrokerConfig {
             store_batch_max: 1024,
             spare_segments: ferry_store::embedded::DEFAULT_SPARE_SEGMENTS as u32,
             segment_bytes: ferry_store::embedded::DEFAULT_SEGMENT_BYTES,
+            client_expiry: Some(DEFAULT_CLIENT_EXPIRY),
             node: None,
             node_timeout_ms: 10_000,
             workers: None,
@@ -483,7 +501,7 @@ impl BrokerConfig {
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
              max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
              store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\nspare_segments = {}\n\
-             segment_bytes = {}\n{}node_timeout_ms = {}\n{}",
+             segment_bytes = {}\nclient_expiry_secs = {}\n{}node_timeout_ms = {}\n{}",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -502,6 +520,7 @@ impl BrokerConfig {
             self.store_batch_max,
             self.spare_segments,
             self.segment_bytes,
+            self.client_expiry.map_or(0, |d| d.as_secs()),
             match &self.node {
                 Some(n) => format!("node = \"{n}\"\n"),
                 None => "# node: generated at start\n".to_owned(),
@@ -652,6 +671,32 @@ mod tests {
         let err = ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "64M".to_owned())])
             .unwrap_err();
         assert!(err.to_string().contains("segment_bytes"), "{err}");
+    }
+
+    #[test]
+    fn client_expiry_comes_from_any_layer_and_zero_means_never() {
+        let defaults = BrokerConfig::default();
+        assert_eq!(defaults.client_expiry, Some(Duration::from_secs(86_400)));
+        assert!(defaults.to_toml().contains("\nclient_expiry_secs = 86400\n"));
+        let file: ConfigLayer = toml::from_str("client_expiry_secs = 60").unwrap();
+        assert_eq!(
+            from_file(&file).client_expiry,
+            Some(Duration::from_secs(60))
+        );
+        let env = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "0".to_owned())])
+            .unwrap();
+        let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+        assert_eq!(cfg.client_expiry, None, "0 keeps names forever");
+        assert!(cfg.to_toml().contains("\nclient_expiry_secs = 0\n"));
+        let flags = ConfigLayer {
+            client_expiry_secs: Some(5),
+            ..ConfigLayer::default()
+        };
+        let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
+        assert_eq!(cfg.client_expiry, Some(Duration::from_secs(5)));
+        let err = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "1d".to_owned())])
+            .unwrap_err();
+        assert!(err.to_string().contains("client_expiry_secs"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! `<data-dir>/runtime.toml`: the addresses the broker actually bound, so tools and tests can use
 //! port 0 and find out which port they got.
+//!
+//! On a full disk a new file cannot be written, but the file a broker killed before left can
+//! be overwritten in place (its block is allocated): [`write`] falls back to that.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -12,12 +16,26 @@ pub fn path(data_dir: &Path) -> PathBuf {
     data_dir.join(FILE_NAME)
 }
 
-/// Writes the runtime file atomically (temp file, then rename).
+/// Writes the runtime file atomically (temp file, then rename); when that fails (a full disk)
+/// and a runtime file exists, overwrites that one in place (a reader may then meet a half
+/// written file, which [`read`] takes for a missing one). The first error if both fail.
 pub fn write(data_dir: &Path, listen: SocketAddr) -> std::io::Result<()> {
     let text = format!("listen = \"{listen}\"\npid = {}\n", std::process::id());
     let tmp = data_dir.join(format!("{FILE_NAME}.tmp"));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path(data_dir))
+    let atomic = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, path(data_dir)));
+    let Err(e) = atomic else {
+        return Ok(());
+    };
+    let _ = std::fs::remove_file(&tmp);
+    overwrite(&path(data_dir), text.as_bytes()).map_err(|_| e)
+}
+
+/// Writes `text` over the existing file at `path`, then cuts it to that length.
+fn overwrite(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    file.write_all(text)?;
+    file.set_len(text.len() as u64)?;
+    file.sync_data()
 }
 
 /// What a runtime file says.
@@ -37,4 +55,28 @@ pub fn read(data_dir: &Path) -> Option<Runtime> {
         listen: value.get("listen")?.as_str()?.parse().ok()?,
         pid: u32::try_from(value.get("pid")?.as_integer()?).ok()?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_read_back_and_overwritten_in_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a: SocketAddr = "127.0.0.1:6730".parse().expect("addr");
+        write(dir.path(), a).expect("write");
+        assert_eq!(read(dir.path()).map(|r| r.listen), Some(a));
+        // A longer text first, then a shorter one in place: the file is cut to it.
+        overwrite(&path(dir.path()), b"listen = \"127.0.0.1:65535\"\npid = 4294967295\n")
+            .expect("overwrite");
+        let b: SocketAddr = "127.0.0.1:1".parse().expect("addr");
+        let text = format!("listen = \"{b}\"\npid = 7\n");
+        overwrite(&path(dir.path()), text.as_bytes()).expect("overwrite");
+        assert_eq!(
+            read(dir.path()),
+            Some(Runtime { listen: b, pid: 7 })
+        );
+        assert!(overwrite(&dir.path().join("missing"), b"x").is_err());
+    }
 }

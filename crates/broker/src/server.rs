@@ -159,10 +159,15 @@ impl Broker {
             addr: config.listen.clone(),
             source,
         })?;
-        runtime_file::write(&config.data_dir, addr).map_err(|source| BrokerError::RuntimeFile {
-            path: runtime_file::path(&config.data_dir),
-            source,
-        })?;
+        if let Err(source) = runtime_file::write(&config.data_dir, addr) {
+            let path = runtime_file::path(&config.data_dir);
+            if !ferry_store::embedded::backend::is_no_space(&source) {
+                return Err(BrokerError::RuntimeFile { path, source });
+            }
+            // Serving matters more than the file, which only tells tools the address.
+            warn!(file = %path.display(), error = %source,
+                "the disk is full: serving without a runtime file");
+        }
         let shared = Arc::new(Shared::new(
             store,
             config.limits,
@@ -173,7 +178,10 @@ impl Broker {
         let tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
             tokio::spawn(jobs::leases::run(shared.clone())),
-            tokio::spawn(jobs::maintenance::run(shared.clone())),
+            tokio::spawn(jobs::maintenance::run(
+                shared.clone(),
+                config.client_expiry,
+            )),
             tokio::spawn(jobs::delayed::run(shared.clone())),
             tokio::spawn(jobs::cluster::heartbeat(
                 shared.clone(),

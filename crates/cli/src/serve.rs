@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// Compacted segment files the embedded store keeps to reuse; 0 deletes them [default: 8]
     #[arg(long, value_name = "N")]
     pub spare_segments: Option<u32>,
+    /// Seconds a client name holding nothing stays registered after its last session; 0 keeps
+    /// names forever [default: 86400]
+    #[arg(long, value_name = "SECS")]
+    pub client_expiry_secs: Option<u64>,
     /// TOML configuration file
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -78,6 +82,7 @@ impl ServeArgs {
             workers: self.workers,
             segment_bytes: self.segment_bytes,
             spare_segments: self.spare_segments,
+            client_expiry_secs: self.client_expiry_secs,
             ..ConfigLayer::default()
         }
     }

@@ -1,5 +1,8 @@
-//! Injected I/O failures: a failed fsync poisons the store; a failed write (disk full) fails
-//! its batch and the store recovers by itself once writes succeed again.
+//! Injected I/O failures: a failed fsync poisons the store; a failed write fails its batch
+//! with `Unavailable`, whose outcome is unknown (the batch is written once writes succeed
+//! again), and the store recovers by itself. A write fails so only on a fault: a full disk is
+//! met before anything is written (see `disk_full.rs`), yet an injected `ENOSPC` (a filesystem
+//! that cannot allocate ahead) takes this path too.
 
 use ferry_protocol::{AckMode, ReceiveMode};
 use ferry_store::embedded::{CrashMode, FaultKind, FaultyBackend};
@@ -75,7 +78,7 @@ async fn failed_write_fails_the_batch_then_writes_resume() {
 }
 
 #[tokio::test]
-async fn a_full_disk_refuses_writes_until_space_returns() {
+async fn failing_writes_refuse_new_writes_until_a_retry_succeeds() {
     let disk = FaultyBackend::new();
     let store = open(&disk, BIG).await.unwrap();
     store.register_client("c").await.unwrap();
@@ -85,7 +88,8 @@ async fn a_full_disk_refuses_writes_until_space_returns() {
     for i in 0..4 {
         unavailable(store.send(msg(&["q"], &format!("refused {i}"))).await);
     }
-    // Refused sends after the first did not change the state (no pile-up of unknown outcomes).
+    // Refused sends after the first did not change the state (no pile-up of unknown outcomes);
+    // the first one's outcome is unknown: it may be there.
     let during = bodies(&peek_all(&store, "q").await);
     assert!(during.len() <= 2, "{during:?}");
     let take = spec("q", ReceiveMode::Take, AckMode::Client, 1);

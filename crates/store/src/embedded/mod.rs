@@ -34,6 +34,8 @@ mod format;
 #[cfg(test)]
 mod perf_tests;
 mod recovery;
+#[cfg(test)]
+mod registry_tests;
 mod space;
 #[cfg(test)]
 mod spare_tests;

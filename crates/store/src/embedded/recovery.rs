@@ -124,13 +124,13 @@ pub fn recover(
         } else {
             0
         };
+        state.journal.header(n, header_len as u64);
         if first {
             state.apply_snapshot(&h);
             first = false;
         } else {
             state.next_id = state.next_id.max(h.next_id);
         }
-        state.journal.header(n, header_len as u64);
         let mut pos = header_len;
         let mut cut = None;
         loop {

@@ -148,6 +148,13 @@ impl Journal {
         s.header += size;
     }
 
+    /// `bytes` of `segment`'s header are live data (the clients of a version 1 or 2 header).
+    pub fn header_holds_live(&mut self, segment: u64, bytes: u64) {
+        if let Some(s) = self.segments.get_mut(&segment) {
+            s.header = s.header.saturating_sub(bytes);
+        }
+    }
+
     /// Bytes the active segment holds at most.
     pub fn head_capacity(&self) -> u64 {
         segment_capacity(self.segment_bytes, self.head_header_len)

@@ -292,13 +292,15 @@ impl State {
     }
 
     /// Replay: the clients listed by the header of `segment` (format versions 1 and 2), the
-    /// oldest segment's. They count as registrations recorded in that segment, so compaction
-    /// rewrites them as records before it deletes it.
+    /// oldest segment's. They count as registrations recorded in that segment (live bytes of
+    /// it, no longer header bytes), so compaction rewrites them as records before it deletes
+    /// it.
     pub(super) fn snapshot_registrations(&mut self, names: &[String], segment: u64) {
         for name in names {
             let (key, _) = self.clients.key(name);
             let size = record::name_len(name) as u32;
             self.set_record(key, segment, size);
+            self.journal.header_holds_live(segment, u64::from(size));
         }
     }
 
