@@ -677,7 +677,9 @@ mod tests {
     fn client_expiry_comes_from_any_layer_and_zero_means_never() {
         let defaults = BrokerConfig::default();
         assert_eq!(defaults.client_expiry, Some(Duration::from_secs(86_400)));
-        assert!(defaults.to_toml().contains("\nclient_expiry_secs = 86400\n"));
+        assert!(defaults
+            .to_toml()
+            .contains("\nclient_expiry_secs = 86400\n"));
         let file: ConfigLayer = toml::from_str("client_expiry_secs = 60").unwrap();
         assert_eq!(
             from_file(&file).client_expiry,

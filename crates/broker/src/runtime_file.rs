@@ -68,15 +68,15 @@ mod tests {
         write(dir.path(), a).expect("write");
         assert_eq!(read(dir.path()).map(|r| r.listen), Some(a));
         // A longer text first, then a shorter one in place: the file is cut to it.
-        overwrite(&path(dir.path()), b"listen = \"127.0.0.1:65535\"\npid = 4294967295\n")
-            .expect("overwrite");
+        overwrite(
+            &path(dir.path()),
+            b"listen = \"127.0.0.1:65535\"\npid = 4294967295\n",
+        )
+        .expect("overwrite");
         let b: SocketAddr = "127.0.0.1:1".parse().expect("addr");
         let text = format!("listen = \"{b}\"\npid = 7\n");
         overwrite(&path(dir.path()), text.as_bytes()).expect("overwrite");
-        assert_eq!(
-            read(dir.path()),
-            Some(Runtime { listen: b, pid: 7 })
-        );
+        assert_eq!(read(dir.path()), Some(Runtime { listen: b, pid: 7 }));
         assert!(overwrite(&dir.path().join("missing"), b"x").is_err());
     }
 }

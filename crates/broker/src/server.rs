@@ -178,10 +178,7 @@ impl Broker {
         let tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
             tokio::spawn(jobs::leases::run(shared.clone())),
-            tokio::spawn(jobs::maintenance::run(
-                shared.clone(),
-                config.client_expiry,
-            )),
+            tokio::spawn(jobs::maintenance::run(shared.clone(), config.client_expiry)),
             tokio::spawn(jobs::delayed::run(shared.clone())),
             tokio::spawn(jobs::cluster::heartbeat(
                 shared.clone(),

@@ -4,9 +4,11 @@
 //! bounded memory, and nothing lost. Every scenario is bounded in time.
 //!
 //! This library holds what the scenarios share beyond `ferry-testkit`: reading a process's
-//! resident memory.
+//! resident memory, and (in [`fs`]) a small tmpfs and data directory fingerprints.
 
 use std::io;
+
+pub mod fs;
 
 /// The resident set size of process `pid` in bytes, from `/proc/<pid>/status` (`VmRSS`).
 pub fn rss_bytes(pid: u32) -> io::Result<u64> {

@@ -57,7 +57,10 @@ async fn drain(store: &EmbeddedStore) -> Vec<String> {
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
     let mut got = Vec::new();
     loop {
-        let batch = store.receive(&take, 10).await.expect("a take on a full disk");
+        let batch = store
+            .receive(&take, 10)
+            .await
+            .expect("a take on a full disk");
         if batch.is_empty() {
             return got;
         }
@@ -74,7 +77,11 @@ async fn a_full_disk_refuses_only_growth_and_a_refused_send_never_appears() {
     store.create_queue("q").await.unwrap();
     store.create_queue("other").await.unwrap();
     let (acked, refused) = fill(&store).await;
-    assert!(acked.len() > 200, "{} sends before the disk filled", acked.len());
+    assert!(
+        acked.len() > 200,
+        "{} sends before the disk filled",
+        acked.len()
+    );
     assert!(store.is_full());
     assert!(disk.free_bytes() < SEGMENT as usize, "the disk is full");
 
@@ -84,7 +91,9 @@ async fn a_full_disk_refuses_only_growth_and_a_refused_send_never_appears() {
     let batch = store
         .send_batch(vec![msg(&["q"], "b1"), msg(&["other"], "b2")])
         .await;
-    assert!(batch.iter().all(|r| matches!(r, Err(StoreError::ResourceExhausted(_)))));
+    assert!(batch
+        .iter()
+        .all(|r| matches!(r, Err(StoreError::ResourceExhausted(_)))));
     exhausted(store.create_queue("new").await);
     exhausted(store.create_topic("t").await);
     exhausted(store.register_client("stranger").await);
@@ -151,7 +160,10 @@ async fn everything_that_frees_space_works_on_a_full_disk() {
     };
     store.subscribe_topic("t", "s", &sub, "c").await.unwrap();
     for i in 0..20 {
-        store.send(msg(&["doomed"], &format!("d{i}"))).await.unwrap();
+        store
+            .send(msg(&["doomed"], &format!("d{i}")))
+            .await
+            .unwrap();
     }
     fill(&store).await;
     assert!(store.is_full());
@@ -166,13 +178,20 @@ async fn everything_that_frees_space_works_on_a_full_disk() {
     store.release_session(1).await.unwrap();
     // Deletes, forced, of a queue, a subscription and a topic; expiry of client names.
     store.delete_queue("doomed", true).await.unwrap();
-    store.subscribe_topic("t", "s", &sub, "c").await.expect("it exists");
+    store
+        .subscribe_topic("t", "s", &sub, "c")
+        .await
+        .expect("it exists");
     store.unsubscribe("t", "s").await.unwrap();
     store.delete_topic("t", true).await.unwrap();
     store.purge_expired(u64::MAX).await.unwrap();
     store.expire_clients(u64::MAX, 0).await.unwrap();
     store.commit(1, Vec::new(), &[]).await.unwrap();
-    exhausted(store.commit(1, vec![msg(&["q"], "in a transaction")], &[]).await);
+    exhausted(
+        store
+            .commit(1, vec![msg(&["q"], "in a transaction")], &[])
+            .await,
+    );
     drain(&store).await;
     store.maintain().await.unwrap();
     assert!(!store.is_full());
@@ -220,7 +239,10 @@ async fn a_store_on_a_disk_without_room_for_its_reserve_opens_refusing_sends() {
     drop(store);
     // The reserve is gone (an older version, or an operator) and the disk is full.
     let reserve = common::seg_dir().join("reserve");
-    assert!(disk.file(&reserve).is_some(), "a store keeps its reserve file");
+    assert!(
+        disk.file(&reserve).is_some(),
+        "a store keeps its reserve file"
+    );
     disk.set_file(&reserve, Vec::new());
     disk.set_capacity(Some(disk.used_bytes()));
     let store = open(&disk).await;

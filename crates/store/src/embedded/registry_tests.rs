@@ -58,7 +58,10 @@ async fn headers_do_not_grow_with_the_registry() {
     store.create_queue("q").await.unwrap();
     register(&store, 0..2000).await;
     let segs = segments(&disk);
-    assert!(segs.len() > 40, "the registrations rolled the log: {segs:?}");
+    assert!(
+        segs.len() > 40,
+        "the registrations rolled the log: {segs:?}"
+    );
     // The first header was written before queue "q" existed; every later one names "q".
     assert!(
         segs[1..].iter().all(|&(_, h, _)| h == segs[1].1),
@@ -84,10 +87,7 @@ async fn registrations_are_compacted_and_survive_reopen_and_crash() {
     for round in 0..40 {
         for i in 0..10 {
             let body = format!("m{round}-{i}");
-            store
-                .send(message(&["q"], None, &body, "x"))
-                .await
-                .unwrap();
+            store.send(message(&["q"], None, &body, "x")).await.unwrap();
         }
         while !store.receive(&take, 100).await.unwrap().is_empty() {}
         store.maintain().await.unwrap();
@@ -149,7 +149,11 @@ async fn ephemeral_names_are_written_nowhere_and_come_back_only_with_their_messa
         .claim_session("cli-2", 2, Registration::Ephemeral)
         .await
         .unwrap();
-    assert_eq!(disk.write_count(), before, "an ephemeral claim writes nothing");
+    assert_eq!(
+        disk.write_count(),
+        before,
+        "an ephemeral claim writes nothing"
+    );
     let mut m = message(&["q"], None, "from cli-2", "x");
     m.sender = "cli-2".into();
     store.send(m).await.unwrap();
@@ -213,10 +217,7 @@ async fn a_version_2_store_keeps_the_clients_its_header_listed() {
     for round in 0..30 {
         for i in 0..10 {
             let body = format!("m{round}-{i}");
-            store
-                .send(message(&["q"], None, &body, "x"))
-                .await
-                .unwrap();
+            store.send(message(&["q"], None, &body, "x")).await.unwrap();
         }
         while !store.receive(&take, 100).await.unwrap().is_empty() {}
         store.maintain().await.unwrap();
@@ -226,13 +227,13 @@ async fn a_version_2_store_keeps_the_clients_its_header_listed() {
         "the version 2 segment is gone: {:?}",
         store.segments()
     );
-    assert!(segments(&disk)
-        .iter()
-        .all(|&(n, _, _)| header::decode(&disk.file(&segment_path(&seg_dir(), n)).unwrap())
-            .unwrap()
-            .0
-            .clients
-            .is_empty()));
+    assert!(segments(&disk).iter().all(|&(n, _, _)| header::decode(
+        &disk.file(&segment_path(&seg_dir(), n)).unwrap()
+    )
+    .unwrap()
+    .0
+    .clients
+    .is_empty()));
     drop(store);
     let store = open(&disk, 1024).await;
     for n in &names {
