@@ -11,27 +11,23 @@ use crate::error::StoreError;
 /// back: nothing took effect); everything else (connection lost, server shutting down) is
 /// `Unavailable`.
 pub fn db(e: tokio_postgres::Error) -> StoreError {
-    if let Some(d) = e.as_db_error() {
-        let class = d.code().code().get(..2).unwrap_or("");
-        return match class {
-            "22" => {
-                StoreError::InvalidArgument(format!("database rejected a value: {}", d.message()))
-            }
-            "53" if *d.code() != SqlState::TOO_MANY_CONNECTIONS => {
-                StoreError::ResourceExhausted(format!(
-                    "the database is short of a resource: {} ({}); nothing was stored, retry later",
-                    d.message(),
-                    d.code().code()
-                ))
-            }
-            _ => StoreError::Unavailable(format!(
-                "database error: {} ({})",
-                d.message(),
-                d.code().code()
-            )),
-        };
+    match e.as_db_error() {
+        Some(d) => from_db(d.code(), d.message()),
+        None => StoreError::Unavailable(format!("database connection: {e}")),
     }
-    StoreError::Unavailable(format!("database connection: {e}"))
+}
+
+/// Maps an error the database reported with `code` and `message` (see [`db`]).
+fn from_db(code: &SqlState, message: &str) -> StoreError {
+    match code.code().get(..2).unwrap_or("") {
+        "22" => StoreError::InvalidArgument(format!("database rejected a value: {message}")),
+        "53" if *code != SqlState::TOO_MANY_CONNECTIONS => StoreError::ResourceExhausted(format!(
+            "the database is short of a resource: {message} ({}); nothing was stored, retry \
+             later",
+            code.code()
+        )),
+        _ => StoreError::Unavailable(format!("database error: {message} ({})", code.code())),
+    }
 }
 
 /// Maps a failure to get a pooled connection.
@@ -49,4 +45,30 @@ pub fn retryable(e: &tokio_postgres::Error) -> bool {
 /// A value read from the database that does not fit its Rust type.
 pub fn bad_data(what: &str) -> StoreError {
     StoreError::Internal(format!("bad data in the database: {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_protocol::ErrorCode;
+
+    #[test]
+    fn a_database_short_of_disk_or_memory_refuses_like_a_full_disk() {
+        for code in [
+            SqlState::DISK_FULL,
+            SqlState::OUT_OF_MEMORY,
+            SqlState::CONFIGURATION_LIMIT_EXCEEDED,
+            SqlState::INSUFFICIENT_RESOURCES,
+        ] {
+            let e = from_db(&code, "could not extend file");
+            assert_eq!(e.code(), ErrorCode::ResourceExhausted, "{code:?}: {e}");
+            assert!(e.to_string().contains("could not extend file"), "{e}");
+        }
+        let e = from_db(&SqlState::TOO_MANY_CONNECTIONS, "sorry, too many clients");
+        assert_eq!(e.code(), ErrorCode::StoreUnavailable);
+        let e = from_db(&SqlState::ADMIN_SHUTDOWN, "terminating connection");
+        assert_eq!(e.code(), ErrorCode::StoreUnavailable);
+        let e = from_db(&SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "out of range");
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    }
 }

@@ -307,6 +307,27 @@ mod tests {
     }
 
     #[test]
+    fn allocated_space_is_held_ahead_of_the_end_and_kept_when_closed() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("1.log");
+        let backend = FsBackend;
+        let mut file = backend.create(&path).expect("create");
+        file.allocate(3 << 20).expect("allocate");
+        file.append(&[1u8; 1000]).expect("append");
+        drop(file);
+        assert_eq!(fs::metadata(&path).expect("metadata").len(), 1000);
+        let held = held_bytes(&path);
+        assert!(held >= 3 << 20, "the allocation outlives the handle: {held} bytes");
+        // Allocating what is held already asks the disk for nothing.
+        backend.allocate(&path, 3 << 20).expect("allocate again");
+        backend.allocate(&path, 1 << 20).expect("allocate less");
+        assert!(backend.allocate(&dir.path().join("missing"), 1).is_err());
+    }
+
+    #[test]
     fn a_reused_file_is_overwritten_from_its_start_and_cut_to_what_was_written() {
         let dir = tempfile::tempdir().expect("tempdir");
         let old = dir.path().join("1.spare");
