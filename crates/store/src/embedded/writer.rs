@@ -679,13 +679,18 @@ impl Writer {
                 .rename(&spare, path)
                 .and_then(|()| self.backend.open_overwrite(path))
             {
-                Ok(mut file) => {
-                    // A spare's space is allocated already, up to a record's worth at its end.
-                    if let Err(e) = file.allocate(capacity) {
-                        tracing::debug!(error = %e, "could not allocate a reused segment in full");
+                // A spare's space is allocated already (its end too, unless it was written
+                // by an older version): then this asks the disk for nothing.
+                Ok(mut file) => match file.allocate(capacity) {
+                    Ok(()) => return Ok(file),
+                    Err(e) if e.kind() == io::ErrorKind::Unsupported => return Ok(file),
+                    Err(e) => {
+                        tracing::warn!(spare = %spare.display(), error = %e,
+                            "a spare segment file cannot hold a whole segment; deleting it");
+                        drop(file);
+                        let _ = self.backend.remove(path);
                     }
-                    return Ok(file);
-                }
+                },
                 Err(e) => tracing::warn!(spare = %spare.display(), error = %e,
                     "could not reuse a spare segment file; trying the next"),
             }

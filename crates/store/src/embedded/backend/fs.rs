@@ -320,7 +320,10 @@ mod tests {
         drop(file);
         assert_eq!(fs::metadata(&path).expect("metadata").len(), 1000);
         let held = held_bytes(&path);
-        assert!(held >= 3 << 20, "the allocation outlives the handle: {held} bytes");
+        assert!(
+            held >= 3 << 20,
+            "the allocation outlives the handle: {held} bytes"
+        );
         // Allocating what is held already asks the disk for nothing.
         backend.allocate(&path, 3 << 20).expect("allocate again");
         backend.allocate(&path, 1 << 20).expect("allocate less");

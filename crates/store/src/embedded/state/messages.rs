@@ -232,7 +232,7 @@ impl State {
                 return Ok((e.key, e.name.clone()));
             }
         }
-        let (key, name) = match self.clients.get_key_value(&**sender) {
+        let (key, name) = match self.clients.get_key_value(sender) {
             Some((name, key)) => (*key, name.clone()),
             None => {
                 self.register_client(log, sender)?;

@@ -23,6 +23,9 @@ use super::{check_name, snapshot, ClientKey, State};
 use crate::clock::wall_ms;
 use crate::error::StoreError;
 
+/// Segment and size of a record.
+type Record = (u64, u32);
+
 /// One registered name.
 #[derive(Debug)]
 pub struct Registration {
@@ -30,7 +33,7 @@ pub struct Registration {
     pub name: Arc<str>,
     /// Segment and size of its live `ClientRegistered` record; `None` when it is registered in
     /// memory only.
-    pub record: Option<(u64, u32)>,
+    pub record: Option<Record>,
     /// Stored messages that name it as their sender or receiver.
     pub holds: u32,
     /// Since when (wall clock, ms) it has had no session: the end of its last session, or when
@@ -236,7 +239,7 @@ impl State {
         online: impl Fn(&str) -> bool,
     ) -> u64 {
         let owners = self.durable_owners();
-        let doomed: Vec<(ClientKey, Arc<str>, Option<(u64, u32)>)> = self
+        let doomed: Vec<(ClientKey, Arc<str>, Option<Record>)> = self
             .clients
             .iter()
             .filter(|(_, r)| {

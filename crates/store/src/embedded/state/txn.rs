@@ -66,7 +66,7 @@ impl State {
         // Senders are registered outside the group: harmless if the group is lost, and it
         // keeps every record the group holds about messages.
         for m in &msgs {
-            if !self.clients.contains_key(&*m.sender) {
+            if !self.clients.contains_key(&m.sender) {
                 self.register_client(log, &m.sender)?;
             }
         }
