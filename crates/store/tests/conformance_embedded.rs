@@ -8,15 +8,17 @@ use ferry_store::{conformance, EmbeddedConfig, EmbeddedStore, Store};
 
 #[tokio::test]
 async fn embedded_on_disk_passes_conformance() {
-    // Keep every temp dir alive until the end of the run.
+    // Keep every temp dir alive until the end of the run. Each store allocates the disk space
+    // of its active segment and of its reserve ahead: 1 MiB segments keep a hundred of them
+    // small.
     let dirs = Arc::new(Mutex::new(Vec::new()));
     conformance::run_all(|| {
         let dirs = dirs.clone();
         async move {
             let dir = tempfile::tempdir().unwrap();
-            let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
-                .await
-                .unwrap();
+            let mut cfg = EmbeddedConfig::new(dir.path());
+            cfg.segment_bytes = 1 << 20;
+            let store = EmbeddedStore::open(cfg).await.unwrap();
             dirs.lock().unwrap().push(dir);
             store as Arc<dyn Store>
         }
