@@ -95,6 +95,10 @@ async fn a_full_disk_refuses_only_growth_and_a_refused_send_never_appears() {
         .iter()
         .all(|r| matches!(r, Err(StoreError::ResourceExhausted(_)))));
     exhausted(store.create_queue("new").await);
+    // Non-persistent messages are written nowhere: they go on.
+    let mut transient = msg(&["other"], "in memory");
+    transient.persistent = false;
+    store.send(transient).await.expect("a non-persistent send");
     exhausted(store.create_topic("t").await);
     exhausted(store.register_client("stranger").await);
     exhausted(

@@ -49,6 +49,19 @@ pub(super) enum Class {
     /// It leads to freeing space (takes, acks, nacks, deletes, expiry, compaction): it may
     /// write into the space reserve.
     Frees,
+    /// It writes nothing (non-persistent messages, a known client name): never refused.
+    Quiet,
+}
+
+impl Class {
+    /// The class of storing `msgs`: only persistent messages grow the log.
+    fn of_messages<'m>(mut msgs: impl Iterator<Item = &'m NewMessage>) -> Class {
+        if msgs.any(|m| m.persistent) {
+            Class::Grows
+        } else {
+            Class::Quiet
+        }
+    }
 }
 
 /// The refusal of a call that would grow the log on a full disk.
@@ -234,7 +247,7 @@ impl EmbeddedStore {
 
     /// Admits a writing call of class `class` (see [`Class`]) before it changes anything.
     pub(super) async fn admit(&self, class: Class) -> Result<(), StoreError> {
-        if !self.space.is_full() {
+        if !self.space.is_full() || class == Class::Quiet {
             return Ok(());
         }
         if class == Class::Grows {
@@ -463,7 +476,7 @@ impl Store for EmbeddedStore {
         let class = if self.state().registration_writes(name) {
             Class::Grows
         } else {
-            Class::Frees
+            Class::Quiet
         };
         self.mutate(class, |st, log| st.register_client(log, name))
             .await
@@ -506,13 +519,13 @@ impl Store for EmbeddedStore {
     }
 
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
-        self.mutate_lean(Class::Grows, |st, log| st.send(log, msg))
-            .await
+        let class = Class::of_messages(std::iter::once(&msg));
+        self.mutate_lean(class, |st, log| st.send(log, msg)).await
     }
 
     async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
         let n = msgs.len();
-        if let Err(e) = self.admit(Class::Grows).await {
+        if let Err(e) = self.admit(Class::of_messages(msgs.iter())).await {
             return vec![Err(e); n];
         }
         if let Err(e) = self.writable().await {
@@ -766,10 +779,9 @@ impl Store for EmbeddedStore {
         msgs: Vec<NewMessage>,
         acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError> {
-        let class = if msgs.is_empty() {
-            Class::Frees
-        } else {
-            Class::Grows
+        let class = match Class::of_messages(msgs.iter()) {
+            Class::Quiet => Class::Frees, // its acks
+            grows => grows,
         };
         self.mutate_lean(class, |st, log| st.commit(log, session, msgs, acks))
             .await
