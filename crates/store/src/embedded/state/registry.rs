@@ -219,14 +219,20 @@ impl State {
         if online(name) {
             return;
         }
-        let owners = self.durable_owners();
         let Some(r) = self.clients.entry_mut(key) else {
             return;
         };
         r.offline_since = wall_ms();
-        if r.record.is_none() && r.holds == 0 && !owners.contains(&r.name) {
+        if r.record.is_none() && r.holds == 0 && !self.owns_durable(name) {
             self.clients.forget(key);
         }
+    }
+
+    /// Whether `name` owns a durable subscription.
+    fn owns_durable(&self, name: &str) -> bool {
+        self.topics
+            .values()
+            .any(|t| t.durable_owners().any(|o| &*o == name))
     }
 
     /// Forgets the registrations that hold nothing and have no session (`online` says which
