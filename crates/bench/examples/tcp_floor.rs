@@ -4,7 +4,7 @@
 //! It runs the `ftab` workload's traffic shape without a broker: `--alice` closed-loop clients
 //! each send a request of about a 2000-byte message and read a short reply, `--bob` clients each
 //! send a short request and read a reply carrying a message, every client on its own loopback
-//! connection, as in `ferry bench ftab`. The server is a child process that answers each request
+//! connection, as in `ferry-bench ftab`. The server is a child process that answers each request
 //! at once, with one read and one write per operation, and stores nothing. The pairs per second
 //! it reaches bound what any broker can do for that mix on the machine, since a real broker does
 //! this much work and then some.

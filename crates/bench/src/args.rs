@@ -1,8 +1,10 @@
-//! Flags every workload shares, and parsing of durations (`10s`, `500ms`, `2m`) and of
-//! `--window`.
+//! Flags every workload shares, and parsing of durations and of `--window`.
+//!
+//! Durations follow humantime's grammar (`10s`, `1.5s`, `500ms`, `2m`, `1m30s`), the grammar of
+//! every duration flag of the `ferry` command line too; a number needs its unit (`0` aside).
 //!
 //! `--window` is the per-interval trace window and takes a duration with a unit (`1s`,
-//! `500ms`). `ferry bench throughput` once used `--window N` for requests in flight (now
+//! `500ms`). `ferry-bench throughput` once used `--window N` for requests in flight (now
 //! `--in-flight N`); a bare integer is refused with a message naming `--in-flight` rather than
 //! read as a number of seconds or milliseconds, so an old command line never changes meaning
 //! silently.
@@ -159,25 +161,15 @@ pub fn parse_window(s: &str) -> Result<Duration> {
     Ok(d)
 }
 
-/// Parses `10s`, `1.5s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+/// Parses a duration in humantime's grammar (`10s`, `1.5s`, `500ms`, `2m`, `1m30s`); a bare
+/// number other than `0` is refused: it needs its unit.
 pub fn parse_duration(s: &str) -> Result<Duration> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let Ok(value) = number.parse::<f64>() else {
-        bail!("'{s}' is not a duration (e.g. 10s, 500ms, 2m)");
-    };
-    let secs = match unit.trim() {
-        "" | "s" | "sec" | "secs" => value,
-        "ms" => value / 1000.0,
-        "us" => value / 1_000_000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => bail!("unknown unit '{other}' in '{s}' (use ms, s, m or h)"),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| anyhow::anyhow!("duration '{s}' is out of range"))
+    let text = s.trim();
+    if !text.is_empty() && text != "0" && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        bail!("'{text}' needs a unit, e.g. {text}s or {text}ms");
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| anyhow::anyhow!("'{text}' is not a duration ({e}); e.g. 10s, 500ms, 2m"))
 }
 
 #[cfg(test)]
@@ -187,7 +179,10 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        let bare = parse_duration("10").unwrap_err().to_string();
+        assert!(bare.contains("needs a unit, e.g. 10s"), "{bare}");
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));

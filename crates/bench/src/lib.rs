@@ -1,11 +1,12 @@
-//! `ferry-bench`: the benchmark harness behind `ferry bench`.
+//! `ferry-bench`: Ferry's benchmark harness, a library and the `ferry-bench` binary
+//! (`src/bin/ferry-bench`), apart from the broker's `ferry` binary.
 //!
 //! A workload (what load to generate and what to measure) runs against a target through a
 //! [`drivers::Driver`], so the same workload can later measure NATS, RabbitMQ or PostgreSQL.
 //!
 //! Modules:
 //! - [`args`]: flags every workload shares (`--duration`, `--warmup`, `--cooldown`, `--window`,
-//!   `--target`, `--json`, `--csv`) and duration parsing;
+//!   `--target`, `--json`, `--csv`) and duration parsing (humantime's grammar);
 //! - [`drivers`]: the `Driver` trait, target selection, the `ferry` driver;
 //! - [`payload`]: the bench message body (send timestamp and run id up front);
 //! - [`progress`]: the live progress line on standard error while a workload runs;

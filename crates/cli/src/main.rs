@@ -1,19 +1,21 @@
-//! The `ferry` binary: the broker (`serve`) and the command-line client.
+//! The `ferry` binary: the broker (`serve`) and the command-line client. The benchmark
+//! harness is a binary of its own (`ferry-bench`, crates/bench), so that this one links none
+//! of the peers' client libraries.
 //!
 //! Modules:
 //! - `serve`: `ferry serve`, the broker (owned by the broker maintainers);
 //! - [`commands`]: the client commands (`queue`, `send`, `recv`, `waiting`, `topic`,
 //!   `publish`, `subscribe`, `unsubscribe`, `shell`);
-//! - [`bench`]: `ferry bench`, the subcommands of the `ferry-bench` harness;
 //! - [`connection`]: the shared `--server`/`--name` flags, connecting, error wording;
 //! - [`properties`]: `NAME[:TYPE]=VALUE` message properties;
 //! - [`render`]: message blocks, JSON lines and queue tables;
 //! - [`topic_table`]: topic listings (table and JSON);
-//! - [`timestamp`]: ISO-8601 formatting of broker timestamps.
+//! - [`timestamp`]: ISO-8601 formatting of broker timestamps;
+//! - [`duration`]: the one duration grammar of every duration flag and shell key.
 
-mod bench;
 mod commands;
 mod connection;
+mod duration;
 mod properties;
 mod render;
 mod serve;
@@ -24,7 +26,7 @@ use clap::{Parser, Subcommand};
 
 /// mimalloc instead of the system allocator: the broker allocates and frees small objects per
 /// message (indexes, frames), where glibc malloc showed up as about 15% of the broker's CPU time
-/// in profiles of `ferry bench throughput` (see docs/benchmarks.md).
+/// in profiles of `ferry-bench throughput` (see docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -73,9 +75,6 @@ enum Command {
     /// An interactive shell over one connection (reads commands from standard input).
     #[command(after_help = AFTER_HELP)]
     Shell(commands::shell::ShellArgs),
-    /// Measure the broker.
-    #[command(after_help = AFTER_HELP)]
-    Bench(bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -91,7 +90,6 @@ fn main() -> std::process::ExitCode {
         Command::Subscribe(args) => commands::block_on(commands::subscribe::run(args)),
         Command::Unsubscribe(args) => commands::block_on(commands::topic::unsubscribe(args)),
         Command::Shell(args) => commands::block_on(commands::shell::run(args)),
-        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -121,7 +119,7 @@ mod tests {
             "ferry send --queue a --queue b --to bob --priority 10 --context 7 --property k=v -p n:str=5 body",
             "ferry send --queue a,b --file /tmp/x",
             "ferry send --queue a",
-            "ferry recv --queue q --order time --peek --wait 1.5 --count 3 --json",
+            "ferry recv --queue q --order time --peek --wait 1.5s --count 3 --json",
             "ferry recv --from alice",
             "ferry waiting",
             "ferry send --queue a --non-persistent --ttl 5s x",
@@ -133,20 +131,9 @@ mod tests {
             "ferry subscribe --topic prices",
             "ferry subscribe --topic prices --durable audit --shared --selector x --count 0 --json",
             "ferry subscribe --topic prices --shared-name workers --count 5",
-            "ferry subscribe -t prices --count 3 --wait 1.5 --ack auto --order time",
+            "ferry subscribe -t prices --count 3 --wait 1500ms --ack auto --order time",
             "ferry unsubscribe --topic prices --durable audit",
             "ferry shell",
-            "ferry bench throughput --producers 2 --consumers 2 --size 128 --queues 2 --in-flight 8 --batch 4 --duration 2s --persistent true --json /tmp/r.json",
-            "ferry bench throughput --messages 1000",
-            "ferry bench throughput --in-flight 16 --batch 64 --max-backlog 20000 --window 1s --cooldown 1s --csv /tmp/w.csv",
-            "ferry bench throughput --size 128 --in-flight 16 --batch 64 --prefetch 4000 --max-backlog 20000 --duration 10s",
-            "ferry bench throughput --target ferry --server 127.0.0.1:6731 --in-flight 16 --window 500ms --quiet",
-            "ferry bench latency --rate 5000 --duration 5s --warmup 1s --cooldown 1s --window 1s --json /tmp/l.json",
-            "ferry bench compare ftab --targets ferry,postgres --alice 50 --bob 50 --window 2s -q",
-            "ferry bench fanout --subscribers 8 --persistent false --durable --size 128 --batch 32 --in-flight 4 --duration 5s --ack auto",
-            "ferry bench fanout --subscribers 2 --own-broker --json /tmp/f.json",
-            "ferry bench selector --subscriptions 100 --selectors false --broker-pid 42 --regions 1 --min-amount -1",
-            "ferry bench throughput --persistent false",
         ] {
             let args = line.split(' ');
             if let Err(e) = Cli::try_parse_from(args) {
@@ -173,12 +160,10 @@ mod tests {
             "ferry subscribe --topic t --shared-name w --shared",
             "ferry subscribe --topic t --ack sometimes",
             "ferry unsubscribe --topic t",
-            "ferry bench throughput --duration 2s --messages 5",
-            "ferry bench throughput --size 8",
-            "ferry bench throughput --window fast",
-            "ferry bench throughput --window 16",
-            "ferry bench latency --window 0s",
-            "ferry bench throughput --target kafka",
+            "ferry bench throughput",
+            "ferry send --queue q --ttl 10 x",
+            "ferry send --queue q --delay 1.5 x",
+            "ferry recv --queue q --wait 2",
         ] {
             assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");
         }

@@ -2,7 +2,7 @@
 //! every message of a preloaded queue in batches, once without a selector and once with
 //! selectors that match all, half or a few of the messages (then the first two again, to show
 //! how much the timings drift within one run), and prints the time per message taken. Not a
-//! test and not part of `ferry bench`; run it with
+//! test and not part of `ferry-bench`; run it with
 //!
 //! ```sh
 //! cargo run --release -p ferry-store --example selector_cost [MESSAGES]

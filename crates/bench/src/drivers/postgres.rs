@@ -274,7 +274,7 @@ impl Connection for PostgresConnection {
             .get(0);
         if fsync != "on" {
             eprintln!(
-                "ferry: warning: PostgreSQL runs with fsync={fsync}: figures are not durable"
+                "ferry-bench: warning: PostgreSQL runs with fsync={fsync}: figures are not durable"
             );
         }
         Ok(())

@@ -1,4 +1,4 @@
-//! The summary of `ferry bench compare`: each figure per target as the median over rounds,
+//! The summary of `ferry-bench compare`: each figure per target as the median over rounds,
 //! every round's value, and the ratio to Ferry; and its terminal table.
 
 use std::collections::BTreeMap;

@@ -28,7 +28,7 @@ pub fn write(report: &BenchReport, path: &Path) -> Result<()> {
 /// The page.
 pub fn render(report: &BenchReport) -> String {
     let mut out = String::new();
-    let title = format!("ferry bench {}", report.workload);
+    let title = format!("ferry-bench {}", report.workload);
     let _ = write!(
         out,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",

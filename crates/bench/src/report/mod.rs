@@ -6,7 +6,7 @@
 //! separate modules that read the same struct: [`text`] (the terminal), [`json`], [`csv`] (the
 //! per-window series), [`html`] (a self-contained page of SVG plots drawn by [`svg`]).
 //! [`operations`] holds the per-operation results of the `ftab` workload, [`compare`] the
-//! summary of `ferry bench compare`.
+//! summary of `ferry-bench compare`.
 
 pub mod compare;
 pub mod csv;
@@ -35,7 +35,7 @@ pub struct BenchReport {
     pub params: serde_json::Value,
     /// One entry per target.
     pub results: Vec<TargetResult>,
-    /// For `ferry bench compare`: the figures per target (median over rounds) and their ratio
+    /// For `ferry-bench compare`: the figures per target (median over rounds) and their ratio
     /// to Ferry; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compare: Option<compare::CompareSummary>,

@@ -1,4 +1,4 @@
-//! `ferry bench fanout`: one publisher on one topic, N subscriptions each consumed by its own
+//! `ferry-bench fanout`: one publisher on one topic, N subscriptions each consumed by its own
 //! consumer; published and delivered messages per second and end-to-end latency. See
 //! [`super::pubsub`] for how the run goes.
 
@@ -12,7 +12,7 @@ use crate::workloads::pubsub::{self, PubSubArgs, PubSubSpec, SelectorPlan};
 /// The topic the workload publishes to; created if missing.
 pub const TOPIC: &str = "bench-fanout";
 
-/// Flags of `ferry bench fanout`.
+/// Flags of `ferry-bench fanout`.
 #[derive(Debug, Clone, Args)]
 pub struct FanoutArgs {
     /// Subscriptions on the topic, each consumed by a consumer on a connection of its own;

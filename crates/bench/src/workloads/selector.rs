@@ -1,4 +1,4 @@
-//! `ferry bench selector`: one publisher on one topic, N subscriptions with (or without) a
+//! `ferry-bench selector`: one publisher on one topic, N subscriptions with (or without) a
 //! selector on message properties, so that the cost of selectors can be compared with plain
 //! subscriptions: published and delivered messages per second and, when the broker's process
 //! can be observed (`--own-broker` or `--broker-pid`), its CPU time per published and per
@@ -14,7 +14,7 @@ use crate::workloads::pubsub::{self, PubSubArgs, PubSubSpec, SelectorPlan};
 /// The topic the workload publishes to; created if missing.
 pub const TOPIC: &str = "bench-selector";
 
-/// Flags of `ferry bench selector`.
+/// Flags of `ferry-bench selector`.
 #[derive(Debug, Clone, Args)]
 pub struct SelectorArgs {
     /// Subscriptions on the topic, each consumed by a consumer on a connection of its own.

@@ -4,8 +4,10 @@
 //! thresholds: benchmarks are not timed tests.
 //!
 //! Modules: [`schema`] (a validator for the subset of JSON Schema the schema file uses),
-//! [`workloads`], [`ftab`] (the ftab workload and compare), [`report`] (the HTML page).
+//! [`workloads`], [`ftab`] (the ftab workload and compare), [`report`] (the HTML page),
+//! [`cli`] (the `ferry-bench` binary as a subprocess).
 
+mod cli;
 mod ftab;
 mod report;
 mod schema;

@@ -28,13 +28,13 @@ pub struct MessageArgs {
     /// NAME:str=VALUE forces a string (also :int, :float, :bool). Repeatable.
     #[arg(long = "property", short = 'p', value_name = "NAME=VALUE")]
     properties: Vec<String>,
-    /// Time to live (30s, 500ms, 2m, 1h): once it has passed since the broker accepted the
-    /// message, the message is never delivered. Default: forever.
-    #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
+    /// Time to live (30s, 500ms, 2m, 1h; a number needs its unit): once it has passed since
+    /// the broker accepted the message, the message is never delivered. Default: forever.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::millis)]
     ttl: Option<u64>,
-    /// Delayed delivery (30s, 500ms, 2m, 1h): the message is invisible to receivers until
-    /// this long after the broker accepted it. Default: at once.
-    #[arg(long, value_name = "DURATION", value_parser = parse_ms)]
+    /// Delayed delivery (30s, 500ms, 2m, 1h; a number needs its unit): the message is
+    /// invisible to receivers until this long after the broker accepted it. Default: at once.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::millis)]
     delay: Option<u64>,
     /// Keep the message in memory only: faster, but lost if the broker stops or crashes
     /// (see docs/semantics.md). Default: persistent.
@@ -66,16 +66,6 @@ impl MessageArgs {
             delay_ms: self.delay.unwrap_or(0),
         })
     }
-}
-
-/// A duration flag in whole milliseconds; a duration that is not 0 must be at least 1 ms.
-fn parse_ms(s: &str) -> Result<u64> {
-    let d = ferry_bench::args::parse_duration(s)?;
-    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    if ms == 0 && !d.is_zero() {
-        anyhow::bail!("'{s}' is shorter than 1ms");
-    }
-    Ok(ms)
 }
 
 /// The body from the argument, the file, or standard input, in that order of precedence.

@@ -22,23 +22,7 @@ pub mod subscribe;
 pub mod topic;
 pub mod waiting;
 
-use anyhow::{bail, Result};
-
-/// Parses a wait time in seconds (`0`, `2`, `0.25`) into whole milliseconds for the protocol.
-pub fn wait_ms(secs: &str) -> Result<u32> {
-    let Ok(s) = secs.trim().parse::<f64>() else {
-        bail!("wait time '{secs}' is not a number of seconds");
-    };
-    if !s.is_finite() || s < 0.0 {
-        bail!("wait time '{secs}' must be zero or more seconds");
-    }
-    let ms = (s * 1000.0).round();
-    if ms > f64::from(u32::MAX) {
-        bail!("wait time '{secs}' is too long");
-    }
-    // In range and non-negative, checked just above.
-    Ok(ms as u32)
-}
+use anyhow::Result;
 
 /// Writes `text` to standard output and flushes it. Unlike `print!`, a closed pipe or a full disk
 /// is an error to report, not a panic; commands that must not lose data (`recv`) depend on
@@ -62,21 +46,4 @@ pub fn block_on<F: std::future::Future<Output = Result<()>>>(f: F) -> Result<()>
     // the shell; the command is done, so do not wait long for it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wait_times() {
-        assert_eq!(wait_ms("0").unwrap(), 0);
-        assert_eq!(wait_ms("2").unwrap(), 2000);
-        assert_eq!(wait_ms("0.25").unwrap(), 250);
-        assert_eq!(wait_ms("0.0004").unwrap(), 0);
-        assert!(wait_ms("-1").is_err());
-        assert!(wait_ms("soon").is_err());
-        assert!(wait_ms("inf").is_err());
-        assert!(wait_ms("1e10").is_err());
-    }
 }

@@ -47,10 +47,10 @@ pub struct RecvArgs {
     /// so with --count it shows that one message once.
     #[arg(long)]
     peek: bool,
-    /// Seconds to wait for a message when none is ready (fractions allowed); 0 = only what is
+    /// How long to wait for a message when none is ready (e.g. 5s, 500ms); 0 = only what is
     /// there now.
-    #[arg(long, value_name = "SECONDS", default_value = "0")]
-    wait: String,
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = crate::duration::wait_ms)]
+    wait: u32,
     /// Take up to N messages; stops early when none arrives within --wait.
     #[arg(long, value_name = "N", default_value_t = 1)]
     count: u64,
@@ -67,7 +67,7 @@ pub struct RecvArgs {
 
 /// Receives and prints up to `--count` messages. Prints nothing when there are none.
 pub async fn run(args: RecvArgs) -> Result<()> {
-    let wait_ms = super::wait_ms(&args.wait)?;
+    let wait_ms = args.wait;
     let source = match (args.queue, args.from) {
         (Some(q), _) => Source::Queue(q),
         (None, Some(s)) => Source::Sender(s),

@@ -58,10 +58,10 @@ pub struct SubscribeArgs {
     /// consuming. Default: no limit.
     #[arg(long, value_name = "N")]
     count: Option<u64>,
-    /// Stop when no message arrives within this many seconds (fractions allowed). Default:
-    /// wait as long as it takes.
-    #[arg(long, value_name = "SECONDS")]
-    wait: Option<String>,
+    /// Stop when no message arrives within this long (e.g. 5s, 500ms). Default: wait as long
+    /// as it takes.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    wait: Option<Duration>,
     /// Which message comes first when several are waiting.
     #[arg(long, value_enum, default_value_t = OrderArg::Priority)]
     order: OrderArg,
@@ -77,10 +77,7 @@ pub struct SubscribeArgs {
 
 /// Subscribes and prints messages until `--count` or `--wait` ends it.
 pub async fn run(args: SubscribeArgs) -> Result<()> {
-    let wait = match &args.wait {
-        Some(secs) => Some(Duration::from_millis(u64::from(super::wait_ms(secs)?))),
-        None => None,
-    };
+    let wait = args.wait;
     let mut request = SubscribeTopic::new(args.topic.clone())
         .order(args.order.into())
         .ack(AckMode::Client)

@@ -2,9 +2,8 @@
 //! broker ([`ferry_testkit::TestServer`]) and runs the real binary against it as a subprocess.
 //!
 //! Modules: [`support`] (running the binary), [`queue`], [`send_recv`], [`recv_safety`],
-//! [`errors`], [`shell`], [`bench`], [`time`], [`topics`].
+//! [`errors`], [`shell`], [`time`], [`topics`].
 
-mod bench;
 mod errors;
 mod queue;
 mod recv_safety;

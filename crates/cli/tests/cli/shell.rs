@@ -231,7 +231,7 @@ begin
 recv tq auto
 rollback
 list
-next wait=2
+next wait=2s
 topics
 commit
 cancel tt:keep

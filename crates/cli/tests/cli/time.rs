@@ -70,13 +70,21 @@ async fn send_with_delay_and_ttl() {
     assert_eq!(msgs[0]["properties"]["ferry_dead_letter_reason"], "expired");
 
     // Bad durations are usage errors, refused before connecting.
-    for bad in ["--ttl=10 parsecs", "--ttl=-1s", "--ttl=0.1ms"] {
+    for bad in ["--ttl=10 parsecs", "--ttl=-1s", "--ttl=0.1ms", "--ttl=10"] {
         let out = ferry(&server, &["send", "--queue", "q", bad, "x"])
             .run()
             .await;
         assert_eq!(out.code, 2, "{bad}: {out:?}");
         assert!(out.stderr.contains("'--ttl <DURATION>'"), "{bad}: {out:?}");
     }
+    // A number without its unit is refused with the units it could have meant.
+    let out = ferry(&server, &["send", "--queue", "q", "--delay", "10", "x"])
+        .run()
+        .await;
+    assert!(
+        out.stderr.contains("'10' needs a unit, e.g. 10s or 10ms"),
+        "{out:?}"
+    );
     server.shutdown().await;
 }
 

@@ -166,7 +166,7 @@ async fn create_list_delete_and_their_errors() {
 async fn durable_backlog_is_kept_between_runs() {
     let server = TestServer::start().await;
     create_topic(&server, "news").await;
-    let durable = ["--topic", "news", "--durable", "reader", "--wait", "0.3"];
+    let durable = ["--topic", "news", "--durable", "reader", "--wait", "300ms"];
     // --count 0 creates it without consuming: nothing printed with --json.
     let first = subscribe_json(&server, &[&durable[..], &["--count", "0"]].concat()).await;
     assert!(first.is_empty());
@@ -253,7 +253,7 @@ async fn selectors_filter_what_a_subscription_gets() {
         "--selector",
         "region = 'eu' AND total > 50",
         "--wait",
-        "0.3",
+        "300ms",
     ];
     subscribe_json(&server, &[&eu[..], &["--count", "0"]].concat()).await;
     ferry(
@@ -299,7 +299,7 @@ async fn selectors_filter_what_a_subscription_gets() {
             "--count",
             "10",
             "--wait",
-            "0.3",
+            "300ms",
             "--ack",
             "auto",
         ],
@@ -359,7 +359,7 @@ async fn a_live_subscriber_gets_what_is_published_meanwhile() {
             "--count",
             "2",
             "--wait",
-            "10",
+            "10s",
             "--json",
         ],
     );
@@ -398,7 +398,7 @@ async fn a_shared_name_subscriber_consumes_a_shared_non_durable_subscription() {
             "--count",
             "1",
             "--wait",
-            "10",
+            "10s",
             "--json",
         ],
     );
@@ -436,7 +436,7 @@ async fn errors_name_what_is_missing() {
     .run()
     .await;
     assert_eq!(out.failed(), "ferry: topic 'nope' does not exist");
-    let out = ferry(&server, &["subscribe", "--topic", "nope", "--wait", "0.1"])
+    let out = ferry(&server, &["subscribe", "--topic", "nope", "--wait", "100ms"])
         .run()
         .await;
     assert_eq!(out.failed(), "ferry: topic 'nope' does not exist");
@@ -458,7 +458,7 @@ async fn errors_name_what_is_missing() {
             "--shared-name",
             "bad name!",
             "--wait",
-            "0.1",
+            "100ms",
         ],
     )
     .run()

@@ -1,11 +1,11 @@
-//! Flags of `ferry bench compare`: the targets, the rounds, and the workload with its own flags.
+//! Flags of `ferry-bench compare`: the targets, the rounds, and the workload with its own flags.
 
 use clap::{Args, Subcommand};
 
 use crate::workloads::ftab::FtabArgs;
 use crate::{FanoutArgs, LatencyArgs, ThroughputArgs};
 
-/// Flags of `ferry bench compare WORKLOAD`.
+/// Flags of `ferry-bench compare WORKLOAD`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Targets to measure, comma-separated (ferry, nats, amqp, postgres).

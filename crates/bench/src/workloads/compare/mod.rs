@@ -1,4 +1,4 @@
-//! `ferry bench compare WORKLOAD --targets ferry,nats,...`: one workload against several
+//! `ferry-bench compare WORKLOAD --targets ferry,nats,...`: one workload against several
 //! targets in one invocation. Every round runs each target once, in an order rotated per round
 //! (round 1: a, b, c; round 2: b, c, a; ...), so that drift of a shared machine hits every
 //! target alike; each figure is reported as the median over rounds with its ratio to Ferry
@@ -109,7 +109,7 @@ pub async fn measure(args: &CompareArgs, launcher: &dyn BrokerLauncher) -> Resul
     let own = if targets.contains(&TargetArg::Ferry) && !args.server_given {
         let b = launcher.start().await?;
         eprintln!(
-            "ferry: started a broker for the comparison: {}",
+            "ferry-bench: started a broker for the comparison: {}",
             b.describe()
         );
         workload.common_mut().server = b.addr();
@@ -166,7 +166,7 @@ async fn rounds(n: u32, targets: &[TargetArg], workload: &mut CompareWorkload) -
             let name = Target::from(t).name();
             if !workload.common().quiet {
                 eprintln!(
-                    "ferry: round {}/{n}: {} on {name}",
+                    "ferry-bench: round {}/{n}: {} on {name}",
                     round + 1,
                     workload.name()
                 );
@@ -219,7 +219,7 @@ fn median_round(
 pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
     let mut out = format!(
-        "ferry bench {}: targets {}, {} round(s) in rotated order; figures are medians over \
+        "ferry-bench {}: targets {}, {} round(s) in rotated order; figures are medians over \
          rounds, ratios against ferry\n",
         report.workload,
         p["targets"]

@@ -1,4 +1,4 @@
-//! Flags of `ferry bench ftab`.
+//! Flags of `ferry-bench ftab`.
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use rand::Rng;
 
 use crate::args::CommonArgs;
 
-/// Flags of `ferry bench ftab`: the client mix and the message shape.
+/// Flags of `ferry-bench ftab`: the client mix and the message shape.
 #[derive(Debug, Clone, Args)]
 pub struct FtabArgs {
     /// Alice clients: send to --targets-per-send random queues, no receiver.

@@ -273,7 +273,7 @@ pub fn header(report: &BenchReport) -> String {
         _ => String::new(),
     };
     format!(
-        "ferry bench ftab ({}): {}{sharing}; {} queue(s), {} B bodies, {} target queue(s) per send, \
+        "ferry-bench ftab ({}): {}{sharing}; {} queue(s), {} B bodies, {} target queue(s) per send, \
          priority {}\nmeasured {:.2} s after {:.2} s warm-up, {:.2} s cool-down excluded; \
          {} s windows\n",
         r.target,

@@ -1,10 +1,10 @@
-//! Flags of `ferry bench latency`.
+//! Flags of `ferry-bench latency`.
 
 use clap::Args;
 
 use crate::args::CommonArgs;
 
-/// Flags of `ferry bench latency`.
+/// Flags of `ferry-bench latency`.
 #[derive(Debug, Clone, Args)]
 pub struct LatencyArgs {
     /// Messages per second, in all, on a fixed schedule (open loop).

@@ -233,7 +233,7 @@ pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
     let r = &report.results[0];
     format!(
-        "ferry bench latency ({}): open loop at {} msg/s, {} sender(s), {} consumer(s), \
+        "ferry-bench latency ({}): open loop at {} msg/s, {} sender(s), {} consumer(s), \
          {} queue(s), {} B bodies\nmeasured {:.2} s after {:.2} s warm-up, {:.2} s cool-down \
          excluded; latency from the intended send time (coordinated-omission corrected)\n",
         r.target,

@@ -1,4 +1,4 @@
-//! The flags `ferry bench fanout` and `ferry bench selector` share.
+//! The flags `ferry-bench fanout` and `ferry-bench selector` share.
 
 use std::path::PathBuf;
 

@@ -84,7 +84,7 @@ pub async fn measure(
     }
     let prefetch = a.prefetch.min(limits.max_prefetch);
     if prefetch < a.prefetch {
-        eprintln!("ferry: prefetch lowered to the broker's limit of {prefetch}");
+        eprintln!("ferry-bench: prefetch lowered to the broker's limit of {prefetch}");
     }
     admin
         .ensure_topic(&spec.topic)
@@ -342,7 +342,7 @@ pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
     let r = &report.results[0];
     let mut out = format!(
-        "ferry bench {} ({}): 1 publisher, {} subscription(s){}, topic {}, {} B bodies, \
+        "ferry-bench {} ({}): 1 publisher, {} subscription(s){}, topic {}, {} B bodies, \
          {} messages, batch {}, {} batches in flight, {} ack, prefetch {}\n",
         report.workload,
         r.target,
@@ -393,7 +393,7 @@ pub async fn run_with_broker(spec: &PubSubSpec, common: &CommonArgs) -> Result<B
         bail!("this program cannot start a broker: give --server HOST:PORT instead");
     };
     let broker = child_broker::ChildBroker::start(binary).await?;
-    eprintln!("ferry: broker: {}", broker.describe());
+    eprintln!("ferry-bench: broker: {}", broker.describe());
     let mut common = common.clone();
     common.server = broker.addr().to_string();
     let result = measure(spec, &common, Some(broker.pid())).await;

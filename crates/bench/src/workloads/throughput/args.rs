@@ -1,4 +1,4 @@
-//! Flags of `ferry bench throughput`.
+//! Flags of `ferry-bench throughput`.
 
 use clap::Args;
 
@@ -7,7 +7,7 @@ use crate::args::CommonArgs;
 /// Requests in flight per producer when `--in-flight` is not given.
 pub const DEFAULT_IN_FLIGHT: u32 = 64;
 
-/// Flags of `ferry bench throughput`.
+/// Flags of `ferry-bench throughput`.
 #[derive(Debug, Clone, Args)]
 pub struct ThroughputArgs {
     /// Producer tasks, each with its own connection.

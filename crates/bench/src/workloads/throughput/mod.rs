@@ -78,7 +78,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
     }
     let prefetch = args.prefetch.min(limits.max_prefetch);
     if prefetch < args.prefetch {
-        eprintln!("ferry: prefetch lowered to the broker's limit of {prefetch}");
+        eprintln!("ferry-bench: prefetch lowered to the broker's limit of {prefetch}");
     }
     let queues = setup::queues(admin.as_ref(), args.queues).await?;
 
@@ -274,7 +274,7 @@ pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
     let r = &report.results[0];
     let mut out = format!(
-        "ferry bench throughput ({}): {} producer(s), {} consumer(s), {} queue(s), {} B bodies, \
+        "ferry-bench throughput ({}): {} producer(s), {} consumer(s), {} queue(s), {} B bodies, \
          {} in flight, batch {}, prefetch {}\n",
         r.target,
         p["producers"],

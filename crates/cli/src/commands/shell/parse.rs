@@ -338,7 +338,7 @@ fn parse_next(args: &[String]) -> Result<ShellCommand> {
     let mut wait_ms = 0;
     for arg in args {
         if let Some(secs) = arg.strip_prefix("wait=") {
-            wait_ms = crate::commands::wait_ms(secs)?;
+            wait_ms = crate::duration::wait_ms(secs)?;
         } else if queue.is_none() {
             queue = Some(arg.clone());
         } else {
@@ -446,7 +446,7 @@ fn parse_recv(args: &[String], by_sender: bool) -> Result<RecvLine> {
             "auto" => line.auto_ack = true,
             other => {
                 if let Some(secs) = other.strip_prefix("wait=") {
-                    line.wait_ms = crate::commands::wait_ms(secs)?;
+                    line.wait_ms = crate::duration::wait_ms(secs)?;
                 } else if let Some(selector) = other.strip_prefix("where=") {
                     line.selector = selector.to_owned();
                 } else {

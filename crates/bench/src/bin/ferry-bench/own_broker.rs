@@ -1,4 +1,4 @@
-//! The broker `ferry bench compare` starts for the `ferry` target: `ferry_broker::Broker` with
+//! The broker `ferry-bench compare` starts for the `ferry` target: `ferry_broker::Broker` with
 //! default settings (embedded store, `fsync always`) on a loopback port of its own and a fresh
 //! data directory under the system's temporary directory, on a runtime of its own (two worker
 //! threads) so that its work is not scheduled among the load generator's tasks; stopped
