@@ -1,6 +1,7 @@
-//! The message flags `ferry send` and `ferry publish` share (addressee, priority, context,
-//! properties, time to live, delay, persistence, body) and building an [`OutgoingMessage`] from
-//! them.
+//! The message flags `ferry send`, `ferry publish` and the shell's `send` and `publish` share
+//! (addressee, priority, context, properties, time to live, delay, persistence:
+//! [`MessageFlags`]), the body of the command-line ones ([`MessageArgs`]), and building an
+//! [`OutgoingMessage`] from them.
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
@@ -12,9 +13,10 @@ use ferry_protocol::{OutgoingMessage, DEFAULT_PRIORITY};
 
 use crate::properties::parse_properties;
 
-/// What a message carries, as flags.
-#[derive(Debug, Args)]
-pub struct MessageArgs {
+/// What a message carries besides its body and destination, as flags: one declaration for the
+/// command line and the shell.
+#[derive(Debug, Clone, Args)]
+pub struct MessageFlags {
     /// Only this client may receive the message.
     #[arg(long, value_name = "CLIENT")]
     to: Option<String>,
@@ -40,6 +42,32 @@ pub struct MessageArgs {
     /// (see docs/semantics.md). Default: persistent.
     #[arg(long)]
     non_persistent: bool,
+}
+
+impl MessageFlags {
+    /// The message with `body` and without a destination (no queues, no topic). Properties
+    /// that do not parse fail here, before connecting.
+    pub fn into_message(self, body: Bytes) -> Result<OutgoingMessage> {
+        Ok(OutgoingMessage {
+            queues: Vec::new(),
+            topic: None,
+            persistent: !self.non_persistent,
+            receiver: self.to,
+            priority: self.priority,
+            context: self.context,
+            properties: parse_properties(&self.properties)?,
+            body,
+            ttl_ms: self.ttl.unwrap_or(0),
+            delay_ms: self.delay.unwrap_or(0),
+        })
+    }
+}
+
+/// The message flags of `ferry send` and `ferry publish`, with the body.
+#[derive(Debug, Args)]
+pub struct MessageArgs {
+    #[command(flatten)]
+    flags: MessageFlags,
     /// Read the body from this file ('-' for standard input).
     #[arg(long, value_name = "FILE", conflicts_with = "body")]
     file: Option<PathBuf>,
@@ -51,20 +79,10 @@ impl MessageArgs {
     /// The message without a destination (no queues, no topic). Everything that can fail
     /// locally (properties, the body's file) fails here, before connecting.
     pub fn into_message(self) -> Result<OutgoingMessage> {
-        let properties = parse_properties(&self.properties)?;
+        // Properties first: a bad one must not wait for a body typed on standard input.
+        parse_properties(&self.flags.properties)?;
         let body = read_body(self.body, self.file.as_deref())?;
-        Ok(OutgoingMessage {
-            queues: Vec::new(),
-            topic: None,
-            persistent: !self.non_persistent,
-            receiver: self.to,
-            priority: self.priority,
-            context: self.context,
-            properties,
-            body,
-            ttl_ms: self.ttl.unwrap_or(0),
-            delay_ms: self.delay.unwrap_or(0),
-        })
+        self.flags.into_message(body)
     }
 }
 

@@ -30,6 +30,45 @@ impl From<OrderArg> for Order {
     }
 }
 
+/// How a receive picks and waits, as flags: one declaration for `ferry recv` and the shell's
+/// `recv` and `from`.
+#[derive(Debug, Clone, Args)]
+pub struct ReceiveFlags {
+    /// Which message comes first.
+    #[arg(long, value_enum, default_value_t = OrderArg::Priority)]
+    pub order: OrderArg,
+    /// Show the next message without removing it. A peek always sees the head of the queue,
+    /// so with --count it shows that one message once.
+    #[arg(long)]
+    pub peek: bool,
+    /// How long to wait for a message when none is ready (e.g. 5s, 500ms); 0 = only what is
+    /// there now.
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = crate::duration::wait_ms)]
+    pub wait: u32,
+    /// Only messages this JMS message selector is TRUE for, e.g. "region = 'eu' AND
+    /// priority >= 8" (see docs/selectors.md); the others stay in the queue.
+    #[arg(long, value_name = "EXPR")]
+    pub selector: Option<String>,
+}
+
+impl ReceiveFlags {
+    /// The receive request for `source`, settled as `ack` says.
+    pub fn request(self, source: Source, ack: AckMode) -> Receive {
+        Receive {
+            source,
+            order: self.order.into(),
+            mode: if self.peek {
+                ReceiveMode::Peek
+            } else {
+                ReceiveMode::Take
+            },
+            ack,
+            wait_ms: self.wait,
+            selector: self.selector.unwrap_or_default(),
+        }
+    }
+}
+
 /// Flags of `ferry recv`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["queue", "from"])))]
@@ -40,24 +79,11 @@ pub struct RecvArgs {
     /// Take messages sent by this client, from any queue.
     #[arg(long, value_name = "SENDER")]
     from: Option<String>,
-    /// Which message comes first.
-    #[arg(long, value_enum, default_value_t = OrderArg::Priority)]
-    order: OrderArg,
-    /// Show the next message without removing it. A peek always sees the head of the queue,
-    /// so with --count it shows that one message once.
-    #[arg(long)]
-    peek: bool,
-    /// How long to wait for a message when none is ready (e.g. 5s, 500ms); 0 = only what is
-    /// there now.
-    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = crate::duration::wait_ms)]
-    wait: u32,
+    #[command(flatten)]
+    receive: ReceiveFlags,
     /// Take up to N messages; stops early when none arrives within --wait.
     #[arg(long, value_name = "N", default_value_t = 1)]
     count: u64,
-    /// Only messages this JMS message selector is TRUE for, e.g. "region = 'eu' AND
-    /// priority >= 8" (see docs/selectors.md); the others stay in the queue.
-    #[arg(long, value_name = "EXPR")]
-    selector: Option<String>,
     /// Print one JSON object per message per line.
     #[arg(long)]
     json: bool,
@@ -67,25 +93,13 @@ pub struct RecvArgs {
 
 /// Receives and prints up to `--count` messages. Prints nothing when there are none.
 pub async fn run(args: RecvArgs) -> Result<()> {
-    let wait_ms = args.wait;
     let source = match (args.queue, args.from) {
         (Some(q), _) => Source::Queue(q),
         (None, Some(s)) => Source::Sender(s),
         // clap's required group guarantees one of them.
         (None, None) => anyhow::bail!("give --queue or --from"),
     };
-    let request = Receive {
-        source,
-        order: args.order.into(),
-        mode: if args.peek {
-            ReceiveMode::Peek
-        } else {
-            ReceiveMode::Take
-        },
-        ack: AckMode::Client,
-        wait_ms,
-        selector: args.selector.unwrap_or_default(),
-    };
+    let request = args.receive.request(source, AckMode::Client);
     let client = args.conn.connect().await?;
     let result = receive_loop(&client, request, args.count, args.json).await;
     // On error the unacked delivery (if any) returns to its queue with the session.

@@ -29,6 +29,53 @@ pub enum AckArg {
     Client,
 }
 
+/// Which subscription, as flags: one declaration for `ferry subscribe` and the shell's
+/// `subscribe`.
+#[derive(Debug, Clone, Args)]
+pub struct SubscriptionFlags {
+    /// A durable subscription of this name: it keeps collecting messages while nobody
+    /// consumes it, until `ferry unsubscribe`. Without it the subscription lives as long as
+    /// this command and sees only messages published meanwhile.
+    #[arg(long, value_name = "NAME")]
+    pub durable: Option<String>,
+    /// The durable subscription may be consumed by several sessions at once (competing
+    /// consumers).
+    #[arg(long, requires = "durable")]
+    pub shared: bool,
+    /// A shared non-durable subscription of this name: every `ferry subscribe` (or other
+    /// client) using the name takes a share of its messages, and it lives as long as one of
+    /// them consumes it.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["durable", "shared"])]
+    pub shared_name: Option<String>,
+    /// Only messages this JMS message selector is TRUE for are placed on the subscription,
+    /// e.g. "region = 'eu' AND priority >= 8" (see docs/selectors.md).
+    #[arg(long, value_name = "EXPR")]
+    pub selector: Option<String>,
+    /// Which message comes first when several are waiting.
+    #[arg(long, value_enum, default_value_t = OrderArg::Priority)]
+    pub order: OrderArg,
+}
+
+impl SubscriptionFlags {
+    /// The subscription to `topic` these flags name; ack mode and prefetch are the caller's.
+    pub fn request(&self, topic: &str) -> SubscribeTopic {
+        let mut request = SubscribeTopic::new(topic).order(self.order.into());
+        if let Some(name) = &self.durable {
+            request = request.durable(name.clone());
+        }
+        if self.shared {
+            request = request.shared();
+        }
+        if let Some(name) = &self.shared_name {
+            request = request.shared_as(name.clone());
+        }
+        if let Some(selector) = &self.selector {
+            request = request.with_selector(selector.clone());
+        }
+        request
+    }
+}
+
 /// Flags of `ferry subscribe`.
 #[derive(Debug, Args)]
 pub struct SubscribeArgs {
@@ -36,24 +83,8 @@ pub struct SubscribeArgs {
     /// remaining words, e.g. 'prices.*.eu' or 'prices.>' (quote it for the shell).
     #[arg(long, short = 't', value_name = "TOPIC")]
     topic: String,
-    /// A durable subscription of this name: it keeps collecting messages while nobody
-    /// consumes it, until `ferry unsubscribe`. Without it the subscription lives as long as
-    /// this command and sees only messages published meanwhile.
-    #[arg(long, value_name = "NAME")]
-    durable: Option<String>,
-    /// The durable subscription may be consumed by several sessions at once (competing
-    /// consumers).
-    #[arg(long, requires = "durable")]
-    shared: bool,
-    /// A shared non-durable subscription of this name: every `ferry subscribe` (or other
-    /// client) using the name takes a share of its messages, and it lives as long as one of
-    /// them consumes it.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["durable", "shared"])]
-    shared_name: Option<String>,
-    /// Only messages this JMS message selector is TRUE for are placed on the subscription,
-    /// e.g. "region = 'eu' AND priority >= 8" (see docs/selectors.md).
-    #[arg(long, value_name = "EXPR")]
-    selector: Option<String>,
+    #[command(flatten)]
+    subscription: SubscriptionFlags,
     /// Stop after N messages. 0 creates (or checks) the durable subscription and exits without
     /// consuming. Default: no limit.
     #[arg(long, value_name = "N")]
@@ -62,9 +93,6 @@ pub struct SubscribeArgs {
     /// as it takes.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     wait: Option<Duration>,
-    /// Which message comes first when several are waiting.
-    #[arg(long, value_enum, default_value_t = OrderArg::Priority)]
-    order: OrderArg,
     /// Settle each message when it arrives (auto) or once printed (client).
     #[arg(long, value_enum, default_value_t = AckArg::Client)]
     ack: AckArg,
@@ -78,23 +106,12 @@ pub struct SubscribeArgs {
 /// Subscribes and prints messages until `--count` or `--wait` ends it.
 pub async fn run(args: SubscribeArgs) -> Result<()> {
     let wait = args.wait;
-    let mut request = SubscribeTopic::new(args.topic.clone())
-        .order(args.order.into())
+    let request = args
+        .subscription
+        .request(&args.topic)
         .ack(AckMode::Client)
         .prefetch(1);
-    if let Some(name) = &args.durable {
-        request = request.durable(name.clone());
-    }
-    if args.shared {
-        request = request.shared();
-    }
-    if let Some(name) = &args.shared_name {
-        request = request.shared_as(name.clone());
-    }
-    if let Some(selector) = &args.selector {
-        request = request.with_selector(selector.clone());
-    }
-    if args.count == Some(0) && args.durable.is_none() {
+    if args.count == Some(0) && args.subscription.durable.is_none() {
         bail!("--count 0 needs --durable: a subscription without a name lives only while it is consumed");
     }
     let client = args.conn.connect().await?;
@@ -119,7 +136,7 @@ async fn ensure(client: &Client, request: SubscribeTopic, args: &SubscribeArgs) 
     }
     super::emit(&format!(
         "subscription '{}' to topic '{}' is ready (queue '{queue}')\n",
-        args.durable.as_deref().unwrap_or_default(),
+        args.subscription.durable.as_deref().unwrap_or_default(),
         args.topic
     ))
 }
@@ -140,7 +157,7 @@ async fn consume(
         // Nothing more may be pushed once the last one is settled: see the module comment. A
         // non-durable subscription ends with its consumer, and its deliveries with it, so it is
         // left open until the end.
-        if printed + 1 == count && args.durable.is_some() {
+        if printed + 1 == count && args.subscription.durable.is_some() {
             if let Some(s) = sub.take() {
                 s.cancel().await;
             }

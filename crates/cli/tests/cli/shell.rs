@@ -282,3 +282,31 @@ topic list
     assert_eq!(queue_info(&server, "tq").await.unwrap().ready, 1);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durations_take_the_flags_grammar() {
+    let server = TestServer::start().await;
+    let script = "\
+create tq
+send tq ttl=10 -- refused: a number needs its unit
+send tq delay=1h -- later
+send tq --ttl 1m -- now
+recv tq wait=200ms auto
+recv tq --wait 200ms
+";
+    let out = ferry(&server, &["shell", "--name", "timer"])
+        .stdin(script)
+        .run()
+        .await;
+    let stdout = out.ok();
+    assert!(
+        out.stderr.contains("'10' needs a unit, e.g. 10s or 10ms"),
+        "{out:?}"
+    );
+    assert!(!stdout.contains("refused"), "{stdout}");
+    // The delayed message stays invisible; the one with a time to live is taken at once.
+    assert_eq!(stdout.matches("\nnow\n").count(), 1, "{stdout}");
+    assert!(!stdout.contains("later"), "{stdout}");
+    assert!(stdout.ends_with("(no message)\n"), "{stdout}");
+    server.shutdown().await;
+}

@@ -1,6 +1,7 @@
 //! `ferry shell`: an interactive, line-based shell over one connection, in the manner of the FTaB
-//! client shell. It reads standard input line by line, so it also runs scripts piped into it;
-//! the `ferry> ` prompt appears only when standard input is a terminal.
+//! client shell. On a terminal it reads lines with `rustyline` (line editing, history kept in
+//! `~/.ferry_history` or `--history FILE`) behind a `ferry> ` prompt; otherwise it reads standard
+//! input line by line, without a prompt, so it also runs scripts piped into it.
 //!
 //! Results go to standard output, errors to standard error as `error: ...`; after an error the
 //! shell goes on, except when the connection itself is gone.
@@ -8,27 +9,31 @@
 //! The shell keeps a little state ([`session::Session`]): whether a transaction is open (the
 //! prompt reads `ferry(txn)> ` then) and the push subscriptions opened with `subscribe`.
 
+pub mod grammar;
+pub mod input;
 pub mod parse;
 pub mod session;
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use anyhow::Result;
-use bytes::Bytes;
 use clap::Args;
 use ferry_client::{Client, ClientError};
 use ferry_protocol::requests::Receive;
-use ferry_protocol::{AckMode, OutgoingMessage, ReceiveMode};
-use tokio::io::AsyncBufReadExt;
 
 use crate::connection::{describe, ConnArgs};
 use crate::render;
-use parse::{parse_line, RecvLine, SendLine, ShellCommand, HELP};
+use input::Input;
+use parse::{parse_line, ShellCommand, HELP};
 use session::Session;
 
 /// Flags of `ferry shell`.
 #[derive(Debug, Args)]
 pub struct ShellArgs {
+    /// Where a terminal session keeps its command history [default: ~/.ferry_history].
+    #[arg(long, value_name = "FILE", env = "FERRY_HISTORY")]
+    history: Option<PathBuf>,
     #[command(flatten)]
     conn: ConnArgs,
 }
@@ -52,31 +57,28 @@ pub async fn run(args: ShellArgs) -> Result<()> {
             args.conn.server
         ))?;
     }
-    let result = repl(&client, interactive).await;
+    let input = if interactive {
+        Input::terminal(args.history.or_else(input::default_history))
+    } else {
+        Input::pipe()
+    };
+    let result = repl(&client, input).await;
     let _ = client.disconnect().await;
     result
 }
 
-async fn repl(client: &Client, interactive: bool) -> Result<()> {
-    let mut input = tokio::io::BufReader::new(tokio::io::stdin());
-    let mut raw = Vec::new();
+async fn repl(client: &Client, mut input: Input) -> Result<()> {
     let mut session = Session::new(client.clone());
     loop {
-        if interactive {
-            super::emit(if session.in_transaction() {
-                "ferry(txn)> "
-            } else {
-                "ferry> "
-            })?;
-        }
-        raw.clear();
-        if input.read_until(b'\n', &mut raw).await? == 0 {
-            if interactive {
-                super::emit("\n")?;
-            }
+        let prompt = if session.in_transaction() {
+            "ferry(txn)> "
+        } else {
+            "ferry> "
+        };
+        let Some(line) = input.next_line(prompt).await? else {
+            input.close();
             return Ok(());
-        }
-        let line = String::from_utf8_lossy(&raw);
+        };
         let command = match parse_line(&line) {
             Ok(c) => c,
             Err(e) => {
@@ -87,8 +89,14 @@ async fn repl(client: &Client, interactive: bool) -> Result<()> {
         match execute(&mut session, command).await {
             // A shell whose output is gone has nobody to talk to: that error ends it.
             Ok(Flow::Print(text)) => super::emit(&text)?,
-            Ok(Flow::Quit) => return Ok(()),
-            Err(e) if is_fatal(&e) => anyhow::bail!("{}", describe(&e)),
+            Ok(Flow::Quit) => {
+                input.close();
+                return Ok(());
+            }
+            Err(e) if is_fatal(&e) => {
+                input.close();
+                anyhow::bail!("{}", describe(&e));
+            }
             Err(e) => eprintln!("error: {}", describe(&e)),
         }
     }
@@ -122,14 +130,11 @@ async fn execute(session: &mut Session, command: ShellCommand) -> Result<Flow, C
             queues.sort_by(|a, b| a.name.cmp(&b.name));
             render::queue_table(&queues)
         }
-        ShellCommand::Send(line) => {
-            let id = client.send(outgoing(line)).await?;
+        ShellCommand::Send(message) => {
+            let id = client.send(message).await?;
             session.sent(id)
         }
-        ShellCommand::Publish(mut line) => {
-            let topic = line.queues.pop().unwrap_or_default();
-            let mut message = outgoing(line);
-            message.topic = Some(topic.into());
+        ShellCommand::Publish(message) => {
             let id = client.publish(message).await?;
             session.sent(id)
         }
@@ -146,7 +151,7 @@ async fn execute(session: &mut Session, command: ShellCommand) -> Result<Flow, C
             topics.sort_by(|a, b| a.name.cmp(&b.name));
             crate::topic_table::topic_table(&topics)
         }
-        ShellCommand::Subscribe(line) => session.subscribe(line).await?,
+        ShellCommand::Subscribe(request) => session.subscribe(request).await?,
         ShellCommand::Next { queue, wait_ms } => session.next(queue, wait_ms).await?,
         ShellCommand::Cancel(queue) => session.cancel(&queue).await?,
         ShellCommand::Unsubscribe { topic, name } => {
@@ -157,7 +162,7 @@ async fn execute(session: &mut Session, command: ShellCommand) -> Result<Flow, C
         ShellCommand::Begin => session.begin().await?,
         ShellCommand::Commit => session.commit().await?,
         ShellCommand::Rollback => session.rollback().await?,
-        ShellCommand::Recv(line) => receive(client, line).await?,
+        ShellCommand::Recv(request) => receive(client, request).await?,
         ShellCommand::Waiting => {
             let names = client.waiting_queues().await?;
             if names.is_empty() {
@@ -182,38 +187,7 @@ async fn execute(session: &mut Session, command: ShellCommand) -> Result<Flow, C
     Ok(Flow::Print(text))
 }
 
-fn outgoing(line: SendLine) -> OutgoingMessage {
-    OutgoingMessage {
-        queues: line.queues,
-        topic: None,
-        persistent: !line.non_persistent,
-        receiver: line.to,
-        priority: line.priority,
-        context: line.context,
-        properties: line.properties,
-        body: Bytes::from(line.body),
-        ttl_ms: 0,
-        delay_ms: 0,
-    }
-}
-
-async fn receive(client: &Client, line: RecvLine) -> Result<String, ClientError> {
-    let request = Receive {
-        source: line.source,
-        order: line.order,
-        mode: if line.peek {
-            ReceiveMode::Peek
-        } else {
-            ReceiveMode::Take
-        },
-        ack: if line.auto_ack {
-            AckMode::Auto
-        } else {
-            AckMode::Client
-        },
-        wait_ms: line.wait_ms,
-        selector: line.selector,
-    };
+async fn receive(client: &Client, request: Receive) -> Result<String, ClientError> {
     Ok(match client.receive(request).await? {
         None => "(no message)\n".to_string(),
         Some(d) => {

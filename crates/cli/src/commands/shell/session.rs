@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use ferry_client::{Client, ClientError, Subscription};
 use ferry_protocol::requests::SubscribeTopic;
-use ferry_protocol::{AckMode, MessageId, Order};
+use ferry_protocol::MessageId;
 
-use super::parse::SubscribeLine;
 use crate::render;
 
 /// The shell's state over one connection.
@@ -77,34 +76,15 @@ impl Session {
     }
 
     /// `subscribe`: opens a push subscription and keeps it under its queue name.
-    pub async fn subscribe(&mut self, line: SubscribeLine) -> Result<String, ClientError> {
-        let mut request = SubscribeTopic::new(line.topic.clone())
-            .ack(if line.auto_ack {
-                AckMode::Auto
-            } else {
-                AckMode::Client
-            })
-            .order(if line.time_order {
-                Order::Time
-            } else {
-                Order::Priority
-            })
-            .prefetch(line.prefetch)
-            .with_selector(line.selector);
-        if let Some(name) = line.durable {
-            request = request.durable(name);
-        }
-        if line.shared {
-            request = request.shared();
-        }
+    pub async fn subscribe(&mut self, request: SubscribeTopic) -> Result<String, ClientError> {
+        let topic = request.topic.clone();
         let sub = self.client.subscribe_topic(request).await?;
         let queue = sub.queue().to_string();
         if let Some(old) = self.subs.insert(queue.clone(), sub) {
             old.cancel().await;
         }
         Ok(format!(
-            "subscribed to topic '{}' (queue '{queue}'; read it with 'next')\n",
-            line.topic
+            "subscribed to topic '{topic}' (queue '{queue}'; read it with 'next')\n"
         ))
     }
 
