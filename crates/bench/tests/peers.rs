@@ -97,9 +97,7 @@ async fn throughput(target: &str) {
         ],
     );
     let parsed = Throughput::try_parse_from(args).unwrap();
-    ferry_bench::workloads::throughput::run(parsed.args)
-        .await
-        .unwrap();
+    ferry_bench::workloads::run(parsed.args).await.unwrap();
     checked(&dir, "throughput", target);
 }
 
@@ -107,9 +105,7 @@ async fn latency(target: &str) {
     let dir = tempfile::tempdir().unwrap();
     let args = argv(target, &dir, &["--rate", "200", "--size", "128"]);
     let parsed = Latency::try_parse_from(args).unwrap();
-    ferry_bench::workloads::latency::run(parsed.args)
-        .await
-        .unwrap();
+    ferry_bench::workloads::run(parsed.args).await.unwrap();
     let json = checked(&dir, "latency", target);
     let r = &json["results"][0];
     assert_eq!(r["latency_kind"], "end_to_end_corrected");

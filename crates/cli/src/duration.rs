@@ -68,7 +68,10 @@ mod tests {
     fn a_number_needs_its_unit() {
         for text in ["10", "1.5", "0.25"] {
             let e = parse(text).unwrap_err().to_string();
-            assert!(e.contains("needs a unit") && e.contains(&format!("{text}s")), "{e}");
+            assert!(
+                e.contains("needs a unit") && e.contains(&format!("{text}s")),
+                "{e}"
+            );
         }
     }
 

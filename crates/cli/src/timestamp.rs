@@ -7,9 +7,8 @@ use time::OffsetDateTime;
 /// Formats ms since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`. An instant past the year
 /// 9999, which ISO-8601's four-digit years cannot show, prints as the number it is.
 pub fn iso8601_utc(ms: u64) -> String {
-    let format = format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
+    let format =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|t| t.format(format).ok())

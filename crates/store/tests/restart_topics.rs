@@ -58,6 +58,100 @@ fn non_durable() -> SubscriptionOptions {
     SubscriptionOptions::default()
 }
 
+/// Shared and durable, one delivery before the dead-letter queue `dlq`.
+fn shared_once_to_dlq() -> SubscriptionOptions {
+    SubscriptionOptions {
+        shared: true,
+        queue: once_to_dlq(),
+        ..durable("")
+    }
+}
+
+/// One delivery, then the dead-letter queue `dlq`.
+fn once_to_dlq() -> QueueOptions {
+    QueueOptions {
+        max_deliveries: 1,
+        dead_letter_queue: Some("dlq".into()),
+        expiry_queue: None,
+    }
+}
+
+/// What a test starts from: clients `p` and `c` (and `more`), plain queues, queues whose
+/// messages go to `dlq` after one delivery, topics, and subscriptions (topic, name, options)
+/// of client `c`.
+#[derive(Default)]
+struct World<'a> {
+    more_clients: &'a [&'a str],
+    queues: &'a [&'a str],
+    once_queues: &'a [&'a str],
+    topics: &'a [&'a str],
+    subscriptions: Vec<(&'a str, &'a str, SubscriptionOptions)>,
+}
+
+impl World<'_> {
+    /// Opens a store on `disk` and builds this world in it.
+    async fn open(&self, disk: &FaultyBackend, segment_bytes: u64) -> Arc<EmbeddedStore> {
+        let store = open(disk, segment_bytes).await.unwrap();
+        self.build(&store).await;
+        store
+    }
+
+    /// Builds this world in `store`.
+    async fn build(&self, store: &EmbeddedStore) {
+        for c in ["p", "c"].iter().chain(self.more_clients) {
+            store.register_client(c).await.unwrap();
+        }
+        for q in self.queues {
+            store.create_queue(q).await.unwrap();
+        }
+        for q in self.once_queues {
+            store.create_queue_with(q, &once_to_dlq()).await.unwrap();
+        }
+        for t in self.topics {
+            store.create_topic(t).await.unwrap();
+        }
+        for (topic, name, options) in &self.subscriptions {
+            store
+                .subscribe_topic(topic, name, options, "c")
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// Queue `dlq`, topics `t` and `gone`; on `t` the durable subscriptions `eu` (selector
+/// `region = 'eu'`), `all` ([`shared_once_to_dlq`]) and `dropped`, on `gone` one called `s`.
+fn topics_world() -> World<'static> {
+    World {
+        queues: &["dlq"],
+        topics: &["t", "gone"],
+        subscriptions: vec![
+            ("t", "eu", durable("region = 'eu'")),
+            ("t", "all", shared_once_to_dlq()),
+            ("t", "dropped", durable("")),
+            ("gone", "s", durable("")),
+        ],
+        ..World::default()
+    }
+}
+
+/// A queue `q` (and `r`, `dlq` as asked), topic `t` with the durable subscription `s`.
+fn one_subscription(queues: &'static [&'static str]) -> World<'static> {
+    World {
+        queues,
+        topics: &["t"],
+        subscriptions: vec![("t", "s", durable(""))],
+        ..World::default()
+    }
+}
+
+/// Asserts the ready bodies of each queue, in time order.
+async fn expect_ready(store: &EmbeddedStore, want: &[(&str, &[&str])]) {
+    for (queue, bodies) in want {
+        assert_eq!(&ready(store, queue).await, bodies, "ready on {queue}");
+    }
+}
+
 /// Opens the store on `disk` once more (the previous one dropped).
 async fn reopen(
     store: Arc<EmbeddedStore>,
@@ -104,31 +198,7 @@ async fn subscriptions(
 #[tokio::test]
 async fn durable_subscription_backlog_survives_reopen() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, SMALL).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
-    }
-    store.create_queue("dlq").await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store.create_topic("gone").await.unwrap();
-    store
-        .subscribe_topic("t", "eu", &durable("region = 'eu'"), "c")
-        .await
-        .unwrap();
-    let all = SubscriptionOptions {
-        shared: true,
-        queue: QueueOptions {
-            max_deliveries: 1,
-            dead_letter_queue: Some("dlq".into()),
-            expiry_queue: None,
-        },
-        ..durable("")
-    };
-    store.subscribe_topic("t", "all", &all, "c").await.unwrap();
-    store
-        .subscribe_topic("t", "dropped", &durable(""), "c")
-        .await
-        .unwrap();
+    let store = topics_world().open(&disk, SMALL).await;
     let mut last = 0;
     for (i, region) in ["eu", "us", "eu", "us", "eu"].iter().enumerate() {
         last = store
@@ -137,7 +207,7 @@ async fn durable_subscription_backlog_survives_reopen() {
             .unwrap();
     }
     store.unsubscribe("t", "dropped").await.unwrap();
-    store.delete_topic("gone", false).await.unwrap();
+    store.delete_topic("gone", true).await.unwrap();
     // eu: m0 leased and not settled, m2 taken; all: m0 leased and acked.
     let lease = |q: &str| spec(q, ReceiveMode::Take, AckMode::Client, 1);
     let d = store.receive(&lease("t:eu"), 1).await.unwrap();
@@ -202,19 +272,14 @@ async fn durable_subscription_backlog_survives_reopen() {
 #[tokio::test]
 async fn non_durable_subscriptions_are_gone_after_reopen() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, SMALL).await.unwrap();
-    for c in ["p", "c", "d"] {
-        store.register_client(c).await.unwrap();
+    let store = World {
+        more_clients: &["d"],
+        topics: &["t"],
+        subscriptions: vec![("t", "keep", durable("")), ("t", "~c.1", non_durable())],
+        ..World::default()
     }
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "keep", &durable(""), "c")
-        .await
-        .unwrap();
-    store
-        .subscribe_topic("t", "~c.1", &non_durable(), "c")
-        .await
-        .unwrap();
+    .open(&disk, SMALL)
+    .await;
     store
         .subscribe_topic("t", "~d.1", &non_durable(), "d")
         .await
@@ -267,23 +332,12 @@ async fn non_durable_subscriptions_are_gone_after_reopen() {
 #[tokio::test]
 async fn non_persistent_messages_are_gone_after_reopen() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, SMALL).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
+    let store = World {
+        once_queues: &["q"],
+        ..one_subscription(&["dlq", "r"])
     }
-    store.create_queue("dlq").await.unwrap();
-    store.create_queue("r").await.unwrap();
-    let once = QueueOptions {
-        max_deliveries: 1,
-        dead_letter_queue: Some("dlq".into()),
-        expiry_queue: None,
-    };
-    store.create_queue_with("q", &once).await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    .open(&disk, SMALL)
+    .await;
     store.send(msg(&["q"], "p1")).await.unwrap();
     store.send(transient(msg(&["q", "r"], "n1"))).await.unwrap();
     store.send(msg(&["q", "r"], "p2")).await.unwrap();
@@ -301,22 +355,29 @@ async fn non_persistent_messages_are_gone_after_reopen() {
     assert_eq!(bodies(&d), vec!["p2", "n2"]);
     store.nack(2, &[d[0].delivery_id], true).await.unwrap();
     store.nack(2, &[d[1].delivery_id], true).await.unwrap();
-    assert_eq!(ready(&store, "dlq").await, vec!["p2", "n2"]);
-    assert_eq!(ready(&store, "q").await, vec!["n3"]);
-    assert_eq!(ready(&store, "t:s").await, vec!["n-pub", "p-pub"]);
+    expect_ready(
+        &store,
+        &[
+            ("dlq", &["p2", "n2"]),
+            ("q", &["n3"]),
+            ("t:s", &["n-pub", "p-pub"]),
+        ],
+    )
+    .await;
 
+    // The leased and the ready non-persistent messages are gone, and so is the dead-letter
+    // copy of one (it is non-persistent too).
     let store = reopen(store, &disk, SMALL).await;
-    assert!(
-        ready(&store, "q").await.is_empty(),
-        "the leased and the ready non-persistent messages are gone"
-    );
-    assert_eq!(ready(&store, "r").await, vec!["p2"]);
-    assert_eq!(
-        ready(&store, "dlq").await,
-        vec!["p2"],
-        "a dead-letter copy of a non-persistent message is non-persistent"
-    );
-    assert_eq!(ready(&store, "t:s").await, vec!["p-pub"]);
+    expect_ready(
+        &store,
+        &[
+            ("q", &[]),
+            ("r", &["p2"]),
+            ("dlq", &["p2"]),
+            ("t:s", &["p-pub"]),
+        ],
+    )
+    .await;
     let depths: BTreeMap<String, (u64, u64)> = store
         .list_queues()
         .await
@@ -339,22 +400,12 @@ async fn non_persistent_messages_are_gone_after_reopen() {
 #[tokio::test]
 async fn non_persistent_messages_write_nothing_to_the_log() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, BIG).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
+    let store = World {
+        once_queues: &["q"],
+        ..one_subscription(&["dlq"])
     }
-    store.create_queue("dlq").await.unwrap();
-    let once = QueueOptions {
-        max_deliveries: 1,
-        dead_letter_queue: Some("dlq".into()),
-        expiry_queue: None,
-    };
-    store.create_queue_with("q", &once).await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    .open(&disk, BIG)
+    .await;
     let before = disk.files();
     let writes = disk.write_count();
     for i in 0..4 {
@@ -423,20 +474,16 @@ const WATCHED: [&str; 4] = ["q1", "q2", "t:a", "t:b"];
 /// Queues q1, q2, topic t with subscriptions a (all) and b (`region = 'eu'`); h1, h2 on q1
 /// leased by session 1. Returns those deliveries and the ids of h1, h2.
 async fn transaction_setup(store: &EmbeddedStore) -> ((u64, u64), (u64, u64)) {
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
-    }
-    store.create_queue("q1").await.unwrap();
-    store.create_queue("q2").await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "a", &durable(""), "c")
-        .await
-        .unwrap();
-    store
-        .subscribe_topic("t", "b", &durable("region = 'eu'"), "c")
-        .await
-        .unwrap();
+    let world = World {
+        queues: &["q1", "q2"],
+        topics: &["t"],
+        subscriptions: vec![
+            ("t", "a", durable("")),
+            ("t", "b", durable("region = 'eu'")),
+        ],
+        ..World::default()
+    };
+    world.build(store).await;
     let h1 = store.send(msg(&["q1"], "h1")).await.unwrap();
     let h2 = store.send(msg(&["q1"], "h2")).await.unwrap();
     let d = store
@@ -571,35 +618,7 @@ async fn torn_commit_is_all_or_nothing() {
 #[tokio::test]
 async fn topics_survive_compaction_and_reopen() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, 512).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
-    }
-    store.create_queue("dlq").await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store.create_topic("gone").await.unwrap();
-    store
-        .subscribe_topic("t", "eu", &durable("region = 'eu'"), "c")
-        .await
-        .unwrap();
-    let all = SubscriptionOptions {
-        shared: true,
-        queue: QueueOptions {
-            max_deliveries: 1,
-            dead_letter_queue: Some("dlq".into()),
-            expiry_queue: None,
-        },
-        ..durable("")
-    };
-    store.subscribe_topic("t", "all", &all, "c").await.unwrap();
-    store
-        .subscribe_topic("t", "dropped", &durable(""), "c")
-        .await
-        .unwrap();
-    store
-        .subscribe_topic("gone", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    let store = topics_world().open(&disk, 512).await;
     // In priority order, so that a take gets the message just published, not a kept one.
     let take = |q: &str| ReceiveSpec {
         order: Order::Priority,
@@ -676,16 +695,7 @@ async fn topics_survive_compaction_and_reopen() {
 #[tokio::test]
 async fn committed_non_persistent_messages_are_gone_after_reopen() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, SMALL).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
-    }
-    store.create_queue("q").await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    let store = one_subscription(&["q"]).open(&disk, SMALL).await;
     store.send(msg(&["q"], "held-p")).await.unwrap();
     store.send(transient(msg(&["q"], "held-n"))).await.unwrap();
     let d = store
@@ -710,8 +720,7 @@ async fn committed_non_persistent_messages_are_gone_after_reopen() {
     assert_eq!(ready(&store, "q").await, vec!["tx-p", "tx-n"]);
 
     let store = reopen(store, &disk, SMALL).await;
-    assert_eq!(ready(&store, "q").await, vec!["tx-p"]);
-    assert_eq!(ready(&store, "t:s").await, vec!["tx-pub-p"]);
+    expect_ready(&store, &[("q", &["tx-p"]), ("t:s", &["tx-pub-p"])]).await;
 }
 
 /// A batch mixing persistent and non-persistent sends and publishes keeps, after a reopen,
@@ -719,17 +728,7 @@ async fn committed_non_persistent_messages_are_gone_after_reopen() {
 #[tokio::test]
 async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, SMALL).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
-    }
-    store.create_queue("q").await.unwrap();
-    store.create_queue("r").await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    let store = one_subscription(&["q", "r"]).open(&disk, SMALL).await;
     let results = store
         .send_batch(vec![
             msg(&["q", "r"], "p1"),
@@ -748,9 +747,11 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
     assert_eq!(bodies(&got), vec!["p1", "n1"]);
 
     let store = reopen(store, &disk, SMALL).await;
-    assert_eq!(ready(&store, "q").await, vec!["p1", "p2"]);
-    assert!(ready(&store, "r").await.is_empty());
-    assert_eq!(ready(&store, "t:s").await, vec!["p-pub"]);
+    expect_ready(
+        &store,
+        &[("q", &["p1", "p2"]), ("r", &[]), ("t:s", &["p-pub"])],
+    )
+    .await;
     let id = store.send(msg(&["q"], "after")).await.unwrap();
     assert!(
         id > persistent_max,
@@ -763,17 +764,7 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
 #[tokio::test]
 async fn compaction_does_not_persist_non_persistent_messages() {
     let disk = FaultyBackend::new();
-    let store = open(&disk, 512).await.unwrap();
-    for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
-    }
-    store.create_queue("q").await.unwrap();
-    store.create_queue("churn").await.unwrap();
-    store.create_topic("t").await.unwrap();
-    store
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    let store = one_subscription(&["q", "churn"]).open(&disk, 512).await;
     store.send(msg(&["q"], "p-old")).await.unwrap();
     store.send(transient(msg(&["q"], "n-old"))).await.unwrap();
     store.send(transient(publish("t", "n-pub"))).await.unwrap();
@@ -791,10 +782,12 @@ async fn compaction_does_not_persist_non_persistent_messages() {
         store.segments().len() * 2 < before,
         "compaction should drop segments"
     );
-    assert_eq!(ready(&store, "q").await, vec!["p-old", "n-old"]);
-    assert_eq!(ready(&store, "t:s").await, vec!["n-pub", "p-pub"]);
+    expect_ready(
+        &store,
+        &[("q", &["p-old", "n-old"]), ("t:s", &["n-pub", "p-pub"])],
+    )
+    .await;
 
     let store = reopen(store, &disk, 512).await;
-    assert_eq!(ready(&store, "q").await, vec!["p-old"]);
-    assert_eq!(ready(&store, "t:s").await, vec!["p-pub"]);
+    expect_ready(&store, &[("q", &["p-old"]), ("t:s", &["p-pub"])]).await;
 }

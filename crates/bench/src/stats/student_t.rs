@@ -80,7 +80,11 @@ mod tests {
         // df = 1 is Cauchy: P(T <= 1) = 3/4; df = 2: t = (2p - 1) / sqrt(2 p (1 - p)).
         close(quantile(0.75, 1), 1.0, 1e-9);
         let p: f64 = 0.9;
-        close(quantile(p, 2), (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt(), 1e-9);
+        close(
+            quantile(p, 2),
+            (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt(),
+            1e-9,
+        );
         assert!(quantile(0.95, 0).is_nan());
     }
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::args::{CommonArgs, NatsModeArg, TargetArg};
-use crate::report::{self, BenchReport};
+use crate::report::BenchReport;
 use crate::workloads::pubsub::{self, PubSubArgs, PubSubSpec, SelectorPlan};
 
 /// The topic the workload publishes to; created if missing.
@@ -25,16 +25,18 @@ pub struct FanoutArgs {
     pub common: CommonArgs,
 }
 
-/// Runs the workload, prints the report and writes the files asked for.
-pub async fn run(args: FanoutArgs) -> Result<()> {
-    let report = measure(&args).await?;
-    report::publish(
-        &report,
-        &pubsub::header(&report),
-        args.common.json.as_deref(),
-        args.common.csv.as_deref(),
-        None,
-    )
+impl super::Workload for FanoutArgs {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
+        measure(self)
+    }
+
+    fn header(report: &BenchReport) -> String {
+        pubsub::header(report)
+    }
 }
 
 /// Runs the workload and returns its report.

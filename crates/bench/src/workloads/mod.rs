@@ -8,8 +8,9 @@
 //!   message, against plain subscriptions;
 //! - [`pubsub`]: the engine of `fanout` and `selector`;
 //! - [`compare`]: one workload against several targets in alternating rounds;
-//! - [`run`]: the phase and counters one run's tasks share; [`consumer`]: the consumer task
-//!   both workloads use; [`setup`]: connecting and queue set-up.
+//! - [`workload`]: the [`Workload`] trait they implement and [`run`], the one way each runs;
+//! - [`run`](mod@run): the phase and counters one run's tasks share; [`consumer`]: the consumer
+//!   task both workloads use; [`setup`]: connecting and queue set-up.
 
 pub mod compare;
 pub mod consumer;
@@ -21,3 +22,6 @@ pub mod run;
 pub mod selector;
 pub mod setup;
 pub mod throughput;
+pub mod workload;
+
+pub use workload::{run, Workload};

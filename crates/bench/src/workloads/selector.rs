@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::args::CommonArgs;
-use crate::report::{self, BenchReport};
+use crate::report::BenchReport;
 use crate::workloads::pubsub::{self, PubSubArgs, PubSubSpec, SelectorPlan};
 
 /// The topic the workload publishes to; created if missing.
@@ -36,16 +36,18 @@ pub struct SelectorArgs {
     pub common: CommonArgs,
 }
 
-/// Runs the workload, prints the report and writes the files asked for.
-pub async fn run(args: SelectorArgs) -> Result<()> {
-    let report = measure(&args).await?;
-    report::publish(
-        &report,
-        &pubsub::header(&report),
-        args.common.json.as_deref(),
-        args.common.csv.as_deref(),
-        None,
-    )
+impl super::Workload for SelectorArgs {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
+        measure(self)
+    }
+
+    fn header(report: &BenchReport) -> String {
+        pubsub::header(report)
+    }
 }
 
 /// Runs the workload and returns its report.

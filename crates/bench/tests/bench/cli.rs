@@ -55,11 +55,32 @@ fn cases() -> Vec<Case> {
     vec![
         Case {
             args: &[
-                "throughput", "--producers", "2", "--consumers", "2", "--queues", "2", "--size",
-                "64", "--in-flight", "8", "--duration", "1s", "--warmup", "200ms",
-                "--persistent", "true",
+                "throughput",
+                "--producers",
+                "2",
+                "--consumers",
+                "2",
+                "--queues",
+                "2",
+                "--size",
+                "64",
+                "--in-flight",
+                "8",
+                "--duration",
+                "1s",
+                "--warmup",
+                "200ms",
+                "--persistent",
+                "true",
             ],
-            printed: &["sent:", "received:", "msg/s", "send-to-ack latency:", "end-to-end latency:", "p99.9"],
+            printed: &[
+                "sent:",
+                "received:",
+                "msg/s",
+                "send-to-ack latency:",
+                "end-to-end latency:",
+                "p99.9",
+            ],
             json: vec![
                 ("/workload", Some(Value::from("throughput"))),
                 ("/results/0/target", Some(Value::from("ferry"))),
@@ -72,7 +93,15 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
-            args: &["throughput", "--messages", "500", "--batch", "10", "--in-flight", "4"],
+            args: &[
+                "throughput",
+                "--messages",
+                "500",
+                "--batch",
+                "10",
+                "--in-flight",
+                "4",
+            ],
             printed: &["sent:"],
             json: vec![
                 ("/results/0/sent", Some(Value::from(500))),
@@ -82,10 +111,21 @@ fn cases() -> Vec<Case> {
         },
         Case {
             args: &[
-                "latency", "--rate", "200", "--duration", "1s", "--warmup", "200ms", "--window",
+                "latency",
+                "--rate",
+                "200",
+                "--duration",
+                "1s",
+                "--warmup",
+                "200ms",
+                "--window",
                 "500ms",
             ],
-            printed: &["send-to-ack (CO-corr.):", "end-to-end (CO-corr.):", "p99.99"],
+            printed: &[
+                "send-to-ack (CO-corr.):",
+                "end-to-end (CO-corr.):",
+                "p99.99",
+            ],
             json: vec![("/workload", Some(Value::from("latency")))],
         },
     ]
@@ -102,7 +142,11 @@ async fn each_subcommand_prints_and_writes_its_figures() {
         args.extend(["--server", &addr, "--json", json_path.to_str().unwrap()]);
         let text = ok(&ferry_bench(&args).await);
         for needle in case.printed {
-            assert!(text.contains(needle), "{:?}: missing {needle}: {text}", case.args);
+            assert!(
+                text.contains(needle),
+                "{:?}: missing {needle}: {text}",
+                case.args
+            );
         }
         let json = report(&json_path);
         for (pointer, want) in &case.json {

@@ -122,9 +122,7 @@ async fn ftab_mix_runs_and_reports() {
     argv.extend(MIX.iter().map(|s| s.to_string()));
     argv.extend(server_and_json(&server, &out));
     let parsed = Ftab::try_parse_from(argv).unwrap();
-    ferry_bench::workloads::ftab::run(parsed.args)
-        .await
-        .unwrap();
+    ferry_bench::workloads::run(parsed.args).await.unwrap();
     let json = json(&out);
     assert_eq!(json["workload"], "ftab");
     assert_eq!(json["params"]["mix"]["larry"], 3);
@@ -157,7 +155,7 @@ async fn ftab_clients_not_found_by_name_share_the_connections_asked_for() {
         .map(|s| s.to_string())
         .collect();
     argv.extend(server_and_json(&server, &out));
-    ferry_bench::workloads::ftab::run(Ftab::try_parse_from(argv).unwrap().args)
+    ferry_bench::workloads::run(Ftab::try_parse_from(argv).unwrap().args)
         .await
         .unwrap();
     let json = json(&out);

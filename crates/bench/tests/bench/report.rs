@@ -41,7 +41,7 @@ async fn ftab_report_has_plots() {
         "--report".into(),
         html.display().to_string(),
     ]);
-    ferry_bench::workloads::ftab::run(Ftab::try_parse_from(argv).unwrap().args)
+    ferry_bench::workloads::run(Ftab::try_parse_from(argv).unwrap().args)
         .await
         .unwrap();
     let page = std::fs::read_to_string(&html).unwrap();

@@ -118,9 +118,7 @@ async fn throughput_runs_and_reports() {
         ],
     );
     let parsed = Throughput::try_parse_from(args).unwrap();
-    ferry_bench::workloads::throughput::run(parsed.args)
-        .await
-        .unwrap();
+    ferry_bench::workloads::run(parsed.args).await.unwrap();
     let (json, _) = outputs(&dir, "throughput");
     let r = &json["results"][0];
     assert_eq!(r["latency_kind"], "end_to_end");
@@ -156,9 +154,7 @@ async fn throughput_with_non_persistent_messages() {
         ],
     );
     let parsed = Throughput::try_parse_from(args).unwrap();
-    ferry_bench::workloads::throughput::run(parsed.args)
-        .await
-        .unwrap();
+    ferry_bench::workloads::run(parsed.args).await.unwrap();
     let (json, _) = outputs(&dir, "throughput");
     assert_eq!(json["params"]["persistent"], false);
     let durability = json["results"][0]["durability"].as_str().unwrap();
@@ -225,9 +221,7 @@ async fn fanout_runs_and_reports() {
         let mut rest = vec!["--subscribers", "3"];
         rest.extend_from_slice(extra);
         let parsed = Fanout::try_parse_from(pubsub_argv(&server, &dir, &pid, &rest)).unwrap();
-        ferry_bench::workloads::fanout::run(parsed.args)
-            .await
-            .unwrap();
+        ferry_bench::workloads::run(parsed.args).await.unwrap();
         let (json, _) = outputs(&dir, "fanout");
         assert_eq!(json["params"]["subscriptions"], 3);
         assert_eq!(json["params"]["persistent"], persistent);
@@ -267,9 +261,7 @@ async fn selector_runs_and_reports() {
             "10",
         ];
         let parsed = Selector::try_parse_from(pubsub_argv(&server, &dir, &pid, &rest)).unwrap();
-        ferry_bench::workloads::selector::run(parsed.args)
-            .await
-            .unwrap();
+        ferry_bench::workloads::run(parsed.args).await.unwrap();
         let (json, _) = outputs(&dir, "selector");
         let p = &json["params"];
         assert_eq!(p["subscriptions"], 8);
@@ -299,7 +291,7 @@ async fn own_broker_needs_the_binary() {
     let mut args = argv(&server, &dir, &["--duration", "1s"]);
     args.push("--own-broker".to_string());
     let parsed = Selector::try_parse_from(args).unwrap();
-    let e = ferry_bench::workloads::selector::run(parsed.args)
+    let e = ferry_bench::workloads::run(parsed.args)
         .await
         .unwrap_err()
         .to_string();
@@ -330,9 +322,7 @@ async fn latency_runs_and_reports() {
         ],
     );
     let parsed = Latency::try_parse_from(args).unwrap();
-    ferry_bench::workloads::latency::run(parsed.args)
-        .await
-        .unwrap();
+    ferry_bench::workloads::run(parsed.args).await.unwrap();
     let (json, _) = outputs(&dir, "latency");
     let r = &json["results"][0];
     assert_eq!(r["latency_kind"], "end_to_end_corrected");
@@ -369,7 +359,7 @@ async fn an_unreachable_peer_is_named() {
         .map(String::from),
     );
     let parsed = Throughput::try_parse_from(args).unwrap();
-    let e = ferry_bench::workloads::throughput::run(parsed.args)
+    let e = ferry_bench::workloads::run(parsed.args)
         .await
         .unwrap_err()
         .to_string();

@@ -211,7 +211,11 @@ async fn count_and_wait() {
         send(&server, &["--queue", "q", body]).await;
     }
     let start = Instant::now();
-    let msgs = recv_json(&server, &["--queue", "q", "--count", "5", "--wait", "500ms"]).await;
+    let msgs = recv_json(
+        &server,
+        &["--queue", "q", "--count", "5", "--wait", "500ms"],
+    )
+    .await;
     let took = start.elapsed();
     assert_eq!(msgs.len(), 2);
     assert_eq!(msgs[0]["body"], "one");
@@ -237,7 +241,10 @@ async fn count_and_wait() {
 async fn wait_returns_a_message_sent_meanwhile() {
     let server = server_with(&["q"]).await;
     let reader = tokio::spawn({
-        let cmd = ferry(&server, &["recv", "--queue", "q", "--wait", "10s", "--json"]);
+        let cmd = ferry(
+            &server,
+            &["recv", "--queue", "q", "--wait", "10s", "--json"],
+        );
         async move { cmd.run().await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;

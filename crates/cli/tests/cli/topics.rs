@@ -436,9 +436,12 @@ async fn errors_name_what_is_missing() {
     .run()
     .await;
     assert_eq!(out.failed(), "ferry: topic 'nope' does not exist");
-    let out = ferry(&server, &["subscribe", "--topic", "nope", "--wait", "100ms"])
-        .run()
-        .await;
+    let out = ferry(
+        &server,
+        &["subscribe", "--topic", "nope", "--wait", "100ms"],
+    )
+    .run()
+    .await;
     assert_eq!(out.failed(), "ferry: topic 'nope' does not exist");
     let out = ferry(
         &server,

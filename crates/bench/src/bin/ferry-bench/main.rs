@@ -72,7 +72,7 @@ enum Workload {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    match run_cli(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ferry-bench: {e:#}");
@@ -82,21 +82,21 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Runs a benchmark on a multi-threaded runtime.
-fn run(cli: Cli) -> Result<()> {
-    use ferry_bench::workloads::{compare, fanout, ftab, latency, selector, throughput};
+fn run_cli(cli: Cli) -> Result<()> {
+    use ferry_bench::workloads::{compare, run};
     let threads = cli.threads;
     let ferry = || Some(ferry_binary(cli.ferry_bin.clone()));
     match cli.workload {
-        Workload::Throughput(a) => ferry_bench::block_on(threads, throughput::run(a)),
-        Workload::Latency(a) => ferry_bench::block_on(threads, latency::run(a)),
-        Workload::Ftab(a) => ferry_bench::block_on(threads, ftab::run(a)),
+        Workload::Throughput(a) => ferry_bench::block_on(threads, run(a)),
+        Workload::Latency(a) => ferry_bench::block_on(threads, run(a)),
+        Workload::Ftab(a) => ferry_bench::block_on(threads, run(a)),
         Workload::Fanout(mut a) => {
             a.pubsub.ferry_binary = ferry();
-            ferry_bench::block_on(threads, fanout::run(a))
+            ferry_bench::block_on(threads, run(a))
         }
         Workload::Selector(mut a) => {
             a.pubsub.ferry_binary = ferry();
-            ferry_bench::block_on(threads, selector::run(a))
+            ferry_bench::block_on(threads, run(a))
         }
         Workload::Compare(mut a) => {
             a.server_given = server_given();

@@ -3,6 +3,7 @@
 use clap::{Args, Subcommand};
 
 use crate::workloads::ftab::FtabArgs;
+use crate::workloads::Workload as _;
 use crate::{FanoutArgs, LatencyArgs, ThroughputArgs};
 
 /// Flags of `ferry-bench compare WORKLOAD`.
@@ -62,10 +63,10 @@ impl CompareWorkload {
     /// `--report FILE.html`, if given.
     pub fn html(&self) -> Option<&std::path::Path> {
         match self {
-            CompareWorkload::Throughput(a) => a.report.as_deref(),
-            CompareWorkload::Latency(a) => a.report.as_deref(),
-            CompareWorkload::Ftab(a) => a.report.as_deref(),
-            CompareWorkload::Fanout(_) => None,
+            CompareWorkload::Throughput(a) => a.html(),
+            CompareWorkload::Latency(a) => a.html(),
+            CompareWorkload::Ftab(a) => a.html(),
+            CompareWorkload::Fanout(a) => a.html(),
         }
     }
 

@@ -24,7 +24,7 @@ pub use broker::{BrokerLauncher, NoLauncher, OwnBroker};
 use crate::args::TargetArg;
 use crate::drivers::Target;
 use crate::report::{self, compare, BenchReport, TargetResult};
-use crate::workloads::{fanout, ftab, latency, setup, throughput};
+use crate::workloads::{ftab, setup, Workload as _};
 
 /// Runs the comparison, prints the table and writes the files asked for (the workload's
 /// `--json`, `--csv` and `--report`).
@@ -175,10 +175,10 @@ async fn rounds(n: u32, targets: &[TargetArg], workload: &mut CompareWorkload) -
             common.target = t;
             common.progress_round = Some(format!("round {}/{n}", round + 1));
             let report = match &*workload {
-                CompareWorkload::Throughput(a) => throughput::measure(a).await?,
-                CompareWorkload::Latency(a) => latency::measure(a).await?,
-                CompareWorkload::Ftab(a) => ftab::measure(a).await?,
-                CompareWorkload::Fanout(a) => fanout::measure(a).await?,
+                CompareWorkload::Throughput(a) => a.measure().await?,
+                CompareWorkload::Latency(a) => a.measure().await?,
+                CompareWorkload::Ftab(a) => a.measure().await?,
+                CompareWorkload::Fanout(a) => a.measure().await?,
             };
             params = report.params;
             for r in report.results {

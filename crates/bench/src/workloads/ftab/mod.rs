@@ -26,6 +26,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::args::CommonArgs;
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 use tokio::task::JoinHandle;
@@ -33,7 +34,7 @@ use tokio::task::JoinHandle;
 pub use args::FtabArgs;
 
 use crate::progress::{Progress, ProgressPlan};
-use crate::report::{self, rate, BenchReport, ErrorCounts, TargetResult};
+use crate::report::{rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::WindowSeries;
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
@@ -49,16 +50,22 @@ type ClientTask = JoinHandle<Vec<Histogram<u64>>>;
 /// How long clients may take to finish their current request after the run stops.
 const FINISH_LIMIT: Duration = Duration::from_secs(10);
 
-/// Runs the workload, prints the report and writes the files asked for.
-pub async fn run(args: FtabArgs) -> Result<()> {
-    let report = measure(&args).await?;
-    report::publish(
-        &report,
-        &header(&report),
-        args.common.json.as_deref(),
-        args.common.csv.as_deref(),
-        args.report.as_deref(),
-    )
+impl super::Workload for FtabArgs {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn html(&self) -> Option<&std::path::Path> {
+        self.report.as_deref()
+    }
+
+    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
+        measure(self)
+    }
+
+    fn header(report: &BenchReport) -> String {
+        header(report)
+    }
 }
 
 /// Runs the workload against `--target` and returns its report.

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::args::CommonArgs;
 use anyhow::{bail, Result};
 use tokio::sync::watch;
 
@@ -21,7 +22,7 @@ pub use args::LatencyArgs;
 
 use crate::payload;
 use crate::progress::{Progress, ProgressPlan};
-use crate::report::{self, rate, BenchReport, TargetResult};
+use crate::report::{rate, BenchReport, TargetResult};
 use crate::stats::omission::Schedule;
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
@@ -33,16 +34,22 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// Time for connecting and subscribing before the schedule starts.
 const LEAD: Duration = Duration::from_millis(50);
 
-/// Runs the workload, prints the report and writes the files asked for.
-pub async fn run(args: LatencyArgs) -> Result<()> {
-    let report = measure(&args).await?;
-    report::publish(
-        &report,
-        &header(&report),
-        args.common.json.as_deref(),
-        args.common.csv.as_deref(),
-        args.report.as_deref(),
-    )
+impl super::Workload for LatencyArgs {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn html(&self) -> Option<&std::path::Path> {
+        self.report.as_deref()
+    }
+
+    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
+        measure(self)
+    }
+
+    fn header(report: &BenchReport) -> String {
+        header(report)
+    }
 }
 
 /// Runs the workload and returns its report.

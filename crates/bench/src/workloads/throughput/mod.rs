@@ -16,13 +16,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::args::CommonArgs;
 use anyhow::{bail, Result};
 use tokio::sync::watch;
 
 pub use args::ThroughputArgs;
 
 use crate::progress::{Progress, ProgressPlan};
-use crate::report::{self, rate, BenchReport, TargetResult};
+use crate::report::{rate, BenchReport, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
@@ -35,16 +36,22 @@ const STALL_LIMIT: Duration = Duration::from_secs(10);
 /// Windows kept for a message-count run, whose length is not known ahead.
 const MESSAGE_MODE_TRACE: Duration = Duration::from_secs(600);
 
-/// Runs the workload, prints the report and writes the files asked for.
-pub async fn run(args: ThroughputArgs) -> Result<()> {
-    let report = measure(&args).await?;
-    report::publish(
-        &report,
-        &header(&report),
-        args.common.json.as_deref(),
-        args.common.csv.as_deref(),
-        args.report.as_deref(),
-    )
+impl super::Workload for ThroughputArgs {
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn html(&self) -> Option<&std::path::Path> {
+        self.report.as_deref()
+    }
+
+    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
+        measure(self)
+    }
+
+    fn header(report: &BenchReport) -> String {
+        header(report)
+    }
 }
 
 /// Runs the workload and returns its report.

@@ -197,7 +197,9 @@ impl Line {
             ),
             Command::Topic { verb } => match verb {
                 TopicVerb::Create { topic } => ShellCommand::TopicCreate(topic),
-                TopicVerb::Delete { topic, force } => ShellCommand::TopicDelete { name: topic, force },
+                TopicVerb::Delete { topic, force } => {
+                    ShellCommand::TopicDelete { name: topic, force }
+                }
                 TopicVerb::List => ShellCommand::TopicList,
             },
             Command::Subscribe(line) => ShellCommand::Subscribe(

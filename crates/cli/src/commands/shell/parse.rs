@@ -206,7 +206,11 @@ pub fn parse_line(line: &str) -> Result<ShellCommand> {
 /// space dropped), if there is one.
 fn split(line: &str) -> Result<(Vec<String>, Option<String>)> {
     let mut from = 0;
-    while let Some(at) = line.get(from..).and_then(|rest| rest.find("--")).map(|i| from + i) {
+    while let Some(at) = line
+        .get(from..)
+        .and_then(|rest| rest.find("--"))
+        .map(|i| from + i)
+    {
         from = at + 2;
         let before = line.get(..at).unwrap_or_default();
         let after = line.get(at + 2..).unwrap_or_default();
@@ -314,28 +318,85 @@ mod tests {
             ("create orders", ShellCommand::Create("orders".into())),
             // A queue may be called like an option word.
             ("create force", ShellCommand::Create("force".into())),
-            ("delete orders", ShellCommand::Delete { name: "orders".into(), force: false }),
-            ("delete orders force", ShellCommand::Delete { name: "orders".into(), force: true }),
-            ("delete orders --force", ShellCommand::Delete { name: "orders".into(), force: true }),
+            (
+                "delete orders",
+                ShellCommand::Delete {
+                    name: "orders".into(),
+                    force: false,
+                },
+            ),
+            (
+                "delete orders force",
+                ShellCommand::Delete {
+                    name: "orders".into(),
+                    force: true,
+                },
+            ),
+            (
+                "delete orders --force",
+                ShellCommand::Delete {
+                    name: "orders".into(),
+                    force: true,
+                },
+            ),
             ("ack 1 2", ShellCommand::Ack(vec![1, 2])),
-            ("nack 3", ShellCommand::Nack { ids: vec![3], requeue: true }),
-            ("nack 3 4 drop", ShellCommand::Nack { ids: vec![3, 4], requeue: false }),
-            ("topic create prices", ShellCommand::TopicCreate("prices".into())),
+            (
+                "nack 3",
+                ShellCommand::Nack {
+                    ids: vec![3],
+                    requeue: true,
+                },
+            ),
+            (
+                "nack 3 4 drop",
+                ShellCommand::Nack {
+                    ids: vec![3, 4],
+                    requeue: false,
+                },
+            ),
+            (
+                "topic create prices",
+                ShellCommand::TopicCreate("prices".into()),
+            ),
             (
                 "topic delete prices force",
-                ShellCommand::TopicDelete { name: "prices".into(), force: true },
+                ShellCommand::TopicDelete {
+                    name: "prices".into(),
+                    force: true,
+                },
             ),
             (
                 "unsubscribe prices audit",
-                ShellCommand::Unsubscribe { topic: "prices".into(), name: "audit".into() },
+                ShellCommand::Unsubscribe {
+                    topic: "prices".into(),
+                    name: "audit".into(),
+                },
             ),
-            ("next wait=500ms", ShellCommand::Next { queue: None, wait_ms: 500 }),
-            ("next --wait 2s", ShellCommand::Next { queue: None, wait_ms: 2000 }),
+            (
+                "next wait=500ms",
+                ShellCommand::Next {
+                    queue: None,
+                    wait_ms: 500,
+                },
+            ),
+            (
+                "next --wait 2s",
+                ShellCommand::Next {
+                    queue: None,
+                    wait_ms: 2000,
+                },
+            ),
             (
                 "next prices:audit",
-                ShellCommand::Next { queue: Some("prices:audit".into()), wait_ms: 0 },
+                ShellCommand::Next {
+                    queue: Some("prices:audit".into()),
+                    wait_ms: 0,
+                },
             ),
-            ("cancel prices:audit", ShellCommand::Cancel("prices:audit".into())),
+            (
+                "cancel prices:audit",
+                ShellCommand::Cancel("prices:audit".into()),
+            ),
         ];
         for (line, want) in cases {
             assert_eq!(parse(line), want, "{line}");
@@ -406,9 +467,16 @@ mod tests {
         );
         assert_eq!(&m.body[..], b"  two  spaces ");
         // The command line's spelling reads the same.
-        let flags = send("send a,b --to bob --priority 9 --context 12 --ttl 1m --delay 1.5s -p n=5 -- x");
+        let flags =
+            send("send a,b --to bob --priority 9 --context 12 --ttl 1m --delay 1.5s -p n=5 -- x");
         assert_eq!(
-            (flags.receiver, flags.priority, flags.context, flags.ttl_ms, flags.delay_ms),
+            (
+                flags.receiver,
+                flags.priority,
+                flags.context,
+                flags.ttl_ms,
+                flags.delay_ms
+            ),
             (m.receiver, 9, 12, 60_000, 1_500)
         );
     }
@@ -417,7 +485,10 @@ mod tests {
     fn send_defaults_and_body_edge_cases() {
         let m = send("send q -- hello world");
         assert_eq!(m.queues, vec!["q"]);
-        assert_eq!((m.receiver.clone(), m.priority, m.context), (None, DEFAULT_PRIORITY, 0));
+        assert_eq!(
+            (m.receiver.clone(), m.priority, m.context),
+            (None, DEFAULT_PRIORITY, 0)
+        );
         assert!(m.properties.is_empty() && m.persistent);
         assert_eq!((m.ttl_ms, m.delay_ms), (0, 0));
         assert_eq!(&m.body[..], b"hello world");
@@ -426,12 +497,18 @@ mod tests {
         // A quoted "--" is a word, not the separator; a "--" inside a quoted value too.
         assert!(parse_line("send q \"--\" x").is_err());
         let m = send("send q note=\"a -- b\" -- body");
-        assert_eq!(m.properties, vec![("note".to_string(), PropertyValue::Str("a -- b".into()))]);
+        assert_eq!(
+            m.properties,
+            vec![("note".to_string(), PropertyValue::Str("a -- b".into()))]
+        );
         assert_eq!(&m.body[..], b"body");
         // `to:str=` escapes the reserved word and sets a property called "to".
         let m = send("send q to:str=x -- b");
         assert_eq!(m.receiver, None);
-        assert_eq!(m.properties, vec![("to".to_string(), PropertyValue::Str("x".into()))]);
+        assert_eq!(
+            m.properties,
+            vec![("to".to_string(), PropertyValue::Str("x".into()))]
+        );
         assert!(!send("send q non-persistent -- x").persistent);
     }
 
@@ -449,13 +526,22 @@ mod tests {
     fn recv_options() {
         let r = recv("recv orders");
         assert_eq!(r.source, Source::Queue("orders".into()));
-        assert_eq!((r.mode, r.ack, r.order, r.wait_ms), (ReceiveMode::Take, AckMode::Client, Order::Priority, 0));
+        assert_eq!(
+            (r.mode, r.ack, r.order, r.wait_ms),
+            (ReceiveMode::Take, AckMode::Client, Order::Priority, 0)
+        );
         let r = recv("recv orders peek time auto wait=1.5s");
-        assert_eq!((r.mode, r.ack, r.order, r.wait_ms), (ReceiveMode::Peek, AckMode::Auto, Order::Time, 1500));
+        assert_eq!(
+            (r.mode, r.ack, r.order, r.wait_ms),
+            (ReceiveMode::Peek, AckMode::Auto, Order::Time, 1500)
+        );
         assert_eq!(recv("recv orders --wait 5s").wait_ms, 5000);
         assert_eq!(recv("pop orders").source, Source::Queue("orders".into()));
         let r = recv("from alice time");
-        assert_eq!((r.source, r.order), (Source::Sender("alice".into()), Order::Time));
+        assert_eq!(
+            (r.source, r.order),
+            (Source::Sender("alice".into()), Order::Time)
+        );
         assert_eq!(r.selector, "");
         let r = recv(r#"recv orders where="region = 'eu' AND total > 40" peek"#);
         assert_eq!(r.selector, "region = 'eu' AND total > 40");
@@ -472,12 +558,18 @@ mod tests {
         assert_eq!((s.topic.as_str(), s.name.as_str()), ("prices", "audit"));
         assert!(s.options.durable && s.options.shared);
         assert_eq!(s.options.selector, "region = 'eu'");
-        assert_eq!((s.ack, s.order, s.prefetch), (AckMode::Auto, Order::Time, 5));
+        assert_eq!(
+            (s.ack, s.order, s.prefetch),
+            (AckMode::Auto, Order::Time, 5)
+        );
         let ShellCommand::Subscribe(s) = parse("sub prices") else {
             panic!("not a subscribe");
         };
         assert!(!s.options.durable);
-        assert_eq!((s.ack, s.order, s.prefetch), (AckMode::Client, Order::Priority, 1));
+        assert_eq!(
+            (s.ack, s.order, s.prefetch),
+            (AckMode::Client, Order::Priority, 1)
+        );
     }
 
     #[test]

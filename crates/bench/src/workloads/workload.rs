@@ -1,0 +1,43 @@
+//! The [`Workload`] trait every single-target workload implements (`throughput`, `latency`,
+//! `ftab`, `fanout`, `selector`), and [`run`], the one way a workload runs from the command
+//! line: measure, print the table under the workload's header, write the files the flags ask
+//! for, and fail when sends or acknowledgements failed. `compare` runs these workloads through
+//! the same trait, round after round.
+
+use std::future::Future;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::args::CommonArgs;
+use crate::report::{self, BenchReport};
+
+/// A workload: its flags, and how to measure with them.
+pub trait Workload {
+    /// The flags every workload has (timing, target, output files).
+    fn common(&self) -> &CommonArgs;
+
+    /// `--report FILE.html`, for the workloads that draw one.
+    fn html(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Runs the workload against `--target` and returns its report.
+    fn measure(&self) -> impl Future<Output = Result<BenchReport>> + Send;
+
+    /// The lines above the results table: what was run, with which parameters.
+    fn header(report: &BenchReport) -> String;
+}
+
+/// Runs `workload`, prints the report and writes the files asked for.
+pub async fn run<W: Workload>(workload: W) -> Result<()> {
+    let report = workload.measure().await?;
+    let common = workload.common();
+    report::publish(
+        &report,
+        &W::header(&report),
+        common.json.as_deref(),
+        common.csv.as_deref(),
+        workload.html(),
+    )
+}
