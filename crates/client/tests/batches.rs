@@ -28,44 +28,24 @@ async fn batch(sub: &mut ferry_client::Subscription, max: usize) -> Vec<u64> {
 async fn batches_keep_order_and_auto_ack_credit_counts_what_was_taken() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        let mut frames = vec![(id, Response::Subscribed { subscription: 1 })];
-        frames.extend((1..=8).map(|n| deliver(1, 0, n)));
-        peer.write_all(&frames).await;
+        peer.subscribed(1, (1..=8).map(|n| deliver(1, 0, n))).await;
         peer.answer_ping().await;
         // 1, then 2-3 (3 taken: below half the prefetch), then 4-8: one grant of all 8.
-        let (id, req) = peer.expect().await;
-        assert_eq!(
-            req,
-            Request::Credit {
-                subscription: 1,
-                credit: 8
-            }
-        );
-        peer.write(id, Response::Ok).await;
+        peer.expect_ok(credit(1, 8)).await;
         let (ping, req) = peer.expect().await;
         assert_eq!(req, Request::Ping);
         // The end of the subscription right behind two deliveries, in the same write.
         peer.write_all(&[
             deliver(1, 0, 9),
             deliver(1, 0, 10),
-            (
-                0,
-                Response::SubscriptionClosed {
-                    subscription: 1,
-                    error: ferry_client::ErrorReply::new(ErrorCode::QueueNotFound, "gone"),
-                },
-            ),
+            closed(1, ErrorCode::QueueNotFound, "gone"),
             (ping, Response::Pong),
         ])
         .await;
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "batches")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 8)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "batches", "q", AckMode::Auto, 8).await;
     within(client.ping()).await.unwrap(); // every delivery has arrived
     let first = within(sub.next()).await.unwrap().unwrap();
     assert_eq!(first.message.id, 1);
@@ -81,9 +61,8 @@ async fn batches_keep_order_and_auto_ack_credit_counts_what_was_taken() {
     assert!(out.is_empty());
     assert!(within(sub.next_batch(&mut out, 100)).await.is_none());
     assert!(within(sub.next()).await.is_none());
-    drop(sub); // ended by the broker: nothing to cancel
-    drop(client);
-    assert_eq!(within(server).await.unwrap(), vec![]);
+    // Ended by the broker: nothing to cancel.
+    assert_eq!(after_drop(sub, client, server).await, vec![]);
 }
 
 #[tokio::test]
@@ -162,18 +141,13 @@ async fn early_pushes_come_first_in_a_batch() {
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "early")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 100)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "early", "q", AckMode::Auto, 100).await;
     within(client.ping()).await.unwrap();
     // A batch of at most 0 is taken as at most 1: the call never returns empty-handed.
     assert_eq!(batch(&mut sub, 0).await, vec![1]);
     assert_eq!(batch(&mut sub, 100).await, vec![2, 3]);
-    drop(sub);
-    drop(client);
     assert_eq!(
-        within(server).await.unwrap(),
+        after_drop(sub, client, server).await,
         vec![Request::Cancel { subscription: 5 }]
     );
 }
@@ -182,37 +156,19 @@ async fn early_pushes_come_first_in_a_batch() {
 async fn client_ack_deliveries_left_in_a_batch_go_back_on_drop() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        peer.write_all(&[
-            (id, Response::Subscribed { subscription: 4 }),
-            deliver(4, 20, 1),
-            deliver(4, 21, 2),
-            deliver(4, 22, 3),
-            deliver(4, 23, 4),
-        ])
-        .await;
+        peer.subscribed(4, (1..=4).map(|n| deliver(4, 19 + n, n)))
+            .await;
         peer.answer_ping().await;
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "leftover")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Client, 4)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "leftover", "q", AckMode::Client, 4).await;
     within(client.ping()).await.unwrap();
     assert_eq!(batch(&mut sub, 1).await, vec![1]);
     let second = within(sub.next()).await.unwrap().unwrap();
     assert_eq!(second.delivery_id, 21);
-    drop(sub);
-    drop(client);
     assert_eq!(
-        within(server).await.unwrap(),
-        vec![
-            Request::Cancel { subscription: 4 },
-            Request::Nack {
-                ids: vec![22, 23],
-                requeue: true
-            },
-        ]
+        after_drop(sub, client, server).await,
+        vec![Request::Cancel { subscription: 4 }, requeue(&[22, 23])]
     );
 }

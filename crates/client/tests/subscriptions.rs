@@ -39,16 +39,7 @@ async fn pushes_are_routed_by_subscription_amid_replies() {
             deliver(6, 0, 2),
             deliver(5, 0, 3),
             (ping, Response::Pong),
-            (
-                0,
-                Response::SubscriptionClosed {
-                    subscription: 5,
-                    error: ferry_client::ErrorReply::new(
-                        ErrorCode::QueueNotFound,
-                        "queue 'a' was deleted",
-                    ),
-                },
-            ),
+            closed(5, ErrorCode::QueueNotFound, "queue 'a' was deleted"),
             deliver(6, 0, 4),
         ])
         .await;
@@ -92,19 +83,11 @@ async fn subscription_is_a_stream() {
     use futures_core::Stream;
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        peer.write_all(&[
-            (id, Response::Subscribed { subscription: 1 }),
-            deliver(1, 0, 7),
-        ])
-        .await;
+        peer.subscribed(1, [deliver(1, 0, 7)]).await;
         peer.drain().await;
     })
     .await;
-    let client = within(Client::connect(&addr, "streamer")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 10)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "streamer", "q", AckMode::Auto, 10).await;
     fn assert_stream<S: Stream<Item = Result<ferry_client::Delivery, ClientError>> + Unpin>(_: &S) {
     }
     assert_stream(&sub);
@@ -113,53 +96,27 @@ async fn subscription_is_a_stream() {
     }))
     .await;
     assert_eq!(item.unwrap().unwrap().message.id, 7);
-    drop(sub);
-    drop(client);
-    within(server).await.unwrap();
+    after_drop(sub, client, server).await;
 }
 
 #[tokio::test]
 async fn auto_ack_grants_credit_as_deliveries_are_consumed() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, req) = peer.expect().await;
+        let req = peer.subscribed(1, (1..=4).map(|n| deliver(1, 0, n))).await;
         assert_eq!(req, Request::Subscribe(subscribe("q", AckMode::Auto, 4)));
-        let mut frames = vec![(id, Response::Subscribed { subscription: 1 })];
-        frames.extend((1..=4).map(|n| deliver(1, 0, n)));
-        peer.write_all(&frames).await;
         // The application takes 4: credit comes back in two grants of half the prefetch.
         for _ in 0..2 {
-            let (id, req) = peer.expect().await;
-            assert_eq!(
-                req,
-                Request::Credit {
-                    subscription: 1,
-                    credit: 2
-                }
-            );
-            peer.write(id, Response::Ok).await;
+            peer.expect_ok(credit(1, 2)).await;
         }
         // Spend the new credit.
         peer.write_all(&[deliver(1, 0, 5), deliver(1, 0, 6)]).await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(
-            req,
-            Request::Credit {
-                subscription: 1,
-                credit: 2
-            }
-        );
-        peer.write(id, Response::Ok).await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(req, Request::Cancel { subscription: 1 });
-        peer.write(id, Response::Ok).await;
+        peer.expect_ok(credit(1, 2)).await;
+        peer.expect_ok(Request::Cancel { subscription: 1 }).await;
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "credit")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 4)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "credit", "q", AckMode::Auto, 4).await;
     for n in 1..=6 {
         assert_eq!(next_n(&mut sub).await, n);
     }
@@ -172,27 +129,15 @@ async fn auto_ack_grants_credit_as_deliveries_are_consumed() {
 async fn client_ack_subscriptions_are_credited_by_settling_not_by_credit_frames() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        peer.write_all(&[
-            (id, Response::Subscribed { subscription: 3 }),
-            deliver(3, 10, 1),
-            deliver(3, 11, 2),
-        ])
-        .await;
+        peer.subscribed(3, [deliver(3, 10, 1), deliver(3, 11, 2)])
+            .await;
         // The next request is the ack: no credit frame came before it.
-        let (id, req) = peer.expect().await;
-        assert_eq!(req, Request::Ack { ids: vec![10, 11] });
-        peer.write(id, Response::Ok).await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(req, Request::Cancel { subscription: 3 });
-        peer.write(id, Response::Ok).await;
+        peer.expect_ok(Request::Ack { ids: vec![10, 11] }).await;
+        peer.expect_ok(Request::Cancel { subscription: 3 }).await;
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "acker")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Client, 2)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "acker", "q", AckMode::Client, 2).await;
     let a = within(sub.next()).await.unwrap().unwrap();
     let b = within(sub.next()).await.unwrap().unwrap();
     within(sub.ack(&[a.delivery_id, b.delivery_id]))
@@ -207,34 +152,17 @@ async fn client_ack_subscriptions_are_credited_by_settling_not_by_credit_frames(
 async fn dropping_a_subscription_cancels_it_and_returns_unread_client_ack_deliveries() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        peer.write_all(&[
-            (id, Response::Subscribed { subscription: 4 }),
-            deliver(4, 20, 1),
-            deliver(4, 21, 2),
-        ])
-        .await;
+        peer.subscribed(4, [deliver(4, 20, 1), deliver(4, 21, 2)])
+            .await;
         peer.answer_ping().await;
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "dropper")).await.unwrap();
-    let sub = within(client.subscribe(subscribe("q", AckMode::Client, 2)))
-        .await
-        .unwrap();
+    let (client, sub) = subscribed_client(&addr, "dropper", "q", AckMode::Client, 2).await;
     within(client.ping()).await.unwrap(); // both deliveries have arrived behind the reply
-    drop(sub);
-    drop(client);
-    let rest = within(server).await.unwrap();
     assert_eq!(
-        rest,
-        vec![
-            Request::Cancel { subscription: 4 },
-            Request::Nack {
-                ids: vec![20, 21],
-                requeue: true
-            },
-        ]
+        after_drop(sub, client, server).await,
+        vec![Request::Cancel { subscription: 4 }, requeue(&[20, 21])]
     );
 }
 
@@ -247,15 +175,7 @@ async fn deliveries_for_unknown_subscriptions_are_handed_back() {
         // Pushes for a subscription this client does not have: the client-ack one goes back.
         peer.write_all(&[deliver(99, 42, 1), deliver(99, 0, 2), (id, Response::Pong)])
             .await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(
-            req,
-            Request::Nack {
-                ids: vec![42],
-                requeue: true
-            }
-        );
-        peer.write(id, Response::Ok).await;
+        peer.expect_ok(requeue(&[42])).await;
         peer.drain().await
     })
     .await;
@@ -269,19 +189,11 @@ async fn deliveries_for_unknown_subscriptions_are_handed_back() {
 async fn connection_loss_ends_subscriptions_with_closed() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        peer.write_all(&[
-            (id, Response::Subscribed { subscription: 1 }),
-            deliver(1, 0, 1),
-        ])
-        .await;
+        peer.subscribed(1, [deliver(1, 0, 1)]).await;
         // and the connection drops
     })
     .await;
-    let client = within(Client::connect(&addr, "lost")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 10)))
-        .await
-        .unwrap();
+    let (_client, mut sub) = subscribed_client(&addr, "lost", "q", AckMode::Auto, 10).await;
     within(server).await.unwrap();
     // What arrived before the loss is still delivered, then the error, then the end.
     assert_eq!(next_n(&mut sub).await, 1);
@@ -307,34 +219,17 @@ async fn pushes_that_overtake_the_subscribe_reply_are_kept() {
             deliver(5, 0, 3),
         ])
         .await;
-        let (id, req) = peer.expect().await;
-        assert_eq!(
-            req,
-            Request::Nack {
-                ids: vec![31],
-                requeue: true
-            }
-        );
-        peer.write(id, Response::Ok).await;
+        peer.expect_ok(requeue(&[31])).await;
         let (id, _) = peer.expect().await;
         peer.write_all(&[
-            (
-                0,
-                Response::SubscriptionClosed {
-                    subscription: 6,
-                    error: ferry_client::ErrorReply::new(ErrorCode::QueueNotFound, "gone"),
-                },
-            ),
+            closed(6, ErrorCode::QueueNotFound, "gone"),
             (id, Response::Subscribed { subscription: 6 }),
         ])
         .await;
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect(&addr, "early")).await.unwrap();
-    let mut sub = within(client.subscribe(subscribe("q", AckMode::Auto, 100)))
-        .await
-        .unwrap();
+    let (client, mut sub) = subscribed_client(&addr, "early", "q", AckMode::Auto, 100).await;
     for n in 1..=3 {
         assert_eq!(next_n(&mut sub).await, n);
     }
@@ -347,10 +242,8 @@ async fn pushes_that_overtake_the_subscribe_reply_are_kept() {
     ));
     assert!(within(closed.next()).await.is_none());
     drop(closed); // ended by the broker: nothing to cancel
-    drop(sub);
-    drop(client);
     assert_eq!(
-        within(server).await.unwrap(),
+        after_drop(sub, client, server).await,
         vec![Request::Cancel { subscription: 5 }]
     );
 }

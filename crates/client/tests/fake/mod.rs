@@ -60,6 +60,27 @@ impl Peer {
         self.write(id, Response::Pong).await;
     }
 
+    /// Expects exactly `want` and answers `Ok`.
+    pub async fn expect_ok(&mut self, want: Request) {
+        let (id, req) = self.expect().await;
+        assert_eq!(req, want);
+        self.write(id, Response::Ok).await;
+    }
+
+    /// Expects a subscribe request and answers it with `subscription`, followed in the same
+    /// write by `pushes`; returns the request.
+    pub async fn subscribed(
+        &mut self,
+        subscription: u64,
+        pushes: impl IntoIterator<Item = (u32, Response)>,
+    ) -> Request {
+        let (id, req) = self.expect().await;
+        let mut frames = vec![(id, Response::Subscribed { subscription })];
+        frames.extend(pushes);
+        self.write_all(&frames).await;
+        req
+    }
+
     /// Writes frames in one go.
     pub async fn write_all(&mut self, frames: &[(u32, Response)]) {
         let mut out = BytesMut::new();
@@ -180,6 +201,62 @@ pub fn deliver(subscription: u64, delivery_id: u64, n: u64) -> (u32, Response) {
             delivery: delivery(delivery_id, n),
         },
     )
+}
+
+/// A pushed `SubscriptionClosed` frame: the broker ended `subscription` with `code`.
+pub fn closed(subscription: u64, code: ErrorCode, message: &str) -> (u32, Response) {
+    (
+        0,
+        Response::SubscriptionClosed {
+            subscription,
+            error: ferry_client::ErrorReply::new(code, message),
+        },
+    )
+}
+
+/// A `Credit` request granting `credit` to `subscription`.
+pub fn credit(subscription: u64, credit: u32) -> Request {
+    Request::Credit {
+        subscription,
+        credit,
+    }
+}
+
+/// A `Nack` request handing `ids` back to their queues.
+pub fn requeue(ids: &[u64]) -> Request {
+    Request::Nack {
+        ids: ids.to_vec(),
+        requeue: true,
+    }
+}
+
+/// Connects to the fake broker at `addr` as `name` and subscribes to `queue`.
+pub async fn subscribed_client(
+    addr: &str,
+    name: &str,
+    queue: &str,
+    ack: ferry_client::AckMode,
+    prefetch: u32,
+) -> (ferry_client::Client, ferry_client::Subscription) {
+    let client = within(ferry_client::Client::connect(addr, name))
+        .await
+        .unwrap();
+    let sub = within(client.subscribe(subscribe(queue, ack, prefetch)))
+        .await
+        .unwrap();
+    (client, sub)
+}
+
+/// Drops the subscription and the client, and returns what the fake broker read after its
+/// script (the requests the drops sent).
+pub async fn after_drop<T>(
+    sub: ferry_client::Subscription,
+    client: ferry_client::Client,
+    server: JoinHandle<T>,
+) -> T {
+    drop(sub);
+    drop(client);
+    within(server).await.unwrap()
 }
 
 /// Awaits `f`, failing the test instead of hanging.
