@@ -44,6 +44,12 @@ pub struct CommonArgs {
     /// Ferry broker address (target ferry).
     #[arg(long, value_name = "HOST:PORT", env = "FERRY_SERVER", default_value = DEFAULT_SERVER)]
     pub server: String,
+    /// The Ferry broker's fsync policy (always, interval:MS, never): a broker the harness
+    /// starts runs with it; for one at --server it is recorded in the results (the harness
+    /// cannot ask the broker), so say what that broker runs with. The broker reads the same
+    /// variable.
+    #[arg(long, value_name = "POLICY", env = "FERRY_FSYNC", default_value = "always", value_parser = parse_fsync)]
+    pub broker_fsync: String,
     /// NATS server URL (target nats).
     #[arg(long, value_name = "URL", env = "FERRY_NATS_URL", default_value = nats::DEFAULT_URL)]
     pub nats_url: String,
@@ -90,6 +96,7 @@ impl CommonArgs {
     pub fn target_options(&self) -> TargetOptions {
         TargetOptions {
             ferry_server: self.server.clone(),
+            ferry_fsync: self.broker_fsync.clone(),
             nats_url: self.nats_url.clone(),
             nats_mode: match self.nats_mode {
                 NatsModeArg::Jetstream => NatsMode::JetStream,
@@ -161,6 +168,19 @@ pub fn parse_window(s: &str) -> Result<Duration> {
     Ok(d)
 }
 
+/// Parses `--broker-fsync`: `always`, `never` or `interval:MS` (the broker's own spelling).
+pub fn parse_fsync(s: &str) -> Result<String> {
+    let s = s.trim();
+    let interval_ok = s
+        .strip_prefix("interval:")
+        .is_some_and(|ms| ms.parse::<u64>().is_ok_and(|ms| ms > 0));
+    if s == "always" || s == "never" || interval_ok {
+        Ok(s.to_string())
+    } else {
+        bail!("'{s}' is not an fsync policy: always, interval:MS (e.g. interval:10) or never")
+    }
+}
+
 /// Parses a duration in humantime's grammar (`10s`, `1.5s`, `500ms`, `2m`, `1m30s`); a bare
 /// number other than `0` is refused: it needs its unit.
 pub fn parse_duration(s: &str) -> Result<Duration> {
@@ -192,6 +212,16 @@ mod tests {
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn fsync_policies() {
+        for ok in ["always", "never", "interval:10"] {
+            assert_eq!(parse_fsync(ok).unwrap(), ok);
+        }
+        for bad in ["", "sometimes", "interval:", "interval:0", "interval:1s"] {
+            assert!(parse_fsync(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -46,12 +46,14 @@ const ACKS_IN_FLIGHT: usize = 16;
 #[derive(Debug, Clone)]
 pub struct FerryDriver {
     server: String,
+    fsync: String,
 }
 
 impl FerryDriver {
-    /// A driver for the broker at `server` (`HOST:PORT`).
-    pub fn new(server: String) -> Self {
-        FerryDriver { server }
+    /// A driver for the broker at `server` (`HOST:PORT`), which runs with the fsync policy
+    /// `fsync` (`always`, `interval:MS`, `never`; for the report).
+    pub fn new(server: String, fsync: String) -> Self {
+        FerryDriver { server, fsync }
     }
 }
 
@@ -71,9 +73,18 @@ impl Driver for FerryDriver {
     }
 
     fn durability(&self) -> String {
-        "broker default fsync always: a send is acknowledged after its record is fsynced \
-         (group commit)"
-            .to_string()
+        match self.fsync.as_str() {
+            "always" => "broker fsync always (its default): a send is acknowledged after its \
+                         record is fsynced (group commit)"
+                .to_string(),
+            "never" => "broker fsync never: a send is acknowledged once written to the OS, \
+                        never fsynced per commit (a machine crash may lose it)"
+                .to_string(),
+            other => format!(
+                "broker fsync {other}: a send is acknowledged once written to the OS and \
+                 fsynced on that interval (a machine crash may lose the last interval)"
+            ),
+        }
     }
 
     fn supports_non_persistent(&self) -> bool {

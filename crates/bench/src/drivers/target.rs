@@ -41,6 +41,8 @@ impl Target {
 pub struct TargetOptions {
     /// Ferry broker address, `HOST:PORT`.
     pub ferry_server: String,
+    /// The Ferry broker's fsync policy, as `--broker-fsync` states it.
+    pub ferry_fsync: String,
     /// NATS server URL.
     pub nats_url: String,
     /// JetStream (persistent) or core NATS.
@@ -57,6 +59,7 @@ impl Default for TargetOptions {
     fn default() -> Self {
         TargetOptions {
             ferry_server: crate::args::DEFAULT_SERVER.to_string(),
+            ferry_fsync: "always".to_string(),
             nats_url: nats::DEFAULT_URL.to_string(),
             nats_mode: NatsMode::JetStream,
             amqp_url: amqp::DEFAULT_URL.to_string(),
@@ -69,7 +72,10 @@ impl Default for TargetOptions {
 /// The driver for `target`.
 pub fn open(target: Target, options: &TargetOptions) -> Result<Arc<dyn Driver>> {
     Ok(match target {
-        Target::Ferry => Arc::new(FerryDriver::new(options.ferry_server.clone())),
+        Target::Ferry => Arc::new(FerryDriver::new(
+            options.ferry_server.clone(),
+            options.ferry_fsync.clone(),
+        )),
         Target::Nats => Arc::new(NatsDriver::new(options.nats_url.clone(), options.nats_mode)),
         Target::Amqp => Arc::new(AmqpDriver::new(options.amqp_url.clone())),
         Target::Postgres => Arc::new(PostgresDriver::new(

@@ -5,11 +5,13 @@
 //! name, its parameters, and one [`TargetResult`] per target measured. The outputs are
 //! separate modules that read the same struct: [`text`] (the terminal), [`json`], [`csv`] (the
 //! per-window series), [`html`] (a self-contained page of SVG plots drawn by [`svg`]).
-//! [`operations`] holds the per-operation results of the `ftab` workload, [`compare`] the
+//! [`environment`] records what a run was measured with (version, commit, host, fsync,
+//! command line). [`operations`] holds the per-operation results of the `ftab` workload, [`compare`] the
 //! summary of `ferry-bench compare`.
 
 pub mod compare;
 pub mod csv;
+pub mod environment;
 pub mod html;
 pub mod json;
 pub mod operations;
@@ -31,6 +33,9 @@ use crate::stats::{LatencySummary, WindowRow};
 pub struct BenchReport {
     /// `throughput`, `latency`, ...
     pub workload: String,
+    /// What the run was measured with; filled in when the run is published.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment: Option<environment::Environment>,
     /// The workload's parameters, as run (workload-specific keys).
     pub params: serde_json::Value,
     /// One entry per target.
@@ -237,6 +242,7 @@ pub(crate) mod sample {
         assert_eq!(window_stats.sent_per_s, SampleSummary::of(&[1000.0]));
         BenchReport {
             workload: "throughput".into(),
+            environment: None,
             params: serde_json::json!({"producers": 2}),
             results: vec![TargetResult {
                 target: "ferry".into(),

@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::args::CommonArgs;
+use crate::report::environment::Environment;
 use crate::report::{self, BenchReport};
 
 /// A workload: its flags, and how to measure with them.
@@ -31,8 +32,10 @@ pub trait Workload {
 
 /// Runs `workload`, prints the report and writes the files asked for.
 pub async fn run<W: Workload>(workload: W) -> Result<()> {
-    let report = workload.measure().await?;
     let common = workload.common();
+    let environment = Environment::capture(common);
+    let mut report = workload.measure().await?;
+    report.environment = Some(environment);
     report::publish(
         &report,
         &W::header(&report),

@@ -90,6 +90,13 @@ fn cases() -> Vec<Case> {
                 ("/results/0/latencies_ms/send_to_ack/p50", None),
                 ("/results/0/latencies_ms/end_to_end/count", None),
                 ("/results/0/errors/send", Some(Value::from(0))),
+                (
+                    "/environment/ferry_version",
+                    Some(Value::from(env!("CARGO_PKG_VERSION"))),
+                ),
+                ("/environment/fsync", Some(Value::from("always"))),
+                ("/environment/host/cores", None),
+                ("/environment/command/1", Some(Value::from("throughput"))),
             ],
         },
         Case {
@@ -101,12 +108,16 @@ fn cases() -> Vec<Case> {
                 "10",
                 "--in-flight",
                 "4",
+                "--broker-fsync",
+                "interval:10",
             ],
             printed: &["sent:"],
             json: vec![
                 ("/results/0/sent", Some(Value::from(500))),
                 ("/results/0/received", Some(Value::from(500))),
                 ("/params/mode", Some(Value::from("messages"))),
+                // What the broker at --server runs with is what the command line says.
+                ("/environment/fsync", Some(Value::from("interval:10"))),
             ],
         },
         Case {
@@ -208,6 +219,8 @@ async fn selector_with_a_broker_of_its_own_reports_its_cpu() {
         "--own-broker",
         "--ferry-bin",
         ferry.to_str().unwrap(),
+        "--broker-fsync",
+        "never",
         "--subscriptions",
         "4",
         "--size",
@@ -230,7 +243,18 @@ async fn selector_with_a_broker_of_its_own_reports_its_cpu() {
     assert!(text.contains("broker CPU (pid "), "{text}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("child process"), "{stderr}");
+    assert!(
+        stderr.contains("fsync never"),
+        "the broker runs with --broker-fsync: {stderr}"
+    );
     let json = report(&json_path);
+    assert_eq!(json["environment"]["fsync"], "never", "{json}");
+    assert!(
+        json["results"][0]["durability"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("broker fsync never")),
+        "{json}"
+    );
     assert_eq!(json["workload"], "selector", "{json}");
     let r = &json["results"][0];
     assert!(r["sent"].as_u64().unwrap() > 0, "{json}");

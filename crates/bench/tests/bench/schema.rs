@@ -142,15 +142,37 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, errors: &mut Vec<S
 #[test]
 fn the_validator_catches_violations() {
     let root = load();
-    let good = serde_json::json!({"workload": "x", "params": {}, "results": []});
+    let environment = serde_json::json!({
+        "ferry_version": "0.1.0", "git_commit": null, "date": "2026-11-26T14:00:00Z",
+        "host": {"cpu_model": null, "cores": 2, "kernel": "Linux 6.1.0"},
+        "fsync": "always", "command": ["ferry-bench", "throughput"]
+    });
+    let good = serde_json::json!({
+        "workload": "x", "environment": environment, "params": {}, "results": []
+    });
     // minItems 1.
-    assert_eq!(validate(&root, &good).len(), 1);
-    let bad = serde_json::json!({"workload": 3, "results": [{"target": "kafka"}]});
-    let errors = validate(&root, &bad);
+    assert_eq!(
+        validate(&root, &good).len(),
+        1,
+        "{:?}",
+        validate(&root, &good)
+    );
+    // Every result records its host: a missing core count is an error.
+    let mut no_cores = good.clone();
+    no_cores["environment"]["host"]
+        .as_object_mut()
+        .unwrap()
+        .remove("cores");
+    let errors = validate(&root, &no_cores);
     assert!(
-        errors.iter().any(|e| e.contains("missing params")),
+        errors.iter().any(|e| e.contains("missing cores")),
         "{errors:?}"
     );
+    let bad = serde_json::json!({"workload": 3, "results": [{"target": "kafka"}]});
+    let errors = validate(&root, &bad);
+    for missing in ["missing params", "missing environment"] {
+        assert!(errors.iter().any(|e| e.contains(missing)), "{errors:?}");
+    }
     assert!(
         errors.iter().any(|e| e.contains("$.workload")),
         "{errors:?}"

@@ -100,7 +100,10 @@ fn run_cli(cli: Cli) -> Result<()> {
         }
         Workload::Compare(mut a) => {
             a.server_given = server_given();
-            ferry_bench::block_on(threads, compare::run(a, &own_broker::InProcess))
+            let launcher = own_broker::InProcess {
+                fsync: a.workload.common().broker_fsync.clone(),
+            };
+            ferry_bench::block_on(threads, compare::run(a, &launcher))
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The broker `ferry-bench compare` starts for the `ferry` target: `ferry_broker::Broker` with
-//! default settings (embedded store, `fsync always`) on a loopback port of its own and a fresh
+//! default settings (embedded store) but the fsync policy `--broker-fsync` names (default
+//! `always`, the broker's own) and the worker threads `FERRY_WORKERS` names, on a loopback port of its own and a fresh
 //! data directory under the system's temporary directory, on a runtime of its own (two worker
 //! threads) so that its work is not scheduled among the load generator's tasks; stopped
 //! gracefully and its data removed at the end.
@@ -9,9 +10,13 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Result};
 use ferry_bench::workloads::compare::broker::{BoxFuture, BrokerLauncher, OwnBroker};
 use ferry_broker::{Broker, BrokerConfig, RunningBroker};
+use ferry_store::embedded::FsyncPolicy;
 
-/// Starts brokers in this process.
-pub struct InProcess;
+/// Starts brokers in this process, with the fsync policy `fsync`.
+pub struct InProcess {
+    /// `always`, `interval:MS` or `never`.
+    pub fsync: String,
+}
 
 impl BrokerLauncher for InProcess {
     fn start(&self) -> BoxFuture<'_, Result<Box<dyn OwnBroker>>> {
@@ -32,10 +37,15 @@ impl BrokerLauncher for InProcess {
                 builder.worker_threads(n.max(1) as usize);
             }
             let runtime = builder.build()?;
+            let fsync = self
+                .fsync
+                .parse::<FsyncPolicy>()
+                .map_err(|e| anyhow!("--broker-fsync {}: {e}", self.fsync))?;
             let config = BrokerConfig {
                 listen: "127.0.0.1:0".into(),
                 data_dir: dir.clone(),
                 workers,
+                fsync,
                 ..BrokerConfig::default()
             };
             let broker = runtime
@@ -47,6 +57,7 @@ impl BrokerLauncher for InProcess {
                 runtime: Some(runtime),
                 broker: Some(broker),
                 dir,
+                fsync: self.fsync.clone(),
             }) as Box<dyn OwnBroker>)
         })
     }
@@ -56,6 +67,7 @@ struct Running {
     runtime: Option<tokio::runtime::Runtime>,
     broker: Option<RunningBroker>,
     dir: PathBuf,
+    fsync: String,
 }
 
 impl OwnBroker for Running {
@@ -68,7 +80,8 @@ impl OwnBroker for Running {
 
     fn describe(&self) -> String {
         format!(
-            "in-process, default settings (fsync always), listening on {}, data in {}",
+            "in-process, default settings (fsync {}), listening on {}, data in {}",
+            self.fsync,
             self.addr(),
             self.dir.display()
         )

@@ -23,13 +23,16 @@ pub use broker::{BrokerLauncher, NoLauncher, OwnBroker};
 
 use crate::args::TargetArg;
 use crate::drivers::Target;
+use crate::report::environment::Environment;
 use crate::report::{self, compare, BenchReport, TargetResult};
 use crate::workloads::{ftab, setup, Workload as _};
 
 /// Runs the comparison, prints the table and writes the files asked for (the workload's
 /// `--json`, `--csv` and `--report`).
 pub async fn run(args: CompareArgs, launcher: &dyn BrokerLauncher) -> Result<()> {
-    let report = measure(&args, launcher).await?;
+    let environment = Environment::capture(args.workload.common());
+    let mut report = measure(&args, launcher).await?;
+    report.environment = Some(environment);
     let targets: Vec<String> = report.results.iter().map(|r| r.target.clone()).collect();
     let mut text = header(&report);
     if let Some(summary) = &report.compare {
@@ -140,6 +143,7 @@ pub async fn measure(args: &CompareArgs, launcher: &dyn BrokerLauncher) -> Resul
         p.insert("own_broker".into(), (!args.server_given).into());
     }
     Ok(BenchReport {
+        environment: None,
         workload: format!("compare/{}", workload.name()),
         params,
         results,

@@ -242,6 +242,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         .map(|&a| (a.name().to_string(), count(args, a).into()))
         .collect();
     Ok(BenchReport {
+        environment: None,
         workload: "ftab".to_string(),
         params: serde_json::json!({
             "mix": mix,

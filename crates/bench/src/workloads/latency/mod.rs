@@ -216,6 +216,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         broker_cpu: None,
     };
     Ok(BenchReport {
+        environment: None,
         workload: "latency".to_string(),
         params: serde_json::json!({
             "rate": args.rate,

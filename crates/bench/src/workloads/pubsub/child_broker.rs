@@ -1,6 +1,6 @@
 //! A broker the pub/sub workloads start as a child process (`<ferry> serve`), so that its CPU
-//! time can be read apart from the load generator's: default settings (embedded store,
-//! `fsync always`), a free loopback port, a fresh data directory under the system's temporary
+//! time can be read apart from the load generator's: default settings (embedded store) but the
+//! fsync policy `--broker-fsync` names (default `always`, the broker's own), a free loopback port, a fresh data directory under the system's temporary
 //! directory; killed and its data removed at the end.
 
 use std::path::{Path, PathBuf};
@@ -19,11 +19,12 @@ pub struct ChildBroker {
     addr: String,
     dir: PathBuf,
     pid: u32,
+    fsync: String,
 }
 
 impl ChildBroker {
-    /// Starts `binary serve` and waits until it accepts connections.
-    pub async fn start(binary: &Path) -> Result<ChildBroker> {
+    /// Starts `binary serve --fsync FSYNC` and waits until it accepts connections.
+    pub async fn start(binary: &Path, fsync: &str) -> Result<ChildBroker> {
         let port = free_port()?;
         let addr = format!("127.0.0.1:{port}");
         let dir = std::env::temp_dir().join(format!(
@@ -39,6 +40,8 @@ impl ChildBroker {
             .arg(&addr)
             .arg("--data-dir")
             .arg(&dir)
+            .arg("--fsync")
+            .arg(fsync)
             .env("FERRY_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -54,6 +57,7 @@ impl ChildBroker {
             addr,
             dir,
             pid,
+            fsync: fsync.to_string(),
         };
         broker.wait_until_listening().await?;
         Ok(broker)
@@ -91,8 +95,9 @@ impl ChildBroker {
     /// What it is, for the terminal.
     pub fn describe(&self) -> String {
         format!(
-            "child process {} (default settings, fsync always), listening on {}, data in {}",
+            "child process {} (default settings, fsync {}), listening on {}, data in {}",
             self.pid,
+            self.fsync,
             self.addr,
             self.dir.display()
         )

@@ -263,6 +263,7 @@ pub async fn measure(
         broker_cpu,
     };
     Ok(BenchReport {
+        environment: None,
         workload: spec.workload.to_string(),
         params: params(spec, common, prefetch, broker_pid),
         results: vec![result],
@@ -392,7 +393,7 @@ pub async fn run_with_broker(spec: &PubSubSpec, common: &CommonArgs) -> Result<B
     let Some(binary) = &spec.args.ferry_binary else {
         bail!("this program cannot start a broker: give --server HOST:PORT instead");
     };
-    let broker = child_broker::ChildBroker::start(binary).await?;
+    let broker = child_broker::ChildBroker::start(binary, &common.broker_fsync).await?;
     eprintln!("ferry-bench: broker: {}", broker.describe());
     let mut common = common.clone();
     common.server = broker.addr().to_string();

@@ -253,6 +253,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
         broker_cpu: None,
     };
     Ok(BenchReport {
+        environment: None,
         workload: "throughput".to_string(),
         params: serde_json::json!({
             "producers": args.producers,
