@@ -5,9 +5,11 @@
 //!
 //! Modules: [`schema`] (a validator for the subset of JSON Schema the schema file uses),
 //! [`workloads`], [`ftab`] (the ftab workload and compare), [`report`] (the HTML page),
-//! [`cli`] (the `ferry-bench` binary as a subprocess).
+//! [`cli`] (the `ferry-bench` binary as a subprocess), [`docs`] (the benchmark page and its
+//! results files).
 
 mod cli;
+mod docs;
 mod ftab;
 mod report;
 mod schema;

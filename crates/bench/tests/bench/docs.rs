@@ -1,0 +1,65 @@
+//! The benchmark page and its results files: every JSON result committed under
+//! `docs/benchmarks/results/` validates against the schema (and so records its environment),
+//! and every figure in the page's tables names its results file, which exists, or says that it
+//! is missing.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::schema;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn committed_results_validate_against_the_schema() {
+    let dir = repo().join("docs/benchmarks/results");
+    let root = schema::load();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let errors = schema::validate(&root, &json);
+        assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
+    }
+}
+
+#[test]
+fn every_figure_names_its_results_file() {
+    let page = std::fs::read_to_string(repo().join("docs/benchmarks.md")).unwrap();
+    let mut rows = 0;
+    for line in page.lines() {
+        // Table rows with a figure: the last column is the results file.
+        let cells: Vec<&str> = line.trim().trim_matches('|').split('|').collect();
+        if !line.starts_with('|') || line.starts_with("|---") || cells.len() < 3 {
+            continue;
+        }
+        let last = cells.last().map(|c| c.trim()).unwrap_or_default();
+        if last == "results file" {
+            continue;
+        }
+        rows += 1;
+        if last == "missing" {
+            continue;
+        }
+        let target = last
+            .split("](")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap_or_else(|| panic!("no results file named in: {line}"));
+        assert!(
+            target.starts_with("benchmarks/results/") && target.ends_with(".json"),
+            "{target}: results files live in docs/benchmarks/results/"
+        );
+        assert!(
+            repo().join("docs").join(target).is_file(),
+            "{target} named by the page does not exist"
+        );
+    }
+    assert!(rows >= 5, "the page's tables were not found ({rows} rows)");
+}
