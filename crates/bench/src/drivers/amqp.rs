@@ -72,12 +72,7 @@ impl Driver for AmqpDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            by_sender: false,
-            addressed: false,
-            priorities: false,
-            queue_query: false,
-        }
+        Capabilities::NONE
     }
 
     fn durability(&self) -> String {

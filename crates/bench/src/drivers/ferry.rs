@@ -64,12 +64,7 @@ impl Driver for FerryDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            by_sender: true,
-            addressed: true,
-            priorities: true,
-            queue_query: true,
-        }
+        Capabilities::ALL
     }
 
     fn durability(&self) -> String {

@@ -45,6 +45,23 @@ pub struct Capabilities {
     pub queue_query: bool,
 }
 
+impl Capabilities {
+    /// Plain queues only.
+    pub const NONE: Capabilities = Capabilities {
+        by_sender: false,
+        addressed: false,
+        priorities: false,
+        queue_query: false,
+    };
+    /// Everything FTaB's clients use.
+    pub const ALL: Capabilities = Capabilities {
+        by_sender: true,
+        addressed: true,
+        priorities: true,
+        queue_query: true,
+    };
+}
+
 /// Broker-side limits a workload must respect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DriverLimits {

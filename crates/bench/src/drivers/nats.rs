@@ -104,12 +104,7 @@ impl Driver for NatsDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            by_sender: false,
-            addressed: false,
-            priorities: false,
-            queue_query: false,
-        }
+        Capabilities::NONE
     }
 
     fn durability(&self) -> String {

@@ -25,19 +25,7 @@ pub struct FanoutArgs {
     pub common: CommonArgs,
 }
 
-impl super::Workload for FanoutArgs {
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
-        measure(self)
-    }
-
-    fn header(report: &BenchReport) -> String {
-        pubsub::header(report)
-    }
-}
+super::workload::impl_workload!(FanoutArgs, measure, pubsub::header);
 
 /// Runs the workload and returns its report.
 pub async fn measure(args: &FanoutArgs) -> Result<BenchReport> {

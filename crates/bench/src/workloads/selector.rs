@@ -36,19 +36,7 @@ pub struct SelectorArgs {
     pub common: CommonArgs,
 }
 
-impl super::Workload for SelectorArgs {
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
-        measure(self)
-    }
-
-    fn header(report: &BenchReport) -> String {
-        pubsub::header(report)
-    }
-}
+super::workload::impl_workload!(SelectorArgs, measure, pubsub::header);
 
 /// Runs the workload and returns its report.
 pub async fn measure(args: &SelectorArgs) -> Result<BenchReport> {

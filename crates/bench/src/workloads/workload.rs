@@ -44,3 +44,34 @@ pub async fn run<W: Workload>(workload: W) -> Result<()> {
         workload.html(),
     )
 }
+
+/// Implements [`Workload`] for a workload's flags (a struct with a `common` field) from the
+/// module's `measure` and `header` functions, and its `report` field for `--report` when the
+/// workload draws one: `impl_workload!(ThroughputArgs, measure, header, html: report)`.
+macro_rules! impl_workload {
+    ($args:ty, $measure:path, $header:path $(, html: $report:ident)?) => {
+        impl $crate::workloads::Workload for $args {
+            fn common(&self) -> &$crate::args::CommonArgs {
+                &self.common
+            }
+
+            $(
+                fn html(&self) -> Option<&std::path::Path> {
+                    self.$report.as_deref()
+                }
+            )?
+
+            fn measure(
+                &self,
+            ) -> impl std::future::Future<Output = anyhow::Result<$crate::report::BenchReport>> + Send
+            {
+                $measure(self)
+            }
+
+            fn header(report: &$crate::report::BenchReport) -> String {
+                $header(report)
+            }
+        }
+    };
+}
+pub(crate) use impl_workload;

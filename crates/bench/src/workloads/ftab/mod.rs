@@ -26,7 +26,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::args::CommonArgs;
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 use tokio::task::JoinHandle;
@@ -50,23 +49,7 @@ type ClientTask = JoinHandle<Vec<Histogram<u64>>>;
 /// How long clients may take to finish their current request after the run stops.
 const FINISH_LIMIT: Duration = Duration::from_secs(10);
 
-impl super::Workload for FtabArgs {
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn html(&self) -> Option<&std::path::Path> {
-        self.report.as_deref()
-    }
-
-    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
-        measure(self)
-    }
-
-    fn header(report: &BenchReport) -> String {
-        header(report)
-    }
-}
+super::workload::impl_workload!(FtabArgs, measure, header, html: report);
 
 /// Runs the workload against `--target` and returns its report.
 pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {

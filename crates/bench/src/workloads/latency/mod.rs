@@ -14,7 +14,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::args::CommonArgs;
 use anyhow::{bail, Result};
 use tokio::sync::watch;
 
@@ -34,23 +33,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// Time for connecting and subscribing before the schedule starts.
 const LEAD: Duration = Duration::from_millis(50);
 
-impl super::Workload for LatencyArgs {
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn html(&self) -> Option<&std::path::Path> {
-        self.report.as_deref()
-    }
-
-    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
-        measure(self)
-    }
-
-    fn header(report: &BenchReport) -> String {
-        header(report)
-    }
-}
+super::workload::impl_workload!(LatencyArgs, measure, header, html: report);
 
 /// Runs the workload and returns its report.
 pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {

@@ -16,7 +16,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::args::CommonArgs;
 use anyhow::{bail, Result};
 use tokio::sync::watch;
 
@@ -36,23 +35,7 @@ const STALL_LIMIT: Duration = Duration::from_secs(10);
 /// Windows kept for a message-count run, whose length is not known ahead.
 const MESSAGE_MODE_TRACE: Duration = Duration::from_secs(600);
 
-impl super::Workload for ThroughputArgs {
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn html(&self) -> Option<&std::path::Path> {
-        self.report.as_deref()
-    }
-
-    fn measure(&self) -> impl std::future::Future<Output = Result<BenchReport>> + Send {
-        measure(self)
-    }
-
-    fn header(report: &BenchReport) -> String {
-        header(report)
-    }
-}
+super::workload::impl_workload!(ThroughputArgs, measure, header, html: report);
 
 /// Runs the workload and returns its report.
 pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
