@@ -8,7 +8,7 @@
 use clap::{Args, Parser, Subcommand};
 use ferry_protocol::{AckMode, OutgoingMessage, Source};
 
-use super::parse::ShellCommand;
+use super::command::ShellCommand;
 use crate::commands::message::MessageFlags;
 use crate::commands::recv::ReceiveFlags;
 use crate::commands::subscribe::{AckArg, SubscriptionFlags};

@@ -9,6 +9,7 @@
 //! The shell keeps a little state ([`session::Session`]): whether a transaction is open (the
 //! prompt reads `ferry(txn)> ` then) and the push subscriptions opened with `subscribe`.
 
+pub mod command;
 pub mod grammar;
 pub mod input;
 pub mod parse;
@@ -24,8 +25,9 @@ use ferry_protocol::requests::Receive;
 
 use crate::connection::{describe, ConnArgs};
 use crate::render;
+use command::ShellCommand;
 use input::Input;
-use parse::{parse_line, ShellCommand, HELP};
+use parse::{parse_line, HELP};
 use session::Session;
 
 /// Flags of `ferry shell`.
