@@ -19,7 +19,13 @@ fn ferry_bench_bin() -> PathBuf {
 async fn ferry_bench(args: &[&str]) -> Output {
     let mut cmd = tokio::process::Command::new(ferry_bench_bin());
     cmd.args(args).kill_on_drop(true);
-    for var in ["FERRY_SERVER", "FERRY_NAME", "FERRY_WORKERS"] {
+    for var in [
+        "FERRY_SERVER",
+        "FERRY_NAME",
+        "FERRY_WORKERS",
+        "FERRY_FSYNC",
+        "FERRY_BIN",
+    ] {
         cmd.env_remove(var);
     }
     tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
