@@ -17,8 +17,17 @@ fn ferry_bench_bin() -> PathBuf {
 
 /// Runs `ferry-bench <args>` (at most 60 s) with the peers' and the broker's variables unset.
 async fn ferry_bench(args: &[&str]) -> Output {
+    ferry_bench_pid(args).await.1
+}
+
+/// The same, with the process id the run had.
+async fn ferry_bench_pid(args: &[&str]) -> (u32, Output) {
     let mut cmd = tokio::process::Command::new(ferry_bench_bin());
-    cmd.args(args).kill_on_drop(true);
+    cmd.args(args)
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     for var in [
         "FERRY_SERVER",
         "FERRY_NAME",
@@ -28,10 +37,13 @@ async fn ferry_bench(args: &[&str]) -> Output {
     ] {
         cmd.env_remove(var);
     }
-    tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+    let child = cmd.spawn().expect("run ferry-bench");
+    let pid = child.id().expect("a process id");
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
         .await
         .expect("ferry-bench finished within 60 s")
-        .expect("run ferry-bench")
+        .expect("wait for ferry-bench");
+    (pid, out)
 }
 
 /// Standard output of a run that must succeed.
@@ -273,7 +285,7 @@ async fn selector_with_a_broker_of_its_own_reports_its_cpu() {
 
 #[tokio::test]
 async fn own_broker_names_a_missing_ferry_binary() {
-    let out = ferry_bench(&[
+    let (pid, out) = ferry_bench_pid(&[
         "fanout",
         "--own-broker",
         "--ferry-bin",
@@ -288,4 +300,12 @@ async fn own_broker_names_a_missing_ferry_binary() {
         err.contains("cannot start /nonexistent/ferry serve"),
         "{err}"
     );
+    // The data directory made for the broker that never started is gone again.
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("ferry-bench-broker-{pid}-")))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -34,6 +34,10 @@ impl ChildBroker {
         ));
         std::fs::create_dir_all(&dir)
             .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+        // From here on the directory is removed on every way out: by `DataDir` until the
+        // broker owns it, then by the broker's `Drop`.
+        let data = DataDir(Some(dir));
+        let dir = data.path().to_path_buf();
         let child = Command::new(binary)
             .arg("serve")
             .arg("--listen")
@@ -55,7 +59,7 @@ impl ChildBroker {
         let mut broker = ChildBroker {
             child,
             addr,
-            dir,
+            dir: data.release(),
             pid,
             fsync: fsync.to_string(),
         };
@@ -106,7 +110,37 @@ impl ChildBroker {
     /// Stops it and removes its data. Killing is enough: the data is thrown away.
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
+        // Dropping `self` removes the data directory.
+    }
+}
+
+impl Drop for ChildBroker {
+    /// A broker dropped without `stop` (a failed start, an error on the way) is killed by
+    /// `kill_on_drop`; its data goes too.
+    fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A data directory not yet owned by a broker: removed when dropped.
+struct DataDir(Option<PathBuf>);
+
+impl DataDir {
+    fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// Hands the directory over: it is no longer removed here.
+    fn release(mut self) -> PathBuf {
+        self.0.take().unwrap_or_default()
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
