@@ -12,7 +12,7 @@ async fn subscribe_to_a_pattern_and_list_it() {
     for t in ["prices.eu.fish", "prices.us.corn", "news.eu"] {
         ferry(&server, &["topic", "create", t]).run().await.ok();
     }
-    let durable = ["--topic", "prices.>", "--durable", "all", "--wait", "0.3"];
+    let durable = ["--topic", "prices.>", "--durable", "all", "--wait", "300ms"];
     ferry(
         &server,
         &[&["subscribe"][..], &durable, &["--count", "0"]].concat(),
