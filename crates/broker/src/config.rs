@@ -13,6 +13,10 @@ use thiserror::Error;
 
 /// Default native protocol address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:6730";
+/// Default HTTP address (management API, metrics, health checks, console).
+pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:6731";
+/// The `http_listen` value that turns the HTTP listener off.
+pub const HTTP_OFF: &str = "off";
 /// Default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "ferry-data";
 /// Default `client_expiry_secs`: a day.
@@ -99,6 +103,12 @@ pub struct ConfigLayer {
     pub node: Option<String>,
     /// Milliseconds without a heartbeat after which a node counts as dead (postgres engine).
     pub node_timeout_ms: Option<u32>,
+    /// HTTP address (management API, metrics, health, console), or `off`.
+    pub http_listen: Option<String>,
+    /// Allow `http_listen` on an address other than loopback.
+    pub http_allow_remote: Option<bool>,
+    /// Per-queue and per-subscription series in `/metrics`.
+    pub metrics_per_object: Option<bool>,
 }
 
 /// Smallest `segment_bytes`: 64 KiB.
@@ -131,6 +141,9 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_CLIENT_EXPIRY_SECS",
     "FERRY_NODE",
     "FERRY_NODE_TIMEOUT_MS",
+    "FERRY_HTTP_LISTEN",
+    "FERRY_HTTP_ALLOW_REMOTE",
+    "FERRY_METRICS_PER_OBJECT",
 ];
 
 /// Which storage engine the broker runs on.
@@ -176,6 +189,19 @@ impl StoreSetting {
                 }
             }
         }
+    }
+}
+
+fn parse_env_bool(key: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(ConfigError::Invalid {
+            key,
+            value: v.to_owned(),
+            origin: "environment",
+            reason: "expected true or false".into(),
+        }),
     }
 }
 
@@ -260,6 +286,13 @@ impl ConfigLayer {
                 "FERRY_NODE_TIMEOUT_MS" => {
                     layer.node_timeout_ms = Some(parse_env_number("node_timeout_ms", &v)?)
                 }
+                "FERRY_HTTP_LISTEN" => layer.http_listen = Some(v),
+                "FERRY_HTTP_ALLOW_REMOTE" => {
+                    layer.http_allow_remote = Some(parse_env_bool("http_allow_remote", &v)?)
+                }
+                "FERRY_METRICS_PER_OBJECT" => {
+                    layer.metrics_per_object = Some(parse_env_bool("metrics_per_object", &v)?)
+                }
                 "FERRY_SHUTDOWN_GRACE_SECS" => {
                     layer.shutdown_grace_secs = Some(u64::from(parse_env_number::<u32>(
                         "shutdown_grace_secs",
@@ -318,6 +351,15 @@ impl ConfigLayer {
         }
         if let Some(v) = self.workers {
             cfg.workers = Some(v);
+        }
+        if let Some(v) = &self.http_listen {
+            cfg.http_listen = v.trim().to_owned();
+        }
+        if let Some(v) = self.http_allow_remote {
+            cfg.http_allow_remote = v;
+        }
+        if let Some(v) = self.metrics_per_object {
+            cfg.metrics_per_object = v;
         }
         let l = &mut cfg.limits;
         let set = |slot: &mut u32, v: Option<u32>| {
@@ -388,6 +430,16 @@ pub struct BrokerConfig {
     /// the runtime applies it (`ferry serve`, the bench's in-process broker);
     /// [`crate::Broker::start`] runs on the runtime it is called from.
     pub workers: Option<u32>,
+    /// HTTP address of the management API, metrics, health checks and console (`HOST:PORT`,
+    /// port 0 picks a free port), or [`HTTP_OFF`]. The broker binds it and records it in the
+    /// runtime file; the `ferry` binary serves it (see the `ferry-http` crate).
+    pub http_listen: String,
+    /// Allow `http_listen` on an address that is not loopback. The API has no authentication
+    /// yet, so exposing it is an explicit choice.
+    pub http_allow_remote: bool,
+    /// Per-queue and per-subscription series in `/metrics`; off for brokers with very many
+    /// queues (the global series stay).
+    pub metrics_per_object: bool,
 }
 
 impl Default for BrokerConfig {
@@ -408,6 +460,9 @@ impl Default for BrokerConfig {
             node: None,
             node_timeout_ms: 10_000,
             workers: None,
+            http_listen: DEFAULT_HTTP_LISTEN.to_owned(),
+            http_allow_remote: false,
+            metrics_per_object: true,
         }
     }
 }
@@ -481,6 +536,30 @@ impl BrokerConfig {
                 &format!("must be between {MIN_SEGMENT_BYTES} and {MAX_SEGMENT_BYTES}"),
             ));
         }
+        if self.http_listen != HTTP_OFF {
+            let Some((host, port)) = self.http_listen.rsplit_once(':') else {
+                return Err(invalid(
+                    "http_listen",
+                    self.http_listen.clone(),
+                    "expected HOST:PORT or off",
+                ));
+            };
+            if port.parse::<u16>().is_err() {
+                return Err(invalid(
+                    "http_listen",
+                    self.http_listen.clone(),
+                    "expected HOST:PORT or off",
+                ));
+            }
+            if !self.http_allow_remote && !is_loopback_host(host) {
+                return Err(invalid(
+                    "http_listen",
+                    self.http_listen.clone(),
+                    "not a loopback address, and the HTTP API has no authentication yet; \
+                     set http_allow_remote (--http-allow-remote) to expose it anyway",
+                ));
+            }
+        }
         if let Some(node) = &self.node {
             if !crate::node::is_valid_name(node) {
                 return Err(invalid(
@@ -491,6 +570,11 @@ impl BrokerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The HTTP address to bind, `None` when the listener is off.
+    pub fn http_addr(&self) -> Option<&str> {
+        (self.http_listen != HTTP_OFF).then_some(self.http_listen.as_str())
     }
 
     /// The configuration as TOML, for `--check-config` and the logs.
@@ -530,13 +614,57 @@ impl BrokerConfig {
                 Some(n) => format!("workers = {n}\n"),
                 None => "# workers: one per core\n".to_owned(),
             },
+        ) + &format!(
+            "http_listen = \"{}\"\nhttp_allow_remote = {}\nmetrics_per_object = {}\n",
+            self.http_listen, self.http_allow_remote, self.metrics_per_object
         )
+    }
+}
+
+/// Whether `host` (an IP address, possibly in brackets, or a name) is loopback.
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host == "localhost",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_listen_is_loopback_unless_remote_is_allowed() {
+        let cfg = BrokerConfig::default();
+        assert_eq!(cfg.http_addr(), Some("127.0.0.1:6731"));
+        for (listen, allow, ok) in [
+            ("off", false, true),
+            ("127.0.0.1:0", false, true),
+            ("[::1]:6731", false, true),
+            ("localhost:6731", false, true),
+            ("0.0.0.0:6731", false, false),
+            ("10.1.2.3:6731", false, false),
+            ("0.0.0.0:6731", true, true),
+            ("127.0.0.1", false, false),
+        ] {
+            let flags = ConfigLayer {
+                http_listen: Some(listen.into()),
+                http_allow_remote: Some(allow),
+                ..ConfigLayer::default()
+            };
+            let got = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags);
+            assert_eq!(got.is_ok(), ok, "{listen} allow={allow}: {got:?}");
+            if let Err(e) = got {
+                assert!(e.to_string().contains("http_listen"), "{e}");
+            }
+        }
+        let env = ConfigLayer::from_env([("FERRY_HTTP_LISTEN".to_owned(), "off".to_owned())])
+            .unwrap();
+        let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+        assert_eq!(cfg.http_addr(), None);
+        assert!(cfg.to_toml().contains("http_listen = \"off\""));
+    }
 
     /// The configuration with `file` as the only layer.
     fn from_file(file: &ConfigLayer) -> BrokerConfig {

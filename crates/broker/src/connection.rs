@@ -34,7 +34,7 @@ use crate::dispatch::dispatch;
 use crate::handlers::validate;
 use crate::session::{Outbound, Session};
 use crate::shared::Shared;
-use crate::stats::Stats;
+use crate::stats::{CloseKind, Stats};
 
 /// How long a new connection may take to send its connect request.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,6 +63,24 @@ enum CloseReason {
     Shutdown,
     /// The node was taken for dead by the others: its sessions no longer own their names.
     Fenced,
+    /// An operator closed the session (management API).
+    Operator,
+}
+
+impl CloseReason {
+    /// The kind counted for operators.
+    fn kind(&self) -> CloseKind {
+        match self {
+            CloseReason::PeerClosed | CloseReason::Disconnected => CloseKind::ClientClosed,
+            CloseReason::Malformed(_) => CloseKind::ProtocolError,
+            CloseReason::Io(_) => CloseKind::IoError,
+            CloseReason::HandshakeTimeout => CloseKind::Idle,
+            CloseReason::Refused(ErrorCode::Unauthorized) => CloseKind::AuthFailure,
+            CloseReason::Refused(_) => CloseKind::ProtocolError,
+            CloseReason::Shutdown | CloseReason::Fenced => CloseKind::Shutdown,
+            CloseReason::Operator => CloseKind::Operator,
+        }
+    }
 }
 
 /// Writes everything queued on `rx` to the socket, batching frames that queued up meanwhile.
@@ -180,7 +198,12 @@ pub async fn serve(
             return;
         }
     };
-    debug!(%peer, client = %session.client, session = session.id, "session started");
+    Stats::add(&shared.stats.sessions_opened, 1);
+    let registered = shared.sessions.register(&session, &peer, shared.now_ms());
+    let operator = registered.closed_by_operator().clone();
+    if let Some(left_out) = shared.session_logs.admit() {
+        info!(%peer, client = %session.client, session = session.id, left_out, "session opened");
+    }
 
     let mut inflight: FuturesUnordered<RequestFuture<'_>> = FuturesUnordered::new();
     let mut replies = BytesMut::with_capacity(64 * 1024);
@@ -231,6 +254,9 @@ pub async fn serve(
             _ = fence.changed(), if closing.is_none() => {
                 closing = Some(CloseReason::Fenced);
             }
+            _ = operator.cancelled(), if closing.is_none() => {
+                closing = Some(CloseReason::Operator);
+            }
         }
         if !replies.is_empty() {
             Stats::add(&shared.stats.requests, 1);
@@ -260,6 +286,7 @@ pub async fn serve(
     }
     let reason = closing.unwrap_or(CloseReason::PeerClosed);
     log_close(&shared, &peer, Some(&session.client), &reason);
+    drop(registered);
     drop(session);
     drop(out);
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
@@ -437,24 +464,40 @@ async fn end_session(shared: &Arc<Shared>, client: &str, session: SessionId) {
 }
 
 fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseReason) {
-    let client = client.unwrap_or("-");
-    match reason {
-        CloseReason::Malformed(e) => {
+    let kind = reason.kind();
+    shared.stats.count_close(kind);
+    let label = kind.label();
+    match (client, reason) {
+        (_, CloseReason::Malformed(e)) => {
             Stats::add(&shared.stats.connections_closed_malformed, 1);
+            let client = client.unwrap_or("-");
             warn!(%peer, %client, reason = %e, "closing connection: malformed frame");
         }
-        CloseReason::Io(e) => info!(%peer, %client, error = %e, "connection closed by I/O error"),
-        CloseReason::HandshakeTimeout => {
-            info!(%peer, "closing connection: no connect request in time")
-        }
-        CloseReason::Refused(code) => info!(%peer, %code, "closing connection: connect refused"),
-        CloseReason::Fenced => warn!(
+        (Some(client), CloseReason::Fenced) => warn!(
             %peer,
             %client,
             "closing connection: this node was taken for dead, so its session no longer holds the client name"
         ),
-        CloseReason::PeerClosed | CloseReason::Disconnected | CloseReason::Shutdown => {
-            debug!(%peer, %client, ?reason, "connection closed")
+        // One line per session at info, rate-limited under storms of sessions.
+        (Some(client), _) => {
+            if let Some(left_out) = shared.session_logs.admit() {
+                match reason {
+                    CloseReason::Io(e) => {
+                        info!(%peer, %client, reason = label, error = %e, left_out, "session closed")
+                    }
+                    _ => info!(%peer, %client, reason = label, left_out, "session closed"),
+                }
+            }
         }
+        (None, CloseReason::Io(e)) => {
+            debug!(%peer, error = %e, "connection closed by I/O error before connect")
+        }
+        (None, CloseReason::HandshakeTimeout) => {
+            info!(%peer, "closing connection: no connect request in time")
+        }
+        (None, CloseReason::Refused(code)) => {
+            info!(%peer, %code, "closing connection: connect refused")
+        }
+        (None, _) => debug!(%peer, ?reason, "connection closed before connect"),
     }
 }

@@ -16,6 +16,8 @@
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
 //! - [`shutdown`]: SIGTERM/SIGINT; [`runtime_file`]: the bound addresses for tools and tests;
 //! - [`shared`], [`stats`]: state and counters shared by all connections;
+//! - [`registry`]: the live sessions with their peers; [`manage`]: the management facade the
+//!   HTTP API (its own crate) reads and acts through;
 //! - [`clock`]: where the broker's time comes from (tests move it by hand).
 
 pub mod clock;
@@ -28,7 +30,10 @@ pub mod direct;
 pub mod dispatch;
 pub mod handlers;
 pub mod jobs;
+pub mod log_limit;
+pub mod manage;
 pub mod node;
+pub mod registry;
 pub mod runtime_file;
 pub mod server;
 pub mod session;

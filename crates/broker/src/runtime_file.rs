@@ -20,7 +20,19 @@ pub fn path(data_dir: &Path) -> PathBuf {
 /// and a runtime file exists, overwrites that one in place (a reader may then meet a half
 /// written file, which [`read`] takes for a missing one). The first error if both fail.
 pub fn write(data_dir: &Path, listen: SocketAddr) -> std::io::Result<()> {
-    let text = format!("listen = \"{listen}\"\npid = {}\n", std::process::id());
+    write_with_http(data_dir, listen, None)
+}
+
+/// [`write`], with the bound HTTP address when the HTTP listener is on.
+pub fn write_with_http(
+    data_dir: &Path,
+    listen: SocketAddr,
+    http: Option<SocketAddr>,
+) -> std::io::Result<()> {
+    let mut text = format!("listen = \"{listen}\"\npid = {}\n", std::process::id());
+    if let Some(http) = http {
+        text.push_str(&format!("http = \"{http}\"\n"));
+    }
     let tmp = data_dir.join(format!("{FILE_NAME}.tmp"));
     let atomic = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, path(data_dir)));
     let Err(e) = atomic else {
@@ -45,6 +57,8 @@ pub struct Runtime {
     pub listen: SocketAddr,
     /// The broker's process id (a stale file from a killed broker names a dead process).
     pub pid: u32,
+    /// The bound HTTP address, when the HTTP listener is on.
+    pub http: Option<SocketAddr>,
 }
 
 /// Reads a runtime file back; `None` if it is missing or incomplete.
@@ -54,6 +68,10 @@ pub fn read(data_dir: &Path) -> Option<Runtime> {
     Some(Runtime {
         listen: value.get("listen")?.as_str()?.parse().ok()?,
         pid: u32::try_from(value.get("pid")?.as_integer()?).ok()?,
+        http: value
+            .get("http")
+            .and_then(|v| v.as_str())
+            .and_then(|s| s.parse().ok()),
     })
 }
 

@@ -68,6 +68,10 @@ pub struct RunningBroker {
     data_dir: PathBuf,
     grace: Duration,
     _lock: Option<File>,
+    /// The bound HTTP listener until its server takes it.
+    http: std::sync::Mutex<Option<TcpListener>>,
+    http_addr: Option<SocketAddr>,
+    management: crate::manage::Management,
 }
 
 fn lock_data_dir(dir: &std::path::Path) -> Result<File, BrokerError> {
@@ -103,6 +107,7 @@ impl Broker {
         config: BrokerConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<RunningBroker, BrokerError> {
+        let mut config = config;
         let lock = lock_data_dir(&config.data_dir)?;
         let store: Arc<dyn Store> = match &config.store {
             StoreSetting::Embedded => {
@@ -120,6 +125,8 @@ impl Broker {
                     .node
                     .clone()
                     .unwrap_or_else(crate::node::generated_name);
+                // Named once, so the management API shows the name the store uses.
+                config.node = Some(store_cfg.node.clone());
                 PostgresStore::open(store_cfg).await?
             }
         };
@@ -159,7 +166,26 @@ impl Broker {
             addr: config.listen.clone(),
             source,
         })?;
-        if let Err(source) = runtime_file::write(&config.data_dir, addr) {
+        // Bound here, served by whoever embeds the broker (the `ferry` binary serves the
+        // management API on it): so the runtime file names both addresses at once.
+        let http = match config.http_addr() {
+            Some(http) => {
+                let l = TcpListener::bind(http)
+                    .await
+                    .map_err(|source| BrokerError::Bind {
+                        addr: http.to_owned(),
+                        source,
+                    })?;
+                let a = l.local_addr().map_err(|source| BrokerError::Bind {
+                    addr: http.to_owned(),
+                    source,
+                })?;
+                Some((l, a))
+            }
+            None => None,
+        };
+        let http_addr = http.as_ref().map(|(_, a)| *a);
+        if let Err(source) = runtime_file::write_with_http(&config.data_dir, addr, http_addr) {
             let path = runtime_file::path(&config.data_dir);
             if !ferry_store::embedded::backend::is_no_space(&source) {
                 return Err(BrokerError::RuntimeFile { path, source });
@@ -187,13 +213,19 @@ impl Broker {
             tokio::spawn(jobs::cluster::forward_changes(shared.clone())),
         ];
         info!(
+            version = env!("CARGO_PKG_VERSION"),
             %addr,
+            http = %http_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
             data_dir = %config.data_dir.display(),
             store = %config.store.redacted(),
             fsync = %config.fsync,
+            max_connections = config.limits.max_connections,
+            max_body_bytes = config.limits.max_body_bytes,
+            lease_ms = config.limits.lease_ms,
             workers = tokio::runtime::Handle::current().metrics().num_workers(),
             "ferry broker listening"
         );
+        let management = crate::manage::Management::new(shared.clone(), &config);
         Ok(RunningBroker {
             addr,
             shared,
@@ -202,6 +234,9 @@ impl Broker {
             data_dir: config.data_dir,
             grace: config.shutdown_grace,
             _lock: None,
+            http: std::sync::Mutex::new(http.map(|(l, _)| l)),
+            http_addr,
+            management,
         })
     }
 }
@@ -220,6 +255,21 @@ impl RunningBroker {
     /// Live sessions.
     pub fn online_sessions(&self) -> usize {
         self.shared.online_count()
+    }
+
+    /// The bound HTTP address, when the HTTP listener is on.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
+    /// Takes the bound HTTP listener (once) to serve it; `None` when it is off or taken.
+    pub fn take_http_listener(&self) -> Option<TcpListener> {
+        self.http.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// The management facade: what the HTTP API reads and does.
+    pub fn management(&self) -> crate::manage::Management {
+        self.management.clone()
     }
 
     /// Stops accepting, lets in-flight requests finish (up to the grace period), closes every
@@ -268,6 +318,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
                     }
                     Err(_) => {
                         Stats::add(&shared.stats.connections_refused_full, 1);
+                        shared.stats.count_close(crate::stats::CloseKind::ServerFull);
                         connections.spawn(refuse_full(
                             stream,
                             shared.limits.max_frame_bytes,

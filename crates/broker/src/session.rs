@@ -231,6 +231,17 @@ impl Session {
         }
     }
 
+    /// The queue and selector of every running subscription, by id (management API).
+    pub fn subscription_summaries(&self) -> Vec<(SubscriptionId, Arc<str>, Arc<str>, AckMode)> {
+        let mut v: Vec<_> = self
+            .subs()
+            .values()
+            .map(|(h, _)| (h.id, h.queue.clone(), h.selector.clone(), h.ack))
+            .collect();
+        v.sort_by_key(|e| e.0);
+        v
+    }
+
     /// Forgets a subscription whose task ended on its own (queue deleted).
     pub fn forget_subscription(&self, sub: SubscriptionId) {
         self.subs().remove(&sub);

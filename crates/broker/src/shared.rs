@@ -14,6 +14,8 @@ use crate::clock::Clock;
 
 use crate::consumers::Consumers;
 use crate::delivery::Wakers;
+use crate::log_limit::LogLimit;
+use crate::registry::Registry;
 use crate::stats::Stats;
 
 /// Everything sessions share.
@@ -43,6 +45,10 @@ pub struct Shared {
     pub delayed_sent: Notify,
     /// Bumped to close every session open at that moment (see [`Shared::fence_sessions`]).
     fence: watch::Sender<u64>,
+    /// Live sessions with their peers, for the management API.
+    pub sessions: Registry,
+    /// Rate limit of the per-session log lines (opened, closed).
+    pub session_logs: LogLimit,
 }
 
 impl Shared {
@@ -66,6 +72,8 @@ impl Shared {
             clock,
             delayed_sent: Notify::new(),
             fence: watch::Sender::new(0),
+            sessions: Registry::default(),
+            session_logs: LogLimit::default(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! Counters kept by the broker, for operators (logs, later the metrics endpoint) and tests.
+//! Counters kept by the broker, for operators (logs, the metrics endpoint) and tests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -13,10 +13,74 @@ pub struct Stats {
     pub connections_closed_malformed: AtomicU64,
     /// Requests answered.
     pub requests: AtomicU64,
-    /// Messages stored by sends.
+    /// Messages stored by sends and publishes (what the broker received).
     pub messages_sent: AtomicU64,
+    /// Of those, messages published to topics.
+    pub messages_published: AtomicU64,
     /// Deliveries handed out (receives and pushes).
     pub deliveries: AtomicU64,
+    /// Of those, deliveries of messages that had been delivered before.
+    pub redeliveries: AtomicU64,
+    /// Client-ack deliveries acknowledged.
+    pub acks: AtomicU64,
+    /// Deliveries nacked back to their queue.
+    pub nacks_requeued: AtomicU64,
+    /// Deliveries nacked without requeue (rejected: dropped, or dead-lettered where the store
+    /// does so).
+    pub nacks_dropped: AtomicU64,
+    /// Sessions started (a connect accepted).
+    pub sessions_opened: AtomicU64,
+    /// Connections closed, by reason (see [`CloseKind`]).
+    pub closed: [AtomicU64; CloseKind::ALL.len()],
+}
+
+/// Why a connection ended, as counted for operators (`ferry_connections_closed_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseKind {
+    /// The client disconnected or closed its socket.
+    ClientClosed,
+    /// A malformed or oversized frame, or a protocol version the broker does not speak.
+    ProtocolError,
+    /// Refused at the connection limit.
+    ServerFull,
+    /// No connect request in time (or, later, idle too long).
+    Idle,
+    /// The broker shut down (or its node was fenced).
+    Shutdown,
+    /// The connect was refused for its credentials.
+    AuthFailure,
+    /// The socket failed (reset, broken pipe).
+    IoError,
+    /// An operator closed the session (management API).
+    Operator,
+}
+
+impl CloseKind {
+    /// Every kind, in counter order.
+    pub const ALL: [CloseKind; 8] = [
+        CloseKind::ClientClosed,
+        CloseKind::ProtocolError,
+        CloseKind::ServerFull,
+        CloseKind::Idle,
+        CloseKind::Shutdown,
+        CloseKind::AuthFailure,
+        CloseKind::IoError,
+        CloseKind::Operator,
+    ];
+
+    /// The label value in metrics and logs.
+    pub fn label(self) -> &'static str {
+        match self {
+            CloseKind::ClientClosed => "client_closed",
+            CloseKind::ProtocolError => "protocol_error",
+            CloseKind::ServerFull => "server_full",
+            CloseKind::Idle => "idle",
+            CloseKind::Shutdown => "shutdown",
+            CloseKind::AuthFailure => "auth_failure",
+            CloseKind::IoError => "io_error",
+            CloseKind::Operator => "operator",
+        }
+    }
 }
 
 impl Stats {
@@ -28,5 +92,17 @@ impl Stats {
     /// Reads `counter`.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection closed for `kind`.
+    pub fn count_close(&self, kind: CloseKind) {
+        if let Some(c) = self.closed.get(kind as usize) {
+            Stats::add(c, 1);
+        }
+    }
+
+    /// Connections closed for `kind` so far.
+    pub fn closed(&self, kind: CloseKind) -> u64 {
+        self.closed.get(kind as usize).map_or(0, Stats::get)
     }
 }

@@ -47,6 +47,10 @@ pub struct SubscriptionHandle {
     credit: Arc<Credit>,
     /// Stops the task.
     pub cancel: CancellationToken,
+    /// The queue it consumes and its selector (empty: none), for the management API.
+    pub queue: Arc<str>,
+    /// Its selector text; empty when none.
+    pub selector: Arc<str>,
 }
 
 impl SubscriptionHandle {
@@ -70,6 +74,8 @@ pub fn start(
         ack: sub.ack,
         credit: Arc::new(Credit::new(sub.prefetch)),
         cancel: shared.shutdown.child_token(),
+        queue: Arc::from(sub.queue.as_str()),
+        selector: Arc::from(sub.selector.as_str()),
     };
     let task = tokio::spawn(run(shared, session.clone(), handle.clone(), sub, selector));
     session.add_subscription(handle.clone(), task);
@@ -132,7 +138,9 @@ async fn run(
         let mut ids: Vec<DeliveryId> = Vec::new();
         let track = h.ack == AckMode::Client;
         let mut buf = BytesMut::new();
+        let mut redelivered = 0u64;
         let mut sink = |total: usize, d: DeliveryView<'_>| {
+            redelivered += u64::from(d.delivery_count > 0);
             if buf.is_empty() {
                 // Sized up front from the first delivery: a batch is hundreds of KiB, and
                 // growing by doubling would copy it several times.
@@ -158,6 +166,9 @@ async fn run(
                     session.track(ids, Some(h.id));
                 }
                 Stats::add(&shared.stats.deliveries, u64::from(n));
+                if redelivered > 0 {
+                    Stats::add(&shared.stats.redeliveries, redelivered);
+                }
                 let sent = session.out.send(buf.freeze());
                 // It took at most the credit it saw (or that begin_take returned), and nobody
                 // else spends meanwhile, so this spends no more than there is.

@@ -52,11 +52,14 @@ pub enum ErrorCode {
     /// and refuses new work until it recovers; retry later. Nothing of the refused request took
     /// effect.
     ResourceExhausted = 21,
+    /// `delete_queue` without `force` of a queue that another queue names as its dead-letter
+    /// or expiry queue; the message names that queue.
+    QueueInUse = 22,
 }
 
 impl ErrorCode {
     /// Every code, in number order.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::QueueNotFound,
         ErrorCode::QueueExists,
         ErrorCode::QueueNotEmpty,
@@ -78,6 +81,7 @@ impl ErrorCode {
         ErrorCode::SubscriptionInUse,
         ErrorCode::TransactionState,
         ErrorCode::ResourceExhausted,
+        ErrorCode::QueueInUse,
     ];
 
     /// The wire number.
@@ -114,6 +118,7 @@ impl ErrorCode {
             ErrorCode::SubscriptionInUse => "SubscriptionInUse",
             ErrorCode::TransactionState => "TransactionState",
             ErrorCode::ResourceExhausted => "ResourceExhausted",
+            ErrorCode::QueueInUse => "QueueInUse",
         }
     }
 }

@@ -47,6 +47,24 @@ pub enum StoreError {
     /// Unknown or already settled delivery ids (the others in the same request were settled).
     #[error("unknown or already settled delivery ids: {0:?}")]
     DeliveriesNotFound(Vec<DeliveryId>),
+    /// A message is not ready (or delayed) on a queue: gone, in flight, never there.
+    #[error("message {id} is not waiting on queue '{queue}'")]
+    MessageNotFound {
+        /// The queue.
+        queue: String,
+        /// The message id.
+        id: ferry_protocol::MessageId,
+    },
+    /// The queue is the dead-letter or expiry queue of another queue, which names it.
+    #[error("queue '{name}' is the {role} queue of '{used_by}'; change that queue's settings first, or force the delete")]
+    QueueInUse {
+        /// The queue.
+        name: String,
+        /// `dead-letter` or `expiry`.
+        role: &'static str,
+        /// The queue that names it.
+        used_by: String,
+    },
     /// An argument the store cannot accept.
     #[error("{0}")]
     InvalidArgument(String),
@@ -85,6 +103,8 @@ impl StoreError {
             StoreError::SubscriptionNotFound(_) => ErrorCode::NotFound,
             StoreError::SubscriptionInUse(_) => ErrorCode::SubscriptionInUse,
             StoreError::DeliveriesNotFound(_) => ErrorCode::NotFound,
+            StoreError::MessageNotFound { .. } => ErrorCode::NotFound,
+            StoreError::QueueInUse { .. } => ErrorCode::QueueInUse,
             StoreError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             StoreError::AlreadyOnline(_) => ErrorCode::AlreadyOnline,
             StoreError::LimitExceeded(_) => ErrorCode::LimitExceeded,

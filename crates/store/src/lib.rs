@@ -2,6 +2,7 @@
 //!
 //! Modules:
 //! - [`api`]: the trait, its argument and result types;
+//! - [`admin`]: the operator's role of a store (figures, browse, purge, move, settings);
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
 //! - [`clock`]: the store's own wall clock (when sessions ended);
 //! - [`select`]: what a selector reads of a message, for every engine;
@@ -13,6 +14,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+pub mod admin;
 pub mod api;
 pub mod clock;
 pub mod conformance;
@@ -24,6 +26,10 @@ pub mod patterns;
 pub mod postgres;
 pub mod select;
 
+pub use admin::{
+    Admin, BrowseCursor, BrowsePage, BrowseSpec, BrowsedMessage, ClientRecord, EngineStats,
+    Histogram, MessageCounters, MoveReport, MoveTarget, QueueDetails,
+};
 pub use api::*;
 pub use direct::DirectConsumer;
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};

@@ -198,3 +198,54 @@ impl Store for FaultInjectingStore {
         self.inner.subscribe_changes()
     }
 }
+
+/// The operator's role goes to the inner store; the fault applies to what writes.
+#[async_trait]
+impl ferry_store::Admin for FaultInjectingStore {
+    async fn queue_details(&self) -> Result<Vec<ferry_store::QueueDetails>, StoreError> {
+        self.inner.queue_details().await
+    }
+    async fn set_queue_options(
+        &self,
+        name: &str,
+        options: &ferry_protocol::QueueOptions,
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.set_queue_options(name, options).await
+    }
+    async fn purge_queue(&self, name: &str) -> Result<u64, StoreError> {
+        self.check()?;
+        self.inner.purge_queue(name).await
+    }
+    async fn browse(
+        &self,
+        spec: &ferry_store::BrowseSpec,
+    ) -> Result<ferry_store::BrowsePage, StoreError> {
+        self.check()?;
+        self.inner.browse(spec).await
+    }
+    async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.delete_message(queue, id).await
+    }
+    async fn move_messages(
+        &self,
+        from: &str,
+        target: &ferry_store::MoveTarget,
+        ids: Option<&[MessageId]>,
+        limit: usize,
+    ) -> Result<ferry_store::MoveReport, StoreError> {
+        self.check()?;
+        self.inner.move_messages(from, target, ids, limit).await
+    }
+    async fn list_clients(&self) -> Result<Vec<ferry_store::ClientRecord>, StoreError> {
+        self.inner.list_clients().await
+    }
+    fn engine_stats(&self) -> ferry_store::EngineStats {
+        self.inner.engine_stats()
+    }
+    async fn check_ready(&self) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.check_ready().await
+    }
+}

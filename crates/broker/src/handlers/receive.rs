@@ -100,6 +100,9 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
                         }
                     }
                     Stats::add(&shared.stats.deliveries, 1);
+                    if d.message.delivery_count > 0 {
+                        Stats::add(&shared.stats.redeliveries, 1);
+                    }
                     return Response::Received(Some(d));
                 }
             }

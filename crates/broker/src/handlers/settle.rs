@@ -6,6 +6,7 @@ use ferry_store::StoreError;
 use super::store_error;
 use crate::session::Session;
 use crate::shared::Shared;
+use crate::stats::Stats;
 
 fn empty() -> Response {
     Response::error(ErrorCode::InvalidArgument, "no delivery ids given")
@@ -21,6 +22,12 @@ pub async fn ack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>) -> Re
         return held;
     }
     let result = shared.store.ack(session.id, &ids).await;
+    let unknown = match &result {
+        Err(StoreError::DeliveriesNotFound(u)) => u.len(),
+        Err(_) => ids.len(),
+        Ok(()) => 0,
+    };
+    Stats::add(&shared.stats.acks, (ids.len() - unknown.min(ids.len())) as u64);
     settle_result(session, &ids, result.map(|()| Vec::new()), shared)
 }
 
@@ -35,6 +42,14 @@ pub async fn nack(
         return empty();
     }
     let result = shared.store.nack(session.id, &ids, requeue).await;
+    if result.is_ok() {
+        let counter = if requeue {
+            &shared.stats.nacks_requeued
+        } else {
+            &shared.stats.nacks_dropped
+        };
+        Stats::add(counter, ids.len() as u64);
+    }
     settle_result(session, &ids, result, shared)
 }
 

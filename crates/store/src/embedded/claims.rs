@@ -20,6 +20,11 @@ impl Claims {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether a session holds `client`.
+    pub fn is_online(&self, client: &str) -> bool {
+        self.held().contains_key(client)
+    }
+
     /// Claims `client` for `session`; `AlreadyOnline` if another session holds it.
     pub fn claim(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
         let mut held = self.held();

@@ -84,6 +84,10 @@ pub async fn maintain(store: &EmbeddedStore) -> Result<(), StoreError> {
         ticket.wait().await?;
         retire_segment(store, segment).await?;
         store.state().journal.segments.remove(&segment);
+        store
+            .figures
+            .compactions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::debug!(segment, rewritten, "compacted log segment");
         budget = budget.saturating_sub(rewritten.max(1));
         if budget == 0 {

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod admin;
 pub mod backend;
 mod claims;
 mod compaction;

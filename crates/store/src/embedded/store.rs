@@ -21,6 +21,7 @@ use ferry_protocol::{
     QueueOptions, ReceiveMode, SubscriptionOptions, TopicInfo,
 };
 
+use super::admin::EngineFigures;
 use super::backend::Backend;
 use super::claims::Claims;
 use super::config::EmbeddedConfig;
@@ -88,7 +89,11 @@ pub struct EmbeddedStore {
     /// Serialises compaction runs.
     pub(super) maintaining: tokio::sync::Mutex<()>,
     /// Which session holds each client name.
-    claims: Claims,
+    pub(super) claims: Claims,
+    /// Fsync latency, commit sizes, compactions and recovery time, for metrics.
+    pub(super) figures: Arc<EngineFigures>,
+    /// Messages found by recovery at open.
+    pub(super) recovered_messages: u64,
     /// Which sessions consume each topic subscription.
     consumers: ConsumerClaims,
     /// Held for the store's life so no other process writes the same log.
@@ -148,6 +153,7 @@ impl EmbeddedStore {
             .map_err(|e| StoreError::Unavailable(format!("locking {}: {e}", cfg.dir.display())))?;
         let seg_dir = cfg.dir.join(SEGMENTS_DIR);
         let segment_bytes = cfg.segment_bytes.max(1);
+        let recovery_started = std::time::Instant::now();
         let recovery::Recovered {
             mut state,
             mut head,
@@ -165,8 +171,13 @@ impl EmbeddedStore {
                 state.journal.roll_before_next();
             }
         }
+        let recovery_took = recovery_started.elapsed();
+        let recovered_messages = state.message_count() as u64;
+        let figures = Arc::new(EngineFigures::new(recovery_took));
         tracing::info!(
             dir = %cfg.dir.display(),
+            recovery_ms = recovery_took.as_millis() as u64,
+            segments = state.journal.segments.len(),
             messages = state.message_count(),
             next_id = state.next_id,
             fsync = %cfg.fsync,
@@ -186,8 +197,15 @@ impl EmbeddedStore {
             space: space.clone(),
             segment_bytes,
         };
-        let log = Log::start(backend.clone(), seg_dir.clone(), cfg.fsync, head, files)
-            .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
+        let log = Log::start(
+            backend.clone(),
+            seg_dir.clone(),
+            cfg.fsync,
+            head,
+            files,
+            figures.clone(),
+        )
+        .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
         Ok(Arc::new(EmbeddedStore {
             state: Mutex::new(state),
             log,
@@ -199,6 +217,8 @@ impl EmbeddedStore {
             maintaining: tokio::sync::Mutex::new(()),
             claims: Claims::default(),
             consumers: ConsumerClaims::default(),
+            figures,
+            recovered_messages,
             _dir_lock: dir_lock,
         }))
     }
@@ -211,6 +231,14 @@ impl EmbeddedStore {
 
     /// Fails when the store cannot take writes: poisoned, or degraded and the retry of the
     /// failed write fails again.
+    /// [`EmbeddedStore::mutate`] for the operator's operations.
+    pub(super) async fn mutate_admin<T>(
+        &self,
+        f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.mutate(f).await
+    }
+
     pub(super) async fn writable(&self) -> Result<(), StoreError> {
         self.log.check_writable()?;
         if self.log.is_degraded() {

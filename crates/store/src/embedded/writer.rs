@@ -100,6 +100,9 @@ struct Roll {
 }
 
 /// Work handed from callers to the writer.
+/// An fsync slower than this is logged as a warning (rate-limited).
+pub const SLOW_FSYNC: std::time::Duration = std::time::Duration::from_millis(500);
+
 #[derive(Debug, Default)]
 struct Work {
     buf: Vec<u8>,
@@ -204,6 +207,7 @@ impl Log {
         policy: FsyncPolicy,
         head: Head,
         files: Files,
+        figures: Arc<super::admin::EngineFigures>,
     ) -> io::Result<Log> {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
@@ -239,6 +243,7 @@ impl Log {
             carry: None,
             spare: Vec::new(),
             files,
+            figures,
         };
         let thread = std::thread::Builder::new()
             .name("ferry-log-writer".into())
@@ -405,6 +410,8 @@ struct Writer {
     spare: Vec<u8>,
     /// Where new segments' files come from.
     files: Files,
+    /// Fsync latency and group-commit sizes, for metrics.
+    figures: Arc<super::admin::EngineFigures>,
 }
 
 /// How a batch failed.
@@ -419,6 +426,12 @@ impl Writer {
     fn run(mut self) {
         let _guard = ExitGuard(self.shared.clone());
         while let Some((work, batch)) = self.next_work() {
+            // The callers waiting on this write: every ticket holds the batch, besides this
+            // variable and the in-flight slot.
+            let waiting = Arc::strong_count(&batch).saturating_sub(2);
+            if waiting > 0 {
+                self.figures.batch.observe(waiting as f64);
+            }
             let result = self.process(work);
             // Complete before forgetting the batch: a reader that still finds it in `inflight`
             // then gets its outcome at once, and one that does not find it may rely on it.
@@ -610,7 +623,22 @@ impl Writer {
     }
 
     fn sync_file(&mut self) -> Result<(), Failure> {
-        match self.file.sync() {
+        let started = Instant::now();
+        let synced = self.file.sync();
+        let took = started.elapsed();
+        self.figures.fsync.observe(took.as_secs_f64());
+        if took >= SLOW_FSYNC {
+            let n = self.figures.slow_fsyncs.fetch_add(1, Ordering::Relaxed) + 1;
+            if n <= 10 || n.is_power_of_two() {
+                tracing::warn!(
+                    segment = self.segment,
+                    took_ms = took.as_millis() as u64,
+                    slow_so_far = n,
+                    "slow fsync of the log: every commit waits for it"
+                );
+            }
+        }
+        match synced {
             Ok(()) => {
                 self.dirty = false;
                 self.last_sync = Instant::now();

@@ -25,6 +25,7 @@
 
 pub mod config;
 
+mod admin;
 mod batch;
 mod batcher;
 mod clients;

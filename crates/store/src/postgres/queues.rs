@@ -108,6 +108,22 @@ impl Inner {
         };
         let qid: i64 = row.try_get(0)?;
         if !force {
+            let users = tx
+                .prepare_cached(
+                    "SELECT name, dead_letter_queue_id = $1 FROM queues \
+                     WHERE dead_letter_queue_id = $1 OR expiry_queue_id = $1 \
+                     ORDER BY name LIMIT 1",
+                )
+                .await?;
+            if let Some(row) = tx.query_opt(&users, &[&qid]).await? {
+                let dead_letter: bool = row.try_get(1)?;
+                return Err(StoreError::QueueInUse {
+                    name: name.to_owned(),
+                    role: if dead_letter { "dead-letter" } else { "expiry" },
+                    used_by: row.try_get(0)?,
+                }
+                .into());
+            }
             let stmt = tx
                 .prepare_cached(
                     "SELECT (SELECT count(*) FROM message_queue \

@@ -148,6 +148,11 @@ impl PostgresStore {
         }))
     }
 
+    /// What the operations share (the admin role's queries live in `admin.rs`).
+    pub(super) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
     async fn settle_by_removal(
         &self,
         session: SessionId,

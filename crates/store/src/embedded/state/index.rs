@@ -268,6 +268,96 @@ impl<K: Ord + Copy> Split<K> {
     }
 }
 
+impl<K: Ord + Copy> Split<K> {
+    /// The oldest entry (smallest key) of any receiver.
+    pub fn oldest(&self) -> Option<K> {
+        std::iter::once(&self.open)
+            .chain(self.addressed.values())
+            .filter_map(|r| r.by_time(None).next())
+            .min()
+    }
+
+    /// Up to `max` entries of every receiver after `from`, in `order`, examining at most
+    /// `budget` and keeping those `accept` takes (a browse: the operator sees everything).
+    /// Returns the last entry examined and whether the index ended.
+    pub fn browse(
+        &self,
+        order: Order,
+        from: Option<Cursor<K>>,
+        max: usize,
+        budget: usize,
+        out: &mut Vec<K>,
+        mut accept: impl FnMut(&K) -> bool,
+    ) -> (Option<Cursor<K>>, bool) {
+        let readies: Vec<&Ready<K>> = std::iter::once(&self.open)
+            .chain(self.addressed.values())
+            .collect();
+        let after = match from {
+            Some(Cursor::Priority(p, k)) => Some((p, k)),
+            Some(Cursor::Time(k)) => Some((Reverse(0), k)),
+            None => None,
+        };
+        self.browse_from(order, &readies, after, max, budget, out, &mut accept)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn browse_from(
+        &self,
+        order: Order,
+        readies: &[&Ready<K>],
+        after: Option<(Reverse<u8>, K)>,
+        max: usize,
+        budget: usize,
+        out: &mut Vec<K>,
+        accept: &mut impl FnMut(&K) -> bool,
+    ) -> (Option<Cursor<K>>, bool) {
+        // One sorted stream per receiver, merged by taking the smallest head each step (few
+        // receivers have addressed messages waiting, so a linear pick is enough).
+        let mut streams: Vec<Peekable<Box<dyn Iterator<Item = (Reverse<u8>, K)> + '_>>> = readies
+            .iter()
+            .map(|r| {
+                let it: Box<dyn Iterator<Item = (Reverse<u8>, K)> + '_> = match order {
+                    Order::Time => Box::new(
+                        r.by_time(after.map(|(_, k)| k))
+                            .map(|k| (Reverse(0), k)),
+                    ),
+                    Order::Priority => Box::new(r.by_priority(after)),
+                };
+                it.peekable()
+            })
+            .collect();
+        let start = out.len();
+        let mut examined = 0;
+        let mut last = None;
+        while out.len() - start < max && examined < budget {
+            let mut best: Option<(usize, (Reverse<u8>, K))> = None;
+            for (i, s) in streams.iter_mut().enumerate() {
+                if let Some(&t) = s.peek() {
+                    if best.is_none_or(|(_, b)| t < b) {
+                        best = Some((i, t));
+                    }
+                }
+            }
+            let Some((i, t)) = best else {
+                return (last, true);
+            };
+            if let Some(s) = streams.get_mut(i) {
+                s.next();
+            }
+            examined += 1;
+            last = Some(match order {
+                Order::Time => Cursor::Time(t.1),
+                Order::Priority => Cursor::Priority(t.0, t.1),
+            });
+            if accept(&t.1) {
+                out.push(t.1);
+            }
+        }
+        let end = streams.iter_mut().all(|s| s.peek().is_none());
+        (last, end)
+    }
+}
+
 /// Where a walk over a ready index stopped: the last entry it examined, in the walk's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cursor<K> {

@@ -672,7 +672,28 @@ impl State {
         count: u32,
         reason: &str,
     ) -> Option<String> {
-        let target = target.filter(|t| self.queue_keys.contains_key(&**t))?;
+        let configured = target.clone();
+        let Some(target) = target.filter(|t| self.queue_keys.contains_key(&**t)) else {
+            if let Some(gone) = configured {
+                let c = &mut self.counters;
+                c.dropped_target_missing += 1;
+                let n = c.dropped_target_missing;
+                // Counted always, logged with a limit: a deleted dead-letter queue can make a
+                // storm of these.
+                if n <= 10 || n.is_power_of_two() {
+                    tracing::warn!(
+                        id,
+                        %queue,
+                        target = %gone,
+                        reason,
+                        dropped_so_far = n,
+                        "message dropped: its {} queue no longer exists",
+                        if reason == dead_letter::EXPIRED { "expiry" } else { "dead-letter" }
+                    );
+                }
+            }
+            return None;
+        };
         let msg = self.messages.get(&id)?.msg.clone();
         let copy = NewMessage {
             queues: vec![target.to_string()],
@@ -690,7 +711,14 @@ impl State {
             expires_at_ms: 0,
         };
         match self.send(log, copy) {
-            Ok(_) => Some(target.to_string()),
+            Ok(_) => {
+                if reason == dead_letter::EXPIRED {
+                    self.counters.dead_lettered_expired += 1;
+                } else {
+                    self.counters.dead_lettered_max_deliveries += 1;
+                }
+                Some(target.to_string())
+            }
             Err(e) => {
                 tracing::warn!(id, error = %e, "cannot move a message to {target}; dropped");
                 None
@@ -701,6 +729,7 @@ impl State {
     /// Moves expired message `id` on queue `qk` (already out of its ready or delayed index) to
     /// the queue's expiry queue, if it has one, and removes it from `qk`.
     fn expire_from(&mut self, log: &mut LogGuard<'_>, id: MessageId, qk: QueueKey, queue: &str) {
+        self.counters.expired += 1;
         let target = self.queues.get(&qk).and_then(|q| q.expiry.clone());
         if target.is_some() {
             let count = self

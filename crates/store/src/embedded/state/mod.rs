@@ -32,6 +32,7 @@ use crate::error::StoreError;
 pub use crate::id_hash::{IdHasher, IdMap};
 use crate::select;
 
+mod admin;
 mod direct;
 pub mod index;
 pub mod journal;
@@ -185,6 +186,12 @@ struct Queue {
     dead_letter: Option<Arc<str>>,
     /// Where expired messages go.
     expiry: Option<Arc<str>>,
+    /// Body bytes of the ready messages.
+    ready_bytes: u64,
+    /// Messages placed on it since the store opened (recovery included).
+    entered: u64,
+    /// Messages removed from it for good since the store opened.
+    left: u64,
 }
 
 /// A transaction's records while it is applied: they go here instead of the log, and are
@@ -231,6 +238,8 @@ pub struct State {
     direct: direct::DirectTaps,
     /// Where records go, and live bytes per segment.
     pub journal: Journal,
+    /// Dead letters, expiries and drops, for metrics.
+    pub counters: crate::admin::MessageCounters,
 }
 
 /// Builds the header of segment `n` from a metadata snapshot. A free function over fields, so
@@ -298,6 +307,7 @@ impl State {
             group: None,
             direct: direct::DirectTaps::default(),
             journal,
+            counters: crate::admin::MessageCounters::default(),
         }
     }
 
@@ -405,6 +415,9 @@ impl State {
                 max_deliveries: 0,
                 dead_letter: None,
                 expiry: None,
+                ready_bytes: 0,
+                entered: 0,
+                left: 0,
             },
         );
         key
@@ -484,6 +497,11 @@ impl State {
             .queues
             .get(&qk)
             .map_or(0, |q| q.ready_count + q.delayed + q.in_flight);
+        if !force {
+            if let Some(e) = self.user_of(name) {
+                return Err(e);
+            }
+        }
         if depth > 0 && !force {
             return Err(StoreError::QueueNotEmpty {
                 name: name.to_owned(),
@@ -572,6 +590,9 @@ impl State {
     /// many queues).
     fn place_stored(&mut self, m: &Stored, qk: QueueKey) {
         let (id, deliver_at) = (m.id, m.deliver_at);
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.entered += 1;
+        }
         if deliver_at == 0 {
             self.make_ready_stored(m, qk);
         } else {
@@ -652,6 +673,7 @@ impl State {
         if let Some(q) = self.queues.get_mut(&qk) {
             q.ready.insert(m.receiver_key, m.priority, id);
             q.ready_count += 1;
+            q.ready_bytes += m.body.len() as u64;
             if m.expires_at != 0 {
                 q.expiring += 1;
             }
@@ -696,6 +718,7 @@ impl State {
             found = q.ready.remove(m.receiver_key, m.priority, id);
             if found {
                 q.ready_count -= 1;
+                q.ready_bytes = q.ready_bytes.saturating_sub(m.body.len() as u64);
                 if m.expires_at != 0 {
                     q.expiring = q.expiring.saturating_sub(1);
                 }
@@ -741,6 +764,9 @@ impl State {
         };
         let e = entry.get_mut();
         e.slots.retain(|s| s.queue != qk);
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.left += 1;
+        }
         if e.slots.is_empty() {
             let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
             let msg = entry.remove().msg;
