@@ -56,6 +56,14 @@ pub struct ServeArgs {
     /// names forever [default: 86400]
     #[arg(long, value_name = "SECS")]
     pub client_expiry_secs: Option<u64>,
+    /// HTTP address of the management API, metrics, health checks and web console, or off
+    /// [default: 127.0.0.1:6731]
+    #[arg(long, value_name = "ADDR")]
+    pub http_listen: Option<String>,
+    /// Allow --http-listen on an address that is not loopback (the API has no authentication
+    /// yet)
+    #[arg(long)]
+    pub http_allow_remote: bool,
     /// TOML configuration file
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -83,6 +91,8 @@ impl ServeArgs {
             segment_bytes: self.segment_bytes,
             spare_segments: self.spare_segments,
             client_expiry_secs: self.client_expiry_secs,
+            http_listen: self.http_listen.clone(),
+            http_allow_remote: self.http_allow_remote.then_some(true),
             ..ConfigLayer::default()
         }
     }
@@ -128,8 +138,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let runtime = builder.build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let broker = Broker::start(config).await?;
+        let http = broker.take_http_listener().map(|listener| {
+            ferry_http::serve(
+                listener,
+                broker.management(),
+                ferry_http::HttpLimits::default(),
+            )
+        });
         shutdown::signal().await;
         broker.shutdown().await?;
+        if let Some(h) = http {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), h).await;
+        }
         Ok(())
     })
 }

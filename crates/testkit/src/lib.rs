@@ -38,6 +38,8 @@ pub fn test_config(dir: &Path) -> BrokerConfig {
         listen: "127.0.0.1:0".into(),
         data_dir: dir.to_owned(),
         shutdown_grace: Duration::from_secs(5),
+        // Tests that want the HTTP API turn it on (port 0) and serve it themselves.
+        http_listen: ferry_broker::config::HTTP_OFF.into(),
         ..BrokerConfig::default()
     }
 }
@@ -209,6 +211,11 @@ impl BinaryServer {
         &self.dir
     }
 
+    /// The bound HTTP address (management API, metrics, console), if it is on.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        runtime_file::read(&self.dir).and_then(|rt| rt.http)
+    }
+
     /// The child's process id.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
@@ -255,6 +262,14 @@ fn spawn(dir: &Path, extra: &[String]) -> std::io::Result<(Child, SocketAddr)> {
         .arg(dir)
         .arg("--listen")
         .arg("127.0.0.1:0")
+        // A free port for the HTTP API unless the test chose (the default port would clash
+        // between tests running at once).
+        .args(
+            (!extra.iter().any(|a| a.starts_with("--http-listen")))
+                .then_some(["--http-listen", "127.0.0.1:0"])
+                .into_iter()
+                .flatten(),
+        )
         .args(extra)
         .env("FERRY_LOG", "warn")
         .stdin(Stdio::null())

@@ -46,6 +46,7 @@ impl BrokerLauncher for InProcess {
                 data_dir: dir.clone(),
                 workers,
                 fsync,
+                http_listen: ferry_broker::config::HTTP_OFF.into(),
                 ..BrokerConfig::default()
             };
             let broker = runtime

@@ -1,0 +1,60 @@
+//! `/api/clients`: every registered client (FTaB's "in system"), which are online and where,
+//! with their sessions' subscriptions; force-disconnect.
+
+use axum::extract::Path;
+use axum::Json;
+use ferry_protocol::ErrorCode;
+use serde_json::{json, Value};
+
+use super::St;
+use crate::error::{ApiError, ApiResult};
+
+/// Every registered client with online/offline, node, and (for sessions on this node) the
+/// peer address, connection time, in-flight deliveries and subscriptions.
+pub async fn list(state: St) -> ApiResult<Json<Value>> {
+    let mgmt = &state.mgmt;
+    let records = mgmt.store().list_clients().await?;
+    let sessions = mgmt.sessions();
+    let online = records.iter().filter(|c| c.node.is_some()).count();
+    let clients: Vec<Value> = records
+        .iter()
+        .map(|c| {
+            let local = sessions.iter().find(|s| s.client == c.name);
+            let node = match (&c.node, local) {
+                (_, Some(_)) => Some(mgmt.node().to_owned()),
+                (Some(n), None) if !n.is_empty() => Some(n.clone()),
+                (Some(_), None) => Some(mgmt.node().to_owned()),
+                (None, None) => None,
+            };
+            json!({
+                "name": c.name,
+                "online": c.node.is_some() || local.is_some(),
+                "node": node,
+                "address": local.map(|s| s.peer.clone()),
+                "connected_at": local.map(|s| s.connected_at_ms),
+                "in_flight": local.map(|s| s.in_flight),
+                "subscriptions": local.map(|s| s.subscriptions.iter().map(|sub| json!({
+                    "queue": sub.queue, "selector": sub.selector,
+                    "ack": if sub.client_ack { "client" } else { "auto" },
+                })).collect::<Vec<_>>()).unwrap_or_default(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "in_system": records.len(),
+        "online": online,
+        "clients": clients,
+    })))
+}
+
+/// Closes the client's session on this node; its unsettled deliveries return to their queues.
+pub async fn disconnect(state: St, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+    if state.mgmt.disconnect(&name) {
+        Ok(Json(json!({"disconnected": name})))
+    } else {
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("client '{name}' has no session on this node"),
+        ))
+    }
+}

@@ -1,0 +1,24 @@
+//! Ferry's HTTP listener: the management API, `/metrics`, `/healthz`, `/readyz` and the web
+//! console, all on one port (`http_listen`, default `127.0.0.1:6731`).
+//!
+//! The broker binds the listener (so the runtime file names it) and hands it over; this crate
+//! serves it over the broker's [`Management`] facade and never reaches into broker internals.
+//!
+//! Modules:
+//! - [`server`]: the accept loop (connection limit, header timeout, graceful shutdown);
+//! - [`routes`]: the route table (the one list the OpenAPI test checks) and handlers' wiring;
+//! - [`error`]: errors as JSON with the protocol's error codes;
+//! - [`metrics`]: the Prometheus / OpenMetrics exposition;
+//! - [`rates`]: counters sampled every second, for rates over the last minute;
+//! - [`api`]: the JSON endpoints; [`console`]: the embedded web console.
+
+pub mod api;
+pub mod console;
+pub mod error;
+pub mod metrics;
+pub mod rates;
+pub mod routes;
+pub mod server;
+
+pub use ferry_broker::manage::Management;
+pub use server::{serve, HttpLimits};

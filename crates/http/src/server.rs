@@ -1,0 +1,95 @@
+//! The accept loop: at most [`HttpLimits::max_connections`] connections at once (one more is
+//! closed at once), a deadline for a request's headers (slow clients), keep-alive, and a
+//! graceful end when the broker shuts down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::rates::Rates;
+use crate::routes;
+use crate::Management;
+
+/// Bounds of the HTTP listener.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Time to receive a request's headers.
+    pub header_timeout: Duration,
+    /// Largest request body in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+            max_body_bytes: 4 << 20,
+        }
+    }
+}
+
+/// Serves the HTTP API on `listener` until the broker shuts down.
+pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> JoinHandle<()> {
+    let rates = Rates::start(mgmt.clone());
+    let app = routes::router(routes::AppState::new(mgmt.clone(), rates), limits);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let shutdown = mgmt.shutdown_token();
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "HTTP API, metrics and console listening");
+    }
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                r = listener.accept() => r,
+                _ = shutdown.cancelled() => return,
+            };
+            let (stream, peer) = match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    warn!(error = %e, "HTTP accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                debug!(%peer, "HTTP connection refused: at the connection limit");
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(app.clone());
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let conn = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.header_timeout)
+                    .keep_alive(true)
+                    .max_buf_size(64 * 1024)
+                    .serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(conn);
+                tokio::select! {
+                    r = conn.as_mut() => {
+                        if let Err(e) = r {
+                            debug!(%peer, error = %e, "HTTP connection ended");
+                        }
+                    }
+                    _ = shutdown.cancelled() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                    }
+                }
+                drop(permit);
+            });
+        }
+    })
+}
