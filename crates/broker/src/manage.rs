@@ -267,11 +267,7 @@ impl Management {
 
     /// Sends (or publishes) a message from client `sender` (registered if new), as the
     /// protocol's send: validated, stored, waiters woken.
-    pub async fn send(
-        &self,
-        sender: &str,
-        m: OutgoingMessage,
-    ) -> Result<MessageId, ErrorReply> {
+    pub async fn send(&self, sender: &str, m: OutgoingMessage) -> Result<MessageId, ErrorReply> {
         validate::name("client", sender, &self.shared.limits)?;
         validate::message(&m, &self.shared.limits)?;
         if m.queues.is_empty() && m.topic.is_none() {

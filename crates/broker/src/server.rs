@@ -318,7 +318,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
                     }
                     Err(_) => {
                         Stats::add(&shared.stats.connections_refused_full, 1);
-                        shared.stats.count_close(crate::stats::CloseKind::ServerFull);
+                        shared
+                            .stats
+                            .count_close(crate::stats::CloseKind::ServerFull);
                         connections.spawn(refuse_full(
                             stream,
                             shared.limits.max_frame_bytes,

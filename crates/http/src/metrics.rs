@@ -44,16 +44,56 @@ pub async fn snapshot(mgmt: &Management) -> Snapshot {
     let s = mgmt.stats();
     let get = Stats::get;
     let counters = vec![
-        ("ferry_messages_received", "Messages stored by sends and publishes.", get(&s.messages_sent)),
-        ("ferry_messages_published", "Messages published to topics.", get(&s.messages_published)),
-        ("ferry_messages_delivered", "Deliveries handed out (receives and pushes).", get(&s.deliveries)),
-        ("ferry_messages_redelivered", "Deliveries of messages delivered before.", get(&s.redeliveries)),
-        ("ferry_messages_acknowledged", "Client-ack deliveries acknowledged.", get(&s.acks)),
-        ("ferry_messages_requeued", "Deliveries nacked back to their queue.", get(&s.nacks_requeued)),
-        ("ferry_messages_rejected", "Deliveries nacked without requeue (dropped).", get(&s.nacks_dropped)),
-        ("ferry_connections_accepted", "Connections accepted.", get(&s.connections_accepted)),
-        ("ferry_sessions_opened", "Sessions started.", get(&s.sessions_opened)),
-        ("ferry_requests", "Batches of requests answered.", get(&s.requests)),
+        (
+            "ferry_messages_received",
+            "Messages stored by sends and publishes.",
+            get(&s.messages_sent),
+        ),
+        (
+            "ferry_messages_published",
+            "Messages published to topics.",
+            get(&s.messages_published),
+        ),
+        (
+            "ferry_messages_delivered",
+            "Deliveries handed out (receives and pushes).",
+            get(&s.deliveries),
+        ),
+        (
+            "ferry_messages_redelivered",
+            "Deliveries of messages delivered before.",
+            get(&s.redeliveries),
+        ),
+        (
+            "ferry_messages_acknowledged",
+            "Client-ack deliveries acknowledged.",
+            get(&s.acks),
+        ),
+        (
+            "ferry_messages_requeued",
+            "Deliveries nacked back to their queue.",
+            get(&s.nacks_requeued),
+        ),
+        (
+            "ferry_messages_rejected",
+            "Deliveries nacked without requeue (dropped).",
+            get(&s.nacks_dropped),
+        ),
+        (
+            "ferry_connections_accepted",
+            "Connections accepted.",
+            get(&s.connections_accepted),
+        ),
+        (
+            "ferry_sessions_opened",
+            "Sessions started.",
+            get(&s.sessions_opened),
+        ),
+        (
+            "ferry_requests",
+            "Batches of requests answered.",
+            get(&s.requests),
+        ),
     ];
     let closed = CloseKind::ALL
         .iter()
@@ -120,7 +160,12 @@ fn counter(
     c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
 }
 
-fn gauge<T>(enc: &mut DescriptorEncoder, name: &str, help: &str, v: T) -> Result<(), std::fmt::Error>
+fn gauge<T>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    v: T,
+) -> Result<(), std::fmt::Error>
 where
     ConstGauge<T>: EncodeMetric,
 {
@@ -198,30 +243,70 @@ impl Collector for SnapshotCollector {
                 ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
             }
         }
-        counter(&mut enc, "ferry_messages_expired", "Messages that expired.", c.expired)?;
+        counter(
+            &mut enc,
+            "ferry_messages_expired",
+            "Messages that expired.",
+            c.expired,
+        )?;
         counter(
             &mut enc,
             "ferry_messages_dropped_target_missing",
             "Messages dropped because their dead-letter or expiry queue no longer exists.",
             c.dropped_target_missing,
         )?;
-        gauge(&mut enc, "ferry_sessions", "Live sessions on this node.", s.sessions as i64)?;
-        gauge(&mut enc, "ferry_queues", "Queues (subscription queues not counted).", s.queue_count as i64)?;
+        gauge(
+            &mut enc,
+            "ferry_sessions",
+            "Live sessions on this node.",
+            s.sessions as i64,
+        )?;
+        gauge(
+            &mut enc,
+            "ferry_queues",
+            "Queues (subscription queues not counted).",
+            s.queue_count as i64,
+        )?;
         let e = &s.engine;
         if let Some(v) = e.log_bytes {
-            gauge(&mut enc, "ferry_store_log_bytes", "Bytes of the log's segment files.", v as i64)?;
+            gauge(
+                &mut enc,
+                "ferry_store_log_bytes",
+                "Bytes of the log's segment files.",
+                v as i64,
+            )?;
         }
         if let Some(v) = e.segments {
-            gauge(&mut enc, "ferry_store_segments", "Segment files of the log.", v as i64)?;
+            gauge(
+                &mut enc,
+                "ferry_store_segments",
+                "Segment files of the log.",
+                v as i64,
+            )?;
         }
         if let Some(v) = e.live_ratio {
-            gauge(&mut enc, "ferry_store_live_ratio", "Live bytes over the log's bytes.", v)?;
+            gauge(
+                &mut enc,
+                "ferry_store_live_ratio",
+                "Live bytes over the log's bytes.",
+                v,
+            )?;
         }
         if let Some(v) = e.spare_segments {
-            gauge(&mut enc, "ferry_store_spare_segments", "Spare segment files kept for reuse.", v as i64)?;
+            gauge(
+                &mut enc,
+                "ferry_store_spare_segments",
+                "Spare segment files kept for reuse.",
+                v as i64,
+            )?;
         }
         if let Some(h) = &e.fsync_seconds {
-            histogram(&mut enc, "ferry_store_fsync_seconds", "Time per fsync of the log.", h)?;
+            histogram(
+                &mut enc,
+                "ferry_store_fsync_seconds",
+                "Time per fsync of the log.",
+                h,
+            )?;
         }
         if let Some(h) = &e.commit_batch {
             histogram(
@@ -232,13 +317,28 @@ impl Collector for SnapshotCollector {
             )?;
         }
         if let Some(v) = e.compactions {
-            counter(&mut enc, "ferry_store_compactions", "Compaction runs that freed a segment.", v)?;
+            counter(
+                &mut enc,
+                "ferry_store_compactions",
+                "Compaction runs that freed a segment.",
+                v,
+            )?;
         }
         if let Some(v) = e.recovery_seconds {
-            gauge(&mut enc, "ferry_store_recovery_seconds", "Time recovery took when the store opened.", v)?;
+            gauge(
+                &mut enc,
+                "ferry_store_recovery_seconds",
+                "Time recovery took when the store opened.",
+                v,
+            )?;
         }
         if let Some(v) = e.recovered_messages {
-            gauge(&mut enc, "ferry_store_recovered_messages", "Messages recovery found when the store opened.", v as i64)?;
+            gauge(
+                &mut enc,
+                "ferry_store_recovered_messages",
+                "Messages recovery found when the store opened.",
+                v as i64,
+            )?;
         }
         gauge(
             &mut enc,
@@ -247,14 +347,34 @@ impl Collector for SnapshotCollector {
             i64::from(e.refusing_writes),
         )?;
         if let Some(v) = s.rss {
-            gauge(&mut enc, "ferry_process_resident_memory_bytes", "Resident memory.", v as i64)?;
+            gauge(
+                &mut enc,
+                "ferry_process_resident_memory_bytes",
+                "Resident memory.",
+                v as i64,
+            )?;
         }
         if let Some(v) = s.open_fds {
-            gauge(&mut enc, "ferry_process_open_fds", "Open file descriptors.", v as i64)?;
+            gauge(
+                &mut enc,
+                "ferry_process_open_fds",
+                "Open file descriptors.",
+                v as i64,
+            )?;
         }
-        gauge(&mut enc, "ferry_uptime_seconds", "Seconds since the broker started.", s.uptime)?;
+        gauge(
+            &mut enc,
+            "ferry_uptime_seconds",
+            "Seconds since the broker started.",
+            s.uptime,
+        )?;
         {
-            let mut m = enc.encode_descriptor("ferry_build", "Version, engine and node.", None, MetricType::Info)?;
+            let mut m = enc.encode_descriptor(
+                "ferry_build",
+                "Version, engine and node.",
+                None,
+                MetricType::Info,
+            )?;
             let labels = [
                 ("version", s.version.to_owned()),
                 ("engine", s.engine_name.to_owned()),
@@ -283,7 +403,10 @@ impl SnapshotCollector {
             let (rows, labels) = match ferry_protocol::split_subscription_queue(&q.name) {
                 Some((topic, name)) => (
                     &mut s_rows,
-                    vec![("topic", topic.to_owned()), ("subscription", name.to_owned())],
+                    vec![
+                        ("topic", topic.to_owned()),
+                        ("subscription", name.to_owned()),
+                    ],
                 ),
                 None => (&mut q_rows, vec![("queue", q.name.clone())]),
             };
@@ -310,11 +433,20 @@ impl SnapshotCollector {
         }
         const NAMES: [(&str, &str); 6] = [
             ("messages_ready", "Messages ready to be taken."),
-            ("messages_delayed", "Messages waiting for their delivery time."),
-            ("messages_in_flight", "Client-ack deliveries not yet settled."),
+            (
+                "messages_delayed",
+                "Messages waiting for their delivery time.",
+            ),
+            (
+                "messages_in_flight",
+                "Client-ack deliveries not yet settled.",
+            ),
             ("consumers", "Push consumers on this node."),
             ("messages_ready_bytes", "Body bytes of the ready messages."),
-            ("oldest_message_age_seconds", "Age of the oldest ready message."),
+            (
+                "oldest_message_age_seconds",
+                "Age of the oldest ready message.",
+            ),
         ];
         for (i, (name, help)) in NAMES.iter().enumerate() {
             if let Some(rows) = q_rows.get(i) {

@@ -90,7 +90,10 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
         .route("/api/queues/{name}/move", post(messages::move_messages))
         .route("/api/senders/{name}/messages", get(messages::browse_sender))
         .route("/api/topics", get(topics::list))
-        .route("/api/topics/{name}", put(topics::create).delete(topics::remove))
+        .route(
+            "/api/topics/{name}",
+            put(topics::create).delete(topics::remove),
+        )
         .route("/api/topics/{name}/messages", post(messages::publish))
         .route(
             "/api/topics/{topic}/subscriptions/{name}",

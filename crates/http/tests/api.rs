@@ -28,7 +28,10 @@ impl Api {
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
         let text = resp.text().await.expect("body");
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     async fn get(&self, path: &str) -> Value {
@@ -94,7 +97,10 @@ async fn browse_pages_through_ten_thousand_messages_without_consuming_or_reorder
             let page = api.get(&path).await;
             for m in page["messages"].as_array().unwrap() {
                 assert_eq!(m["delivery_count"], 0);
-                got.push((m["priority"].as_u64().unwrap() as u8, m["id"].as_u64().unwrap()));
+                got.push((
+                    m["priority"].as_u64().unwrap() as u8,
+                    m["id"].as_u64().unwrap(),
+                ));
             }
             pages += 1;
             match page["next"].as_str() {
@@ -112,7 +118,11 @@ async fn browse_pages_through_ten_thousand_messages_without_consuming_or_reorder
     // Nothing was consumed: the queue still holds every message, and takes see them in order.
     let q = api.get("/api/queues/big").await;
     assert_eq!(q["ready"], 10_000);
-    let d = c.receive(take("big", AckMode::Auto)).await.unwrap().unwrap();
+    let d = c
+        .receive(take("big", AckMode::Auto))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(d.message.id, want[0].1);
     // A selector filters; the cursor still walks the whole backlog.
     let page = api
@@ -145,7 +155,11 @@ async fn redrive_returns_dead_letters_to_their_queue_with_their_history() {
         .send(OutgoingMessage::new("payments", "pay 42"))
         .await
         .unwrap();
-    let d = c.receive(take("payments", AckMode::Client)).await.unwrap().unwrap();
+    let d = c
+        .receive(take("payments", AckMode::Client))
+        .await
+        .unwrap()
+        .unwrap();
     c.nack(&[d.delivery_id], true).await.unwrap();
     let dead = api.get("/api/queues/payments.dead/messages").await;
     let msgs = dead["messages"].as_array().unwrap();
@@ -161,7 +175,10 @@ async fn redrive_returns_dead_letters_to_their_queue_with_their_history() {
         .await;
     assert_eq!(status, 409);
     assert_eq!(err["error"], "QueueInUse");
-    assert!(err["message"].as_str().unwrap().contains("'payments'"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("'payments'"),
+        "{err}"
+    );
     let (status, moved) = api
         .call(
             reqwest::Method::POST,
@@ -172,7 +189,11 @@ async fn redrive_returns_dead_letters_to_their_queue_with_their_history() {
     assert_eq!(status, 200, "{moved}");
     assert_eq!(moved["moved"][0]["id"], dl_id);
     assert_eq!(moved["moved"][0]["to"], "payments");
-    let back = c.receive(take("payments", AckMode::Auto)).await.unwrap().unwrap();
+    let back = c
+        .receive(take("payments", AckMode::Auto))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(back.message.id, dl_id);
     assert_eq!(&back.message.body[..], b"pay 42");
     assert!(back
@@ -191,12 +212,25 @@ async fn purge_settings_send_delete_and_errors_use_the_protocol_codes() {
         .call(reqwest::Method::PUT, "/api/queues/jobs", Some(json!({})))
         .await;
     assert_eq!(status, 200);
-    let (status, err) = api.call(reqwest::Method::PUT, "/api/queues/jobs", None).await;
-    assert_eq!((status, err["code"].clone(), err["error"].clone()), (409, json!(2), json!("QueueExists")));
-    let (status, err) = api.call(reqwest::Method::GET, "/api/queues/nope", None).await;
-    assert_eq!((status, err["error"].clone()), (404, json!("QueueNotFound")));
+    let (status, err) = api
+        .call(reqwest::Method::PUT, "/api/queues/jobs", None)
+        .await;
+    assert_eq!(
+        (status, err["code"].clone(), err["error"].clone()),
+        (409, json!(2), json!("QueueExists"))
+    );
+    let (status, err) = api
+        .call(reqwest::Method::GET, "/api/queues/nope", None)
+        .await;
+    assert_eq!(
+        (status, err["error"].clone()),
+        (404, json!("QueueNotFound"))
+    );
     let (status, err) = api.call(reqwest::Method::GET, "/api/nothing", None).await;
-    assert_eq!((status, err["error"].clone()), (404, json!("UnknownRequest")));
+    assert_eq!(
+        (status, err["error"].clone()),
+        (404, json!("UnknownRequest"))
+    );
     for i in 0..3 {
         let (s, v) = api
             .call(
@@ -211,19 +245,30 @@ async fn purge_settings_send_delete_and_errors_use_the_protocol_codes() {
     assert_eq!(page["messages"][0]["body"], "6a6f622030");
     let first = page["messages"][0]["id"].as_u64().unwrap();
     let (s, _) = api
-        .call(reqwest::Method::DELETE, &format!("/api/queues/jobs/messages/{first}"), None)
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/queues/jobs/messages/{first}"),
+            None,
+        )
         .await;
     assert_eq!(s, 200);
     let (s, err) = api
-        .call(reqwest::Method::DELETE, &format!("/api/queues/jobs/messages/{first}"), None)
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/queues/jobs/messages/{first}"),
+            None,
+        )
         .await;
     assert_eq!((s, err["error"].clone()), (404, json!("NotFound")));
     assert_eq!(api.get("/api/queues/jobs").await["ready"], 2);
-    let (s, p) = api.call(reqwest::Method::POST, "/api/queues/jobs/purge", None).await;
+    let (s, p) = api
+        .call(reqwest::Method::POST, "/api/queues/jobs/purge", None)
+        .await;
     assert_eq!((s, p["purged"].clone()), (200, json!(2)));
     assert_eq!(api.get("/api/queues/jobs").await["ready"], 0);
     // Settings change: a target must exist; a cycle is refused.
-    api.call(reqwest::Method::PUT, "/api/queues/jobs.dead", None).await;
+    api.call(reqwest::Method::PUT, "/api/queues/jobs.dead", None)
+        .await;
     let (s, q) = api
         .call(
             reqwest::Method::PATCH,
@@ -231,7 +276,14 @@ async fn purge_settings_send_delete_and_errors_use_the_protocol_codes() {
             Some(json!({"max_deliveries": 3, "dead_letter_queue": "jobs.dead"})),
         )
         .await;
-    assert_eq!((s, q["max_deliveries"].clone(), q["dead_letter_queue"].clone()), (200, json!(3), json!("jobs.dead")));
+    assert_eq!(
+        (
+            s,
+            q["max_deliveries"].clone(),
+            q["dead_letter_queue"].clone()
+        ),
+        (200, json!(3), json!("jobs.dead"))
+    );
     let (s, err) = api
         .call(
             reqwest::Method::PATCH,
@@ -239,13 +291,25 @@ async fn purge_settings_send_delete_and_errors_use_the_protocol_codes() {
             Some(json!({"dead_letter_queue": "jobs"})),
         )
         .await;
-    assert_eq!((s, err["error"].clone()), (400, json!("InvalidArgument")), "{err}");
+    assert_eq!(
+        (s, err["error"].clone()),
+        (400, json!("InvalidArgument")),
+        "{err}"
+    );
     let (s, err) = api
-        .call(reqwest::Method::GET, "/api/queues/jobs/messages?cursor=!!!", None)
+        .call(
+            reqwest::Method::GET,
+            "/api/queues/jobs/messages?cursor=!!!",
+            None,
+        )
         .await;
     assert_eq!((s, err["error"].clone()), (400, json!("InvalidArgument")));
     let (s, err) = api
-        .call(reqwest::Method::GET, "/api/queues/jobs/messages?selector=a%20%3E%20(", None)
+        .call(
+            reqwest::Method::GET,
+            "/api/queues/jobs/messages?selector=a%20%3E%20(",
+            None,
+        )
         .await;
     assert_eq!((s, err["error"].clone()), (400, json!("InvalidArgument")));
 }
@@ -258,7 +322,11 @@ async fn clients_show_in_system_and_online_and_force_disconnect_returns_deliveri
     let _bob = client(&server, "bob").await;
     c.create_queue("work").await.unwrap();
     c.send(OutgoingMessage::new("work", "x")).await.unwrap();
-    let d = c.receive(take("work", AckMode::Client)).await.unwrap().unwrap();
+    let d = c
+        .receive(take("work", AckMode::Client))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(d.delivery_id > 0);
     let list = api.get("/api/clients").await;
     assert_eq!(list["in_system"], 2);
@@ -309,23 +377,39 @@ async fn definitions_export_import_export_gives_the_same_document() {
     )
     .await
     .unwrap();
-    api.call(reqwest::Method::PUT, "/api/topics/prices", None).await;
+    api.call(reqwest::Method::PUT, "/api/topics/prices", None)
+        .await;
     let mut sub = ferry_protocol::requests::SubscribeTopic::new("prices").durable("eu");
     sub.options.selector = "region = 'eu'".into();
     drop(c.subscribe_topic(sub).await.unwrap());
     let exported = api.get("/api/definitions").await;
-    assert_eq!(exported["queues"].as_array().unwrap().len(), 2, "{exported}");
-    assert_eq!(exported["topics"][0]["subscriptions"][0]["selector"], "region = 'eu'");
+    assert_eq!(
+        exported["queues"].as_array().unwrap().len(),
+        2,
+        "{exported}"
+    );
+    assert_eq!(
+        exported["topics"][0]["subscriptions"][0]["selector"],
+        "region = 'eu'"
+    );
     let second = start();
     let api2 = Api::of(&second);
     let (s, r) = api2
-        .call(reqwest::Method::POST, "/api/definitions", Some(exported.clone()))
+        .call(
+            reqwest::Method::POST,
+            "/api/definitions",
+            Some(exported.clone()),
+        )
         .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(api2.get("/api/definitions").await, exported);
     // Importing again changes nothing.
     let (s, r) = api2
-        .call(reqwest::Method::POST, "/api/definitions", Some(exported.clone()))
+        .call(
+            reqwest::Method::POST,
+            "/api/definitions",
+            Some(exported.clone()),
+        )
         .await;
     assert_eq!((s, r["created"].clone()), (200, json!([])));
     assert_eq!(api2.get("/api/definitions").await, exported);
@@ -344,7 +428,9 @@ async fn health_readiness_overview_and_the_console_answer() {
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("/console/app.js"));
     for file in ["app.js", "style.css"] {
-        let r = reqwest::get(format!("{}/console/{file}", api.base)).await.unwrap();
+        let r = reqwest::get(format!("{}/console/{file}", api.base))
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200, "{file}");
     }
 }

@@ -27,7 +27,10 @@ pub async fn ack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>) -> Re
         Err(_) => ids.len(),
         Ok(()) => 0,
     };
-    Stats::add(&shared.stats.acks, (ids.len() - unknown.min(ids.len())) as u64);
+    Stats::add(
+        &shared.stats.acks,
+        (ids.len() - unknown.min(ids.len())) as u64,
+    );
     settle_result(session, &ids, result.map(|()| Vec::new()), shared)
 }
 

@@ -36,7 +36,12 @@ pub struct BrowseQuery {
 }
 
 fn encode_cursor(c: &BrowseCursor) -> String {
-    let text = format!("{}:{}:{}", c.priority, c.id, c.queue.as_deref().unwrap_or(""));
+    let text = format!(
+        "{}:{}:{}",
+        c.priority,
+        c.id,
+        c.queue.as_deref().unwrap_or("")
+    );
     URL_SAFE_NO_PAD.encode(text)
 }
 
@@ -48,7 +53,11 @@ fn decode_cursor(s: &str) -> ApiResult<BrowseCursor> {
     let priority = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
     let id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
     let queue = parts.next().filter(|q| !q.is_empty()).map(str::to_owned);
-    Ok(BrowseCursor { priority, id, queue })
+    Ok(BrowseCursor {
+        priority,
+        id,
+        queue,
+    })
 }
 
 fn property_json(v: &PropertyValue) -> Value {
@@ -63,7 +72,11 @@ fn property_json(v: &PropertyValue) -> Value {
 /// A message as JSON, its body shown as `format` asks.
 pub fn message_json(m: &Message, format: &str) -> Value {
     let body = match format {
-        "hex" => json!(m.body.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+        "hex" => json!(m
+            .body
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()),
         "base64" => json!(STANDARD.encode(&m.body)),
         "json" => match serde_json::from_slice::<Value>(&m.body) {
             Ok(v) => v,
@@ -96,7 +109,11 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Json<Val
     let order = match q.order.as_deref() {
         None | Some("priority") => Order::Priority,
         Some("time") => Order::Time,
-        Some(o) => return Err(ApiError::invalid(format!("order '{o}': use priority or time"))),
+        Some(o) => {
+            return Err(ApiError::invalid(format!(
+                "order '{o}': use priority or time"
+            )))
+        }
     };
     let format = q.body.unwrap_or_else(|| "text".into());
     if !["text", "json", "hex", "base64"].contains(&format.as_str()) {

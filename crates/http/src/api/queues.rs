@@ -129,7 +129,10 @@ pub async fn create(
     Path(name): Path<String>,
     body: Option<Json<Settings>>,
 ) -> ApiResult<Json<Value>> {
-    let options = body.map(|b| b.0).unwrap_or_default().apply(QueueOptions::default());
+    let options = body
+        .map(|b| b.0)
+        .unwrap_or_default()
+        .apply(QueueOptions::default());
     state.mgmt.create_queue(&name, options).await?;
     Ok(Json(json!({"created": name})))
 }

@@ -78,5 +78,7 @@ pub async fn unsubscribe(
     Path((topic, name)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     state.mgmt.unsubscribe(&topic, &name).await?;
-    Ok(Json(json!({"deleted": ferry_protocol::subscription_queue(&topic, &name)})))
+    Ok(Json(
+        json!({"deleted": ferry_protocol::subscription_queue(&topic, &name)}),
+    ))
 }

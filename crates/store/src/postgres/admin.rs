@@ -149,7 +149,9 @@ impl Inner {
         };
         let qid: i64 = row.try_get(0)?;
         let user = tx
-            .prepare_cached("SELECT id FROM queues WHERE name = $1 AND topic_id IS NULL FOR KEY SHARE")
+            .prepare_cached(
+                "SELECT id FROM queues WHERE name = $1 AND topic_id IS NULL FOR KEY SHARE",
+            )
             .await?;
         let mut ids = Vec::new();
         for (what, other) in [
@@ -351,7 +353,11 @@ impl Inner {
                 examined += 1;
                 let m = &b.message;
                 after = (
-                    if spec.order == Order::Time { 0 } else { i16::from(m.priority) },
+                    if spec.order == Order::Time {
+                        0
+                    } else {
+                        i16::from(m.priority)
+                    },
                     m.id as i64,
                     qid,
                 );
@@ -417,12 +423,12 @@ impl Inner {
             .prepare_cached("SELECT properties::text FROM messages WHERE id = $1")
             .await?;
         let queue_of = tx
-            .prepare_cached("SELECT id, topic_id IS NOT NULL FROM queues WHERE name = $1 FOR KEY SHARE")
+            .prepare_cached(
+                "SELECT id, topic_id IS NOT NULL FROM queues WHERE name = $1 FOR KEY SHARE",
+            )
             .await?;
         let on_target = tx
-            .prepare_cached(
-                "SELECT 1 FROM message_queue WHERE queue_id = $1 AND message_id = $2",
-            )
+            .prepare_cached("SELECT 1 FROM message_queue WHERE queue_id = $1 AND message_id = $2")
             .await?;
         let remove = tx
             .prepare_cached(
@@ -483,9 +489,10 @@ impl Inner {
                 continue;
             }
             let Some(row) = tx.query_opt(&queue_of, &[&to]).await? else {
-                report
-                    .skipped
-                    .push((id as u64, format!("its original queue '{to}' does not exist")));
+                report.skipped.push((
+                    id as u64,
+                    format!("its original queue '{to}' does not exist"),
+                ));
                 continue;
             };
             let to_id: i64 = row.try_get(0)?;
@@ -493,8 +500,7 @@ impl Inner {
             let moved = if tx.query_opt(&on_target, &[&to_id, &id]).await?.is_some() {
                 !tx.query(&remove, &[&from_id, &id]).await?.is_empty()
             } else {
-                !tx
-                    .query(&relocate, &[&from_id, &id, &to_id, &subscription])
+                !tx.query(&relocate, &[&from_id, &id, &to_id, &subscription])
                     .await?
                     .is_empty()
             };

@@ -202,7 +202,11 @@ impl State {
     fn browsed(&self, id: MessageId, qk: QueueKey) -> Option<BrowsedMessage> {
         let e = self.messages.get(&id)?;
         let q = self.queues.get(&qk)?;
-        let count = e.slots.iter().find(|s| s.queue == qk).map_or(0, |s| s.count);
+        let count = e
+            .slots
+            .iter()
+            .find(|s| s.queue == qk)
+            .map_or(0, |s| s.count);
         let m = &e.msg;
         Some(BrowsedMessage {
             message: Message {
@@ -237,11 +241,14 @@ impl State {
                 let Some(q) = self.queues.get(&qk) else {
                     return Ok(page);
                 };
-                let from = spec.after.as_ref().map(|c| to_cursor(order, c.priority, c.id));
+                let from = spec
+                    .after
+                    .as_ref()
+                    .map(|c| to_cursor(order, c.priority, c.id));
                 let mut ids = Vec::new();
-                let (last, end) =
-                    q.ready
-                        .browse(spec.order, from, limit, budget, &mut ids, |id| accept(*id));
+                let (last, end) = q
+                    .ready
+                    .browse(spec.order, from, limit, budget, &mut ids, |id| accept(*id));
                 page.messages = ids.iter().filter_map(|id| self.browsed(*id, qk)).collect();
                 if !end {
                     page.next = last.map(|l| {
@@ -270,9 +277,8 @@ impl State {
                     to_cursor(order, c.priority, (c.id, qk))
                 });
                 let mut keys = Vec::new();
-                let (last, end) = index.browse(spec.order, from, limit, budget, &mut keys, |k| {
-                    accept(k.0)
-                });
+                let (last, end) =
+                    index.browse(spec.order, from, limit, budget, &mut keys, |k| accept(k.0));
                 page.messages = keys
                     .iter()
                     .filter_map(|(id, qk)| self.browsed(*id, *qk))
@@ -410,9 +416,7 @@ impl State {
             // Never inside a transaction group: operators' moves run on their own.
             let (seg, size) = self.journal.append(
                 log,
-                |b| {
-                    record::encode_message_added(b, &fields, slots.iter().map(|(q, c)| (&**q, *c)))
-                },
+                |b| record::encode_message_added(b, &fields, slots.iter().map(|(q, c)| (&**q, *c))),
                 snapshot(
                     self.next_id,
                     &self.queue_keys,

@@ -268,6 +268,9 @@ impl<K: Ord + Copy> Split<K> {
     }
 }
 
+/// One receiver's entries in a browse's order.
+type Stream<'a, K> = Box<dyn Iterator<Item = (Reverse<u8>, K)> + 'a>;
+
 impl<K: Ord + Copy> Split<K> {
     /// The oldest entry (smallest key) of any receiver.
     pub fn oldest(&self) -> Option<K> {
@@ -313,14 +316,13 @@ impl<K: Ord + Copy> Split<K> {
     ) -> (Option<Cursor<K>>, bool) {
         // One sorted stream per receiver, merged by taking the smallest head each step (few
         // receivers have addressed messages waiting, so a linear pick is enough).
-        let mut streams: Vec<Peekable<Box<dyn Iterator<Item = (Reverse<u8>, K)> + '_>>> = readies
+        let mut streams: Vec<Peekable<Stream<'_, K>>> = readies
             .iter()
             .map(|r| {
-                let it: Box<dyn Iterator<Item = (Reverse<u8>, K)> + '_> = match order {
-                    Order::Time => Box::new(
-                        r.by_time(after.map(|(_, k)| k))
-                            .map(|k| (Reverse(0), k)),
-                    ),
+                let it: Stream<'_, K> = match order {
+                    Order::Time => {
+                        Box::new(r.by_time(after.map(|(_, k)| k)).map(|k| (Reverse(0), k)))
+                    }
                     Order::Priority => Box::new(r.by_priority(after)),
                 };
                 it.peekable()
