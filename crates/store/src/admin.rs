@@ -69,6 +69,9 @@ pub struct BrowseSpec {
     pub limit: usize,
     /// Only messages it is TRUE for.
     pub selector: Option<Arc<Selector>>,
+    /// The current time, ms since the Unix epoch, from the broker's clock: as for a receive,
+    /// messages not due yet and messages expired at this time are not shown.
+    pub now_ms: u64,
 }
 
 /// One browsed message: as a receive would hand it out, nothing changed.
@@ -128,6 +131,16 @@ pub struct MessageCounters {
     pub expired: u64,
     /// Dropped because the dead-letter or expiry queue their queue names no longer exists.
     pub dropped_target_missing: u64,
+}
+
+impl MessageCounters {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &MessageCounters) {
+        self.dead_lettered_max_deliveries += other.dead_lettered_max_deliveries;
+        self.dead_lettered_expired += other.dead_lettered_expired;
+        self.expired += other.expired;
+        self.dropped_target_missing += other.dropped_target_missing;
+    }
 }
 
 /// A histogram with fixed upper bounds, as the engine keeps it.
@@ -196,8 +209,8 @@ pub trait Admin: Send + Sync {
     /// unknown sender).
     async fn browse(&self, spec: &BrowseSpec) -> Result<BrowsePage, StoreError>;
 
-    /// Removes one ready (or delayed) message from a queue. `QueueNotFound`; `NotFound`-coded
-    /// [`StoreError::DeliveriesNotFound`] when it is not ready there.
+    /// Removes one ready (or delayed) message from a queue. `QueueNotFound`;
+    /// [`StoreError::MessageNotFound`] when it is neither ready nor delayed there.
     async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError>;
 
     /// Moves ready messages of queue `from` (the ones in `ids`, or up to `limit` from the head
@@ -223,28 +236,30 @@ pub trait Admin: Send + Sync {
     async fn check_ready(&self) -> Result<(), StoreError>;
 }
 
-/// Whether making `name`'s dead-letter or expiry queue one of `options`' targets would close a
-/// cycle, given `targets(q)`, the targets queue `q` has now.
+/// Whether giving queue `name` the dead-letter and expiry queues of `options` would close a
+/// cycle, given `targets(q)`, the targets queue `q` has now: the first of `options`' targets
+/// that leads back to `name`, if any.
 pub fn forms_cycle(
     name: &str,
     options: &QueueOptions,
     targets: impl Fn(&str) -> Vec<String>,
 ) -> Option<String> {
-    let mut stack: Vec<String> = [&options.dead_letter_queue, &options.expiry_queue]
+    let direct = [&options.dead_letter_queue, &options.expiry_queue]
         .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
-    let mut seen: Vec<String> = Vec::new();
-    while let Some(q) = stack.pop() {
-        if q == name {
-            return Some(q);
+        .flatten();
+    for first in direct {
+        let mut stack = vec![first.clone()];
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(q) = stack.pop() {
+            if q == name {
+                return Some(first.clone());
+            }
+            if seen.contains(&q) {
+                continue;
+            }
+            stack.extend(targets(&q));
+            seen.push(q);
         }
-        if seen.contains(&q) {
-            continue;
-        }
-        stack.extend(targets(&q));
-        seen.push(q);
     }
     None
 }

@@ -138,6 +138,7 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Json<Val
         after: q.cursor.as_deref().map(decode_cursor).transpose()?,
         limit,
         selector,
+        now_ms: state.mgmt.now_ms(),
     };
     let page = state.mgmt.store().browse(&spec).await?;
     Ok(Json(json!({

@@ -13,7 +13,10 @@
 //! - [`topics`]: topics, durable and non-durable subscriptions, publishing with selectors;
 //! - [`wildcards`]: subscriptions on topic patterns (`*`, `>`), overlapping and across restarts;
 //! - [`transactions`]: all-or-nothing commits of sends, publishes and acks;
-//! - [`non_persistent`]: messages kept in memory only, settled like any other.
+//! - [`non_persistent`]: messages kept in memory only, settled like any other;
+//! - [`admin`]: the operator's role: queue figures and settings, purge, delete, move and
+//!   redrive, clients, counters, `QueueInUse`, readiness;
+//! - [`browsing`]: browsing queues and senders by cursor, in order, with selectors.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
 //! one. A failing check panics with a message saying what was expected.
@@ -32,6 +35,8 @@ use ferry_protocol::{
 
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 
+pub mod admin;
+pub mod browsing;
 pub mod dead_letters;
 pub mod non_persistent;
 pub mod queues;
@@ -173,6 +178,20 @@ macro_rules! for_each_conformance_test {
             non_persistent::non_persistent_messages_are_nacked_released_and_expired,
             non_persistent::non_persistent_publish_and_commit,
             non_persistent::non_persistent_messages_are_dead_lettered,
+            admin::queue_details_count_every_state,
+            admin::queue_settings_change_applies_from_then_on,
+            admin::queue_settings_refuse_unknown_self_and_cycles,
+            admin::purge_removes_ready_and_delayed_only,
+            admin::delete_message_removes_one_waiting_message,
+            admin::move_keeps_the_message_and_skips_what_is_not_ready,
+            admin::redrive_returns_dead_letters_with_their_history,
+            admin::clients_are_listed_with_their_node,
+            admin::queue_in_use_and_counted_dead_letters,
+            admin::a_working_store_is_ready,
+            browsing::browse_pages_in_order_without_consuming,
+            browsing::browse_cursor_is_stable_under_takes,
+            browsing::browse_by_sender_across_queues,
+            browsing::browse_with_selector_pages_past_the_budget,
         );
     };
 }

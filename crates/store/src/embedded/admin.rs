@@ -111,12 +111,12 @@ impl Admin for EmbeddedStore {
         name: &str,
         options: &QueueOptions,
     ) -> Result<(), StoreError> {
-        self.mutate_admin(|st, log| st.set_queue_options(log, name, options))
+        self.mutate(|st, log| st.set_queue_options(log, name, options))
             .await
     }
 
     async fn purge_queue(&self, name: &str) -> Result<u64, StoreError> {
-        self.mutate_admin(|st, log| st.purge_queue(log, name)).await
+        self.mutate(|st, log| st.purge_queue(log, name)).await
     }
 
     async fn browse(&self, spec: &BrowseSpec) -> Result<BrowsePage, StoreError> {
@@ -126,7 +126,7 @@ impl Admin for EmbeddedStore {
     }
 
     async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError> {
-        self.mutate_admin(|st, log| st.delete_message(log, queue, id))
+        self.mutate(|st, log| st.delete_message(log, queue, id))
             .await
     }
 
@@ -137,7 +137,7 @@ impl Admin for EmbeddedStore {
         ids: Option<&[MessageId]>,
         limit: usize,
     ) -> Result<MoveReport, StoreError> {
-        self.mutate_admin(|st, log| st.move_messages(log, from, target, ids, limit))
+        self.mutate(|st, log| st.move_messages(log, from, target, ids, limit))
             .await
     }
 
@@ -154,19 +154,12 @@ impl Admin for EmbeddedStore {
     }
 
     fn engine_stats(&self) -> EngineStats {
-        let (log_bytes, live, segments, counters, messages) = {
+        let (log_bytes, live, segments, counters) = {
             let st = self.state();
             let total: u64 = st.journal.segments.values().map(|s| s.total).sum();
             let live: u64 = st.journal.segments.values().map(|s| s.live).sum();
-            (
-                total,
-                live,
-                st.journal.segments.len() as u64,
-                st.counters,
-                st.message_count() as u64,
-            )
+            (total, live, st.journal.segments.len() as u64, st.counters)
         };
-        let _ = messages;
         EngineStats {
             engine: "embedded",
             log_bytes: Some(log_bytes),

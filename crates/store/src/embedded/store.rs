@@ -231,14 +231,6 @@ impl EmbeddedStore {
 
     /// Fails when the store cannot take writes: poisoned, or degraded and the retry of the
     /// failed write fails again.
-    /// [`EmbeddedStore::mutate`] for the operator's operations.
-    pub(super) async fn mutate_admin<T>(
-        &self,
-        f: impl FnOnce(&mut State, &mut writer::LogGuard<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.mutate(f).await
-    }
-
     pub(super) async fn writable(&self) -> Result<(), StoreError> {
         self.log.check_writable()?;
         if self.log.is_degraded() {

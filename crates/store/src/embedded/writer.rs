@@ -99,10 +99,10 @@ struct Roll {
     header: Vec<u8>,
 }
 
-/// Work handed from callers to the writer.
 /// An fsync slower than this is logged as a warning (rate-limited).
 pub const SLOW_FSYNC: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// Work handed from callers to the writer.
 #[derive(Debug, Default)]
 struct Work {
     buf: Vec<u8>,

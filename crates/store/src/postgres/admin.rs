@@ -13,6 +13,7 @@ use tokio_postgres::Row;
 
 use super::props;
 use super::store::{Inner, PostgresStore};
+use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::admin::{
     forms_cycle, origin_of, Admin, BrowseCursor, BrowsePage, BrowseSpec, BrowsedMessage,
@@ -31,14 +32,68 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// The columns every browse selects, in this order.
+/// The columns every browse selects, in this order, from `mq` (the page's keys, see
+/// [`keys`]) and the rows it joins (as a receive, one primary-key probe per message).
 const COLUMNS: &str = "mq.message_id, q.name, s.name, r.name, m.priority, m.context, \
-     m.created_at, m.properties::text, m.body, mq.delivery_count, m.expires_at, mq.queue_id \
-     FROM message_queue mq \
-     JOIN messages m ON m.id = mq.message_id \
+     m.created_at, m.properties::text, m.body, mq.delivery_count, m.expires_at, mq.queue_id";
+
+/// The joins that go with [`COLUMNS`].
+const JOINS: &str = "CROSS JOIN LATERAL (SELECT * FROM messages m0 \
+     WHERE m0.id = mq.message_id LIMIT 1) m \
      JOIN queues q ON q.id = mq.queue_id \
      JOIN clients s ON s.id = m.sender_id \
      LEFT JOIN clients r ON r.id = m.receiver_id";
+
+/// The statement of one browse step: the keys of up to `n` ready, timely rows after a
+/// position, in order, then their messages. Parameters: $1 the queue or sender id, $2 the
+/// current time, then the position: priority (priority order only), message id, queue id (by
+/// sender only); the limit last.
+fn step_statement(source: &Source, order: Order) -> String {
+    let by_sender = matches!(source, Source::Sender(_));
+    let (col, tie) = if by_sender {
+        ("sender_id", ", queue_id")
+    } else {
+        ("queue_id", "")
+    };
+    let ready = format!(
+        "SELECT message_id, queue_id, priority, delivery_count FROM message_queue mq \
+         WHERE {col} = $1 AND lease_delivery_id IS NULL AND {}",
+        super::receive::timely("$2")
+    );
+    match order {
+        Order::Time => {
+            let (after, limit) = if by_sender {
+                ("(message_id, queue_id) > ($3, $4)", "$5")
+            } else {
+                ("message_id > $3", "$4")
+            };
+            format!(
+                "SELECT {COLUMNS} FROM ({ready} AND {after} \
+                   ORDER BY message_id{tie} LIMIT {limit}) mq {JOINS} \
+                 ORDER BY mq.message_id{}",
+                if by_sender { ", mq.queue_id" } else { "" }
+            )
+        }
+        Order::Priority => {
+            let (after, limit) = if by_sender {
+                ("(message_id, queue_id) > ($4, $5)", "$6")
+            } else {
+                ("message_id > $4", "$5")
+            };
+            format!(
+                "SELECT {COLUMNS} FROM (SELECT * FROM ( \
+                   ({ready} AND priority = $3 AND {after} \
+                     ORDER BY message_id{tie} LIMIT {limit}) \
+                   UNION ALL \
+                   ({ready} AND priority < $3 \
+                     ORDER BY priority DESC, message_id{tie} LIMIT {limit})) u \
+                   ORDER BY priority DESC, message_id{tie} LIMIT {limit}) mq {JOINS} \
+                 ORDER BY mq.priority DESC, mq.message_id{}",
+                if by_sender { ", mq.queue_id" } else { "" }
+            )
+        }
+    }
+}
 
 fn browsed(row: &Row) -> TxResult<(BrowsedMessage, i64)> {
     let id: i64 = row.try_get(0)?;
@@ -90,11 +145,13 @@ impl Inner {
     async fn queue_details(&self) -> Result<Vec<QueueDetails>, StoreError> {
         let now = now_ms();
         retrying(|| async {
+            let flows = self.flow_totals().await?;
             let conn = self.conn().await?;
             let stmt = conn
                 .prepare_cached(
                     "SELECT q.name, q.max_deliveries, d.name, e.name, coalesce(s.ready, 0), \
-                       coalesce(s.delayed, 0), coalesce(s.in_flight, 0), m.created_at \
+                       coalesce(s.delayed, 0), coalesce(s.in_flight, 0), m.created_at, \
+                       coalesce(s.ready_bytes, 0), q.id \
                      FROM queues q \
                      LEFT JOIN queues d ON d.id = q.dead_letter_queue_id \
                      LEFT JOIN queues e ON e.id = q.expiry_queue_id \
@@ -104,6 +161,8 @@ impl Inner {
                          count(*) FILTER (WHERE lease_delivery_id IS NULL AND deliver_at > $1) \
                            AS delayed, \
                          count(*) FILTER (WHERE lease_delivery_id IS NOT NULL) AS in_flight, \
+                         sum(body_bytes) FILTER (WHERE lease_delivery_id IS NULL \
+                           AND deliver_at <= $1)::bigint AS ready_bytes, \
                          min(message_id) FILTER (WHERE lease_delivery_id IS NULL \
                            AND deliver_at <= $1) AS oldest \
                        FROM message_queue GROUP BY queue_id) s ON s.queue_id = q.id \
@@ -116,20 +175,25 @@ impl Inner {
                 let (ready, delayed, in_flight): (i64, i64, i64) =
                     (row.try_get(4)?, row.try_get(5)?, row.try_get(6)?);
                 let oldest: Option<i64> = row.try_get(7)?;
+                let bytes: i64 = row.try_get(8)?;
+                let (entered, left) = flows
+                    .get(&row.try_get::<_, i64>(9)?)
+                    .copied()
+                    .unwrap_or_default();
                 out.push(QueueDetails {
                     name: row.try_get(0)?,
                     ready: ready as u64,
                     delayed: delayed as u64,
                     in_flight: in_flight as u64,
-                    ready_bytes: None,
+                    ready_bytes: Some(bytes.max(0) as u64),
                     oldest_created_at: oldest.map(|t| t as u64),
                     options: QueueOptions {
                         max_deliveries: u32::try_from(max).unwrap_or(0),
                         dead_letter_queue: row.try_get(2)?,
                         expiry_queue: row.try_get(3)?,
                     },
-                    entered_total: None,
-                    left_total: None,
+                    entered_total: Some(entered),
+                    left_total: Some(left),
                 });
             }
             out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -236,6 +300,9 @@ impl Inner {
         ids.sort_unstable();
         drop_orphans(&tx, &ids).await?;
         tx.commit().await?;
+        let mut tally = Tally::default();
+        tally.left(qid, ids.len() as u64);
+        self.count(tally);
         Ok(ids.len() as u64)
     }
 
@@ -259,54 +326,39 @@ impl Inner {
         }
         drop_orphans(&tx, &[mid]).await?;
         tx.commit().await?;
+        let mut tally = Tally::default();
+        tally.left(qid, 1);
+        self.count(tally);
         Ok(())
     }
 
     /// One step of a browse: up to `n` ready rows after `(priority, id, queue id)`.
+    #[allow(clippy::too_many_arguments)]
     async fn browse_step(
         &self,
         tx: &Transaction<'_>,
         source: &Source,
         key: i64,
         order: Order,
+        now: i64,
         after: (i16, i64, i64),
         n: i64,
     ) -> TxResult<Vec<Row>> {
-        let now = now_ms();
         let (p, id, qid) = after;
-        let (col, tie) = match source {
-            Source::Queue(_) => ("mq.queue_id", ""),
-            Source::Sender(_) => ("mq.sender_id", ", mq.queue_id"),
+        let stmt = tx.prepare_cached(&step_statement(source, order)).await?;
+        let by_sender = matches!(source, Source::Sender(_));
+        let rows = match (order, by_sender) {
+            (Order::Time, false) => tx.query(&stmt, &[&key, &now, &id, &n]).await?,
+            (Order::Time, true) => tx.query(&stmt, &[&key, &now, &id, &qid, &n]).await?,
+            (Order::Priority, false) => tx.query(&stmt, &[&key, &now, &p, &id, &n]).await?,
+            (Order::Priority, true) => tx.query(&stmt, &[&key, &now, &p, &id, &qid, &n]).await?,
         };
-        let keyset = match source {
-            Source::Queue(_) => "mq.message_id > $3",
-            Source::Sender(_) => "(mq.message_id, mq.queue_id) > ($3, $4)",
-        };
-        let sql = match order {
-            Order::Time => format!(
-                "SELECT {COLUMNS} WHERE {col} = $1 AND mq.lease_delivery_id IS NULL \
-                 AND mq.deliver_at <= $5 AND $2::smallint IS NOT NULL AND {keyset} \
-                 ORDER BY mq.message_id{tie} LIMIT $6"
-            ),
-            Order::Priority => format!(
-                "(SELECT {COLUMNS} WHERE {col} = $1 AND mq.lease_delivery_id IS NULL \
-                   AND mq.deliver_at <= $5 AND mq.priority = $2 AND {keyset} \
-                   ORDER BY mq.message_id{tie} LIMIT $6) \
-                 UNION ALL \
-                 (SELECT {COLUMNS} WHERE {col} = $1 AND mq.lease_delivery_id IS NULL \
-                   AND mq.deliver_at <= $5 AND mq.priority < $2 AND $3::bigint IS NOT NULL \
-                   AND $4::bigint IS NOT NULL \
-                   ORDER BY mq.priority DESC, mq.message_id{tie} LIMIT $6) \
-                 ORDER BY 5 DESC, 1{} LIMIT $6",
-                if tie.is_empty() { "" } else { ", 12" }
-            ),
-        };
-        let stmt = tx.prepare_cached(&sql).await?;
-        Ok(tx.query(&stmt, &[&key, &p, &id, &qid, &now, &n]).await?)
+        Ok(rows)
     }
 
     async fn browse(&self, spec: &BrowseSpec) -> TxResult<BrowsePage> {
         let limit = spec.limit.clamp(1, MAX_BROWSE_PAGE);
+        let now = i64::try_from(spec.now_ms).unwrap_or(i64::MAX);
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
         let key = match &spec.source {
@@ -345,7 +397,7 @@ impl Inner {
                 (limit - page.messages.len()) as i64
             };
             let rows = self
-                .browse_step(&tx, &spec.source, key, spec.order, after, n)
+                .browse_step(&tx, &spec.source, key, spec.order, now, after, n)
                 .await?;
             let got = rows.len() as i64;
             for row in &rows {
@@ -447,6 +499,7 @@ impl Inner {
             .await?;
         let mut report = MoveReport::default();
         let mut touched: Vec<String> = Vec::new();
+        let mut tally = Tally::default();
         for id in candidates {
             let to = match target {
                 MoveTarget::Queue(t) => t.clone(),
@@ -500,10 +553,18 @@ impl Inner {
             let moved = if tx.query_opt(&on_target, &[&to_id, &id]).await?.is_some() {
                 !tx.query(&remove, &[&from_id, &id]).await?.is_empty()
             } else {
-                !tx.query(&relocate, &[&from_id, &id, &to_id, &subscription])
+                let relocated = !tx
+                    .query(&relocate, &[&from_id, &id, &to_id, &subscription])
                     .await?
-                    .is_empty()
+                    .is_empty();
+                if relocated {
+                    tally.entered(to_id, 1);
+                }
+                relocated
             };
+            if moved {
+                tally.left(from_id, 1);
+            }
             if moved {
                 if !touched.contains(&to) {
                     touched.push(to.clone());
@@ -517,6 +578,7 @@ impl Inner {
         }
         super::notify::notify(&tx, &self.node, &touched).await?;
         tx.commit().await?;
+        self.count(tally);
         Ok(report)
     }
 
@@ -583,6 +645,7 @@ impl Admin for PostgresStore {
     fn engine_stats(&self) -> EngineStats {
         EngineStats {
             engine: "postgres",
+            counters: self.inner().flows.counters(),
             ..EngineStats::default()
         }
     }

@@ -22,6 +22,7 @@ use super::publish::{subscribers, Subscriber};
 use super::receive::{as_i64, time_as_i64};
 use super::settle::{unknown_ids, LEASED_ROWS};
 use super::store::Inner;
+use super::tally::Tally;
 use super::tx::{drop_orphans, TxResult};
 use crate::api::{NewMessage, SessionId};
 use crate::error::StoreError;
@@ -139,7 +140,8 @@ impl Inner {
             .collect();
         let settles = work.iter().any(|w| matches!(w, Work::Ack(..)));
         let relax = !settles && all_transient(&msgs);
-        let Stored { verdicts, ids } = self.store_relaxed(&tx, &msgs, relax).await?;
+        let mut tally = Tally::default();
+        let Stored { verdicts, ids } = self.store_relaxed(&tx, &msgs, relax, &mut tally).await?;
 
         // Acks: remove the leased rows held by each session.
         let mut ack_sessions = Vec::new();
@@ -152,8 +154,11 @@ impl Inner {
                 }
             }
         }
-        let mut acked = self.remove_leased(&tx, &ack_sessions, &ack_ids).await?;
+        let mut acked = self
+            .remove_leased(&tx, &ack_sessions, &ack_ids, &mut tally)
+            .await?;
         tx.commit().await?;
+        self.count(tally);
 
         // Hand each item its results.
         let mut ids = ids.into_iter();
@@ -207,23 +212,27 @@ impl Inner {
         tx: &Transaction<'_>,
         msgs: &[&NewMessage],
         relax: bool,
+        tally: &mut Tally,
     ) -> TxResult<Stored> {
         if !relax {
-            return self.store_messages(tx, msgs).await;
+            return self.store_messages(tx, msgs, tally).await;
         }
         // `join!` polls the setting first, so its request is queued on the connection first.
-        let (relaxed, stored) = tokio::join!(relax_commit(tx), self.store_messages(tx, msgs));
+        let (relaxed, stored) =
+            tokio::join!(relax_commit(tx), self.store_messages(tx, msgs, tally));
         relaxed?;
         stored
     }
 
     /// Checks each of `msgs` on its own and stores the good ones within `tx` (a publish on the
     /// queues of its topic's matching subscriptions, or nowhere), announcing the queues that
-    /// got messages. Registers the senders of the good ones.
+    /// got messages. Registers the senders of the good ones. Counts the messages each queue got
+    /// in `tally`.
     pub async fn store_messages(
         &self,
         tx: &Transaction<'_>,
         msgs: &[&NewMessage],
+        tally: &mut Tally,
     ) -> TxResult<Stored> {
         if msgs.is_empty() {
             return Ok(Stored {
@@ -329,6 +338,9 @@ impl Inner {
             cols.published.push(m.topic.is_some());
         }
         let ids = self.insert_messages(tx, &cols, &kept).await?;
+        for q in cols.queues.iter().flatten() {
+            tally.entered(*q, 1);
+        }
         if !arrived.is_empty() {
             arrived.sort_unstable();
             arrived.dedup();
@@ -338,12 +350,14 @@ impl Inner {
     }
 
     /// Removes the leased rows named by (session, delivery id) pairs held by this node's
-    /// sessions, within `tx`; returns the delivery ids removed, by session.
+    /// sessions, within `tx`; returns the delivery ids removed, by session, and counts them
+    /// in `tally`.
     pub async fn remove_leased(
         &self,
         tx: &Transaction<'_>,
         sessions: &[i64],
         ids: &[i64],
+        tally: &mut Tally,
     ) -> TxResult<HashMap<i64, Vec<DeliveryId>>> {
         let mut acked: HashMap<i64, Vec<DeliveryId>> = HashMap::new();
         if ids.is_empty() {
@@ -356,10 +370,10 @@ impl Inner {
                 "WITH a AS (DELETE FROM message_queue mq \
                    WHERE mq.ctid = ANY(ARRAY({LEASED_ROWS})) \
                    RETURNING mq.lease_session, mq.lease_delivery_id, mq.message_id, \
-                     mq.alone), \
+                     mq.alone, mq.queue_id), \
                  gone AS (DELETE FROM messages m \
                    WHERE m.id = ANY(ARRAY(SELECT a.message_id FROM a WHERE a.alone))) \
-                 SELECT lease_session, lease_delivery_id, message_id, alone FROM a"
+                 SELECT lease_session, lease_delivery_id, message_id, alone, queue_id FROM a"
             ))
             .await?;
         let rows = tx.query(&stmt, &[&self.node, &sessions, &ids]).await?;
@@ -372,6 +386,7 @@ impl Inner {
                 row.try_get(3)?,
             );
             acked.entry(session).or_default().push(id as u64);
+            tally.left(row.try_get(4)?, 1);
             if !alone {
                 shared.push(message);
             }
@@ -435,15 +450,18 @@ impl Inner {
         }
         let (mut m, mut q, mut p, mut s, mut r, mut a) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let (mut d, mut x) = (vec![], vec![]);
+        let (mut d, mut x, mut b) = (vec![], vec![], vec![]);
         let rows = ids
             .iter()
-            .zip(&cols.queues)
+            .zip(cols.queues.iter().zip(&cols.body))
             .zip(&cols.priority)
             .zip(cols.sender.iter().zip(&cols.published))
             .zip(&cols.receiver)
             .zip(cols.deliver_at.iter().zip(&cols.expires_at));
-        for (((((id, queues), prio), (sender, published)), receiver), (deliver, expires)) in rows {
+        for (((((id, (queues, body)), prio), (sender, published)), receiver), (deliver, expires)) in
+            rows
+        {
+            let bytes = i32::try_from(body.len()).unwrap_or(i32::MAX);
             // Receives by sender look rows up by sender: a subscription's rows have none.
             let sender = (!*published).then_some(*sender);
             for queue in queues {
@@ -455,6 +473,7 @@ impl Inner {
                 a.push(queues.len() == 1);
                 d.push(*deliver);
                 x.push(*expires);
+                b.push(bytes);
             }
         }
         // Both tables in one statement (one round trip).
@@ -468,9 +487,10 @@ impl Inner {
                      $7::text[], $8::bytea[], $15::bigint[]) AS u(id, s, r, p, c, t, props, b, x)) \
                  INSERT INTO message_queue \
                    (message_id, queue_id, priority, sender_id, receiver_id, alone, deliver_at, \
-                    expires_at) \
+                    expires_at, body_bytes) \
                  SELECT * FROM unnest($9::bigint[], $10::bigint[], $11::smallint[], \
-                   $12::bigint[], $13::bigint[], $14::bool[], $16::bigint[], $17::bigint[])",
+                   $12::bigint[], $13::bigint[], $14::bool[], $16::bigint[], $17::bigint[], \
+                   $18::integer[])",
             )
             .await?;
         tx.execute(
@@ -493,6 +513,7 @@ impl Inner {
                 &cols.expires_at,
                 &d,
                 &x,
+                &b,
             ],
         )
         .await?;

@@ -13,6 +13,7 @@ use super::batch::{all_transient, Stored};
 use super::receive::as_i64;
 use super::settle::unknown_ids;
 use super::store::Inner;
+use super::tally::Tally;
 use super::tx::{retrying, TxResult};
 use crate::api::{NewMessage, SessionId};
 use crate::error::StoreError;
@@ -46,10 +47,11 @@ impl Inner {
         let refs: Vec<&NewMessage> = msgs.iter().collect();
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
+        let mut tally = Tally::default();
         if !acks.is_empty() {
             let ids: Vec<i64> = acks.iter().map(|i| as_i64(*i)).collect();
             let sessions = vec![as_i64(session); ids.len()];
-            let mut acked = self.remove_leased(&tx, &sessions, &ids).await?;
+            let mut acked = self.remove_leased(&tx, &sessions, &ids, &mut tally).await?;
             let settled = acked.remove(&as_i64(session)).unwrap_or_default();
             let unknown = unknown_ids(acks, &settled);
             if !unknown.is_empty() {
@@ -58,11 +60,12 @@ impl Inner {
             }
         }
         let relax = acks.is_empty() && all_transient(&refs);
-        let Stored { verdicts, ids } = self.store_relaxed(&tx, &refs, relax).await?;
+        let Stored { verdicts, ids } = self.store_relaxed(&tx, &refs, relax, &mut tally).await?;
         if let Some(e) = verdicts.into_iter().find_map(Result::err) {
             return Err(e.into());
         }
         tx.commit().await?;
+        self.count(tally);
         Ok(ids)
     }
 }

@@ -3,16 +3,25 @@
 //! goes to the queue's dead-letter queue, in the transaction that returned the delivery.
 //! Without a dead-letter queue (or when it has been deleted) the message is dropped. Expired
 //! messages go the same way to their queue's expiry queue when the upkeep removes them.
+//!
+//! What moved or was dropped is counted in the transaction's [`Tally`], which
+//! the caller adds to the store's counters once the transaction commits (a retried one is
+//! counted once).
 
 use deadpool_postgres::Transaction;
 
 use super::props;
+use super::tally::Tally;
 use super::tx::{drop_orphans, TxResult};
 use crate::api::dead_letter;
 
 /// Moves the rows among `ctids` (rows just returned to their queues, as text) that reached
 /// their queue's maximum delivery count; returns the dead-letter queues that got messages.
-pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult<Vec<String>> {
+pub async fn move_over_limit(
+    tx: &Transaction<'_>,
+    ctids: &[String],
+    tally: &mut Tally,
+) -> TxResult<Vec<String>> {
     if ctids.is_empty() {
         return Ok(Vec::new());
     }
@@ -20,7 +29,7 @@ pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult
         .prepare_cached(
             "SELECT mq.ctid::text, mq.message_id, mq.delivery_count, mq.alone, q.name, \
                q.dead_letter_queue_id, m.sender_id, m.receiver_id, m.priority, m.context, \
-               m.created_at, m.properties::text, m.body \
+               m.created_at, m.properties::text, m.body, mq.queue_id \
              FROM message_queue mq \
              JOIN queues q ON q.id = mq.queue_id \
              JOIN messages m ON m.id = mq.message_id \
@@ -29,18 +38,22 @@ pub async fn move_over_limit(tx: &Transaction<'_>, ctids: &[String]) -> TxResult
         )
         .await?;
     let rows = tx.query(&over, &[&ctids]).await?;
-    move_rows(tx, &rows, dead_letter::MAX_DELIVERIES).await
+    move_rows(tx, &rows, dead_letter::MAX_DELIVERIES, tally).await
 }
 
 /// Moves the expired ready rows (at `now`) of queues with an expiry queue there; returns the
 /// expiry queues that got messages and how many rows went. The caller deletes the other
 /// expired rows.
-pub async fn move_expired(tx: &Transaction<'_>, now: i64) -> TxResult<(Vec<String>, u64)> {
+pub async fn move_expired(
+    tx: &Transaction<'_>,
+    now: i64,
+    tally: &mut Tally,
+) -> TxResult<(Vec<String>, u64)> {
     let expired = tx
         .prepare_cached(
             "SELECT mq.ctid::text, mq.message_id, mq.delivery_count, mq.alone, q.name, \
                q.expiry_queue_id, m.sender_id, m.receiver_id, m.priority, m.context, \
-               m.created_at, m.properties::text, m.body \
+               m.created_at, m.properties::text, m.body, mq.queue_id \
              FROM message_queue mq \
              JOIN queues q ON q.id = mq.queue_id \
              JOIN messages m ON m.id = mq.message_id \
@@ -50,17 +63,18 @@ pub async fn move_expired(tx: &Transaction<'_>, now: i64) -> TxResult<(Vec<Strin
         )
         .await?;
     let rows = tx.query(&expired, &[&now]).await?;
-    let targets = move_rows(tx, &rows, dead_letter::EXPIRED).await?;
+    let targets = move_rows(tx, &rows, dead_letter::EXPIRED, tally).await?;
     Ok((targets, rows.len() as u64))
 }
 
 /// Moves `rows` (columns as selected above: ctid text, message id, delivery count, alone,
-/// queue name, target queue id, then the message's fields) to their target queues for
-/// `reason`, or drops them when the target is gone.
+/// queue name, target queue id, the message's fields, then the queue id) to their target queues for
+/// `reason`, or drops them when the target is gone; counts both in `tally`.
 async fn move_rows(
     tx: &Transaction<'_>,
     rows: &[tokio_postgres::Row],
     reason: &str,
+    tally: &mut Tally,
 ) -> TxResult<Vec<String>> {
     if rows.is_empty() {
         return Ok(Vec::new());
@@ -75,7 +89,7 @@ async fn move_rows(
                created_at, properties, body, expires_at) \
                VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, 0)) \
              INSERT INTO message_queue (message_id, queue_id, priority, sender_id, receiver_id, \
-               alone) VALUES ($1, $9, $4, $2, $3, true)",
+               alone, body_bytes) VALUES ($1, $9, $4, $2, $3, true, octet_length($8))",
         )
         .await?;
     let remove = tx
@@ -93,42 +107,53 @@ async fn move_rows(
         let alone: bool = row.try_get(3)?;
         let queue: String = row.try_get(4)?;
         let dlq: Option<i64> = row.try_get(5)?;
-        if let Some(dlq) = dlq {
-            if let Some(t) = tx.query_opt(&target, &[&dlq]).await? {
-                let properties = props::decode(&row.try_get::<_, String>(11)?)?;
-                let history = dead_letter::history(
-                    &properties,
-                    &queue,
-                    id as u64,
-                    u32::try_from(count).unwrap_or(0),
-                    reason,
-                );
-                let new_id: i64 = tx.query_one(&next_id, &[]).await?.try_get(0)?;
-                let sender: i64 = row.try_get(6)?;
-                let receiver: Option<i64> = row.try_get(7)?;
-                let priority: i16 = row.try_get(8)?;
-                let context: i64 = row.try_get(9)?;
-                let created_at: i64 = row.try_get(10)?;
-                let body: Vec<u8> = row.try_get(12)?;
-                tx.execute(
-                    &insert,
-                    &[
-                        &new_id,
-                        &sender,
-                        &receiver,
-                        &priority,
-                        &context,
-                        &created_at,
-                        &props::encode(&history),
-                        &body,
-                        &dlq,
-                    ],
-                )
-                .await?;
-                targets.push(t.try_get::<_, String>(0)?);
-            }
+        match dlq {
+            None => {}
+            Some(dlq) => match tx.query_opt(&target, &[&dlq]).await? {
+                None => tally.counters.dropped_target_missing += 1,
+                Some(t) => {
+                    let properties = props::decode(&row.try_get::<_, String>(11)?)?;
+                    let history = dead_letter::history(
+                        &properties,
+                        &queue,
+                        id as u64,
+                        u32::try_from(count).unwrap_or(0),
+                        reason,
+                    );
+                    let new_id: i64 = tx.query_one(&next_id, &[]).await?.try_get(0)?;
+                    let sender: i64 = row.try_get(6)?;
+                    let receiver: Option<i64> = row.try_get(7)?;
+                    let priority: i16 = row.try_get(8)?;
+                    let context: i64 = row.try_get(9)?;
+                    let created_at: i64 = row.try_get(10)?;
+                    let body: Vec<u8> = row.try_get(12)?;
+                    tx.execute(
+                        &insert,
+                        &[
+                            &new_id,
+                            &sender,
+                            &receiver,
+                            &priority,
+                            &context,
+                            &created_at,
+                            &props::encode(&history),
+                            &body,
+                            &dlq,
+                        ],
+                    )
+                    .await?;
+                    targets.push(t.try_get::<_, String>(0)?);
+                    tally.entered(dlq, 1);
+                    if reason == dead_letter::EXPIRED {
+                        tally.counters.dead_lettered_expired += 1;
+                    } else {
+                        tally.counters.dead_lettered_max_deliveries += 1;
+                    }
+                }
+            },
         }
         tx.execute(&remove, &[&ctid, &id]).await?;
+        tally.left(row.try_get(13)?, 1);
         if !alone {
             shared.push(id);
         }

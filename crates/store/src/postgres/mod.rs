@@ -47,6 +47,7 @@ mod receive;
 mod select;
 mod settle;
 mod store;
+mod tally;
 mod time;
 mod topics;
 mod tx;

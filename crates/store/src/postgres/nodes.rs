@@ -17,6 +17,7 @@ use super::notify::notify;
 use super::receive::as_i64;
 use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
+use super::tally::Tally;
 use super::topics::drop_owned;
 use super::tx::{first_column, retrying, TxResult};
 use crate::api::{Heartbeat, Registration, SessionId};
@@ -111,6 +112,10 @@ impl Inner {
         let timeout = i64::try_from(timeout_ms.min(1 << 50)).unwrap_or(i64::MAX);
         let was_taken_for_dead = self.beat().await?;
         let returned = retrying(|| self.reap(timeout)).await?;
+        // Queue figures only: a failure is retried with the next heartbeat, never fatal.
+        if let Err(e) = self.write_flows().await {
+            tracing::debug!(error = %StoreError::from(e), "writing queue counters failed; kept for later");
+        }
         Ok(Heartbeat {
             returned,
             was_taken_for_dead,
@@ -159,8 +164,10 @@ impl Inner {
         if dead.is_empty() {
             return Ok(Vec::new());
         }
-        let queues = self.free_nodes(&tx, &dead).await?;
+        let mut tally = Tally::default();
+        let queues = self.free_nodes(&tx, &dead, &mut tally).await?;
         tx.commit().await?;
+        self.count(tally);
         tracing::warn!(nodes = ?dead, queues = ?queues, "reaped dead nodes: their sessions ended and their deliveries returned");
         Ok(queues)
     }
@@ -171,6 +178,7 @@ impl Inner {
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         nodes: &[String],
+        tally: &mut Tally,
     ) -> TxResult<Vec<String>> {
         let stmt = tx
             .prepare_cached(
@@ -199,7 +207,7 @@ impl Inner {
             .await?;
         let rows = tx.query(&stmt, &[&nodes]).await?;
         // Like any other return, one over its queue's maximum delivery count is dead-lettered.
-        let names = names_after_dead_letters(tx, &rows).await?;
+        let names = names_after_dead_letters(tx, &rows, tally).await?;
         notify(tx, &self.node, &names).await?;
         Ok(names)
     }
@@ -208,15 +216,20 @@ impl Inner {
     /// transaction (the other nodes are told about deliveries that went back to their queues).
     pub async fn leave(&self) -> Result<(), StoreError> {
         let me = [self.node.clone()];
+        if let Err(e) = self.write_flows().await {
+            tracing::warn!(error = %StoreError::from(e), "writing queue counters at leave failed");
+        }
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
-            self.free_nodes(&tx, &me).await?;
+            let mut tally = Tally::default();
+            self.free_nodes(&tx, &me, &mut tally).await?;
             let stmt = tx
                 .prepare_cached("DELETE FROM nodes WHERE name = $1")
                 .await?;
             tx.execute(&stmt, &[&self.node]).await?;
             tx.commit().await?;
+            self.count(tally);
             Ok(())
         })
         .await
@@ -229,8 +242,10 @@ impl Inner {
         retrying(|| async {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
-            let queues = self.free_nodes(&tx, &me).await?;
+            let mut tally = Tally::default();
+            let queues = self.free_nodes(&tx, &me, &mut tally).await?;
             tx.commit().await?;
+            self.count(tally);
             Ok(queues)
         })
         .await

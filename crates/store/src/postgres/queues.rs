@@ -158,7 +158,10 @@ impl Inner {
         ids.sort_unstable();
         drop_orphans(&tx, &ids).await?;
         let stmt = tx
-            .prepare_cached("DELETE FROM queues WHERE id = $1")
+            .prepare_cached(
+                "WITH c AS (DELETE FROM queue_counters WHERE queue_id = $1) \
+                 DELETE FROM queues WHERE id = $1",
+            )
             .await?;
         tx.execute(&stmt, &[&qid]).await?;
         tx.commit().await?;

@@ -19,6 +19,7 @@ use tokio_postgres::Row;
 use super::errors::bad_data;
 use super::props;
 use super::store::Inner;
+use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::api::ReceiveSpec;
 use crate::error::StoreError;
@@ -168,6 +169,11 @@ impl Inner {
                 shared.dedup();
                 drop_orphans(&tx, &shared).await?;
                 tx.commit().await?;
+                let mut tally = Tally::default();
+                for row in &rows {
+                    tally.left(row.try_get(1)?, 1);
+                }
+                self.count(tally);
                 rows
             }
             _ => {

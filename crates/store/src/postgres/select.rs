@@ -21,6 +21,7 @@ use super::errors::bad_data;
 use super::props;
 use super::receive::{as_i64, timely};
 use super::store::Inner;
+use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::api::ReceiveSpec;
 use crate::error::StoreError;
@@ -81,6 +82,7 @@ impl Inner {
     ) -> TxResult<Vec<Delivery>> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
+        let mut tally = Tally::default();
         let (column, source_id) = match &spec.source {
             Source::Queue(name) => {
                 let stmt = tx
@@ -218,6 +220,9 @@ impl Inner {
                     )
                     .await?;
                 tx.execute(&stmt, &[&ms, &qs]).await?;
+                for q in &qs {
+                    tally.left(*q, 1);
+                }
                 let (mut alone, mut shared) = (Vec::new(), Vec::new());
                 for row in &rows {
                     let id: i64 = row.try_get(0)?;
@@ -264,6 +269,7 @@ impl Inner {
             }
         }
         tx.commit().await?;
+        self.count(tally);
         Ok(deliveries)
     }
 }

@@ -9,6 +9,7 @@ use super::dead_letter::move_over_limit;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
+use super::tally::Tally;
 use super::tx::{first_column, retrying, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
@@ -55,6 +56,7 @@ pub fn sorted_names(mut names: Vec<String>) -> Vec<String> {
 pub(super) async fn names_after_dead_letters(
     tx: &deadpool_postgres::Transaction<'_>,
     rows: &[tokio_postgres::Row],
+    tally: &mut Tally,
 ) -> TxResult<Vec<String>> {
     let mut names = Vec::with_capacity(rows.len());
     let mut ctids = Vec::with_capacity(rows.len());
@@ -62,7 +64,7 @@ pub(super) async fn names_after_dead_letters(
         names.push(row.try_get::<_, String>(0)?);
         ctids.push(row.try_get::<_, String>(1)?);
     }
-    names.extend(move_over_limit(tx, &ctids).await?);
+    names.extend(move_over_limit(tx, &ctids, tally).await?);
     Ok(sorted_names(names))
 }
 
@@ -111,9 +113,11 @@ impl Inner {
             queues.push(row.try_get::<_, String>(1)?);
             ctids.push(row.try_get::<_, String>(2)?);
         }
-        queues.extend(move_over_limit(&tx, &ctids).await?);
+        let mut tally = Tally::default();
+        queues.extend(move_over_limit(&tx, &ctids, &mut tally).await?);
         notify(&tx, &self.node, &sorted_names(queues.clone())).await?;
         tx.commit().await?;
+        self.count(tally);
         Ok((queues, settled))
     }
 
@@ -133,7 +137,8 @@ impl Inner {
                 ))
                 .await?;
             let rows = tx.query(&stmt, &[&self.node, &session]).await?;
-            let names = names_after_dead_letters(&tx, &rows).await?;
+            let mut tally = Tally::default();
+            let names = names_after_dead_letters(&tx, &rows, &mut tally).await?;
             notify(&tx, &self.node, &names).await?;
             let stmt = tx
                 .prepare_cached(
@@ -144,6 +149,7 @@ impl Inner {
             let consumed = first_column::<i64>(&tx.query(&stmt, &[&self.node, &session]).await?)?;
             drop_unconsumed_shared(&tx, &consumed).await?;
             tx.commit().await?;
+            self.count(tally);
             Ok(names)
         })
         .await
@@ -165,9 +171,11 @@ impl Inner {
                 ))
                 .await?;
             let rows = tx.query(&stmt, &[&now]).await?;
-            let names = names_after_dead_letters(&tx, &rows).await?;
+            let mut tally = Tally::default();
+            let names = names_after_dead_letters(&tx, &rows, &mut tally).await?;
             notify(&tx, &self.node, &names).await?;
             tx.commit().await?;
+            self.count(tally);
             Ok(names)
         })
         .await

@@ -46,6 +46,8 @@ pub struct Inner {
     pub(super) gathers: Gathers,
     /// Parsed subscription selectors, by their text.
     pub(super) selectors: Selectors,
+    /// Messages in and out of each queue, dead letters, expiries and drops (see `tally`).
+    pub(super) flows: super::tally::Flows,
 }
 
 impl Inner {
@@ -123,6 +125,7 @@ impl PostgresStore {
             beating: AtomicBool::new(false),
             gathers: Gathers::default(),
             selectors: Selectors::default(),
+            flows: Default::default(),
         });
         let mut conn = inner.conn().await.map_err(StoreError::from)?;
         let before = migrate::migrate(&mut conn).await?;

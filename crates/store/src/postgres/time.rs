@@ -5,6 +5,7 @@ use super::dead_letter::move_expired;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::store::Inner;
+use super::tally::Tally;
 use super::tx::{drop_orphans, retrying};
 use crate::error::StoreError;
 
@@ -49,20 +50,22 @@ impl Inner {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await?;
             // Those whose queue has an expiry queue move there first; the rest are deleted.
-            let (moved, n) = move_expired(&tx, now).await?;
+            let mut tally = Tally::default();
+            let (moved, n) = move_expired(&tx, now, &mut tally).await?;
             let stmt = tx
                 .prepare_cached(
                     "WITH r AS (DELETE FROM message_queue mq \
                        WHERE mq.expires_at > 0 AND mq.expires_at <= $1 \
                          AND mq.lease_delivery_id IS NULL \
-                       RETURNING mq.message_id, mq.alone), \
+                       RETURNING mq.message_id, mq.alone, mq.queue_id), \
                      gone AS (DELETE FROM messages g USING r WHERE r.alone AND g.id = r.message_id) \
-                     SELECT r.message_id, r.alone FROM r",
+                     SELECT r.message_id, r.alone, r.queue_id FROM r",
                 )
                 .await?;
             let rows = tx.query(&stmt, &[&now]).await?;
             let mut shared: Vec<i64> = Vec::new();
             for row in &rows {
+                tally.left(row.try_get(2)?, 1);
                 if !row.try_get::<_, bool>(1)? {
                     shared.push(row.try_get(0)?);
                 }
@@ -74,6 +77,8 @@ impl Inner {
                 notify(&tx, &self.node, &moved).await?;
             }
             tx.commit().await?;
+            tally.counters.expired = n + rows.len() as u64;
+            self.count(tally);
             Ok(n + rows.len() as u64)
         })
         .await

@@ -461,6 +461,7 @@ pub async fn drop_subscriptions(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> 
         .prepare_cached(
             "WITH s AS (DELETE FROM subscriptions WHERE queue_id = ANY($1) RETURNING topic_id), \
              c AS (DELETE FROM subscription_consumers WHERE queue_id = ANY($1)), \
+             f AS (DELETE FROM queue_counters WHERE queue_id = ANY($1)), \
              q AS (DELETE FROM queues WHERE id = ANY($1)) \
              SELECT DISTINCT topic_id FROM s",
         )

@@ -229,9 +229,17 @@ impl State {
     /// `budget` entries.
     pub fn browse(&self, spec: &BrowseSpec, budget: usize) -> Result<BrowsePage, StoreError> {
         let limit = spec.limit.clamp(1, crate::admin::MAX_BROWSE_PAGE);
-        let accept = |id: MessageId| match &spec.selector {
-            None => true,
-            Some(sel) => self.messages.get(&id).is_some_and(|e| sel.matches(&*e.msg)),
+        let now = spec.now_ms;
+        // Expired messages still indexed until the upkeep purges them are never delivered, so
+        // they are not shown either.
+        let accept = |id: MessageId| {
+            self.messages.get(&id).is_some_and(|e| {
+                (e.msg.expires_at == 0 || e.msg.expires_at > now)
+                    && spec
+                        .selector
+                        .as_ref()
+                        .is_none_or(|sel| sel.matches(&*e.msg))
+            })
         };
         let order = spec.order;
         let mut page = BrowsePage::default();
