@@ -101,3 +101,40 @@ impl IntoResponse for ApiError {
 
 /// A handler's result.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Most bytes of a non-JSON error body kept as the message.
+const MAX_MESSAGE: usize = 1024;
+
+/// Turns an error answered by a layer or an extractor in plain text (a path that does not
+/// parse, a body over the limit, ...) into the API's JSON error, keeping its status: every
+/// error a client gets has the same shape.
+pub async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (_, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, MAX_MESSAGE)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let code = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::TooLarge,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::SERVICE_UNAVAILABLE => ErrorCode::StoreUnavailable,
+        s if s.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::InvalidArgument,
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    let mut out = ApiError::new(code, message).into_response();
+    *out.status_mut() = status;
+    out
+}

@@ -113,6 +113,7 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(axum::middleware::map_response(crate::error::json_errors))
         .with_state(state)
 }
 

@@ -1,55 +1,12 @@
 //! The management API against the real `ferry` binary: every area of the API, with the
 //! behaviour each test is named after checked through the API and the native protocol.
 
-use ferry_client::Client;
+mod common;
+
+use common::{client, start, Api};
 use ferry_protocol::requests::Receive;
 use ferry_protocol::{AckMode, OutgoingMessage, QueueOptions, ReceiveMode, Source};
-use ferry_testkit::BinaryServer;
-use serde_json::{json, Value};
-
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    fn of(server: &BinaryServer) -> Api {
-        Api {
-            base: format!("http://{}", server.http_addr().expect("HTTP on")),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        let (status, v) = self.call(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {v}");
-        v
-    }
-}
-
-fn start() -> BinaryServer {
-    BinaryServer::start(&[]).expect("ferry serve starts (build it with cargo build -p ferry)")
-}
-
-async fn client(server: &BinaryServer, name: &str) -> Client {
-    Client::connect(&server.addr().to_string(), name)
-        .await
-        .expect("connect")
-}
+use serde_json::json;
 
 fn take(queue: &str, ack: AckMode) -> Receive {
     Receive {
