@@ -186,7 +186,9 @@ fn histogram(
         .copied()
         .zip(h.counts.iter().copied())
         .collect();
-    buckets.push((f64::INFINITY, h.counts.last().copied().unwrap_or(0)));
+    // The crate writes the bucket bounded by f64::MAX as `+Inf`, and sums the counts into
+    // cumulative ones itself.
+    buckets.push((f64::MAX, h.counts.last().copied().unwrap_or(0)));
     let count = h.counts.iter().sum();
     m.encode_histogram::<prometheus_client::encoding::NoLabelSet>(h.sum, count, &buckets, None)
 }
@@ -205,6 +207,24 @@ fn family(
     for (labels, v) in rows {
         let e = m.encode_family(labels)?;
         ConstGauge::new(*v).encode(e)?;
+    }
+    Ok(())
+}
+
+/// One counter family over per-object label sets.
+fn counter_family(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(Vec<(&'static str, String)>, u64)],
+) -> Result<(), std::fmt::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, v) in rows {
+        let e = m.encode_family(labels)?;
+        ConstCounter::new(*v).encode(e)?;
     }
     Ok(())
 }
@@ -397,19 +417,28 @@ impl SnapshotCollector {
     ) -> Result<(), std::fmt::Error> {
         let s = &self.0;
         type Rows = Vec<(Vec<(&'static str, String)>, f64)>;
+        type Totals = Vec<(Vec<(&'static str, String)>, u64)>;
         let mut q_rows: [Rows; 6] = Default::default();
         let mut s_rows: [Rows; 6] = Default::default();
+        let mut q_totals: [Totals; 2] = Default::default();
+        let mut s_totals: [Totals; 2] = Default::default();
         for q in queues {
-            let (rows, labels) = match ferry_protocol::split_subscription_queue(&q.name) {
+            let (rows, totals, labels) = match ferry_protocol::split_subscription_queue(&q.name) {
                 Some((topic, name)) => (
                     &mut s_rows,
+                    &mut s_totals,
                     vec![
                         ("topic", topic.to_owned()),
                         ("subscription", name.to_owned()),
                     ],
                 ),
-                None => (&mut q_rows, vec![("queue", q.name.clone())]),
+                None => (&mut q_rows, &mut q_totals, vec![("queue", q.name.clone())]),
             };
+            for (i, v) in [q.entered_total, q.left_total].into_iter().enumerate() {
+                if let (Some(v), Some(t)) = (v, totals.get_mut(i)) {
+                    t.push((labels.clone(), v));
+                }
+            }
             let age = q
                 .oldest_created_at
                 .map_or(0.0, |t| s.now_ms.saturating_sub(t) as f64 / 1000.0);
@@ -454,6 +483,24 @@ impl SnapshotCollector {
             }
             if let Some(rows) = s_rows.get(i) {
                 family(enc, &format!("ferry_subscription_{name}"), help, rows)?;
+            }
+        }
+        const TOTALS: [(&str, &str); 2] = [
+            (
+                "messages_entered",
+                "Messages placed on it: sends, publishes, moves, dead letters.",
+            ),
+            (
+                "messages_left",
+                "Messages that left it for good: acked, taken, expired, moved, purged.",
+            ),
+        ];
+        for (i, (name, help)) in TOTALS.iter().enumerate() {
+            if let Some(rows) = q_totals.get(i) {
+                counter_family(enc, &format!("ferry_queue_{name}"), help, rows)?;
+            }
+            if let Some(rows) = s_totals.get(i) {
+                counter_family(enc, &format!("ferry_subscription_{name}"), help, rows)?;
             }
         }
         Ok(())
