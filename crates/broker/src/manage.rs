@@ -54,6 +54,7 @@ pub struct Management {
     node: String,
     engine: &'static str,
     metrics_per_object: bool,
+    http_allow_remote: bool,
     settings: Arc<str>,
 }
 
@@ -82,6 +83,7 @@ impl Management {
                 StoreSetting::Postgres(_) => "postgres",
             },
             metrics_per_object: config.metrics_per_object,
+            http_allow_remote: config.http_allow_remote,
             settings: Arc::from(config.to_toml().as_str()),
         }
     }
@@ -129,6 +131,11 @@ impl Management {
     /// Whether `/metrics` carries per-queue and per-subscription series.
     pub fn metrics_per_object(&self) -> bool {
         self.metrics_per_object
+    }
+
+    /// Whether the HTTP listener may serve other hosts than loopback (`http_allow_remote`).
+    pub fn http_allow_remote(&self) -> bool {
+        self.http_allow_remote
     }
 
     /// The resolved settings as TOML (secrets masked).

@@ -3,6 +3,7 @@
 const $ = (s, el = document) => el.querySelector(s);
 const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
 const fmt = (n) => (n == null ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 1 }));
+const bytes = (n) => (n == null ? "–" : n < 1024 ? `${n} B` : n < 1048576 ? `${fmt(n / 1024)} KiB` : n < 1073741824 ? `${fmt(n / 1048576)} MiB` : `${fmt(n / 1073741824)} GiB`);
 const state = { page: "overview", queue: null, browse: { cursor: null, stack: [] } };
 
 async function api(method, path, body) {
@@ -45,7 +46,7 @@ async function overview() {
     card("Delivered / s", fmt(o.rates.delivered)),
     card("Clients online", `${o.clients.online} / ${o.clients.registered}`, "online / in system"),
     card("Queues", fmt(o.queues), `${fmt(o.subscriptions)} subscriptions`),
-    card("Log on disk", o.store.log_bytes == null ? "–" : `${fmt(o.store.log_bytes / 1048576)} MiB`, o.store.live_ratio == null ? "" : `${Math.round(o.store.live_ratio * 100)}% live`),
+    card("Log on disk", bytes(o.store.log_bytes), o.store.live_ratio == null ? "" : `${Math.round(o.store.live_ratio * 100)}% live`),
     card("Dead-lettered", fmt(o.store.dead_lettered), `${fmt(o.store.expired)} expired`),
   ].join("");
   const pts = [];
@@ -94,8 +95,9 @@ async function queueDetail(browse) {
       <div class="actions">${isDlq ? `<button id="qd-redrive">Redrive all to origin</button>` : ""}<button class="secondary" id="qd-purge">Purge</button><button class="danger" id="qd-delete">Delete</button></div></div>
       <div class="grid2">
         <form id="qd-settings" class="inline"><b>Settings</b>
-          <input name="max_deliveries" type="number" min="0" title="max deliveries" placeholder="max deliveries">
-          <input name="dead_letter_queue" placeholder="dead-letter queue"><input name="expiry_queue" placeholder="expiry queue">
+          <label class="field"><span>max deliveries</span><input name="max_deliveries" type="number" min="0" placeholder="0: unlimited" size="8"></label>
+          <label class="field"><span>dead-letter queue</span><input name="dead_letter_queue" placeholder="none"></label>
+          <label class="field"><span>expiry queue</span><input name="expiry_queue" placeholder="none"></label>
           <button type="submit" class="secondary">Save</button></form>
         <form id="qd-send" class="inline"><b>Send</b><input name="body" placeholder="message body" required>
           <select name="priority">${[10,9,8,7,6,5,4,3,2,1].map((p) => `<option ${p === 5 ? "selected" : ""}>${p}</option>`).join("")}</select>

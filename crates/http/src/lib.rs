@@ -8,6 +8,7 @@
 //! - [`server`]: the accept loop (connection limit, header timeout, graceful shutdown);
 //! - [`routes`]: the route table (the one list the OpenAPI test checks) and handlers' wiring;
 //! - [`error`]: errors as JSON with the protocol's error codes;
+//! - [`guard`]: refuses DNS-rebinding and cross-site requests;
 //! - [`metrics`]: the Prometheus / OpenMetrics exposition;
 //! - [`rates`]: counters sampled every second, for rates over the last minute;
 //! - [`api`]: the JSON endpoints; [`console`]: the embedded web console.
@@ -15,6 +16,7 @@
 pub mod api;
 pub mod console;
 pub mod error;
+pub mod guard;
 pub mod metrics;
 pub mod rates;
 pub mod routes;

@@ -21,12 +21,18 @@ pub struct AppState {
     pub mgmt: Management,
     /// Sampled rates.
     pub rates: Rates,
+    /// The listener's bounds.
+    pub limits: HttpLimits,
 }
 
 impl AppState {
     /// State over a broker's facade and its sampler.
-    pub fn new(mgmt: Management, rates: Rates) -> Arc<AppState> {
-        Arc::new(AppState { mgmt, rates })
+    pub fn new(mgmt: Management, rates: Rates, limits: HttpLimits) -> Arc<AppState> {
+        Arc::new(AppState {
+            mgmt,
+            rates,
+            limits,
+        })
     }
 }
 
@@ -113,6 +119,10 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::guard::guard,
+        ))
         .layer(axum::middleware::map_response(crate::error::json_errors))
         .with_state(state)
 }

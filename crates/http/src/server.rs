@@ -41,7 +41,7 @@ impl Default for HttpLimits {
 /// Serves the HTTP API on `listener` until the broker shuts down.
 pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> JoinHandle<()> {
     let rates = Rates::start(mgmt.clone());
-    let app = routes::router(routes::AppState::new(mgmt.clone(), rates), limits);
+    let app = routes::router(routes::AppState::new(mgmt.clone(), rates, limits), limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shutdown = mgmt.shutdown_token();
     if let Ok(addr) = listener.local_addr() {

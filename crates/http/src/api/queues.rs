@@ -123,16 +123,19 @@ pub async fn describe(state: St, Path(name): Path<String>) -> ApiResult<Json<Val
     Ok(Json(v))
 }
 
-/// Creates a queue with settings (body optional).
+/// Creates a queue with settings (body optional: an empty one means the defaults).
 pub async fn create(
     state: St,
     Path(name): Path<String>,
-    body: Option<Json<Settings>>,
+    body: axum::body::Bytes,
 ) -> ApiResult<Json<Value>> {
-    let options = body
-        .map(|b| b.0)
-        .unwrap_or_default()
-        .apply(QueueOptions::default());
+    let settings: Settings = if body.iter().all(u8::is_ascii_whitespace) {
+        Settings::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid(format!("queue settings: {e}")))?
+    };
+    let options = settings.apply(QueueOptions::default());
     state.mgmt.create_queue(&name, options).await?;
     Ok(Json(json!({"created": name})))
 }
