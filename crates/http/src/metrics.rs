@@ -366,6 +366,22 @@ impl Collector for SnapshotCollector {
             "1 while the store refuses writes (failed fsync, failing disk).",
             i64::from(e.refusing_writes),
         )?;
+        if let Some(v) = e.disk_free_bytes {
+            gauge(
+                &mut enc,
+                "ferry_store_disk_free_bytes",
+                "Bytes still available on the filesystem holding the store's files.",
+                v as i64,
+            )?;
+        }
+        if let Some(v) = e.disk_total_bytes {
+            gauge(
+                &mut enc,
+                "ferry_store_disk_total_bytes",
+                "Bytes of the filesystem holding the store's files.",
+                v as i64,
+            )?;
+        }
         if let Some(v) = s.rss {
             gauge(
                 &mut enc,

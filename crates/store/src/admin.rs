@@ -181,7 +181,15 @@ pub struct EngineStats {
     pub refusing_writes: bool,
     /// See [`MessageCounters`].
     pub counters: MessageCounters,
+    /// Bytes still available on the filesystem holding the store's files.
+    pub disk_free_bytes: Option<u64>,
+    /// Bytes of that filesystem.
+    pub disk_total_bytes: Option<u64>,
 }
+
+/// Below this many free bytes on its filesystem an engine that writes files is not ready
+/// (`/readyz`): a send would soon fail for want of space.
+pub const MIN_FREE_BYTES: u64 = 64 << 20;
 
 /// The operator's role of a store (see the module docs).
 #[async_trait]
@@ -232,7 +240,8 @@ pub trait Admin: Send + Sync {
     /// The engine's figures (cheap; no I/O).
     fn engine_stats(&self) -> EngineStats;
 
-    /// Whether the store accepts writes now (readiness): not poisoned, the database answers.
+    /// Whether the store accepts writes now (readiness): not poisoned, not out of disk
+    /// ([`MIN_FREE_BYTES`]), the database answers.
     async fn check_ready(&self) -> Result<(), StoreError>;
 }
 

@@ -6,7 +6,8 @@
 
 use ferry_protocol::{AckMode, ReceiveMode};
 use ferry_store::embedded::{CrashMode, FaultKind, FaultyBackend};
-use ferry_store::{Store, StoreError};
+use ferry_store::{Admin, EmbeddedConfig, EmbeddedStore, Store, StoreError};
+use std::sync::Arc;
 
 mod common;
 use common::{bodies, msg, open, peek_all, spec};
@@ -183,4 +184,32 @@ async fn interval_policy_syncs_by_itself() {
         assert!(std::time::Instant::now() < deadline, "never synced");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// A disk nearly out of space makes the store not ready (`/readyz`), with the free bytes in
+/// the reason, and shows in its figures; enough space makes it ready again.
+#[tokio::test]
+async fn a_disk_out_of_space_makes_the_store_not_ready() {
+    let disk = FaultyBackend::new();
+    let mut cfg = EmbeddedConfig::new("/mem");
+    cfg.backend = Arc::new(disk.clone());
+    let store = EmbeddedStore::open(cfg).await.unwrap();
+    store.check_ready().await.unwrap();
+    assert_eq!(
+        store.engine_stats().disk_free_bytes,
+        None,
+        "unknown until reported"
+    );
+    disk.set_disk_space(1 << 20, 1 << 30);
+    match store.check_ready().await {
+        Err(StoreError::Unavailable(m)) => assert!(m.contains("1048576 bytes free"), "{m}"),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    let stats = store.engine_stats();
+    assert_eq!(
+        (stats.disk_free_bytes, stats.disk_total_bytes),
+        (Some(1 << 20), Some(1 << 30))
+    );
+    disk.set_disk_space(512 << 20, 1 << 30);
+    store.check_ready().await.unwrap();
 }

@@ -1,6 +1,7 @@
 //! Periodic store upkeep: expired messages are removed from their queues, the embedded engine
 //! compacts mostly-dead log segments (and makes its disk space reserve again once there is
-//! room), and client names that hold nothing expire.
+//! room), client names that hold nothing expire, and the disk under the store is watched for
+//! free space (see [`super::disk`]).
 //!
 //! None of it writes anything on an idle broker: compaction comes to rest, and the other two
 //! write only when something expired.
@@ -42,6 +43,9 @@ pub fn client_expiry_interval(client_expiry: Option<Duration>) -> Duration {
 /// (`None`: only ephemeral ones).
 pub async fn run(shared: Arc<Shared>, client_expiry: Option<Duration>) {
     let mut compaction = tokio::time::interval(COMPACTION_INTERVAL);
+    let mut disk = tokio::time::interval(super::disk::CHECK_INTERVAL);
+    disk.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut watch = super::disk::DiskWatch::default();
     let mut expiry = tokio::time::interval(EXPIRY_INTERVAL);
     let mut clients = tokio::time::interval(client_expiry_interval(client_expiry));
     compaction.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -60,6 +64,13 @@ pub async fn run(shared: Arc<Shared>, client_expiry: Option<Duration>) {
                 Ok(_) => {}
                 Err(e) => warn!(error = %e, "removing expired messages failed; will retry"),
             },
+            _ = disk.tick() => {
+                let e = shared.store.engine_stats();
+                let space = e.disk_free_bytes.zip(e.disk_total_bytes);
+                if let Some(event) = watch.observe(space, std::time::Instant::now()) {
+                    super::disk::log(event);
+                }
+            }
             _ = compaction.tick() => {
                 if let Err(e) = shared.store.maintain().await {
                     warn!(error = %e, "store upkeep failed; will retry");

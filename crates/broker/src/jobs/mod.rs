@@ -1,8 +1,10 @@
-//! Background jobs: lease expiry, store upkeep (compaction, expired messages), waking waiters
+//! Background jobs: lease expiry, store upkeep (compaction, expired messages, the disk's free
+//! space), waking waiters
 //! when delayed messages become due, and the cluster jobs (heartbeats,
 //! change reports from other nodes).
 
 pub mod cluster;
 pub mod delayed;
+pub mod disk;
 pub mod leases;
 pub mod maintenance;

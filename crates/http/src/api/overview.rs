@@ -69,6 +69,8 @@ pub async fn overview(state: St) -> ApiResult<Json<Value>> {
             "segments": e.segments,
             "live_ratio": e.live_ratio,
             "refusing_writes": e.refusing_writes,
+            "disk_free_bytes": e.disk_free_bytes,
+            "disk_total_bytes": e.disk_total_bytes,
             "recovery_secs": e.recovery_seconds,
             "dead_lettered": e.counters.dead_lettered_max_deliveries + e.counters.dead_lettered_expired,
             "expired": e.counters.expired,

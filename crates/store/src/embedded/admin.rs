@@ -11,7 +11,7 @@ use ferry_protocol::{MessageId, QueueOptions};
 use super::store::EmbeddedStore;
 use crate::admin::{
     Admin, BrowsePage, BrowseSpec, ClientRecord, EngineStats, Histogram, MoveReport, MoveTarget,
-    QueueDetails, BROWSE_BUDGET,
+    QueueDetails, BROWSE_BUDGET, MIN_FREE_BYTES,
 };
 use crate::error::StoreError;
 
@@ -160,6 +160,7 @@ impl Admin for EmbeddedStore {
             let live: u64 = st.journal.segments.values().map(|s| s.live).sum();
             (total, live, st.journal.segments.len() as u64, st.counters)
         };
+        let disk = self.backend.disk_space(&self.seg_dir).ok();
         EngineStats {
             engine: "embedded",
             log_bytes: Some(log_bytes),
@@ -177,10 +178,19 @@ impl Admin for EmbeddedStore {
             recovered_messages: Some(self.recovered_messages),
             refusing_writes: self.log.check_writable().is_err() || self.log.is_degraded(),
             counters,
+            disk_free_bytes: disk.map(|d| d.free),
+            disk_total_bytes: disk.map(|d| d.total),
         }
     }
 
     async fn check_ready(&self) -> Result<(), StoreError> {
-        self.writable().await
+        self.writable().await?;
+        match self.backend.disk_space(&self.seg_dir) {
+            Ok(d) if d.free < MIN_FREE_BYTES => Err(StoreError::Unavailable(format!(
+                "out of disk: {} bytes free where the log is ({} needed to be ready)",
+                d.free, MIN_FREE_BYTES
+            ))),
+            _ => Ok(()),
+        }
     }
 }

@@ -45,7 +45,9 @@ mod state;
 mod store;
 mod writer;
 
-pub use backend::{Backend, BackendFile, CrashMode, FaultKind, FaultyBackend, FsBackend};
+pub use backend::{
+    Backend, BackendFile, CrashMode, DiskSpace, FaultKind, FaultyBackend, FsBackend,
+};
 pub use config::{
     EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_SEGMENT_BYTES,
     DEFAULT_SPARE_SEGMENTS,

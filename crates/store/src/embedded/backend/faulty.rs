@@ -110,6 +110,8 @@ struct Disk {
     background_syncs: u64,
     /// Bytes the disk holds at most; `None`: no limit.
     capacity: Option<usize>,
+    /// What [`Backend::disk_space`] reports; `None`: unknown.
+    space: Option<super::DiskSpace>,
 }
 
 impl Disk {
@@ -144,6 +146,12 @@ impl FaultyBackend {
     /// An empty disk.
     pub fn new() -> Self {
         FaultyBackend::default()
+    }
+
+    /// Makes the disk report `free` of `total` bytes available, whatever it holds (without
+    /// it, a disk with a capacity reports what is left of it).
+    pub fn set_disk_space(&self, free: u64, total: u64) {
+        self.disk().space = Some(super::DiskSpace { free, total });
     }
 
     fn disk(&self) -> MutexGuard<'_, Disk> {
@@ -348,6 +356,18 @@ impl Disk {
 }
 
 impl Backend for FaultyBackend {
+    fn disk_space(&self, _dir: &Path) -> io::Result<super::DiskSpace> {
+        let d = self.disk();
+        match (d.space, d.capacity) {
+            (Some(space), _) => Ok(space),
+            (None, Some(capacity)) => Ok(super::DiskSpace {
+                free: d.free() as u64,
+                total: capacity as u64,
+            }),
+            (None, None) => Err(io::Error::from(io::ErrorKind::Unsupported)),
+        }
+    }
+
     fn create_dir_all(&self, _dir: &Path) -> io::Result<()> {
         // Directories are implicit: a file's path is its key.
         Ok(())

@@ -96,6 +96,15 @@ impl Backend for FsBackend {
         Ok(Box::new(move || file.sync_data()))
     }
 
+    fn disk_space(&self, dir: &Path) -> io::Result<super::DiskSpace> {
+        let st = rustix::fs::statvfs(dir)?;
+        let unit = st.f_frsize.max(1);
+        Ok(super::DiskSpace {
+            free: st.f_bavail.saturating_mul(unit),
+            total: st.f_blocks.saturating_mul(unit),
+        })
+    }
+
     fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn Send + Sync>> {
         let file = OpenOptions::new()
             .create(true)

@@ -59,6 +59,22 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     fn allocate(&self, path: &Path, len: u64) -> io::Result<()> {
         self.open_append(path)?.allocate(len)
     }
+    /// Free and total bytes of the filesystem holding `dir` (free: what an unprivileged
+    /// writer may still use), for the operator's warnings and readiness. The default knows
+    /// nothing.
+    fn disk_space(&self, dir: &Path) -> io::Result<DiskSpace> {
+        let _ = dir;
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
+/// See [`Backend::disk_space`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// Bytes still available to the broker.
+    pub free: u64,
+    /// Bytes of the filesystem.
+    pub total: u64,
 }
 
 /// See [`Backend::open_syncer`]: each call syncs the file once.
