@@ -113,6 +113,15 @@ impl Registry {
         }
     }
 
+    /// Cancelled when an operator closes session `id` (a session not registered yet or any
+    /// more gets one that never is): long polls end with it, so the connection can close.
+    pub fn closed_token(&self, id: SessionId) -> CancellationToken {
+        self.map()
+            .get(&id)
+            .map(|e| e.close.clone())
+            .unwrap_or_default()
+    }
+
     /// Number of live sessions.
     pub fn len(&self) -> usize {
         self.map().len()

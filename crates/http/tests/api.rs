@@ -391,3 +391,42 @@ async fn health_readiness_overview_and_the_console_answer() {
         assert_eq!(r.status(), 200, "{file}");
     }
 }
+
+#[tokio::test]
+async fn force_disconnect_ends_a_session_waiting_in_a_long_poll() {
+    let server = start();
+    let api = Api::of(&server);
+    let c = client(&server, "poller").await;
+    c.create_queue("empty").await.unwrap();
+    let mut wait = take("empty", AckMode::Client);
+    wait.wait_ms = 60_000;
+    let polling = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let r = c.receive(wait).await;
+        (r.map(|d| d.is_none()), started.elapsed())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (s, _) = api
+        .call(
+            reqwest::Method::POST,
+            "/api/clients/poller/disconnect",
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (result, took) = tokio::time::timeout(std::time::Duration::from_secs(10), polling)
+        .await
+        .expect("the long poll ended")
+        .unwrap();
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    let _ = result;
+    let mut offline = false;
+    for _ in 0..100 {
+        if api.get("/api/clients").await["online"] == 0 {
+            offline = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(offline, "the session is gone");
+}

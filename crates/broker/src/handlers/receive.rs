@@ -56,6 +56,12 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         })
     };
     let deadline = Instant::now() + Duration::from_millis(u64::from(r.wait_ms));
+    // An operator's disconnect ends a wait at once, as a shutdown does.
+    let closed = if r.wait_ms == 0 {
+        None
+    } else {
+        Some(shared.sessions.closed_token(session.id))
+    };
     let mut spec = ReceiveSpec {
         source: r.source,
         order: r.order,
@@ -115,6 +121,14 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
             _ = arrived => {}
             _ = tokio::time::sleep_until(deadline) => return Response::Received(None),
             _ = shared.shutdown.cancelled() => return Response::Received(None),
+            _ = async {
+                match &closed {
+                    Some(c) => c.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                return Response::Received(None)
+            }
         }
     }
 }
