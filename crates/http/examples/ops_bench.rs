@@ -128,7 +128,13 @@ async fn create_queues(c: &Client, n: u64, prefix: &str) -> Result<(), Error> {
 
 async fn scrape_once(http: &reqwest::Client, url: &str) -> Result<(f64, usize), Error> {
     let t = Instant::now();
-    let body = http.get(url).send().await?.error_for_status()?.bytes().await?;
+    let body = http
+        .get(url)
+        .send()
+        .await?
+        .error_for_status()?
+        .bytes()
+        .await?;
     Ok((t.elapsed().as_secs_f64() * 1000.0, body.len()))
 }
 
@@ -146,8 +152,7 @@ async fn scrape(args: &Args) -> Result<(), Error> {
     let mut clients = Vec::new();
     for chunk in (0..connections).collect::<Vec<_>>().chunks(100) {
         let names: Vec<String> = chunk.iter().map(|i| format!("c-{i}")).collect();
-        let made =
-            futures::future::join_all(names.iter().map(|n| Client::connect(&addr, n))).await;
+        let made = futures::future::join_all(names.iter().map(|n| Client::connect(&addr, n))).await;
         for c in made {
             clients.push(c?);
         }
@@ -260,8 +265,7 @@ async fn overhead(args: &Args) -> Result<(), Error> {
             })
         });
         let a = addr.clone();
-        let rate = tokio::task::spawn_blocking(move || throughput_round(&a, secs))
-            .await??;
+        let rate = tokio::task::spawn_blocking(move || throughput_round(&a, secs)).await??;
         stop.cancel();
         if let Some(s) = scraper {
             scrape_ms.extend(s.await?);
@@ -321,7 +325,10 @@ async fn browse(args: &Args) -> Result<(), Error> {
             })
             .collect();
         let n = batch.len() as u64;
-        let sends: Vec<_> = batch.chunks(250).map(|b| c.send_batch(b.to_vec())).collect();
+        let sends: Vec<_> = batch
+            .chunks(250)
+            .map(|b| c.send_batch(b.to_vec()))
+            .collect();
         for r in futures::future::join_all(sends).await {
             for id in r? {
                 id?;
@@ -343,11 +350,17 @@ async fn browse(args: &Args) -> Result<(), Error> {
             if let Some(c) = &cursor {
                 url.push_str(&format!("&cursor={c}"));
             }
-            let page = http.get(&url).send().await?.error_for_status()?.text().await?;
+            let page = http
+                .get(&url)
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await?;
             walked += 1000;
             match next_cursor(&page) {
                 Some(n) => {
-                    if walked % 10_000 == 0 {
+                    if walked.is_multiple_of(10_000) {
                         cursors.push(n.clone());
                     }
                     cursor = Some(n);
@@ -362,7 +375,13 @@ async fn browse(args: &Args) -> Result<(), Error> {
         for c in cursors.iter().step_by(step) {
             let url = format!("{base}/api/queues/deep/messages?order={order}&limit=100&cursor={c}");
             let t = Instant::now();
-            let page = http.get(&url).send().await?.error_for_status()?.text().await?;
+            let page = http
+                .get(&url)
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await?;
             ms.push(t.elapsed().as_secs_f64() * 1000.0);
             if !page.contains("\"id\"") {
                 return Err("an empty page deep in the queue".into());
