@@ -94,7 +94,14 @@ mod tests {
         let b: SocketAddr = "127.0.0.1:1".parse().expect("addr");
         let text = format!("listen = \"{b}\"\npid = 7\n");
         overwrite(&path(dir.path()), text.as_bytes()).expect("overwrite");
-        assert_eq!(read(dir.path()), Some(Runtime { listen: b, pid: 7 }));
+        assert_eq!(
+            read(dir.path()),
+            Some(Runtime {
+                listen: b,
+                pid: 7,
+                http: None
+            })
+        );
         assert!(overwrite(&dir.path().join("missing"), b"x").is_err());
     }
 }

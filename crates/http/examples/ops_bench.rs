@@ -217,6 +217,28 @@ fn throughput_round(server: &str, secs: u64) -> Result<f64, Error> {
     find_number(&v, "received_per_s").ok_or_else(|| "no received_per_s in the result".into())
 }
 
+/// CPU time process `pid` has used so far, in seconds (user and system, from /proc).
+fn cpu_secs(pid: u32) -> f64 {
+    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // After the command: the state, then numbers from ppid on; utime and stime are
+            // fields 14 and 15 of the line, the 12th and 13th after the command.
+            let fields: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+            let utime: u64 = fields.get(11)?.parse().ok()?;
+            let stime: u64 = fields.get(12)?.parse().ok()?;
+            Some(utime + stime)
+        })
+        .unwrap_or(0);
+    let hz: f64 = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0);
+    ticks as f64 / hz
+}
+
 /// The first number under key `key`, anywhere in `v`.
 fn find_number(v: &Value, key: &str) -> Option<f64> {
     match v {
@@ -241,6 +263,18 @@ async fn overhead(args: &Args) -> Result<(), Error> {
     let setup = Client::connect(&addr, "setup").await?;
     create_queues(&setup, queues, "idle-").await?;
     drop(setup);
+    let pid = server.pid().ok_or("no broker process")?;
+    // The broker's CPU per scrape, on its own (robust to the machine's noise, unlike the
+    // rates): set against the CPU the broker uses per second under the load, it bounds what a
+    // scrape a second can cost a CPU-bound broker.
+    let http = reqwest::Client::new();
+    let before = cpu_secs(pid);
+    let n_scrapes = 50;
+    for _ in 0..n_scrapes {
+        scrape_once(&http, &url).await?;
+    }
+    let scrape_cpu_ms = (cpu_secs(pid) - before) * 1000.0 / f64::from(n_scrapes);
+    let mut broker_cores = Vec::new();
     let (mut plain, mut scraped, mut scrape_ms) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         // A B B A A B ...: each pair in both orders.
@@ -265,20 +299,26 @@ async fn overhead(args: &Args) -> Result<(), Error> {
             })
         });
         let a = addr.clone();
+        let (cpu0, wall0) = (cpu_secs(pid), Instant::now());
         let rate = tokio::task::spawn_blocking(move || throughput_round(&a, secs)).await??;
+        let cores = (cpu_secs(pid) - cpu0) / wall0.elapsed().as_secs_f64();
         stop.cancel();
         if let Some(s) = scraper {
             scrape_ms.extend(s.await?);
             scraped.push(rate);
         } else {
             plain.push(rate);
+            broker_cores.push(cores);
         }
         eprintln!(
             "round {round}: {} {rate:.0} received/s",
             if with_scrapes { "scraped" } else { "plain  " }
         );
     }
-    let (p, s) = (quantile(&plain, 0.5), quantile(&scraped, 0.5));
+    // The first round warms a fresh broker up (its log grows its first segments): left out.
+    let plain_counted = plain.get(1..).unwrap_or_default();
+    let (p, s) = (quantile(plain_counted, 0.5), quantile(&scraped, 0.5));
+    let cores = quantile(&broker_cores, 0.5);
     let result = json!({
         "benchmark": "metrics-scrape-overhead",
         "queues": queues,
@@ -288,6 +328,10 @@ async fn overhead(args: &Args) -> Result<(), Error> {
         "plain_median": p,
         "scraped_median": s,
         "cost_percent": (1.0 - s / p) * 100.0,
+        "scrape_cpu_ms_idle": scrape_cpu_ms,
+        "broker_cpu_cores_under_load": cores,
+        "cpu_share_of_one_scrape_a_second_percent": scrape_cpu_ms / 1000.0 / cores * 100.0,
+        "note": "the first round (plain) warms the broker up and is left out of plain_median",
         "scrape_ms_under_load": summary(&scrape_ms),
         "target_cost_percent": 3,
         "environment": environment(&format!(

@@ -43,6 +43,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/metrics"),
     ("GET", "/api/overview"),
     ("GET", "/api/clients"),
+    ("DELETE", "/api/clients/{name}"),
     ("POST", "/api/clients/{name}/disconnect"),
     ("GET", "/api/queues"),
     ("GET", "/api/queues/{name}"),
@@ -78,6 +79,7 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
         .route("/metrics", get(scrape))
         .route("/api/overview", get(overview::overview))
         .route("/api/clients", get(clients::list))
+        .route("/api/clients/{name}", delete(clients::forget))
         .route("/api/clients/{name}/disconnect", post(clients::disconnect))
         .route("/api/queues", get(queues::list))
         .route(

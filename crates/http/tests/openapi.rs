@@ -219,6 +219,8 @@ async fn answers_match_the_documented_schemas() {
         let body = api.get(&real).await;
         check(&doc, "MessagePage", &body, &real);
     }
+    let passer = client(&server, "passer").await;
+    passer.disconnect().await.unwrap();
     // Changes, each checked against its documented answer.
     let changes: Vec<(&str, &str, &str, Option<Value>)> = vec![
         (
@@ -277,6 +279,7 @@ async fn answers_match_the_documented_schemas() {
             None,
         ),
         ("delete", "/api/queues/{name}", "/api/queues/new", None),
+        ("delete", "/api/clients/{name}", "/api/clients/passer", None),
     ];
     for (method, template, real, body) in changes {
         let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
@@ -351,6 +354,20 @@ async fn answers_match_the_documented_schemas() {
             "delete",
             "/api/topics/{name}",
             "/api/topics/nope",
+            404,
+            None,
+        ),
+        (
+            "delete",
+            "/api/clients/{name}",
+            "/api/clients/worker",
+            409,
+            None,
+        ),
+        (
+            "delete",
+            "/api/clients/{name}",
+            "/api/clients/nobody",
             404,
             None,
         ),

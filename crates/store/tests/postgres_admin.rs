@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use ferry_store::conformance::{msg, setup, take};
-use ferry_store::{PostgresConfig, PostgresStore, QueueDetails, Store};
+use ferry_store::{PostgresConfig, PostgresStore, QueueDetails, Registration, Store};
 use ferry_testkit::PgCluster;
 
 fn cluster() -> &'static PgCluster {
@@ -61,8 +61,12 @@ async fn every_node_shows_the_whole_clusters_queue_flows_and_clients() {
     assert_eq!((q.ready, q.ready_bytes), (2, Some(4)));
 
     // Clients name the node their session is on, seen from either node.
-    a.claim_session("alice", 1).await.unwrap();
-    b.claim_session("bob", 1).await.unwrap();
+    a.claim_session("alice", 1, Registration::Permanent)
+        .await
+        .unwrap();
+    b.claim_session("bob", 1, Registration::Permanent)
+        .await
+        .unwrap();
     for store in [&a, &b] {
         let nodes: Vec<(String, Option<String>)> = store
             .list_clients()

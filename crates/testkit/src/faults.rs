@@ -241,6 +241,10 @@ impl ferry_store::Admin for FaultInjectingStore {
     async fn list_clients(&self) -> Result<Vec<ferry_store::ClientRecord>, StoreError> {
         self.inner.list_clients().await
     }
+    async fn forget_client(&self, name: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.forget_client(name).await
+    }
     fn engine_stats(&self) -> ferry_store::EngineStats {
         self.inner.engine_stats()
     }

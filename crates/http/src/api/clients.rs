@@ -1,5 +1,5 @@
 //! `/api/clients`: every registered client (FTaB's "in system"), which are online and where,
-//! with their sessions' subscriptions; force-disconnect.
+//! with their sessions' subscriptions; force-disconnect; forgetting an offline registration.
 
 use axum::extract::Path;
 use axum::Json;
@@ -45,6 +45,13 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
         "online": online,
         "clients": clients,
     })))
+}
+
+/// Forgets an offline client's registration (refused while it is online, is named by stored
+/// messages or owns a durable subscription).
+pub async fn forget(state: St, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+    state.mgmt.store().forget_client(&name).await?;
+    Ok(Json(json!({"forgotten": name})))
 }
 
 /// Closes the client's session on this node; its unsettled deliveries return to their queues.

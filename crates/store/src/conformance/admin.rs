@@ -9,7 +9,7 @@ use ferry_protocol::{PropertyValue, QueueOptions};
 use super::browsing::browse_spec;
 use super::*;
 use crate::admin::{MessageCounters, MoveTarget, QueueDetails};
-use crate::api::dead_letter;
+use crate::api::{dead_letter, Registration};
 use crate::error::StoreError;
 
 /// A delivery time no test reaches: the message stays delayed on every engine, whatever the
@@ -434,7 +434,10 @@ pub async fn redrive_returns_dead_letters_with_their_history(store: Arc<dyn Stor
 /// Every registered client, sorted, online ones with a node; one offline again has none.
 pub async fn clients_are_listed_with_their_node(store: Arc<dyn Store>) {
     setup(&store, &["zoe", "al"], &[]).await;
-    store.claim_session("mia", 7).await.unwrap();
+    store
+        .claim_session("mia", 7, Registration::Permanent)
+        .await
+        .unwrap();
     let list = store.list_clients().await.unwrap();
     let names: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, vec!["al", "mia", "zoe"]);
@@ -524,4 +527,53 @@ pub async fn a_working_store_is_ready(store: Arc<dyn Store>) {
         "{stats:?}"
     );
     assert!(!stats.refusing_writes);
+}
+
+/// An offline registration is forgotten on request; one online, one that messages still name,
+/// or one owning a durable subscription is not, and an unknown one is `ClientNotFound`.
+pub async fn forgetting_a_client_needs_it_offline_and_holding_nothing(store: Arc<dyn Store>) {
+    setup(&store, &["p", "idle", "d"], &["q"]).await;
+    store
+        .claim_session("live", 3, Registration::Permanent)
+        .await
+        .unwrap();
+    store.send(msg(&["q"], "p", "held")).await.unwrap();
+    store.create_topic("t").await.unwrap();
+    store
+        .subscribe_topic("t", "s", &durable(""), "d")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.forget_client("nobody").await,
+        Err(StoreError::ClientNotFound("nobody".into()))
+    );
+    assert_eq!(
+        store.forget_client("live").await,
+        Err(StoreError::AlreadyOnline("live".into()))
+    );
+    for name in ["p", "d"] {
+        match store.forget_client(name).await {
+            Err(StoreError::InvalidArgument(m)) => assert!(m.contains(name), "{m}"),
+            other => panic!("forgetting {name}: expected InvalidArgument, got {other:?}"),
+        }
+    }
+    store.forget_client("idle").await.unwrap();
+    assert!(!store.client_exists("idle").await.unwrap());
+    let names: Vec<String> = store
+        .list_clients()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert!(!names.contains(&"idle".to_string()), "{names:?}");
+    // Once its message is gone, the sender can go too; a session registers it again.
+    store.receive(&take("q", "d"), 1).await.unwrap();
+    store.forget_client("p").await.unwrap();
+    assert!(!store.client_exists("p").await.unwrap());
+    store
+        .claim_session("p", 4, Registration::Permanent)
+        .await
+        .unwrap();
+    assert!(store.client_exists("p").await.unwrap());
 }

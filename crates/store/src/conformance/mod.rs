@@ -15,7 +15,7 @@
 //! - [`transactions`]: all-or-nothing commits of sends, publishes and acks;
 //! - [`non_persistent`]: messages kept in memory only, settled like any other;
 //! - [`admin`]: the operator's role: queue figures and settings, purge, delete, move and
-//!   redrive, clients, counters, `QueueInUse`, readiness;
+//!   redrive, clients (forgetting one), counters, `QueueInUse`, readiness;
 //! - [`browsing`]: browsing queues and senders by cursor, in order, with selectors.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
@@ -188,6 +188,7 @@ macro_rules! for_each_conformance_test {
             admin::clients_are_listed_with_their_node,
             admin::queue_in_use_and_counted_dead_letters,
             admin::a_working_store_is_ready,
+            admin::forgetting_a_client_needs_it_offline_and_holding_nothing,
             browsing::browse_pages_in_order_without_consuming,
             browsing::browse_cursor_is_stable_under_takes,
             browsing::browse_by_sender_across_queues,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ferry_protocol::{MessageId, QueueOptions};
 
-use super::store::EmbeddedStore;
+use super::store::{Class, EmbeddedStore};
 use crate::admin::{
     Admin, BrowsePage, BrowseSpec, ClientRecord, EngineStats, Histogram, MoveReport, MoveTarget,
     QueueDetails, BROWSE_BUDGET, MIN_FREE_BYTES,
@@ -111,12 +111,15 @@ impl Admin for EmbeddedStore {
         name: &str,
         options: &QueueOptions,
     ) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.set_queue_options(log, name, options))
-            .await
+        self.mutate(Class::Grows, |st, log| {
+            st.set_queue_options(log, name, options)
+        })
+        .await
     }
 
     async fn purge_queue(&self, name: &str) -> Result<u64, StoreError> {
-        self.mutate(|st, log| st.purge_queue(log, name)).await
+        self.mutate(Class::Frees, |st, log| st.purge_queue(log, name))
+            .await
     }
 
     async fn browse(&self, spec: &BrowseSpec) -> Result<BrowsePage, StoreError> {
@@ -126,7 +129,7 @@ impl Admin for EmbeddedStore {
     }
 
     async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError> {
-        self.mutate(|st, log| st.delete_message(log, queue, id))
+        self.mutate(Class::Frees, |st, log| st.delete_message(log, queue, id))
             .await
     }
 
@@ -137,8 +140,10 @@ impl Admin for EmbeddedStore {
         ids: Option<&[MessageId]>,
         limit: usize,
     ) -> Result<MoveReport, StoreError> {
-        self.mutate(|st, log| st.move_messages(log, from, target, ids, limit))
-            .await
+        self.mutate(Class::Grows, |st, log| {
+            st.move_messages(log, from, target, ids, limit)
+        })
+        .await
     }
 
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
@@ -151,6 +156,14 @@ impl Admin for EmbeddedStore {
                 name,
             })
             .collect())
+    }
+
+    async fn forget_client(&self, name: &str) -> Result<(), StoreError> {
+        let claims = &self.claims;
+        self.mutate(Class::Frees, |st, log| {
+            st.forget_client(log, name, |n| claims.is_online(n))
+        })
+        .await
     }
 
     fn engine_stats(&self) -> EngineStats {

@@ -47,9 +47,4 @@ impl Claims {
         }
         false
     }
-
-    /// Whether a session holds `client`.
-    pub fn is_online(&self, client: &str) -> bool {
-        self.held().contains_key(client)
-    }
 }

@@ -582,6 +582,52 @@ impl Inner {
         Ok(report)
     }
 
+    /// See [`Admin::forget_client`]: the row, locked, goes if nothing refers to it.
+    async fn forget_client(&self, name: &str) -> TxResult<()> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await?;
+        let lock = tx
+            .prepare_cached("SELECT id, node IS NOT NULL FROM clients WHERE name = $1 FOR UPDATE")
+            .await?;
+        let Some(row) = tx.query_opt(&lock, &[&name]).await? else {
+            return Err(StoreError::ClientNotFound(name.to_owned()).into());
+        };
+        let (id, online): (i64, bool) = (row.try_get(0)?, row.try_get(1)?);
+        if online {
+            return Err(StoreError::AlreadyOnline(name.to_owned()).into());
+        }
+        // The messages' sender and receiver columns are not indexed: one scan, allowed for
+        // this transaction only.
+        tx.batch_execute("SET LOCAL enable_seqscan = on").await?;
+        let uses = tx
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM messages WHERE sender_id = $1 OR receiver_id = $1), \
+                   EXISTS (SELECT 1 FROM subscriptions WHERE owner = $2 AND durable)",
+            )
+            .await?;
+        let row = tx.query_one(&uses, &[&id, &name]).await?;
+        let (held, owns): (i64, bool) = (row.try_get(0)?, row.try_get(1)?);
+        if held > 0 {
+            return Err(StoreError::InvalidArgument(format!(
+                "client '{name}' still has {held} stored messages sent by it or addressed to it; \
+                 forget it once they are gone"
+            ))
+            .into());
+        }
+        if owns {
+            return Err(StoreError::InvalidArgument(format!(
+                "client '{name}' owns a durable subscription; unsubscribe it first"
+            ))
+            .into());
+        }
+        let delete = tx
+            .prepare_cached("DELETE FROM clients WHERE id = $1")
+            .await?;
+        tx.execute(&delete, &[&id]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
         retrying(|| async {
             let conn = self.conn().await?;
@@ -640,6 +686,12 @@ impl Admin for PostgresStore {
 
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
         self.inner().list_clients().await
+    }
+
+    async fn forget_client(&self, name: &str) -> Result<(), StoreError> {
+        retrying(|| self.inner().forget_client(name)).await?;
+        self.inner().clients.forget(name);
+        Ok(())
     }
 
     fn engine_stats(&self) -> EngineStats {

@@ -70,7 +70,10 @@ impl State {
 
     /// Every registered client name.
     pub fn client_names(&self) -> Vec<String> {
-        self.client_names.iter().map(|c| c.to_string()).collect()
+        self.clients
+            .iter()
+            .map(|(_, r)| r.name.to_string())
+            .collect()
     }
 
     /// The dead-letter and expiry queues queue `name` names now.
@@ -425,13 +428,7 @@ impl State {
             let (seg, size) = self.journal.append(
                 log,
                 |b| record::encode_message_added(b, &fields, slots.iter().map(|(q, c)| (&**q, *c))),
-                snapshot(
-                    self.next_id,
-                    &self.queue_keys,
-                    &self.client_names,
-                    &self.queues,
-                    &self.topics,
-                ),
+                snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
             );
             if old_segment != UNLOGGED {
                 self.journal.drop_live(old_segment, old_size);

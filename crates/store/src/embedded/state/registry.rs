@@ -268,6 +268,45 @@ impl State {
         doomed.len() as u64
     }
 
+    /// Forgets offline client `name` now (see [`crate::Admin::forget_client`]); `online` says
+    /// which names have a session.
+    pub fn forget_client(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        name: &str,
+        online: impl Fn(&str) -> bool,
+    ) -> Result<(), StoreError> {
+        let Some(&key) = self.clients.get(name) else {
+            return Err(StoreError::ClientNotFound(name.to_owned()));
+        };
+        if online(name) {
+            return Err(StoreError::AlreadyOnline(name.to_owned()));
+        }
+        let (holds, record) = match self.clients.entry(key) {
+            Some(r) => (r.holds, r.record),
+            None => return Err(StoreError::ClientNotFound(name.to_owned())),
+        };
+        if holds > 0 {
+            return Err(StoreError::InvalidArgument(format!(
+                "client '{name}' still has {holds} stored messages sent by it or addressed to \
+                 it; forget it once they are gone"
+            )));
+        }
+        if self.owns_durable(name) {
+            return Err(StoreError::InvalidArgument(format!(
+                "client '{name}' owns a durable subscription; unsubscribe it first"
+            )));
+        }
+        if let Some((segment, size)) = record {
+            self.append(log, |b| {
+                record::encode_name(b, kind::CLIENT_FORGOTTEN, name)
+            });
+            self.journal.drop_live(segment, size);
+        }
+        self.clients.forget(key);
+        Ok(())
+    }
+
     /// Owners of durable subscriptions (they hold their names).
     fn durable_owners(&self) -> HashSet<Arc<str>> {
         self.topics
