@@ -7,6 +7,7 @@
 //! - [`commands`]: the client commands (`queue`, `send`, `recv`, `waiting`, `topic`,
 //!   `publish`, `subscribe`, `unsubscribe`, `shell`);
 //! - [`connection`]: the shared `--server`/`--name` flags, connecting, error wording;
+//! - [`http_api`]: the broker's HTTP API as the admin commands use it (`--http`);
 //! - [`properties`]: `NAME[:TYPE]=VALUE` message properties;
 //! - [`render`]: message blocks, JSON lines and queue tables;
 //! - [`topic_table`]: topic listings (table and JSON);
@@ -16,6 +17,7 @@
 mod commands;
 mod connection;
 mod duration;
+mod http_api;
 mod properties;
 mod render;
 mod serve;
@@ -33,7 +35,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Text after every `--help`: the exit codes and the environment.
 const AFTER_HELP: &str = "\
 Exit status: 0 on success (also when recv finds no message), 1 when the broker reports an error,
-the connection fails or an argument is invalid, 2 when the command line cannot be parsed.
+the connection fails or an argument is invalid, 2 when the command line cannot be parsed, 3 when
+recv --require finds no message, and for a shell script, 1 at its first failing command.
 Environment: FERRY_SERVER (default broker address), FERRY_NAME (default client name).";
 
 /// Ferry: a persistent message broker.
@@ -75,6 +78,15 @@ enum Command {
     /// An interactive shell over one connection (reads commands from standard input).
     #[command(after_help = AFTER_HELP)]
     Shell(commands::shell::ShellArgs),
+    /// The broker's node, version, uptime, connections, rates and store use (HTTP API).
+    #[command(after_help = AFTER_HELP)]
+    Status(commands::status::StatusArgs),
+    /// Every registered client, online or not (HTTP API).
+    #[command(after_help = AFTER_HELP)]
+    Clients(commands::clients::ClientsArgs),
+    /// Forget a client's registration, or close its session (HTTP API).
+    #[command(after_help = AFTER_HELP)]
+    Client(commands::clients::ClientArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -90,9 +102,15 @@ fn main() -> std::process::ExitCode {
         Command::Subscribe(args) => commands::block_on(commands::subscribe::run(args)),
         Command::Unsubscribe(args) => commands::block_on(commands::topic::unsubscribe(args)),
         Command::Shell(args) => commands::block_on(commands::shell::run(args)),
+        Command::Status(args) => commands::block_on(commands::status::run(args)),
+        Command::Clients(args) => commands::block_on(commands::clients::list(args)),
+        Command::Client(args) => commands::block_on(commands::clients::run(args)),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if e.is::<commands::recv::NoMessage>() => {
+            std::process::ExitCode::from(commands::recv::NoMessage::STATUS)
+        }
         Err(e) => {
             eprintln!("ferry: {e:#}");
             std::process::ExitCode::FAILURE
@@ -134,6 +152,17 @@ mod tests {
             "ferry subscribe -t prices --count 3 --wait 1500ms --ack auto --order time",
             "ferry unsubscribe --topic prices --durable audit",
             "ferry shell",
+            "ferry shell --keep-going",
+            "ferry recv --queue q --require",
+            "ferry status --json --http 127.0.0.1:1",
+            "ferry clients --online --json",
+            "ferry client forget old",
+            "ferry client disconnect busy",
+            "ferry queue describe q --json",
+            "ferry queue purge q",
+            "ferry queue browse q --order time --limit 100 --selector x --all --json",
+            "ferry queue move q.dead --to-origin --id 3 --id 4",
+            "ferry queue move q --to r --limit 10",
         ] {
             let args = line.split(' ');
             if let Err(e) = Cli::try_parse_from(args) {
@@ -164,6 +193,10 @@ mod tests {
             "ferry send --queue q --ttl 10 x",
             "ferry send --queue q --delay 1.5 x",
             "ferry recv --queue q --wait 2",
+            "ferry queue move q",
+            "ferry queue move q --to r --to-origin",
+            "ferry queue browse q --limit 0",
+            "ferry client forget",
         ] {
             assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");
         }

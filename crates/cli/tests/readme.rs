@@ -160,7 +160,11 @@ fn the_readme_tour_runs_as_written() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let env = [("PATH", path), ("FERRY_SERVER", addr.clone())];
+    let env = [
+        ("PATH", path),
+        ("FERRY_SERVER", addr.clone()),
+        ("FERRY_HTTP", http.clone()),
+    ];
     let work = tempfile::tempdir().unwrap();
     let place = |s: &str| {
         s.replace("127.0.0.1:6731", &http)

@@ -2,12 +2,13 @@
 //! figures, docs/benchmarks/results/ holds the JSON):
 //!
 //! - `scrape`: one `/metrics` scrape on a broker with 10,000 queues and 1,000 connections;
-//! - `overhead`: 1-producer/1-consumer throughput (`ferry bench throughput`) with and without
+//! - `overhead`: 1-producer/1-consumer throughput (`ferry-bench throughput`) with and without
 //!   a scrape every second, in alternating rounds, medians;
 //! - `browse`: a page of 100 messages deep in a 1,000,000-message queue, both orders.
 //!
-//! Each starts its own broker from `FERRY_BIN` (build it with `cargo build --release -p ferry`
-//! and point `FERRY_BIN` at `target/release/ferry`):
+//! Each starts its own broker from `FERRY_BIN` (build it with `cargo build --release -p ferry
+//! -p ferry-bench` and point `FERRY_BIN` at `target/release/ferry`; `overhead` runs the
+//! `ferry-bench` beside it):
 //!
 //! ```sh
 //! FERRY_BIN=$PWD/target/release/ferry cargo run -p ferry-http --example ops_bench -- \
@@ -184,12 +185,14 @@ async fn scrape(args: &Args) -> Result<(), Error> {
     write(args, result)
 }
 
-/// One `ferry bench throughput` round against `server`: received messages per second.
+/// One `ferry-bench throughput` round against `server` (the harness binary beside
+/// `FERRY_BIN`): received messages per second.
 fn throughput_round(server: &str, secs: u64) -> Result<f64, Error> {
     let out = tempfile::NamedTempFile::new()?;
-    let status = Command::new(ferry_bin())
+    let harness =
+        ferry_bin().with_file_name(format!("ferry-bench{}", std::env::consts::EXE_SUFFIX));
+    let status = Command::new(harness)
         .args([
-            "bench",
             "throughput",
             "--server",
             server,
@@ -211,7 +214,7 @@ fn throughput_round(server: &str, secs: u64) -> Result<f64, Error> {
         .arg(out.path())
         .status()?;
     if !status.success() {
-        return Err("ferry bench throughput failed".into());
+        return Err("ferry-bench throughput failed".into());
     }
     let v: Value = serde_json::from_slice(&std::fs::read(out.path())?)?;
     find_number(&v, "received_per_s").ok_or_else(|| "no received_per_s in the result".into())

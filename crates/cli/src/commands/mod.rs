@@ -1,5 +1,5 @@
 //! The client commands of the `ferry` binary, one module each:
-//! - [`queue`]: `queue create | delete | list`;
+//! - [`queue`]: `queue create | delete | list | describe | purge | browse | move`;
 //! - [`send`]: `send` (one message to one or more queues);
 //! - [`publish`]: `publish` (one message to a topic's subscriptions);
 //! - [`message`]: the message flags `send` and `publish` share;
@@ -7,17 +7,21 @@
 //! - [`topic`]: `topic create | delete | list` and `unsubscribe`;
 //! - [`subscribe`]: `subscribe` (to a topic; prints like `recv`);
 //! - [`waiting`]: `waiting` (queues with messages addressed to this client);
-//! - [`shell`]: the interactive `shell`.
+//! - [`shell`]: the interactive `shell`;
+//! - [`status`], [`clients`]: `status`, `clients`, `client forget | disconnect` (over the HTTP
+//!   API, as are `queue describe | purge | browse | move`).
 //!
 //! Each command connects once, does its work and disconnects; errors come back as one-line
 //! `anyhow` errors that `main` prints.
 
+pub mod clients;
 pub mod message;
 pub mod publish;
 pub mod queue;
 pub mod recv;
 pub mod send;
 pub mod shell;
+pub mod status;
 pub mod subscribe;
 pub mod topic;
 pub mod waiting;

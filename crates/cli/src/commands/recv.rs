@@ -87,9 +87,30 @@ pub struct RecvArgs {
     /// Print one JSON object per message per line.
     #[arg(long)]
     json: bool,
+    /// Exit with status 3 when no message came (scripts can tell "no message" from success;
+    /// without it, no message is success and prints nothing).
+    #[arg(long)]
+    require: bool,
     #[command(flatten)]
     conn: ConnArgs,
 }
+
+/// The error of `recv --require` that found nothing: `main` exits with [`NoMessage::STATUS`].
+#[derive(Debug)]
+pub struct NoMessage;
+
+impl NoMessage {
+    /// The exit status for "no message".
+    pub const STATUS: u8 = 3;
+}
+
+impl std::fmt::Display for NoMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no message")
+    }
+}
+
+impl std::error::Error for NoMessage {}
 
 /// Receives and prints up to `--count` messages. Prints nothing when there are none.
 pub async fn run(args: RecvArgs) -> Result<()> {
@@ -104,7 +125,10 @@ pub async fn run(args: RecvArgs) -> Result<()> {
     let result = receive_loop(&client, request, args.count, args.json).await;
     // On error the unacked delivery (if any) returns to its queue with the session.
     let _ = client.disconnect().await;
-    result
+    match result? {
+        0 if args.require => Err(NoMessage.into()),
+        _ => Ok(()),
+    }
 }
 
 async fn receive_loop(
@@ -112,7 +136,7 @@ async fn receive_loop(
     request: Receive,
     count: u64,
     json: bool,
-) -> Result<()> {
+) -> Result<u64> {
     let peek = request.mode == ReceiveMode::Peek;
     let mut last_peeked = None;
     let mut printed = 0u64;
@@ -141,5 +165,5 @@ async fn receive_loop(
         }
         printed += 1;
     }
-    Ok(())
+    Ok(printed)
 }

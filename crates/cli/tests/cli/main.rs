@@ -4,6 +4,7 @@
 //! Modules: [`support`] (running the binary), [`queue`], [`send_recv`], [`recv_safety`],
 //! [`errors`], [`shell`], [`time`], [`topics`].
 
+mod admin;
 mod errors;
 mod queue;
 mod recv_safety;

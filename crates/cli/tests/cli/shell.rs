@@ -36,7 +36,7 @@ delete sq2 force
 quit
 create never
 ";
-    let out = ferry(&server, &["shell", "--name", "sheller"])
+    let out = ferry(&server, &["shell", "--keep-going", "--name", "sheller"])
         .stdin(script)
         .run()
         .await;
@@ -238,7 +238,7 @@ cancel tt:keep
 unsubscribe tt keep
 topic list
 ";
-    let out = ferry(&server, &["shell", "--name", "txner"])
+    let out = ferry(&server, &["shell", "--keep-going", "--name", "txner"])
         .stdin(script)
         .run()
         .await;
@@ -294,7 +294,7 @@ send tq --ttl 1m -- now
 recv tq wait=200ms auto
 recv tq --wait 200ms
 ";
-    let out = ferry(&server, &["shell", "--name", "timer"])
+    let out = ferry(&server, &["shell", "--keep-going", "--name", "timer"])
         .stdin(script)
         .run()
         .await;

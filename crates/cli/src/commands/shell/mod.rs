@@ -3,8 +3,10 @@
 //! `~/.ferry_history` or `--history FILE`) behind a `ferry> ` prompt; otherwise it reads standard
 //! input line by line, without a prompt, so it also runs scripts piped into it.
 //!
-//! Results go to standard output, errors to standard error as `error: ...`; after an error the
-//! shell goes on, except when the connection itself is gone.
+//! Results go to standard output, errors to standard error as `error: ...`. On a terminal the
+//! shell goes on after an error (unless the connection itself is gone); a script (standard
+//! input not a terminal) stops at its first failing line with a non-zero exit status, naming
+//! the line, unless `--keep-going` is given.
 //!
 //! The shell keeps a little state ([`session::Session`]): whether a transaction is open (the
 //! prompt reads `ferry(txn)> ` then) and the push subscriptions opened with `subscribe`.
@@ -36,6 +38,10 @@ pub struct ShellArgs {
     /// Where a terminal session keeps its command history [default: ~/.ferry_history].
     #[arg(long, value_name = "FILE", env = "FERRY_HISTORY")]
     history: Option<PathBuf>,
+    /// When reading a script (standard input not a terminal), go on after a failing command
+    /// instead of stopping with exit status 1.
+    #[arg(long)]
+    keep_going: bool,
     #[command(flatten)]
     conn: ConnArgs,
 }
@@ -64,14 +70,17 @@ pub async fn run(args: ShellArgs) -> Result<()> {
     } else {
         Input::pipe()
     };
-    let result = repl(&client, input).await;
+    let stop_on_error = !interactive && !args.keep_going;
+    let result = repl(&client, input, stop_on_error).await;
     let _ = client.disconnect().await;
     result
 }
 
-async fn repl(client: &Client, mut input: Input) -> Result<()> {
+async fn repl(client: &Client, mut input: Input, stop_on_error: bool) -> Result<()> {
     let mut session = Session::new(client.clone());
+    let mut line_number = 0u64;
     loop {
+        line_number += 1;
         let prompt = if session.in_transaction() {
             "ferry(txn)> "
         } else {
@@ -83,6 +92,10 @@ async fn repl(client: &Client, mut input: Input) -> Result<()> {
         };
         let command = match parse_line(&line) {
             Ok(c) => c,
+            Err(e) if stop_on_error => {
+                input.close();
+                anyhow::bail!("line {line_number}: {e:#}");
+            }
             Err(e) => {
                 eprintln!("error: {e:#}");
                 continue;
@@ -95,8 +108,11 @@ async fn repl(client: &Client, mut input: Input) -> Result<()> {
                 input.close();
                 return Ok(());
             }
-            Err(e) if is_fatal(&e) => {
+            Err(e) if is_fatal(&e) || stop_on_error => {
                 input.close();
+                if stop_on_error {
+                    anyhow::bail!("line {line_number}: {}", describe(&e));
+                }
                 anyhow::bail!("{}", describe(&e));
             }
             Err(e) => eprintln!("error: {}", describe(&e)),
