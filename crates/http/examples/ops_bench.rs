@@ -96,7 +96,16 @@ fn environment(command: &str) -> Value {
     })
 }
 
-fn write(args: &Args, result: Value) -> Result<(), Error> {
+fn write(args: &Args, mut result: Value) -> Result<(), Error> {
+    // Results files not written by ferry-bench name their command at the top.
+    let command = format!(
+        "FERRY_BIN={} cargo run -p ferry-http --example ops_bench -- {}",
+        ferry_bin().display(),
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    if let Some(m) = result.as_object_mut() {
+        m.insert("command".into(), Value::String(command));
+    }
     let text = serde_json::to_string_pretty(&result)?;
     println!("{text}");
     if let Some(path) = args.path("--json") {
