@@ -30,6 +30,7 @@ const ERROR_CODES: &[(ErrorCode, u16, &str)] = &[
     (ErrorCode::SubscriptionInUse, 19, "SubscriptionInUse"),
     (ErrorCode::TransactionState, 20, "TransactionState"),
     (ErrorCode::ResourceExhausted, 21, "ResourceExhausted"),
+    (ErrorCode::QueueInUse, 22, "QueueInUse"),
 ];
 
 const FRAME_KINDS: &[(FrameKind, u16)] = &[
