@@ -140,12 +140,13 @@ fn browse_row(m: &serde_json::Value) -> String {
     };
     let body: String = body.chars().take(60).collect::<String>().replace('\n', " ");
     format!(
-        "{:>10}  {:>4}  {:<20}  {:<12}  {:>10}  {}\n",
-        m["id"],
-        m["priority"],
+        "{:>10}  {:>4}  {:<24}  {:<12}  {:>10}  {}\n",
+        // A JSON value prints without padding: numbers become text first.
+        m["id"].to_string(),
+        m["priority"].to_string(),
         m["sender"].as_str().unwrap_or(""),
         m["receiver"].as_str().unwrap_or(""),
-        m["delivery_count"],
+        m["delivery_count"].to_string(),
         body
     )
 }
@@ -160,7 +161,7 @@ async fn browse(
 ) -> Result<()> {
     if !json {
         super::emit(&format!(
-            "{:>10}  {:>4}  {:<20}  {:<12}  {:>10}  BODY\n",
+            "{:>10}  {:>4}  {:<24}  {:<12}  {:>10}  BODY\n",
             "ID", "PRIO", "SENDER", "TO", "DELIVERIES"
         ))?;
     }

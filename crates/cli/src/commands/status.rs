@@ -118,7 +118,7 @@ pub fn render(o: &Value) -> String {
         ),
     ];
     rows.iter()
-        .map(|(k, v)| format!("{:<13}{v}\n", format!("{k}:")))
+        .map(|(k, v)| format!("{:<14}{v}\n", format!("{k}:")))
         .collect()
 }
 

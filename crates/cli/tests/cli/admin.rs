@@ -169,6 +169,9 @@ async fn queue_describe_browse_move_purge_and_a_refused_delete() {
         rows[0].ends_with("order 3") && rows[1].ends_with("order 2"),
         "{page}"
     );
+    // Columns line up under the header.
+    let body_at = page.lines().next().unwrap().find("BODY").unwrap();
+    assert_eq!(rows[0].find("order 3"), Some(body_at), "{page}");
     let cursor = page
         .lines()
         .find_map(|l| l.strip_prefix("more: --cursor "))
