@@ -118,6 +118,7 @@ async fn run(
         order: sub.order,
         mode: ReceiveMode::Take,
         ack: sub.ack,
+        hold: false,
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,

@@ -81,6 +81,7 @@ async fn drain(store: &EmbeddedStore, selector: Option<&str>) -> (usize, f64) {
         order: Order::Priority,
         mode: ReceiveMode::Take,
         ack: AckMode::Auto,
+        hold: false,
         client: "shop".into(),
         session: 1,
         lease_until_ms: u64::MAX,

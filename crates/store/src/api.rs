@@ -126,6 +126,16 @@ pub struct ReceiveSpec {
     pub mode: ReceiveMode,
     /// Auto or client ack (ignored for peeks).
     pub ack: AckMode,
+    /// Auto-ack takes only: *hold* the taken messages for `session` instead of removing them.
+    /// A held message is invisible to every other receive, nothing is written for it and its
+    /// delivery count does not change; each gets a delivery id. The caller then settles it
+    /// with [`Store::ack`] (the removal an auto-ack take would have made) once the delivery is
+    /// on its way to the client, or hands it back unchanged with [`Store::release_session`]
+    /// when it cannot be delivered (no `redelivered` flag, no dead-lettering: it never left).
+    /// Held messages have no lease deadline: they stay held until one of those, or until the
+    /// store restarts (nothing was written, so they are ready again). Engines that cannot hold
+    /// take as without it and report delivery id 0.
+    pub hold: bool,
     /// The receiving client: only messages addressed to it or to nobody are eligible.
     pub client: String,
     /// The session that will hold the lease (client ack).

@@ -58,6 +58,7 @@ async fn producer_and_consumer_move_every_message() {
                 order: Order::Priority,
                 mode: ReceiveMode::Take,
                 ack: AckMode::Client,
+                hold: false,
                 client: "c".into(),
                 session: 1,
                 lease_until_ms: u64::MAX,

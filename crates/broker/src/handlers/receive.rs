@@ -67,6 +67,7 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         order: r.order,
         mode: r.mode,
         ack,
+        hold: false,
         client: session.client.clone(),
         session: session.id,
         lease_until_ms: 0,

@@ -108,6 +108,9 @@ macro_rules! for_each_conformance_test {
             settling::expire_leases_and_next_deadline,
             settling::unknown_delivery_ids_are_listed,
             settling::other_sessions_cannot_settle,
+            settling::held_take_is_removed_by_its_ack,
+            settling::held_take_comes_back_unchanged_on_release,
+            settling::held_take_with_a_selector_is_held_too,
             sessions::claim_is_exclusive_until_ended,
             sessions::claims_and_leases_are_independent,
             sessions::heartbeat_of_a_lone_node_frees_nothing,
@@ -268,6 +271,7 @@ pub fn from_queue(queue: &str, client: &str, mode: ReceiveMode, ack: AckMode) ->
         order: Order::Priority,
         mode,
         ack,
+        hold: false,
         client: client.into(),
         session: SESSION,
         lease_until_ms: 10_000,
@@ -284,6 +288,14 @@ pub fn take(queue: &str, client: &str) -> ReceiveSpec {
 /// A client-ack take from a queue.
 pub fn lease(queue: &str, client: &str) -> ReceiveSpec {
     from_queue(queue, client, ReceiveMode::Take, AckMode::Client)
+}
+
+/// An auto-ack take from a queue that holds what it takes (see [`ReceiveSpec::hold`]).
+pub fn held(queue: &str, client: &str) -> ReceiveSpec {
+    ReceiveSpec {
+        hold: true,
+        ..take(queue, client)
+    }
 }
 
 /// A peek at a queue.

@@ -171,3 +171,94 @@ pub async fn other_sessions_cannot_settle(store: Arc<dyn Store>) {
     assert_eq!(depth(&store, "q").await, (0, 1));
     store.ack(SESSION, &[id]).await.unwrap();
 }
+
+/// A held auto-ack take hides the message from every other receive and writes nothing for it;
+/// its ack removes it as the take would have, and it never expires as a lease does.
+pub async fn held_take_is_removed_by_its_ack(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "x")).await.unwrap();
+    store.send(msg(&["q"], "p", "y")).await.unwrap();
+    let d = store.receive(&held("q", "c"), 1).await.unwrap();
+    assert_eq!(bodies(&d), vec!["x"]);
+    assert_ne!(
+        d[0].delivery_id, 0,
+        "a held take has a delivery id to settle"
+    );
+    assert_eq!(depth(&store, "q").await, (1, 1));
+    let mut other = take("q", "c");
+    other.session = SESSION + 1;
+    assert_eq!(
+        bodies(&store.receive(&other, 5).await.unwrap()),
+        vec!["y"],
+        "a held message is invisible to other receives"
+    );
+    store.expire_leases(NOW + 1_000_000_000).await.unwrap();
+    assert_eq!(
+        depth(&store, "q").await,
+        (0, 1),
+        "a held take has no deadline"
+    );
+    assert_eq!(
+        store.ack(SESSION + 1, &[d[0].delivery_id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id])),
+        "only its session settles it"
+    );
+    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
+    assert_eq!(depth(&store, "q").await, (0, 0));
+    store.release_session(SESSION).await.unwrap();
+    assert_eq!(
+        depth(&store, "q").await,
+        (0, 0),
+        "an acked take stays removed"
+    );
+}
+
+/// A held take released with its session is back where it was, neither counted as a delivery
+/// nor flagged redelivered, and a queue's maximum delivery count does not see it.
+pub async fn held_take_comes_back_unchanged_on_release(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q.dead"]).await;
+    let options = ferry_protocol::QueueOptions {
+        max_deliveries: 1,
+        dead_letter_queue: Some("q.dead".into()),
+        expiry_queue: None,
+    };
+    store.create_queue_with("q", &options).await.unwrap();
+    for b in ["a", "b"] {
+        store.send(msg(&["q"], "p", b)).await.unwrap();
+    }
+    for _ in 0..3 {
+        let d = store.receive(&held("q", "c"), 1).await.unwrap();
+        assert_eq!(bodies(&d), vec!["a"]);
+        assert_eq!(d[0].message.delivery_count, 0);
+        assert_eq!(store.release_session(SESSION).await.unwrap(), vec!["q"]);
+    }
+    assert_eq!(depth(&store, "q").await, (2, 0));
+    assert_eq!(
+        depth(&store, "q.dead").await,
+        (0, 0),
+        "nothing dead-lettered"
+    );
+    let d = store.receive(&take("q", "c"), 2).await.unwrap();
+    assert_eq!(bodies(&d), vec!["a", "b"], "back in its old position");
+    assert!(!d[0].message.redelivered());
+}
+
+/// A held take through a selector holds only what the selector picks.
+pub async fn held_take_with_a_selector_is_held_too(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["q"]).await;
+    store.send(msg(&["q"], "p", "skip")).await.unwrap();
+    let mut m = msg(&["q"], "p", "pick");
+    m.priority = 9;
+    store.send(m).await.unwrap();
+    let spec = super::selecting::selecting(held("q", "c"), "priority > 5");
+    let d = store.receive(&spec, 5).await.unwrap();
+    assert_eq!(bodies(&d), vec!["pick"]);
+    assert_ne!(d[0].delivery_id, 0);
+    assert_eq!(d[0].message.delivery_count, 0);
+    assert_eq!(depth(&store, "q").await, (1, 1));
+    store.release_session(SESSION).await.unwrap();
+    assert_eq!(depth(&store, "q").await, (2, 0));
+    let d = store.receive(&spec, 5).await.unwrap();
+    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
+    assert_eq!(depth(&store, "q").await, (1, 0));
+}

@@ -68,6 +68,7 @@ fn spec(queue: &str, mode: ReceiveMode, ack: AckMode) -> ReceiveSpec {
         order: Order::Time,
         mode,
         ack,
+        hold: false,
         client: "c".into(),
         session: 1,
         lease_until_ms: u64::MAX,

@@ -71,6 +71,7 @@ pub(super) fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -
         order: Order::Time,
         mode,
         ack,
+        hold: false,
         client: "c".into(),
         session,
         lease_until_ms: u64::MAX,
@@ -266,6 +267,46 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
         .await
         .unwrap();
     assert!(bodies(&store, "t:~c.1").await.is_empty());
+}
+
+/// A held auto-ack take writes nothing: after a crash (a reopen without its ack) the message is
+/// ready again, never flagged redelivered; its ack writes the removal an auto-ack take writes.
+#[tokio::test]
+async fn a_held_take_writes_nothing_until_its_ack() {
+    let disk = FaultyBackend::new();
+    {
+        let store = open(&disk, 1 << 20).await;
+        store.register_client("c").await.unwrap();
+        store.create_queue("q").await.unwrap();
+        for body in ["held", "acked"] {
+            store.send(message(&["q"], None, body, "eu")).await.unwrap();
+        }
+        store.flush().await.unwrap();
+        let before = log_bytes(&disk);
+        let held = ReceiveSpec {
+            hold: true,
+            ..spec("q", ReceiveMode::Take, AckMode::Auto, 1)
+        };
+        let d = store.receive(&held, 2).await.unwrap();
+        assert_eq!(d.len(), 2);
+        store.flush().await.unwrap();
+        assert_eq!(log_bytes(&disk), before, "holding wrote a record");
+        store.ack(1, &[d[1].delivery_id]).await.unwrap();
+        store.flush().await.unwrap();
+        assert_ne!(
+            log_bytes(&disk),
+            before,
+            "the ack of a held take writes its removal"
+        );
+    }
+    let store = open(&disk, 1 << 20).await;
+    let d = store
+        .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 1), 5)
+        .await
+        .unwrap();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].message.body, "held");
+    assert!(!d[0].message.redelivered(), "a held take is no delivery");
 }
 
 #[tokio::test]

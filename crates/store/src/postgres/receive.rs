@@ -55,13 +55,7 @@ pub const JOINS: &str = "CROSS JOIN LATERAL (SELECT * FROM messages m0 \
 fn statement(spec: &ReceiveSpec) -> String {
     let source = source_condition(&spec.source);
     let (order, outer_order) = orders(spec.order);
-    let timely = timely(
-        if (spec.mode, spec.ack) == (ReceiveMode::Take, AckMode::Client) {
-            "$7"
-        } else {
-            "$4"
-        },
-    );
+    let timely = timely(if leases(spec) { "$7" } else { "$4" });
     let pick = |lock: &str| {
         format!(
             "SELECT mq.ctid, mq.queue_id, mq.message_id, mq.priority, mq.delivery_count, \
@@ -73,6 +67,18 @@ fn statement(spec: &ReceiveSpec) -> String {
         )
     };
     match (spec.mode, spec.ack) {
+        // Held: leased to the session without a new delivery count (see ReceiveSpec::hold).
+        (ReceiveMode::Take, AckMode::Auto) if spec.hold => format!(
+            "WITH p AS ({}), \
+             r AS (UPDATE message_queue mq SET \
+                 lease_node = $4, lease_session = $5, lease_until = $6, \
+                 lease_delivery_id = nextval('delivery_ids') \
+               WHERE mq.ctid = ANY(ARRAY(SELECT p.ctid FROM p)) \
+               RETURNING mq.queue_id, mq.message_id, mq.priority, \
+                 mq.delivery_count AS count, mq.lease_delivery_id AS delivery, mq.alone) \
+             SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}",
+            pick("FOR UPDATE OF mq SKIP LOCKED")
+        ),
         (ReceiveMode::Peek, _) => format!(
             "WITH r AS (SELECT p.queue_id, p.message_id, p.priority, p.delivery_count AS count, \
                0::bigint AS delivery, p.alone FROM ({}) p) \
@@ -101,6 +107,20 @@ fn statement(spec: &ReceiveSpec) -> String {
              SELECT {COLUMNS} FROM r {JOINS} ORDER BY {outer_order}",
             pick("FOR UPDATE OF mq SKIP LOCKED")
         ),
+    }
+}
+
+/// Whether `spec` leases what it takes: a client-ack take, or a held auto-ack take.
+pub fn leases(spec: &ReceiveSpec) -> bool {
+    spec.mode == ReceiveMode::Take && (spec.ack == AckMode::Client || spec.hold)
+}
+
+/// The lease deadline of `spec`'s takes: a held take has none (the largest bigint).
+pub fn lease_until(spec: &ReceiveSpec) -> i64 {
+    if spec.ack == AckMode::Auto {
+        i64::MAX
+    } else {
+        as_i64(spec.lease_until_ms)
     }
 }
 
@@ -154,7 +174,7 @@ impl Inner {
         let limit = i64::try_from(max.max(1)).unwrap_or(i64::MAX);
         let sql = statement(spec);
         let rows = match (spec.mode, spec.ack) {
-            (ReceiveMode::Take, AckMode::Auto) => {
+            (ReceiveMode::Take, AckMode::Auto) if !spec.hold => {
                 let tx = conn.transaction().await?;
                 let rows = self
                     .run(&tx, &sql, spec, sender_id, client_id, limit)
@@ -258,10 +278,10 @@ impl Inner {
         limit: i64,
     ) -> TxResult<Vec<Row>> {
         let now = as_i64(spec.now_ms);
-        Ok(match (spec.mode, spec.ack) {
-            (ReceiveMode::Take, AckMode::Client) => {
+        Ok(match leases(spec) {
+            true => {
                 let session = as_i64(spec.session);
-                let until = as_i64(spec.lease_until_ms);
+                let until = lease_until(spec);
                 client
                     .query(
                         stmt,
@@ -271,7 +291,7 @@ impl Inner {
                     )
                     .await?
             }
-            _ => {
+            false => {
                 client
                     .query(stmt, &[source, &client_id, &limit, &now])
                     .await?

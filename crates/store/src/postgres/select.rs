@@ -19,7 +19,7 @@ use tokio_postgres::Row;
 
 use super::errors::bad_data;
 use super::props;
-use super::receive::{as_i64, timely};
+use super::receive::{as_i64, lease_until, timely};
 use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
@@ -211,7 +211,7 @@ impl Inner {
         let (ms, qs): (Vec<i64>, Vec<i64>) = read_keys.iter().copied().unzip();
         match (spec.mode, spec.ack) {
             (ReceiveMode::Peek, _) => {}
-            (ReceiveMode::Take, AckMode::Auto) => {
+            (ReceiveMode::Take, AckMode::Auto) if !spec.hold => {
                 let stmt = tx
                     .prepare_cached(
                         "DELETE FROM message_queue mq \
@@ -240,10 +240,12 @@ impl Inner {
                 shared.dedup();
                 drop_orphans(&tx, &shared).await?;
             }
-            (ReceiveMode::Take, AckMode::Client) => {
+            (ReceiveMode::Take, _) => {
+                // A held auto-ack take keeps its delivery count (see ReceiveSpec::hold).
                 let stmt = tx
                     .prepare_cached(
-                        "UPDATE message_queue mq SET delivery_count = mq.delivery_count + 1, \
+                        "UPDATE message_queue mq SET \
+                           delivery_count = mq.delivery_count + $6::integer, \
                            lease_node = $3, lease_session = $4, lease_until = $5, \
                            lease_delivery_id = nextval('delivery_ids') \
                          FROM unnest($1::bigint[], $2::bigint[]) AS p(m, q) \
@@ -252,9 +254,10 @@ impl Inner {
                     )
                     .await?;
                 let session = as_i64(spec.session);
-                let until = as_i64(spec.lease_until_ms);
+                let until = lease_until(spec);
+                let counted: i32 = if spec.hold { 0 } else { 1 };
                 for row in tx
-                    .query(&stmt, &[&ms, &qs, &self.node, &session, &until])
+                    .query(&stmt, &[&ms, &qs, &self.node, &session, &until, &counted])
                     .await?
                 {
                     let (m, q, d): (i64, i64, i64) =

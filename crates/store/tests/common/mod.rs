@@ -59,6 +59,7 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
         order: Order::Time,
         mode,
         ack,
+        hold: false,
         client: "c".into(),
         session,
         lease_until_ms: u64::MAX,

@@ -525,6 +525,13 @@ impl State {
                 .map_or(0, |s| s.count);
             let delivery_id = match (spec.mode, spec.ack) {
                 (ReceiveMode::Peek, _) => 0,
+                (ReceiveMode::Take, AckMode::Auto) if spec.hold => {
+                    // Held: leased without a deadline, a record or a new delivery count, so
+                    // that an ack removes it as the take would have and a release puts it
+                    // back as it was (see ReceiveSpec::hold).
+                    self.unready_stored(&msg, qk);
+                    self.lease(id, qk, spec.session, u64::MAX, count)
+                }
                 (ReceiveMode::Take, AckMode::Auto) => {
                     self.unready_stored(&msg, qk);
                     // As log_removed, with the message at hand.
@@ -544,24 +551,7 @@ impl State {
                         });
                         wrote = true;
                     }
-                    let did = self.leases.insert(Lease {
-                        message: id,
-                        queue: qk,
-                        session: spec.session,
-                        deadline: spec.lease_until_ms,
-                    });
-                    if let Some(slot) = self
-                        .messages
-                        .get_mut(&id)
-                        .and_then(|e| e.slots.iter_mut().find(|s| s.queue == qk))
-                    {
-                        slot.count = next;
-                        slot.lease = Some(did);
-                    }
-                    if let Some(q) = self.queues.get_mut(&qk) {
-                        q.in_flight += 1;
-                    }
-                    did
+                    self.lease(id, qk, spec.session, spec.lease_until_ms, next)
                 }
             };
             out.push(Handout {
@@ -572,6 +562,36 @@ impl State {
             });
         }
         Ok((out, wrote))
+    }
+
+    /// Leases message `id` (out of the ready index already) on queue `qk` to `session` until
+    /// `deadline`, with `count` as its delivery count there; returns the delivery id.
+    fn lease(
+        &mut self,
+        id: MessageId,
+        qk: QueueKey,
+        session: SessionId,
+        deadline: u64,
+        count: u32,
+    ) -> DeliveryId {
+        let did = self.leases.insert(Lease {
+            message: id,
+            queue: qk,
+            session,
+            deadline,
+        });
+        if let Some(slot) = self
+            .messages
+            .get_mut(&id)
+            .and_then(|e| e.slots.iter_mut().find(|s| s.queue == qk))
+        {
+            slot.count = count;
+            slot.lease = Some(did);
+        }
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.in_flight += 1;
+        }
+        did
     }
 
     /// Ends lease `did` (the caller checked it is held); returns its message and queue.
