@@ -270,6 +270,13 @@ pub trait Store: crate::admin::Admin + Send + Sync + 'static {
     /// message counts once it is due at `now_ms`.
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError>;
 
+    /// About the bytes of message data this engine keeps in the broker's memory (bodies,
+    /// properties, per-message overhead), for the broker's memory budget. Read often: it must
+    /// not block. 0 for engines that keep messages elsewhere (the default).
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+
     /// Background upkeep (compaction of dead log space and the like); cheap when there is none.
     async fn maintain(&self) -> Result<(), StoreError>;
 

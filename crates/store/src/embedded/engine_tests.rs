@@ -269,6 +269,35 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
     assert!(bodies(&store, "t:~c.1").await.is_empty());
 }
 
+/// The memory gauge follows the messages held: up by about their bodies when they arrive,
+/// back to nothing when the last queue lets them go.
+#[tokio::test]
+async fn memory_bytes_count_the_messages_held() {
+    let disk = FaultyBackend::new();
+    let store = open(&disk, 1 << 20).await;
+    store.register_client("c").await.unwrap();
+    store.create_queue("a").await.unwrap();
+    store.create_queue("b").await.unwrap();
+    assert_eq!(store.memory_bytes(), 0);
+    let mut m = message(&["a", "b"], None, "", "eu");
+    m.body = bytes::Bytes::from(vec![7u8; 100_000]);
+    store.send(m).await.unwrap();
+    let one = store.memory_bytes();
+    assert!((100_000..101_000).contains(&one), "{one}");
+    store
+        .receive(&spec("a", ReceiveMode::Take, AckMode::Auto, 1), 1)
+        .await
+        .unwrap();
+    assert_eq!(store.memory_bytes(), one, "still on queue b");
+    let d = store
+        .receive(&spec("b", ReceiveMode::Take, AckMode::Client, 1), 1)
+        .await
+        .unwrap();
+    assert_eq!(store.memory_bytes(), one, "leased, not gone");
+    store.ack(1, &[d[0].delivery_id]).await.unwrap();
+    assert_eq!(store.memory_bytes(), 0);
+}
+
 /// A held auto-ack take writes nothing: after a crash (a reopen without its ack) the message is
 /// ready again, never flagged redelivered; its ack writes the removal an auto-ack take writes.
 #[tokio::test]

@@ -13,6 +13,7 @@
 //! `ResourceExhausted`, and calls that lead to freeing space go on.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -96,6 +97,8 @@ pub struct EmbeddedStore {
     pub(super) recovered_messages: u64,
     /// Which sessions consume each topic subscription.
     consumers: ConsumerClaims,
+    /// The bytes messages take in memory (the state's gauge, read without its lock).
+    memory: Arc<AtomicU64>,
     /// Held for the store's life so no other process writes the same log.
     _dir_lock: Box<dyn Send + Sync>,
 }
@@ -206,7 +209,9 @@ impl EmbeddedStore {
             figures.clone(),
         )
         .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
+        let memory = state.memory_gauge();
         Ok(Arc::new(EmbeddedStore {
+            memory,
             state: Mutex::new(state),
             log,
             backend,
@@ -674,6 +679,10 @@ impl Store for EmbeddedStore {
     async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
         self.mutate(Class::Frees, |st, log| Ok(st.purge_expired(log, now_ms)))
             .await
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.memory.load(Ordering::Relaxed)
     }
 
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {

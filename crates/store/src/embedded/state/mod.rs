@@ -17,6 +17,7 @@
 //! add record of its message, and its durability implies the add's.
 
 use std::collections::{hash_map, BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -240,6 +241,30 @@ pub struct State {
     pub journal: Journal,
     /// Dead letters, expiries and drops, for metrics.
     pub counters: crate::admin::MessageCounters,
+    /// About the bytes the messages held take in memory (see [`footprint`]); shared so that
+    /// it can be read without the state's lock.
+    memory: Arc<AtomicU64>,
+}
+
+/// Bytes a message takes in memory besides its body and properties: the stored message, its
+/// entry and its places in the indexes, about.
+const MESSAGE_OVERHEAD: u64 = 256;
+
+/// About the bytes message `m` takes in memory.
+fn footprint(m: &Stored) -> u64 {
+    let props: usize = m
+        .properties
+        .iter()
+        .map(|(name, v)| {
+            name.len()
+                + 32
+                + match v {
+                    ferry_protocol::PropertyValue::Str(s) => s.len(),
+                    _ => 0,
+                }
+        })
+        .sum();
+    MESSAGE_OVERHEAD + (m.body.len() + props) as u64
 }
 
 /// Builds the header of segment `n` from a metadata snapshot. A free function over fields, so
@@ -308,7 +333,13 @@ impl State {
             direct: direct::DirectTaps::default(),
             journal,
             counters: crate::admin::MessageCounters::default(),
+            memory: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The gauge of the bytes messages take in memory, to read without the lock.
+    pub fn memory_gauge(&self) -> Arc<AtomicU64> {
+        self.memory.clone()
     }
 
     /// The header for a new segment `n` holding the current metadata.
@@ -753,7 +784,12 @@ impl State {
         if let Some(r) = entry.msg.receiver_key {
             self.clients.hold(r);
         }
-        self.messages.insert(id, entry);
+        self.memory
+            .fetch_add(footprint(&entry.msg), Ordering::Relaxed);
+        if let Some(old) = self.messages.insert(id, entry) {
+            self.memory
+                .fetch_sub(footprint(&old.msg), Ordering::Relaxed);
+        }
     }
 
     /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
@@ -769,6 +805,7 @@ impl State {
         }
         if e.slots.is_empty() {
             let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
+            self.memory.fetch_sub(footprint(&e.msg), Ordering::Relaxed);
             let msg = entry.remove().msg;
             self.clients.release(msg.sender_key);
             if let Some(r) = msg.receiver_key {
