@@ -22,7 +22,22 @@ pub struct Connect {
     pub client: String,
     /// Credentials; empty when the broker needs none.
     pub credentials: String,
+    /// The keep-alive interval the client asks for, in ms: it sends a request (a ping when it
+    /// has nothing else to send) at least this often, and the broker may close a session
+    /// silent for 1.5 intervals. 0: the broker's choice. The broker grants at most its own
+    /// maximum and answers the interval granted in [`crate::responses::Connected`].
+    pub keepalive_ms: u32,
+    /// Session flags ([`CONNECT_EPHEMERAL`]); the other bits must be 0.
+    pub flags: u32,
 }
+
+/// [`Connect::flags`] bit 0, *ephemeral name*: the client made its name up for this session
+/// alone, so the broker need not keep the name registered once the session ends, unless it
+/// holds something (messages addressed to it, durable subscriptions).
+pub const CONNECT_EPHEMERAL: u32 = 1;
+
+/// Every [`Connect::flags`] bit this protocol version defines.
+pub const CONNECT_FLAGS: u32 = CONNECT_EPHEMERAL;
 
 /// Asks for one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -466,19 +481,25 @@ fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
     let rest = (|| {
         let client = r.string("client name")?;
         let credentials = r.string("credentials")?;
+        let keepalive_ms = r.u32()?;
+        let flags = r.u32()?;
         r.finish()?;
-        Ok::<_, WireError>((client, credentials))
-    })();
-    match rest {
-        Ok((client, credentials)) => Ok(Request::Connect(Connect {
+        Ok::<_, WireError>(Connect {
             version,
             client,
             credentials,
-        })),
+            keepalive_ms,
+            flags,
+        })
+    })();
+    match rest {
+        Ok(c) => Ok(Request::Connect(c)),
         Err(_) if version != PROTOCOL_VERSION => Ok(Request::Connect(Connect {
             version,
             client: String::new(),
             credentials: String::new(),
+            keepalive_ms: 0,
+            flags: 0,
         })),
         Err(e) => Err(e),
     }
@@ -522,6 +543,8 @@ impl Request {
                 out.put_u16_le(c.version);
                 put_string(out, &c.client);
                 put_string(out, &c.credentials);
+                out.put_u32_le(c.keepalive_ms);
+                out.put_u32_le(c.flags);
             }
             Request::Disconnect
             | Request::Ping

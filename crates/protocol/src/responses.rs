@@ -49,6 +49,10 @@ pub struct Connected {
     pub client: String,
     /// The broker's limits.
     pub limits: Limits,
+    /// The keep-alive interval granted, in ms: the client sends a request (a ping when it has
+    /// nothing else to send) at least this often; the broker closes a session silent for 1.5
+    /// intervals.
+    pub keepalive_ms: u32,
 }
 
 /// A reply or push, decoded.
@@ -337,6 +341,7 @@ impl Response {
                 out.put_u16_le(c.version);
                 put_string(out, &c.client);
                 put_limits(out, &c.limits);
+                out.put_u32_le(c.keepalive_ms);
             }
             Response::Ok | Response::Pong => {}
             Response::Error(e) => put_error(out, e),
@@ -423,6 +428,7 @@ impl Response {
                 version: r.u16()?,
                 client: r.string("client name")?,
                 limits: read_limits(&mut r)?,
+                keepalive_ms: r.u32()?,
             }),
             FrameKind::Ok => Response::Ok,
             FrameKind::Error => Response::Error(read_error(&mut r)?),

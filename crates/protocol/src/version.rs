@@ -4,5 +4,6 @@
 /// [`crate::ErrorCode::UnsupportedVersion`] and closes the connection.
 ///
 /// Version 2 added topics, transactions and non-persistent messages (two fields at the end of
-/// every outgoing message).
-pub const PROTOCOL_VERSION: u16 = 2;
+/// every outgoing message). Version 3 added the keep-alive interval and session flags to
+/// `Connect`, and the interval granted to `Connected`.
+pub const PROTOCOL_VERSION: u16 = 3;

@@ -12,8 +12,9 @@ use ferry_protocol::{Request, Response};
 /// Pinned bytes of `pinned_requests()`, in the same order.
 const REQUESTS: &[(&str, &str)] = &[
     (
-        "Connect v2 'app' creds 'pw'",
-        "11 00 00 00 | 01 00 | 07 00 00 00 || 02 00 | 03 00 61 70 70 | 02 00 70 77",
+        "Connect v3 'app' creds 'pw', keep-alive 30 s, ephemeral",
+        "19 00 00 00 | 01 00 | 07 00 00 00 ||
+         03 00 | 03 00 61 70 70 | 02 00 70 77 | 30 75 00 00 | 01 00 00 00",
     ),
     ("Disconnect", "06 00 00 00 | 02 00 | 07 00 00 00"),
     ("Ping", "06 00 00 00 | 03 00 | 07 00 00 00"),
@@ -122,11 +123,12 @@ const REQUESTS: &[(&str, &str)] = &[
 /// Pinned bytes of `pinned_responses()`, in the same order.
 const RESPONSES: &[(&str, &str)] = &[
     (
-        "Connected v2 'app' with the default limits",
-        "33 00 00 00 | 01 80 | 07 00 00 00 ||
-         02 00 | 03 00 61 70 70 |
+        "Connected v3 'app' with the default limits, keep-alive 30 s",
+        "37 00 00 00 | 01 80 | 07 00 00 00 ||
+         03 00 | 03 00 61 70 70 |
          00 00 00 01 | 00 00 10 00 | c8 00 | 00 04 00 00 | a0 86 01 00 | a0 86 01 00 |
-         00 00 01 00 | 10 27 00 00 | 64 00 | 40 00 | 60 ea 00 00",
+         00 00 01 00 | 10 27 00 00 | 64 00 | 40 00 | 60 ea 00 00 |
+         30 75 00 00",
     ),
     ("Ok", "06 00 00 00 | 02 80 | 07 00 00 00"),
     (

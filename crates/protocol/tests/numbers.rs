@@ -133,8 +133,10 @@ fn frame_kind_numbers_are_pinned() {
 }
 
 #[test]
-fn protocol_version_is_2() {
-    assert_eq!(PROTOCOL_VERSION, 2);
+fn protocol_version_is_3() {
+    assert_eq!(PROTOCOL_VERSION, 3);
+    assert_eq!(ferry_protocol::requests::CONNECT_EPHEMERAL, 1);
+    assert_eq!(ferry_protocol::requests::CONNECT_FLAGS, 1);
 }
 
 #[test]

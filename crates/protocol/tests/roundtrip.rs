@@ -119,6 +119,8 @@ fn foreign_connect(version: u16) -> Request {
         version,
         client: String::new(),
         credentials: String::new(),
+        keepalive_ms: 0,
+        flags: 0,
     })
 }
 
@@ -228,28 +230,37 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("03 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("04 00 | ff ff ff | 01")),
     };
-    assert_eq!(Request::decode(&frame), Ok(foreign_connect(3)));
-    // Version 1 clients (before topics) are refused the same way.
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(4)));
+    // Version 1 and 2 clients (before topics) are refused the same way.
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
         payload: Bytes::from(hex("01 00 | ff ff ff | 01")),
     };
     assert_eq!(Request::decode(&frame), Ok(foreign_connect(1)));
+    // A version 2 connect (no keep-alive or flags) is one of those.
+    let frame = RawFrame {
+        kind: 0x0001,
+        request_id: 1,
+        payload: Bytes::from(hex("02 00 | 03 00 61 70 70 | 00 00")),
+    };
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(2)));
     // If the rest does have this version's layout it is kept.
     let req = Request::Connect(Connect {
-        version: 3,
+        version: 4,
         client: "app".into(),
         credentials: String::new(),
+        keepalive_ms: 1000,
+        flags: 0,
     });
     assert_eq!(Request::decode(&one_frame(&req_bytes(&req, 1))), Ok(req));
     // This version's connect must be whole.
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("02 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("03 00 | ff ff ff | 01")),
     };
     assert!(Request::decode(&frame).is_err());
 }

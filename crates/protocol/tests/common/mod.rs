@@ -144,9 +144,11 @@ pub fn pushed_delivery() -> Delivery {
 pub fn pinned_requests() -> Vec<Request> {
     vec![
         Request::Connect(Connect {
-            version: 2,
+            version: 3,
             client: "app".into(),
             credentials: "pw".into(),
+            keepalive_ms: 30_000,
+            flags: ferry_protocol::requests::CONNECT_EPHEMERAL,
         }),
         Request::Disconnect,
         Request::Ping,
@@ -241,9 +243,10 @@ pub fn pinned_requests() -> Vec<Request> {
 pub fn pinned_responses() -> Vec<Response> {
     vec![
         Response::Connected(Connected {
-            version: 2,
+            version: 3,
             client: "app".into(),
             limits: Limits::DEFAULT,
+            keepalive_ms: 30_000,
         }),
         Response::Ok,
         Response::error(ErrorCode::QueueNotFound, "no q"),
@@ -297,6 +300,8 @@ pub fn all_requests() -> Vec<Request> {
             version: u16::MAX,
             client: String::new(),
             credentials: "päss wörd ✓".into(),
+            keepalive_ms: u32::MAX,
+            flags: u32::MAX,
         }),
         Request::Send(OutgoingMessage {
             queues: vec![],
@@ -379,6 +384,7 @@ pub fn all_responses() -> Vec<Response> {
     v.extend([
         Response::Connected(Connected {
             version: 9,
+            keepalive_ms: u32::MAX,
             client: "ünïcode".into(),
             limits: Limits {
                 max_frame_bytes: u32::MAX,
@@ -557,13 +563,17 @@ fn ack_mode() -> impl Strategy<Value = AckMode> {
 pub fn request() -> impl Strategy<Value = Request> {
     let ids = || prop::collection::vec(any::<u64>(), 0..8);
     prop_oneof![
-        (any::<u16>(), name(), name()).prop_map(|(version, client, credentials)| {
-            Request::Connect(Connect {
-                version,
-                client,
-                credentials,
-            })
-        }),
+        (any::<u16>(), name(), name(), any::<u32>(), any::<u32>()).prop_map(
+            |(version, client, credentials, keepalive_ms, flags)| {
+                Request::Connect(Connect {
+                    version,
+                    client,
+                    credentials,
+                    keepalive_ms,
+                    flags,
+                })
+            }
+        ),
         Just(Request::Disconnect),
         Just(Request::Ping),
         (
@@ -744,13 +754,16 @@ fn limits() -> impl Strategy<Value = Limits> {
 /// Any response.
 pub fn response() -> impl Strategy<Value = Response> {
     prop_oneof![
-        (any::<u16>(), name(), limits()).prop_map(|(version, client, limits)| {
-            Response::Connected(Connected {
-                version,
-                client,
-                limits,
-            })
-        }),
+        (any::<u16>(), name(), limits(), any::<u32>()).prop_map(
+            |(version, client, limits, keepalive_ms)| {
+                Response::Connected(Connected {
+                    version,
+                    client,
+                    limits,
+                    keepalive_ms,
+                })
+            }
+        ),
         Just(Response::Ok),
         error_reply().prop_map(Response::Error),
         Just(Response::Pong),
