@@ -109,6 +109,24 @@ pub struct ConfigLayer {
     pub http_allow_remote: Option<bool>,
     /// Per-queue and per-subscription series in `/metrics`.
     pub metrics_per_object: Option<bool>,
+    /// Bytes a connection may have queued for its client before its requests are no longer read.
+    pub max_outbound_bytes: Option<u64>,
+    /// Bytes a connection's pending requests may hold before its requests are no longer read.
+    pub max_pending_bytes: Option<u64>,
+    /// Milliseconds a client may leave its replies unread before its connection is closed.
+    pub write_timeout_ms: Option<u32>,
+    /// Milliseconds a frame may take to arrive once its first bytes have.
+    pub read_timeout_ms: Option<u32>,
+    /// Milliseconds a new connection has to complete its connect.
+    pub handshake_timeout_ms: Option<u32>,
+    /// Longest keep-alive interval granted, and the one used when a client asks for none (ms).
+    pub keepalive_ms: Option<u32>,
+    /// Most connections from one IP address (0: no limit).
+    pub max_connections_per_address: Option<u32>,
+    /// New client names registered per second from one IP address (0: no limit).
+    pub max_new_clients_per_sec: Option<u32>,
+    /// The broker-wide memory budget in bytes.
+    pub max_memory: Option<u64>,
 }
 
 /// Smallest `segment_bytes`: 64 KiB.
@@ -116,6 +134,15 @@ pub const MIN_SEGMENT_BYTES: u64 = 64 * 1024;
 
 /// Largest `segment_bytes`: 16 GiB (a segment is read whole at recovery).
 pub const MAX_SEGMENT_BYTES: u64 = 16 * 1024 * 1024 * 1024;
+
+/// Smallest `max_outbound_bytes` and `max_pending_bytes`: 64 KiB.
+pub const MIN_CONNECTION_BUDGET: u64 = 64 * 1024;
+
+/// Smallest `max_memory`: 16 MiB.
+pub const MIN_MAX_MEMORY: u64 = 16 * 1024 * 1024;
+
+/// Shortest keep-alive interval granted, whatever a client asks for (ms).
+pub const MIN_KEEPALIVE_MS: u32 = 100;
 
 /// Every environment variable the broker reads, with the setting it fills.
 pub const ENV_VARS: &[&str] = &[
@@ -144,6 +171,15 @@ pub const ENV_VARS: &[&str] = &[
     "FERRY_HTTP_LISTEN",
     "FERRY_HTTP_ALLOW_REMOTE",
     "FERRY_METRICS_PER_OBJECT",
+    "FERRY_MAX_OUTBOUND_BYTES",
+    "FERRY_MAX_PENDING_BYTES",
+    "FERRY_WRITE_TIMEOUT_MS",
+    "FERRY_READ_TIMEOUT_MS",
+    "FERRY_HANDSHAKE_TIMEOUT_MS",
+    "FERRY_KEEPALIVE_MS",
+    "FERRY_MAX_CONNECTIONS_PER_ADDRESS",
+    "FERRY_MAX_NEW_CLIENTS_PER_SEC",
+    "FERRY_MAX_MEMORY",
 ];
 
 /// Which storage engine the broker runs on.
@@ -293,6 +329,33 @@ impl ConfigLayer {
                 "FERRY_METRICS_PER_OBJECT" => {
                     layer.metrics_per_object = Some(parse_env_bool("metrics_per_object", &v)?)
                 }
+                "FERRY_MAX_OUTBOUND_BYTES" => {
+                    layer.max_outbound_bytes = Some(parse_env_number("max_outbound_bytes", &v)?)
+                }
+                "FERRY_MAX_PENDING_BYTES" => {
+                    layer.max_pending_bytes = Some(parse_env_number("max_pending_bytes", &v)?)
+                }
+                "FERRY_WRITE_TIMEOUT_MS" => {
+                    layer.write_timeout_ms = Some(parse_env_number("write_timeout_ms", &v)?)
+                }
+                "FERRY_READ_TIMEOUT_MS" => {
+                    layer.read_timeout_ms = Some(parse_env_number("read_timeout_ms", &v)?)
+                }
+                "FERRY_HANDSHAKE_TIMEOUT_MS" => {
+                    layer.handshake_timeout_ms = Some(parse_env_number("handshake_timeout_ms", &v)?)
+                }
+                "FERRY_KEEPALIVE_MS" => {
+                    layer.keepalive_ms = Some(parse_env_number("keepalive_ms", &v)?)
+                }
+                "FERRY_MAX_CONNECTIONS_PER_ADDRESS" => {
+                    layer.max_connections_per_address =
+                        Some(parse_env_number("max_connections_per_address", &v)?)
+                }
+                "FERRY_MAX_NEW_CLIENTS_PER_SEC" => {
+                    layer.max_new_clients_per_sec =
+                        Some(parse_env_number("max_new_clients_per_sec", &v)?)
+                }
+                "FERRY_MAX_MEMORY" => layer.max_memory = Some(parse_env_number("max_memory", &v)?),
                 "FERRY_SHUTDOWN_GRACE_SECS" => {
                     layer.shutdown_grace_secs = Some(u64::from(parse_env_number::<u32>(
                         "shutdown_grace_secs",
@@ -360,6 +423,33 @@ impl ConfigLayer {
         }
         if let Some(v) = self.metrics_per_object {
             cfg.metrics_per_object = v;
+        }
+        if let Some(v) = self.max_outbound_bytes {
+            cfg.max_outbound_bytes = v;
+        }
+        if let Some(v) = self.max_pending_bytes {
+            cfg.max_pending_bytes = v;
+        }
+        if let Some(v) = self.write_timeout_ms {
+            cfg.write_timeout_ms = v;
+        }
+        if let Some(v) = self.read_timeout_ms {
+            cfg.read_timeout_ms = v;
+        }
+        if let Some(v) = self.handshake_timeout_ms {
+            cfg.handshake_timeout_ms = v;
+        }
+        if let Some(v) = self.keepalive_ms {
+            cfg.keepalive_ms = v;
+        }
+        if let Some(v) = self.max_connections_per_address {
+            cfg.max_connections_per_address = v;
+        }
+        if let Some(v) = self.max_new_clients_per_sec {
+            cfg.max_new_clients_per_sec = v;
+        }
+        if let Some(v) = self.max_memory {
+            cfg.max_memory = v;
         }
         let l = &mut cfg.limits;
         let set = |slot: &mut u32, v: Option<u32>| {
@@ -440,6 +530,30 @@ pub struct BrokerConfig {
     /// Per-queue and per-subscription series in `/metrics`; off for brokers with very many
     /// queues (the global series stay).
     pub metrics_per_object: bool,
+    /// Bytes a connection may have queued for its client (replies, pushes) before the broker
+    /// stops reading its requests and stops pushing to it, until the client reads.
+    pub max_outbound_bytes: u64,
+    /// Bytes a connection's pending requests (long polls, sends waiting for the disk) may hold,
+    /// selectors included, before the broker stops reading its requests.
+    pub max_pending_bytes: u64,
+    /// A connection whose socket accepts none of its replies for this long is closed.
+    pub write_timeout_ms: u32,
+    /// A connection whose frame has started arriving but not ended within this is closed.
+    pub read_timeout_ms: u32,
+    /// A new connection that has not connected within this is closed.
+    pub handshake_timeout_ms: u32,
+    /// The longest keep-alive interval granted to a client, and the one it gets when it asks
+    /// for none (at least [`MIN_KEEPALIVE_MS`]). A session silent for 1.5 intervals is closed.
+    pub keepalive_ms: u32,
+    /// Most connections from one IP address at a time (0: no limit); the next one gets
+    /// `ServerFull`.
+    pub max_connections_per_address: u32,
+    /// New client names one IP address may register per second, in bursts of up to ten
+    /// seconds' worth (0: no limit); a connect over it gets `LimitExceeded`.
+    pub max_new_clients_per_sec: u32,
+    /// The broker-wide memory budget in bytes (see [`crate::memory`]); by default half the
+    /// machine's memory (or its control group's limit).
+    pub max_memory: u64,
 }
 
 impl Default for BrokerConfig {
@@ -463,6 +577,15 @@ impl Default for BrokerConfig {
             http_listen: DEFAULT_HTTP_LISTEN.to_owned(),
             http_allow_remote: false,
             metrics_per_object: true,
+            max_outbound_bytes: 8 << 20,
+            max_pending_bytes: 16 << 20,
+            write_timeout_ms: 30_000,
+            read_timeout_ms: 30_000,
+            handshake_timeout_ms: 10_000,
+            keepalive_ms: 60_000,
+            max_connections_per_address: 0,
+            max_new_clients_per_sec: 100,
+            max_memory: crate::memory::default_max_memory(),
         }
     }
 }
@@ -524,6 +647,9 @@ impl BrokerConfig {
             ("store_batch_max", self.store_batch_max),
             ("node_timeout_ms", self.node_timeout_ms),
             ("workers", self.workers.unwrap_or(1)),
+            ("write_timeout_ms", self.write_timeout_ms),
+            ("read_timeout_ms", self.read_timeout_ms),
+            ("handshake_timeout_ms", self.handshake_timeout_ms),
         ] {
             if v == 0 {
                 return Err(invalid(key, "0".into(), "must be at least 1"));
@@ -560,6 +686,32 @@ impl BrokerConfig {
                 ));
             }
         }
+        for (key, v) in [
+            ("max_outbound_bytes", self.max_outbound_bytes),
+            ("max_pending_bytes", self.max_pending_bytes),
+        ] {
+            if v < MIN_CONNECTION_BUDGET {
+                return Err(invalid(
+                    key,
+                    v.to_string(),
+                    &format!("must be at least {MIN_CONNECTION_BUDGET}"),
+                ));
+            }
+        }
+        if self.keepalive_ms < MIN_KEEPALIVE_MS {
+            return Err(invalid(
+                "keepalive_ms",
+                self.keepalive_ms.to_string(),
+                &format!("must be at least {MIN_KEEPALIVE_MS}"),
+            ));
+        }
+        if self.max_memory < MIN_MAX_MEMORY {
+            return Err(invalid(
+                "max_memory",
+                self.max_memory.to_string(),
+                &format!("must be at least {MIN_MAX_MEMORY}"),
+            ));
+        }
         if let Some(node) = &self.node {
             if !crate::node::is_valid_name(node) {
                 return Err(invalid(
@@ -585,7 +737,10 @@ impl BrokerConfig {
              max_frame_bytes = {}\nmax_queues = {}\nmax_in_flight_per_session = {}\nmax_prefetch = {}\n\
              max_batch = {}\nlease_ms = {}\nmax_pipelined = {}\nshutdown_grace_secs = {}\n\
              store = \"{}\"\nstore_pool_size = {}\nstore_batch_max = {}\nspare_segments = {}\n\
-             segment_bytes = {}\nclient_expiry_secs = {}\n{}node_timeout_ms = {}\n{}",
+             segment_bytes = {}\nclient_expiry_secs = {}\n{}node_timeout_ms = {}\n{}max_outbound_bytes = {}\n\
+             max_pending_bytes = {}\nwrite_timeout_ms = {}\nread_timeout_ms = {}\n\
+             handshake_timeout_ms = {}\nkeepalive_ms = {}\nmax_connections_per_address = {}\n\
+             max_new_clients_per_sec = {}\nmax_memory = {}\n",
             self.listen,
             self.data_dir.display(),
             self.fsync,
@@ -614,6 +769,15 @@ impl BrokerConfig {
                 Some(n) => format!("workers = {n}\n"),
                 None => "# workers: one per core\n".to_owned(),
             },
+            self.max_outbound_bytes,
+            self.max_pending_bytes,
+            self.write_timeout_ms,
+            self.read_timeout_ms,
+            self.handshake_timeout_ms,
+            self.keepalive_ms,
+            self.max_connections_per_address,
+            self.max_new_clients_per_sec,
+            self.max_memory,
         ) + &format!(
             "http_listen = \"{}\"\nhttp_allow_remote = {}\nmetrics_per_object = {}\n",
             self.http_listen, self.http_allow_remote, self.metrics_per_object
@@ -631,210 +795,4 @@ fn is_loopback_host(host: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn http_listen_is_loopback_unless_remote_is_allowed() {
-        let cfg = BrokerConfig::default();
-        assert_eq!(cfg.http_addr(), Some("127.0.0.1:6731"));
-        for (listen, allow, ok) in [
-            ("off", false, true),
-            ("127.0.0.1:0", false, true),
-            ("[::1]:6731", false, true),
-            ("localhost:6731", false, true),
-            ("0.0.0.0:6731", false, false),
-            ("10.1.2.3:6731", false, false),
-            ("0.0.0.0:6731", true, true),
-            ("127.0.0.1", false, false),
-        ] {
-            let flags = ConfigLayer {
-                http_listen: Some(listen.into()),
-                http_allow_remote: Some(allow),
-                ..ConfigLayer::default()
-            };
-            let got = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags);
-            assert_eq!(got.is_ok(), ok, "{listen} allow={allow}: {got:?}");
-            if let Err(e) = got {
-                assert!(e.to_string().contains("http_listen"), "{e}");
-            }
-        }
-        let env =
-            ConfigLayer::from_env([("FERRY_HTTP_LISTEN".to_owned(), "off".to_owned())]).unwrap();
-        let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
-        assert_eq!(cfg.http_addr(), None);
-        assert!(cfg.to_toml().contains("http_listen = \"off\""));
-    }
-
-    /// The configuration with `file` as the only layer.
-    fn from_file(file: &ConfigLayer) -> BrokerConfig {
-        BrokerConfig::resolve(Some(file), &ConfigLayer::default(), &ConfigLayer::default()).unwrap()
-    }
-
-    #[test]
-    fn layers_apply_in_order_file_env_flags() {
-        let file: ConfigLayer =
-            toml::from_str("listen = \"127.0.0.1:1\"\nfsync = \"never\"\nlease_ms = 5").unwrap();
-        let env = ConfigLayer::from_env([
-            ("FERRY_FSYNC".to_owned(), "interval:10".to_owned()),
-            ("FERRY_SERVER".to_owned(), "ignored".to_owned()),
-        ])
-        .unwrap();
-        let flags = ConfigLayer {
-            lease_ms: Some(7),
-            ..ConfigLayer::default()
-        };
-        let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
-        assert_eq!(cfg.listen, "127.0.0.1:1");
-        assert_eq!(cfg.fsync, FsyncPolicy::Interval(Duration::from_millis(10)));
-        assert_eq!(cfg.limits.lease_ms, 7);
-    }
-
-    #[test]
-    fn unknown_file_key_is_an_error_naming_it() {
-        let err = toml::from_str::<ConfigLayer>("lisen = \"x\"").unwrap_err();
-        assert!(err.to_string().contains("lisen"), "{err}");
-    }
-
-    #[test]
-    fn bad_env_number_names_the_setting() {
-        let err = ConfigLayer::from_env([("FERRY_MAX_CONNECTIONS".to_owned(), "many".to_owned())])
-            .unwrap_err();
-        assert!(err.to_string().contains("max_connections"), "{err}");
-    }
-
-    #[test]
-    fn bad_fsync_policy_is_rejected() {
-        let flags = ConfigLayer {
-            fsync: Some("sometimes".into()),
-            ..ConfigLayer::default()
-        };
-        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
-        assert!(err.to_string().contains("fsync"), "{err}");
-    }
-
-    #[test]
-    fn store_setting_selects_the_engine() {
-        let env = ConfigLayer::from_env([(
-            "FERRY_STORE".to_owned(),
-            "postgres://ferry:secret@db/ferry".to_owned(),
-        )])
-        .unwrap();
-        let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
-        assert_eq!(
-            cfg.store,
-            StoreSetting::Postgres("postgres://ferry:secret@db/ferry".into())
-        );
-        assert!(cfg.to_toml().contains("postgres://ferry:****@db/ferry"));
-        assert!(!cfg.to_toml().contains("secret"));
-        let file: ConfigLayer = toml::from_str("store = \"embedded\"").unwrap();
-        let cfg = from_file(&file);
-        assert_eq!(cfg.store, StoreSetting::Embedded);
-        let flags = ConfigLayer {
-            store: Some("mysql://x".into()),
-            ..ConfigLayer::default()
-        };
-        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
-        assert!(err.to_string().contains("store"), "{err}");
-    }
-
-    #[test]
-    fn workers_come_from_any_layer_and_zero_is_refused() {
-        assert_eq!(BrokerConfig::default().workers, None);
-        assert!(BrokerConfig::default()
-            .to_toml()
-            .contains("# workers: one per core"));
-        let env = ConfigLayer::from_env([("FERRY_WORKERS".to_owned(), "1".to_owned())]).unwrap();
-        let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
-        assert_eq!(cfg.workers, Some(1));
-        assert!(cfg.to_toml().contains("workers = 1\n"));
-        let file: ConfigLayer = toml::from_str("workers = 3").unwrap();
-        let cfg = from_file(&file);
-        assert_eq!(cfg.workers, Some(3));
-        let flags = ConfigLayer {
-            workers: Some(0),
-            ..ConfigLayer::default()
-        };
-        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
-        assert!(err.to_string().contains("workers"), "{err}");
-    }
-
-    #[test]
-    fn spare_segments_come_from_file_or_environment_and_zero_is_allowed() {
-        let defaults = BrokerConfig::default();
-        assert_eq!(defaults.spare_segments, 8);
-        assert!(defaults.to_toml().contains("\nspare_segments = 8\n"));
-        let file: ConfigLayer = toml::from_str("spare_segments = 2").unwrap();
-        let env =
-            ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "0".to_owned())]).unwrap();
-        let cfg = from_file(&file);
-        assert_eq!(cfg.spare_segments, 2);
-        let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
-        assert_eq!(cfg.spare_segments, 0, "0 deletes compacted segments");
-        let err = ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "-1".to_owned())])
-            .unwrap_err();
-        assert!(err.to_string().contains("spare_segments"), "{err}");
-    }
-
-    #[test]
-    fn segment_bytes_come_from_file_or_environment_within_bounds() {
-        assert_eq!(BrokerConfig::default().segment_bytes, 64 * 1024 * 1024);
-        let file: ConfigLayer = toml::from_str("segment_bytes = 65536").unwrap();
-        let cfg = from_file(&file);
-        assert_eq!(cfg.segment_bytes, 65536);
-        assert!(cfg.to_toml().contains("\nsegment_bytes = 65536\n"));
-        let env = ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "1048576".to_owned())])
-            .unwrap();
-        let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
-        assert_eq!(cfg.segment_bytes, 1 << 20);
-        for bad in [MIN_SEGMENT_BYTES - 1, MAX_SEGMENT_BYTES + 1] {
-            let flags = ConfigLayer {
-                segment_bytes: Some(bad),
-                ..ConfigLayer::default()
-            };
-            let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
-            assert!(err.to_string().contains("segment_bytes"), "{err}");
-            assert!(err.to_string().contains("between 65536 and"), "{err}");
-        }
-        let err = ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "64M".to_owned())])
-            .unwrap_err();
-        assert!(err.to_string().contains("segment_bytes"), "{err}");
-    }
-
-    #[test]
-    fn client_expiry_comes_from_any_layer_and_zero_means_never() {
-        let defaults = BrokerConfig::default();
-        assert_eq!(defaults.client_expiry, Some(Duration::from_secs(86_400)));
-        assert!(defaults
-            .to_toml()
-            .contains("\nclient_expiry_secs = 86400\n"));
-        let file: ConfigLayer = toml::from_str("client_expiry_secs = 60").unwrap();
-        assert_eq!(
-            from_file(&file).client_expiry,
-            Some(Duration::from_secs(60))
-        );
-        let env = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "0".to_owned())])
-            .unwrap();
-        let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
-        assert_eq!(cfg.client_expiry, None, "0 keeps names forever");
-        assert!(cfg.to_toml().contains("\nclient_expiry_secs = 0\n"));
-        let flags = ConfigLayer {
-            client_expiry_secs: Some(5),
-            ..ConfigLayer::default()
-        };
-        let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
-        assert_eq!(cfg.client_expiry, Some(Duration::from_secs(5)));
-        let err = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "1d".to_owned())])
-            .unwrap_err();
-        assert!(err.to_string().contains("client_expiry_secs"), "{err}");
-    }
-
-    #[test]
-    fn frame_limit_must_hold_a_body() {
-        let flags = ConfigLayer {
-            max_frame_bytes: Some(1024),
-            ..ConfigLayer::default()
-        };
-        assert!(BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).is_err());
-    }
-}
+mod tests;

@@ -1,68 +1,93 @@
-//! One client connection: frames in, responses and pushes out.
+//! One client connection: frames in, responses and pushes out, and the session's life.
 //!
 //! The reader loop cuts frames with [`split_frame`] (which checks the length against the limit
 //! before buffering), decodes them and runs each request as a future. Requests run concurrently
-//! (pipelining), up to `max_pipelined` at a time; each future is polled once as soon as it is
-//! created, so requests that take effect on their first poll (embedded-store sends) do so in
-//! arrival order. Responses and pushes go to a writer task that writes whatever has queued up in
-//! one system call, so pipelined clients are not throttled by one write per frame.
+//! (pipelining); each future is polled once as soon as it is created, so requests that take
+//! effect on their first poll (embedded-store sends) do so in arrival order. Replies go to the
+//! connection's writer ([`crate::outbound`]) in batches.
+//!
+//! **Budgets.** The loop reads and starts requests only while the connection is within its
+//! budgets ([`crate::shared::ConnectionPolicy`]): requests in progress, bytes they hold, and
+//! bytes queued for the client. Past one it stops reading until replies drain or requests
+//! finish; the client's writes then block, as TCP intends. Under memory pressure
+//! ([`crate::memory`]) a send is held back, with everything behind it, and refused with
+//! `ResourceExhausted` if memory stays at the budget.
+//!
+//! **Liveness.** A session from which no complete frame arrives for 1.5 keep-alive intervals
+//! is closed, and so is a connection whose frame has started but not ended within the read
+//! timeout. Time during which the loop does not read (budgets) does not count.
+//!
+//! **The end.** Whatever ends the connection (end of stream, reset, read error, `Disconnect`,
+//! a timeout, a malformed frame, shutdown), the session ends at once: its waits are cancelled
+//! before they can take anything, its subscriptions stop, the requests still running finish
+//! (promptly: none waits any more), its unsettled deliveries go back to their queues, auto-ack
+//! deliveries the writer has not settled go back as they were, and its name is free. A
+//! `Disconnect` is answered after that.
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::io::IoSlice;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
-use ferry_protocol::requests::Connect;
-use ferry_protocol::responses::Connected;
+use bytes::BytesMut;
 use ferry_protocol::{
-    split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+    split_frame, ErrorCode, FrameKind, RawFrame, Request, Response, WireError, HEADER_LEN,
 };
 use ferry_store::SessionId;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::watch;
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use crate::admission::AddressSlot;
 use crate::dispatch::dispatch;
-use crate::handlers::validate;
-use crate::session::{Outbound, Session};
+use crate::memory::{Pressure, SLOWDOWN, TICK};
+use crate::outbound;
+use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::{CloseKind, Stats};
+use crate::{handshake, liveness::Liveness};
 
-/// How long a new connection may take to send its connect request.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Writer batches are cut at about this size.
-const WRITE_BATCH_BYTES: usize = 1 << 20;
-/// Frames below this size are copied into the writer's batch buffer; bigger ones are written
-/// from where they are.
-const COPY_BELOW: usize = 16 * 1024;
-/// Most buffers handed to one vectored write.
-const MAX_IOVECS: usize = 64;
+/// The bytes a pending request is charged for each byte of its selector: the selector's text
+/// and its parsed form live as long as the request.
+const SELECTOR_COST: usize = 4;
 
-/// A request being served. It borrows the connection's `Shared` and `Session` instead of
-/// holding clones: an `Arc` clone per request would bounce the reference counts between the
-/// runtime's threads on every request.
-type RequestFuture<'a> = Pin<Box<dyn Future<Output = (u32, Option<Response>)> + Send + 'a>>;
+/// A request being served, with the bytes it is charged while pending. It borrows the
+/// connection's `Shared` and `Session` instead of holding clones: an `Arc` clone per request
+/// would bounce the reference counts between the runtime's threads on every request.
+type RequestFuture<'a> = Pin<Box<dyn Future<Output = (u32, Option<Response>, usize)> + Send + 'a>>;
 
 /// Why a connection ended, for the logs.
 #[derive(Debug)]
-enum CloseReason {
+pub enum CloseReason {
+    /// The client closed its side (end of stream).
     PeerClosed,
+    /// The client sent `Disconnect`.
     Disconnected,
+    /// A frame was malformed or too large.
     Malformed(WireError),
+    /// Reading failed (a reset, say).
     Io(std::io::Error),
+    /// No connect came in time.
     HandshakeTimeout,
+    /// The connect was refused for good.
     Refused(ErrorCode),
+    /// The broker is shutting down.
     Shutdown,
     /// The node was taken for dead by the others: its sessions no longer own their names.
     Fenced,
+    /// No frame for 1.5 keep-alive intervals.
+    Idle(Duration),
+    /// A frame took longer than the read timeout to arrive.
+    ReadTimeout(Duration),
+    /// The writer gave up: the socket failed or took no replies for the write timeout.
+    Write(outbound::Failure),
     /// An operator closed the session (management API).
     Operator,
 }
@@ -74,92 +99,334 @@ impl CloseReason {
             CloseReason::PeerClosed | CloseReason::Disconnected => CloseKind::ClientClosed,
             CloseReason::Malformed(_) => CloseKind::ProtocolError,
             CloseReason::Io(_) => CloseKind::IoError,
-            CloseReason::HandshakeTimeout => CloseKind::Idle,
+            CloseReason::HandshakeTimeout | CloseReason::Idle(_) | CloseReason::ReadTimeout(_) => {
+                CloseKind::Idle
+            }
             CloseReason::Refused(ErrorCode::Unauthorized) => CloseKind::AuthFailure,
             CloseReason::Refused(_) => CloseKind::ProtocolError,
             CloseReason::Shutdown | CloseReason::Fenced => CloseKind::Shutdown,
+            CloseReason::Write(f) if f.slow_reader => CloseKind::SlowReader,
+            CloseReason::Write(_) => CloseKind::IoError,
             CloseReason::Operator => CloseKind::Operator,
         }
     }
 }
 
-/// Writes everything queued on `rx` to the socket, batching frames that queued up meanwhile.
-///
-/// Small frames (replies) are copied into one buffer so that many go out in one system call;
-/// big ones (push batches of many deliveries) are written as they are with vectored writes,
-/// so their bytes are not copied again.
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Bytes>) {
-    let mut small = BytesMut::with_capacity(64 * 1024);
-    let mut chunks: VecDeque<Bytes> = VecDeque::with_capacity(MAX_IOVECS);
-    while let Some(first) = rx.recv().await {
-        let mut queued = first.len();
-        gather(&mut small, &mut chunks, first);
-        while queued < WRITE_BATCH_BYTES && chunks.len() + 2 < MAX_IOVECS {
-            match rx.try_recv() {
-                Ok(more) => {
-                    queued += more.len();
-                    gather(&mut small, &mut chunks, more);
-                }
-                Err(_) => break,
-            }
-        }
-        if !small.is_empty() {
-            chunks.push_back(small.split().freeze());
-        }
-        if let Err(e) = write_chunks(&mut wr, &mut chunks).await {
-            debug!(error = %e, "write failed; dropping the connection's output");
+/// A send held back by memory pressure, and until when at most.
+struct Parked {
+    frame: RawFrame,
+    until: Instant,
+}
+
+/// Serves one accepted connection until it closes. `_permit` holds a connection slot,
+/// `_address` the slot of its address.
+pub async fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    _address: Option<AddressSlot>,
+) {
+    let peer_addr = stream.peer_addr().ok();
+    let peer = peer_addr.map_or_else(|| "unknown".into(), |a| a.to_string());
+    let ip: Option<IpAddr> = peer_addr.map(|a| a.ip());
+    let _ = stream.set_nodelay(true);
+    // Watched from before the handshake: a session started before a fence must end with it.
+    let mut fence = shared.watch_fence();
+    let (mut rd, wr) = stream.into_split();
+    let (out, writer) = outbound::channel(shared.policy.max_outbound_bytes, &shared.shutdown);
+    shared.memory.register(out.probe());
+    let writer = tokio::spawn(writer.run(wr, shared.store.clone(), shared.policy.write_timeout));
+    let mut rbuf = BytesMut::with_capacity(16 * 1024);
+
+    let started = match handshake::run(&shared, &mut rd, &mut rbuf, &out, ip).await {
+        Ok(s) => s,
+        Err(reason) => {
+            log_close(&shared, &peer, None, &reason);
+            out.close();
+            drop(out);
+            let _ = writer.await;
             return;
         }
+    };
+    let session = started.session;
+    out.enable_holds(session.hold_id());
+    Stats::add(&shared.stats.sessions_opened, 1);
+    let registered = shared.sessions.register(&session, &peer, shared.now_ms());
+    let operator = registered.closed_by_operator().clone();
+    if let Some(left_out) = shared.session_logs.admit() {
+        info!(%peer, client = %session.client, session = session.id, ephemeral = session.ephemeral, left_out, "session opened");
     }
-    let _ = wr.shutdown().await;
+
+    let ends = Ends {
+        fence: &mut fence,
+        operator: &operator,
+    };
+    let (reason, disconnect_id) =
+        run_session(&shared, &session, &mut rd, &mut rbuf, ends, started.keepalive).await;
+    end_session(&shared, &session).await;
+    if let Some(rid) = disconnect_id {
+        let mut reply = BytesMut::new();
+        Response::Ok.encode(rid, &mut reply);
+        let _ = out.send(reply.freeze());
+    }
+    log_close(&shared, &peer, Some(&session.client), &reason);
+    drop(registered);
+    drop(session);
+    drop(out);
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
 }
 
-/// Queues `frame` for the next write: copied into `small` when it is small, as a chunk of its
-/// own otherwise (after what `small` holds, to keep the order).
-fn gather(small: &mut BytesMut, chunks: &mut VecDeque<Bytes>, frame: Bytes) {
-    if frame.len() < COPY_BELOW {
-        small.extend_from_slice(&frame);
-        return;
-    }
-    if !small.is_empty() {
-        chunks.push_back(small.split().freeze());
-    }
-    chunks.push_back(frame);
+/// What ends a session from outside its connection.
+struct Ends<'a> {
+    /// Changes when this node is fenced.
+    fence: &'a mut watch::Receiver<u64>,
+    /// Cancelled when an operator closes the session.
+    operator: &'a tokio_util::sync::CancellationToken,
 }
 
-/// Writes every chunk, in order, with as few system calls as the socket allows.
-async fn write_chunks(
-    wr: &mut OwnedWriteHalf,
-    chunks: &mut VecDeque<Bytes>,
-) -> std::io::Result<()> {
-    while !chunks.is_empty() {
-        let written = {
-            let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
-            let mut n = 0;
-            for (slot, chunk) in iov.iter_mut().zip(chunks.iter()) {
-                *slot = IoSlice::new(chunk);
-                n += 1;
+/// Reads and serves the session's requests until the connection ends; returns why, and the
+/// request id of a `Disconnect` to answer. Every request has finished when it returns.
+async fn run_session(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    rd: &mut OwnedReadHalf,
+    rbuf: &mut BytesMut,
+    ends: Ends<'_>,
+    keepalive: Duration,
+) -> (CloseReason, Option<u32>) {
+    let Ends { fence, operator } = ends;
+    let out = &session.out;
+    let policy = &shared.policy;
+    let mut c = Conn {
+        shared,
+        session,
+        inflight: FuturesUnordered::new(),
+        pending_bytes: 0,
+        replies: BytesMut::with_capacity(16 * 1024),
+        disconnect_id: None,
+        parked: None,
+        frames_seen: false,
+    };
+    let mut closing: Option<CloseReason> = None;
+    let mut partial = false;
+    let mut liveness = Liveness::new(keepalive.mul_f64(1.5), policy.read_timeout);
+    let period = liveness.tick_period();
+    let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if closing.is_none() {
+            match c.process(rbuf).await {
+                Ok(p) => partial = p,
+                Err(reason) => closing = Some(reason),
             }
-            wr.write_vectored(iov.get(..n).unwrap_or_default()).await?
-        };
-        if written == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
         }
-        let mut left = written;
-        while left > 0 {
-            let Some(front) = chunks.front_mut() else {
+        if !c.replies.is_empty() {
+            Stats::add(&shared.stats.requests, 1);
+            let _ = out.send(c.replies.split().freeze());
+        }
+        out.set_pending_bytes(c.pending_bytes + rbuf.len());
+        if closing.is_some() {
+            // Ends every wait now, before it can take anything; stops the subscriptions.
+            out.close();
+            if c.inflight.is_empty() {
                 break;
-            };
-            if front.len() <= left {
-                left -= front.len();
-                chunks.pop_front();
-            } else {
-                front.advance(left);
-                left = 0;
+            }
+        }
+        let room = out.queued_bytes() + c.replies.len() < policy.max_outbound_bytes;
+        let reading = closing.is_none() && c.parked.is_none() && c.within_budgets(room);
+        tokio::select! {
+            Some((rid, resp, cost)) = c.inflight.next(), if !c.inflight.is_empty() => {
+                c.finished(rid, resp.as_ref(), cost);
+                while let Some(Some((rid, resp, cost))) = c.inflight.next().now_or_never() {
+                    c.finished(rid, resp.as_ref(), cost);
+                }
+            }
+            read = rd.read_buf(rbuf), if reading => match read {
+                Ok(0) => closing = Some(CloseReason::PeerClosed),
+                Ok(_) => {}
+                Err(e) => closing = Some(CloseReason::Io(e)),
+            },
+            _ = out.wait_for_room(), if closing.is_none() && !room => {}
+            _ = tokio::time::sleep(TICK), if closing.is_none() && c.parked.is_some() => {
+                if let Err(reason) = c.unpark().await {
+                    closing = Some(reason);
+                }
+            }
+            _ = tick.tick(), if closing.is_none() => {
+                let seen = std::mem::take(&mut c.frames_seen);
+                if let Some(reason) = liveness.check(Instant::now(), reading, seen, partial) {
+                    closing = Some(reason);
+                }
+            }
+            _ = out.closing().cancelled(), if closing.is_none() => {
+                closing = Some(match out.failure() {
+                    Some(failure) => CloseReason::Write(failure),
+                    None => CloseReason::Shutdown,
+                });
+            }
+            _ = fence.changed(), if closing.is_none() => {
+                closing = Some(CloseReason::Fenced);
+            }
+            _ = operator.cancelled(), if closing.is_none() => {
+                closing = Some(CloseReason::Operator);
             }
         }
     }
-    Ok(())
+    out.set_pending_bytes(0);
+    let reason = closing.unwrap_or(CloseReason::PeerClosed);
+    (reason, c.disconnect_id)
+}
+
+/// A session's requests in progress and what they hold.
+struct Conn<'a> {
+    shared: &'a Arc<Shared>,
+    session: &'a Arc<Session>,
+    inflight: FuturesUnordered<RequestFuture<'a>>,
+    /// Bytes the pending requests are charged.
+    pending_bytes: usize,
+    /// Replies not yet handed to the writer.
+    replies: BytesMut,
+    disconnect_id: Option<u32>,
+    parked: Option<Parked>,
+    /// A complete frame arrived since the last liveness check.
+    frames_seen: bool,
+}
+
+impl<'a> Conn<'a> {
+    /// Whether another request may be read and started.
+    fn within_budgets(&self, room: bool) -> bool {
+        let policy = &self.shared.policy;
+        room && self.inflight.len() < policy.max_pipelined
+            && self.pending_bytes < policy.max_pending_bytes
+    }
+
+    fn room(&self) -> bool {
+        self.session.out.queued_bytes() + self.replies.len() < self.shared.policy.max_outbound_bytes
+    }
+
+    /// A request finished: its reply (if the handler did not send it) goes out, its bytes are
+    /// freed.
+    fn finished(&mut self, rid: u32, resp: Option<&Response>, cost: usize) {
+        encode(&mut self.replies, rid, resp);
+        self.pending_bytes = self.pending_bytes.saturating_sub(cost);
+    }
+
+    /// Cuts and starts the buffered requests while the connection is within its budgets.
+    /// Returns whether an incomplete frame is left in `rbuf` (with nothing holding it up), or
+    /// why the connection must close.
+    async fn process(&mut self, rbuf: &mut BytesMut) -> Result<bool, CloseReason> {
+        let max_frame = self.shared.limits.max_frame_bytes;
+        loop {
+            if self.parked.is_some() || !self.within_budgets(self.room()) {
+                return Ok(false);
+            }
+            match split_frame(rbuf, max_frame) {
+                Ok(Some(frame)) => {
+                    self.frames_seen = true;
+                    if is_publishing(frame.kind)
+                        && self.shared.memory.pressure() != Pressure::Normal
+                    {
+                        Stats::add(&self.shared.stats.sends_slowed_memory, 1);
+                        self.parked = Some(Parked {
+                            frame,
+                            until: Instant::now() + SLOWDOWN,
+                        });
+                        return Ok(false);
+                    }
+                    self.start(frame).await?;
+                }
+                Ok(None) => {
+                    if !rbuf.is_empty() {
+                        rbuf.reserve(16 * 1024);
+                    }
+                    return Ok(!rbuf.is_empty());
+                }
+                Err(e) => return Err(CloseReason::Malformed(e)),
+            }
+        }
+    }
+
+    /// Lets a held-back send go on once memory is below the high watermark, or once it has
+    /// waited [`SLOWDOWN`]: then it is refused if memory is still at the budget.
+    async fn unpark(&mut self) -> Result<(), CloseReason> {
+        let pressure = self.shared.memory.pressure();
+        let Some(parked) = self
+            .parked
+            .take_if(|p| pressure == Pressure::Normal || Instant::now() >= p.until)
+        else {
+            return Ok(());
+        };
+        if pressure == Pressure::Full {
+            Stats::add(&self.shared.stats.sends_refused_memory, 1);
+            encode(
+                &mut self.replies,
+                parked.frame.request_id,
+                Some(&Response::error(
+                    ErrorCode::ResourceExhausted,
+                    format!(
+                        "the broker is at its memory budget ({} bytes): try again later",
+                        self.shared.memory.max()
+                    ),
+                )),
+            );
+            return Ok(());
+        }
+        self.start(parked.frame).await
+    }
+
+    /// Decodes and starts one request. A reason when the connection must close.
+    async fn start(&mut self, frame: RawFrame) -> Result<(), CloseReason> {
+        let rid = frame.request_id;
+        let frame_bytes = frame.payload.len() + HEADER_LEN;
+        let request = match Request::decode(&frame) {
+            Ok(r) => r,
+            Err(WireError::UnknownKind(kind)) => {
+                encode(
+                    &mut self.replies,
+                    rid,
+                    Some(&Response::error(
+                        ErrorCode::UnknownRequest,
+                        format!("unknown request type {kind:#06x}"),
+                    )),
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(CloseReason::Malformed(e)),
+        };
+        if let Request::Disconnect = request {
+            self.disconnect_id = Some(rid);
+            return Err(CloseReason::Disconnected);
+        }
+        let cost = frame_bytes + SELECTOR_COST * selector_len(&request);
+        let (shared, session) = (self.shared, self.session);
+        let mut fut: RequestFuture<'a> =
+            Box::pin(async move { (rid, dispatch(shared, session, rid, request).await, cost) });
+        // Poll once now, so the request takes effect in arrival order; most finish right here or
+        // wait only for the store's group commit.
+        match futures::poll!(fut.as_mut()) {
+            Poll::Ready((rid, resp, _)) => encode(&mut self.replies, rid, resp.as_ref()),
+            Poll::Pending => {
+                self.pending_bytes += cost;
+                self.inflight.push(fut);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether frames of `kind` add messages (and so are held back under memory pressure).
+fn is_publishing(kind: u16) -> bool {
+    kind == FrameKind::Send as u16 || kind == FrameKind::SendBatch as u16
+}
+
+/// The length of a request's selector (what a pending request holds besides its frame).
+fn selector_len(request: &Request) -> usize {
+    match request {
+        Request::Receive(r) => r.selector.len(),
+        Request::Subscribe(s) => s.selector.len(),
+        Request::SubscribeTopic(s) => s.options.selector.len(),
+        _ => 0,
+    }
 }
 
 /// Appends a reply; `None` means the handler sent its reply itself.
@@ -169,277 +436,35 @@ fn encode(buf: &mut BytesMut, request_id: u32, response: Option<&Response>) {
     }
 }
 
-/// Serves one accepted connection until it closes. `_permit` holds a connection slot.
-pub async fn serve(
-    shared: Arc<Shared>,
-    stream: TcpStream,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    let _ = stream.set_nodelay(true);
-    // Watched from before the handshake: a session started before a fence must end with it.
-    let mut fence = shared.watch_fence();
-    let (mut rd, wr) = stream.into_split();
-    let (out, rx) = unbounded_channel::<Bytes>();
-    let writer = tokio::spawn(write_loop(wr, rx));
-    let mut rbuf = BytesMut::with_capacity(64 * 1024);
-    let max_frame = shared.limits.max_frame_bytes;
-
-    // Handshake: the first frame must be a connect.
-    let session = match handshake(&shared, &mut rd, &mut rbuf, &out).await {
-        Ok(s) => s,
-        Err(reason) => {
-            log_close(&shared, &peer, None, &reason);
-            drop(out);
-            let _ = writer.await;
-            return;
-        }
-    };
-    Stats::add(&shared.stats.sessions_opened, 1);
-    let registered = shared.sessions.register(&session, &peer, shared.now_ms());
-    let operator = registered.closed_by_operator().clone();
-    if let Some(left_out) = shared.session_logs.admit() {
-        info!(%peer, client = %session.client, session = session.id, left_out, "session opened");
-    }
-
-    let mut inflight: FuturesUnordered<RequestFuture<'_>> = FuturesUnordered::new();
-    let mut replies = BytesMut::with_capacity(64 * 1024);
-    let mut closing: Option<CloseReason> = None;
-    let mut disconnect_id: Option<u32> = None;
-    let max_pipelined = shared.max_pipelined;
-    loop {
-        if closing.is_some() && inflight.is_empty() {
-            break;
-        }
-        tokio::select! {
-            Some((rid, resp)) = inflight.next(), if !inflight.is_empty() => {
-                encode(&mut replies, rid, resp.as_ref());
-                while let Some(Some((rid, resp))) = inflight.next().now_or_never() {
-                    encode(&mut replies, rid, resp.as_ref());
-                }
-            }
-            read = rd.read_buf(&mut rbuf), if closing.is_none() && inflight.len() < max_pipelined => {
-                match read {
-                    Ok(0) => closing = Some(CloseReason::PeerClosed),
-                    Err(e) => closing = Some(CloseReason::Io(e)),
-                    Ok(_) => loop {
-                        if inflight.len() >= max_pipelined {
-                            break; // the rest stays buffered until requests finish
-                        }
-                        match split_frame(&mut rbuf, max_frame) {
-                            Ok(Some(frame)) => {
-                                if let Some(reason) = handle_frame(&shared, &session, frame, &mut inflight, &mut replies, &mut disconnect_id).await {
-                                    closing = Some(reason);
-                                    break;
-                                }
-                            }
-                            Ok(None) => {
-                                rbuf.reserve(16 * 1024);
-                                break;
-                            }
-                            Err(e) => {
-                                closing = Some(CloseReason::Malformed(e));
-                                break;
-                            }
-                        }
-                    },
-                }
-            }
-            _ = shared.shutdown.cancelled(), if closing.is_none() => {
-                closing = Some(CloseReason::Shutdown);
-            }
-            _ = fence.changed(), if closing.is_none() => {
-                closing = Some(CloseReason::Fenced);
-            }
-            _ = operator.cancelled(), if closing.is_none() => {
-                closing = Some(CloseReason::Operator);
-            }
-        }
-        if !replies.is_empty() {
-            Stats::add(&shared.stats.requests, 1);
-            let _ = out.send(replies.split().freeze());
-        }
-    }
-    // Empty by now (the loop ends only then); dropped here because its futures borrow
-    // `session`, which the teardown below gives up.
-    drop(inflight);
-    // Session teardown: stop pushing, hand unsettled deliveries back, free the name. A
-    // disconnect is answered after it, so that once the client has the answer nothing published
-    // goes to this session any more and its name can connect again.
+/// Ends a session whose requests have all finished: stops its subscriptions, hands back what
+/// it holds (auto-ack takes the writer did not settle, unsettled client-ack deliveries) and
+/// frees its name. Once this returns nothing published goes to it any more, and its name can
+/// connect again.
+async fn end_session(shared: &Arc<Shared>, session: &Session) {
+    let out = &session.out;
+    out.close();
     session.cancel_all().await;
-    match shared.store.release_session(session.id).await {
-        Ok(queues) => shared.wakers.notify(&queues),
-        Err(e) => {
-            warn!(client = %session.client, error = %e, "could not release the session's deliveries; they return when their leases expire")
+    let mut holders = vec![session.id];
+    if out.stop_settling().await {
+        holders.push(session.hold_id());
+    }
+    for holder in holders {
+        match shared.store.release_session(holder).await {
+            Ok(queues) => shared.wakers.notify(&queues),
+            Err(e) => {
+                warn!(client = %session.client, error = %e, "could not release the session's deliveries; client-ack ones return when their leases expire, auto-ack ones when the broker restarts")
+            }
         }
     }
     for consumer in session.take_topic_consumers() {
-        crate::handlers::subscribe::end_topic_consumer(&shared, consumer).await;
+        crate::handlers::subscribe::end_topic_consumer(shared, consumer).await;
     }
-    end_session(&shared, &session.client, session.id).await;
-    if let Some(rid) = disconnect_id {
-        encode(&mut replies, rid, Some(&Response::Ok));
-        let _ = out.send(replies.split().freeze());
-    }
-    let reason = closing.unwrap_or(CloseReason::PeerClosed);
-    log_close(&shared, &peer, Some(&session.client), &reason);
-    drop(registered);
-    drop(session);
-    drop(out);
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-}
-
-/// Decodes and starts one request. Returns a reason when the connection must close.
-async fn handle_frame<'a>(
-    shared: &'a Arc<Shared>,
-    session: &'a Arc<Session>,
-    frame: RawFrame,
-    inflight: &mut FuturesUnordered<RequestFuture<'a>>,
-    replies: &mut BytesMut,
-    disconnect_id: &mut Option<u32>,
-) -> Option<CloseReason> {
-    let rid = frame.request_id;
-    let request = match Request::decode(&frame) {
-        Ok(r) => r,
-        Err(WireError::UnknownKind(kind)) => {
-            encode(
-                replies,
-                rid,
-                Some(&Response::error(
-                    ErrorCode::UnknownRequest,
-                    format!("unknown request type {kind:#06x}"),
-                )),
-            );
-            return None;
-        }
-        Err(e) => return Some(CloseReason::Malformed(e)),
-    };
-    if let Request::Disconnect = request {
-        *disconnect_id = Some(rid);
-        return Some(CloseReason::Disconnected);
-    }
-    let mut fut: RequestFuture<'a> =
-        Box::pin(async move { (rid, dispatch(shared, session, rid, request).await) });
-    // Poll once now, so the request takes effect in arrival order; most finish right here or
-    // wait only for the store's group commit.
-    match futures::poll!(fut.as_mut()) {
-        Poll::Ready((rid, resp)) => encode(replies, rid, resp.as_ref()),
-        Poll::Pending => inflight.push(fut),
-    }
-    None
-}
-
-/// Reads frames until the connect request and answers it. Frames before connect get
-/// `Unauthorized`; a refused connect keeps the connection open for another try, except
-/// `UnsupportedVersion`, which closes it.
-async fn handshake(
-    shared: &Arc<Shared>,
-    rd: &mut tokio::net::tcp::OwnedReadHalf,
-    rbuf: &mut BytesMut,
-    out: &Outbound,
-) -> Result<Arc<Session>, CloseReason> {
-    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
-    loop {
-        let frame = loop {
-            match split_frame(rbuf, shared.limits.max_frame_bytes) {
-                Ok(Some(f)) => break f,
-                Ok(None) => {}
-                Err(e) => return Err(CloseReason::Malformed(e)),
-            }
-            tokio::select! {
-                r = rd.read_buf(rbuf) => match r {
-                    Ok(0) => return Err(CloseReason::PeerClosed),
-                    Ok(_) => {}
-                    Err(e) => return Err(CloseReason::Io(e)),
-                },
-                _ = tokio::time::sleep_until(deadline) => return Err(CloseReason::HandshakeTimeout),
-                _ = shared.shutdown.cancelled() => return Err(CloseReason::Shutdown),
-            }
-        };
-        let rid = frame.request_id;
-        let reply = |resp: Response| {
-            let mut b = BytesMut::new();
-            resp.encode(rid, &mut b);
-            let _ = out.send(b.freeze());
-        };
-        match Request::decode(&frame) {
-            Ok(Request::Connect(c)) => match connect(shared, c, out).await {
-                Ok(session) => {
-                    reply(Response::Connected(Connected {
-                        version: PROTOCOL_VERSION,
-                        client: session.client.clone(),
-                        limits: shared.limits,
-                    }));
-                    return Ok(session);
-                }
-                Err(resp) => {
-                    let fatal = matches!(&resp, Response::Error(e) if e.code == ErrorCode::UnsupportedVersion);
-                    reply(resp);
-                    if fatal {
-                        return Err(CloseReason::Refused(ErrorCode::UnsupportedVersion));
-                    }
-                }
-            },
-            Ok(Request::Disconnect) => {
-                reply(Response::Ok);
-                return Err(CloseReason::Disconnected);
-            }
-            Ok(Request::Ping) => reply(Response::Pong),
-            Ok(_) => reply(Response::error(
-                ErrorCode::Unauthorized,
-                "connect first: this connection has no session",
-            )),
-            Err(WireError::UnknownKind(kind)) => reply(Response::error(
-                ErrorCode::UnknownRequest,
-                format!("unknown request type {kind:#06x}"),
-            )),
-            Err(e) => return Err(CloseReason::Malformed(e)),
-        }
-    }
-}
-
-/// Checks a connect request and starts the session, or returns the error response.
-async fn connect(
-    shared: &Arc<Shared>,
-    c: Connect,
-    out: &Outbound,
-) -> Result<Arc<Session>, Response> {
-    if c.version != PROTOCOL_VERSION {
-        return Err(Response::error(
-            ErrorCode::UnsupportedVersion,
-            format!(
-                "protocol version {} is not supported; this broker speaks version {PROTOCOL_VERSION}",
-                c.version
-            ),
-        ));
-    }
-    validate::name("client", &c.client, &shared.limits).map_err(Response::Error)?;
-    let Some(session_id) = shared.claim_client(&c.client) else {
-        return Err(Response::error(
-            ErrorCode::AlreadyOnline,
-            format!("client '{}' is already online", c.client),
-        ));
-    };
-    // The local map is the fast path; the store decides across every node sharing it (and
-    // registers the name).
-    let registration = ferry_store::Registration::Permanent;
-    if let Err(e) = shared
-        .store
-        .claim_session(&c.client, session_id, registration)
-        .await
-    {
-        shared.release_client(&c.client, session_id);
-        return Err(crate::handlers::store_error(&e));
-    }
-    Ok(Arc::new(Session::new(session_id, c.client, out.clone())))
+    free_name(shared, &session.client, session.id).await;
 }
 
 /// Frees the client name in the store, then locally. When the store cannot be reached, a task
 /// keeps trying (with backoff, until shutdown) so that the name does not stay claimed.
-async fn end_session(shared: &Arc<Shared>, client: &str, session: SessionId) {
+async fn free_name(shared: &Arc<Shared>, client: &str, session: SessionId) {
     if let Err(e) = shared.store.end_session(client, session).await {
         warn!(%client, error = %e, "could not end the session in the store; retrying in the background");
         let shared = shared.clone();
@@ -467,9 +492,10 @@ fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseRe
     let kind = reason.kind();
     shared.stats.count_close(kind);
     let label = kind.label();
+    let stats = &shared.stats;
     match (client, reason) {
         (_, CloseReason::Malformed(e)) => {
-            Stats::add(&shared.stats.connections_closed_malformed, 1);
+            Stats::add(&stats.connections_closed_malformed, 1);
             let client = client.unwrap_or("-");
             warn!(%peer, %client, reason = %e, "closing connection: malformed frame");
         }
@@ -478,6 +504,19 @@ fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseRe
             %client,
             "closing connection: this node was taken for dead, so its session no longer holds the client name"
         ),
+        // Closed by a limit: said at warn (idle sessions at info), as they happen.
+        (Some(client), CloseReason::Idle(after)) => {
+            Stats::add(&stats.connections_closed_idle, 1);
+            info!(%peer, %client, silent_ms = after.as_millis() as u64, "closing connection: no request for 1.5 keep-alive intervals");
+        }
+        (Some(client), CloseReason::ReadTimeout(after)) => {
+            Stats::add(&stats.connections_closed_read_timeout, 1);
+            warn!(%peer, %client, timeout_ms = after.as_millis() as u64, "closing connection: a request took longer than the read timeout to arrive, or waited that long behind the connection's request budgets");
+        }
+        (Some(client), CloseReason::Write(failure)) => {
+            Stats::add(&stats.connections_closed_write, 1);
+            warn!(%peer, %client, reason = %failure.reason, "closing connection");
+        }
         // One line per session at info, rate-limited under storms of sessions.
         (Some(client), _) => {
             if let Some(left_out) = shared.session_logs.admit() {
@@ -493,10 +532,15 @@ fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseRe
             debug!(%peer, error = %e, "connection closed by I/O error before connect")
         }
         (None, CloseReason::HandshakeTimeout) => {
+            Stats::add(&stats.connections_closed_read_timeout, 1);
             info!(%peer, "closing connection: no connect request in time")
         }
         (None, CloseReason::Refused(code)) => {
             info!(%peer, %code, "closing connection: connect refused")
+        }
+        (None, CloseReason::Write(failure)) => {
+            Stats::add(&stats.connections_closed_write, 1);
+            info!(%peer, reason = %failure.reason, "closing connection before connect");
         }
         (None, _) => debug!(%peer, ?reason, "connection closed before connect"),
     }

@@ -31,8 +31,9 @@ impl DirectConsumer for DirectPush {
     }
 
     fn try_reserve(&self) -> bool {
-        // A closed connection takes nothing: the message stays queued for the subscription.
-        !self.out.is_closed() && self.credit.try_spend_one()
+        // A closing connection takes nothing, nor one whose client is behind on reading: the
+        // message stays queued for the subscription.
+        !self.out.is_closed() && self.out.has_room() && self.credit.try_spend_one()
     }
 
     fn begin_take(&self) -> u32 {
@@ -45,8 +46,8 @@ impl DirectConsumer for DirectPush {
 
     fn deliver(&self, frames: Bytes, count: u32) {
         Stats::add(&self.stats.deliveries, u64::from(count));
-        // The writer is gone only with the connection; auto-ack pushes in flight are lost with
-        // it either way.
+        // Direct deliveries are final here (non-persistent, never queued): the writer is gone
+        // only with the connection, and they are lost with it.
         let _ = self.out.send(frames);
     }
 }

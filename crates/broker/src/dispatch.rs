@@ -10,7 +10,8 @@ use crate::shared::Shared;
 
 /// Runs one request of a connected session (`request_id` is the frame's). `Connect` and
 /// `Disconnect` are handled by the connection itself and never reach here. Returns `None` when
-/// the handler has queued its reply itself (subscribe, whose reply must precede its pushes).
+/// the handler has queued its reply itself (subscribe, whose reply must precede its pushes; a
+/// receive whose delivery the connection's writer settles, see [`crate::outbound`]).
 pub async fn dispatch(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
@@ -23,6 +24,9 @@ pub async fn dispatch(
     if let Request::SubscribeTopic(s) = request {
         return subscribe::subscribe_topic(shared, session, request_id, s).await;
     }
+    if let Request::Receive(r) = request {
+        return receive::receive(shared, session, request_id, r).await;
+    }
     Some(match request {
         Request::Ping => Response::Pong,
         Request::CreateQueue { name, options } => queues::create(shared, name, options).await,
@@ -31,7 +35,6 @@ pub async fn dispatch(
         Request::WaitingQueues => queues::waiting(shared, session).await,
         Request::Send(m) => send::send(shared, session, m).await,
         Request::SendBatch(items) => send::send_batch(shared, session, items).await,
-        Request::Receive(r) => receive::receive(shared, session, r).await,
         Request::Ack { ids } => settle::ack(shared, session, ids).await,
         Request::Nack { ids, requeue } => settle::nack(shared, session, ids, requeue).await,
         Request::Credit {
@@ -50,6 +53,9 @@ pub async fn dispatch(
             ErrorCode::InvalidArgument,
             "the session is already connected",
         ),
-        Request::Disconnect | Request::Subscribe(_) | Request::SubscribeTopic(_) => Response::Ok,
+        Request::Disconnect
+        | Request::Subscribe(_)
+        | Request::SubscribeTopic(_)
+        | Request::Receive(_) => Response::Ok,
     })
 }

@@ -2,7 +2,10 @@
 //!
 //! Modules, in the order a request flows through them:
 //! - [`server`]: the listener (connection limit, `ServerFull`) and the broker's life cycle;
-//! - [`connection`]: frames in and out of one connection, pipelined request execution;
+//!   [`admission`] the limits per address;
+//! - [`connection`]: frames in of one connection, pipelined request execution, budgets and
+//!   the session's end; [`handshake`] its start, [`liveness`] its keep-alive and read timeout,
+//!   [`outbound`] frames out (the writer, which settles held auto-ack deliveries);
 //! - [`session`]: one client's session, its unsettled deliveries and subscriptions;
 //! - [`dispatch`]: the `match` from request to handler;
 //! - [`handlers`]: one handler per operation;
@@ -15,11 +18,13 @@
 //! - [`node`]: the node's name among the nodes sharing a database;
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
 //! - [`shutdown`]: SIGTERM/SIGINT; [`runtime_file`]: the bound addresses for tools and tests;
-//! - [`shared`], [`stats`]: state and counters shared by all connections;
+//! - [`shared`], [`stats`]: state and counters shared by all connections; [`memory`] the
+//!   broker-wide memory budget;
 //! - [`registry`]: the live sessions with their peers; [`manage`]: the management facade the
 //!   HTTP API (its own crate) reads and acts through;
 //! - [`clock`]: where the broker's time comes from (tests move it by hand).
 
+pub mod admission;
 pub mod clock;
 pub mod config;
 pub mod connection;
@@ -29,10 +34,14 @@ pub mod delivery;
 pub mod direct;
 pub mod dispatch;
 pub mod handlers;
+pub mod handshake;
 pub mod jobs;
+pub mod liveness;
 pub mod log_limit;
 pub mod manage;
+pub mod memory;
 pub mod node;
+pub mod outbound;
 pub mod registry;
 pub mod runtime_file;
 pub mod server;

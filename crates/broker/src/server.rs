@@ -21,7 +21,7 @@ use tracing::{info, warn};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{BrokerConfig, StoreSetting};
 use crate::shared::Shared;
-use crate::stats::Stats;
+use crate::stats::{CloseKind, Stats};
 use crate::{connection, jobs, runtime_file};
 
 /// Why the broker could not start or stop cleanly.
@@ -194,12 +194,7 @@ impl Broker {
             warn!(file = %path.display(), error = %source,
                 "the disk is full: serving without a runtime file");
         }
-        let shared = Arc::new(Shared::new(
-            store,
-            config.limits,
-            config.max_pipelined as usize,
-            clock,
-        ));
+        let shared = Arc::new(Shared::new(store, &config, clock));
         let connections = TaskTracker::new();
         let tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
@@ -211,6 +206,7 @@ impl Broker {
                 config.node_timeout_ms,
             )),
             tokio::spawn(jobs::cluster::forward_changes(shared.clone())),
+            tokio::spawn(crate::memory::run(shared.clone())),
         ];
         info!(
             version = env!("CARGO_PKG_VERSION"),
@@ -222,6 +218,7 @@ impl Broker {
             max_connections = config.limits.max_connections,
             max_body_bytes = config.limits.max_body_bytes,
             lease_ms = config.limits.lease_ms,
+            max_memory = config.max_memory,
             workers = tokio::runtime::Handle::current().metrics().num_workers(),
             "ferry broker listening"
         );
@@ -309,25 +306,37 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
             _ = shared.shutdown.cancelled() => return,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 backoff = Duration::from_millis(1);
-                match slots.clone().try_acquire_owned() {
-                    Ok(permit) => {
-                        Stats::add(&shared.stats.connections_accepted, 1);
-                        connections.spawn(connection::serve(shared.clone(), stream, permit));
-                    }
-                    Err(_) => {
-                        Stats::add(&shared.stats.connections_refused_full, 1);
-                        shared
-                            .stats
-                            .count_close(crate::stats::CloseKind::ServerFull);
-                        connections.spawn(refuse_full(
-                            stream,
-                            shared.limits.max_frame_bytes,
-                            shared.limits.max_connections,
-                        ));
-                    }
-                }
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    Stats::add(&shared.stats.connections_refused_full, 1);
+                    shared.stats.count_close(CloseKind::ServerFull);
+                    let why = format!(
+                        "the broker is at its limit of {} connections",
+                        shared.limits.max_connections
+                    );
+                    connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, why));
+                    continue;
+                };
+                let Some(address) = shared.admission.connect(peer.ip()) else {
+                    Stats::add(&shared.stats.connections_refused_address, 1);
+                    shared.stats.count_close(CloseKind::ServerFull);
+                    let why = format!(
+                        "{} has {} connections open, the limit per address",
+                        peer.ip(),
+                        shared.admission.max_per_address()
+                    );
+                    drop(permit);
+                    connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, why));
+                    continue;
+                };
+                Stats::add(&shared.stats.connections_accepted, 1);
+                connections.spawn(connection::serve(
+                    shared.clone(),
+                    stream,
+                    permit,
+                    Some(address),
+                ));
             }
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
@@ -339,8 +348,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
     }
 }
 
-/// Answers the first request of a connection over the limit with `ServerFull`, then closes.
-async fn refuse_full(mut stream: TcpStream, max_frame: u32, max_connections: u32) {
+/// Answers the first request of a connection over a limit with `ServerFull` saying `why`, then
+/// closes.
+async fn refuse_full(mut stream: TcpStream, max_frame: u32, why: String) {
     let mut buf = BytesMut::with_capacity(1024);
     let request_id = tokio::time::timeout(Duration::from_secs(2), async {
         loop {
@@ -358,11 +368,7 @@ async fn refuse_full(mut stream: TcpStream, max_frame: u32, max_connections: u32
     .await
     .unwrap_or(0);
     let mut out = BytesMut::new();
-    Response::error(
-        ErrorCode::ServerFull,
-        format!("the broker is at its limit of {max_connections} connections"),
-    )
-    .encode(request_id, &mut out);
+    Response::error(ErrorCode::ServerFull, why).encode(request_id, &mut out);
     let _ = stream.write_all(&out).await;
     let _ = stream.shutdown().await;
 }

@@ -7,11 +7,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
 use ferry_protocol::{AckMode, DeliveryId, SubscriptionId};
 use ferry_store::{IdMap, SessionId};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::subscription::SubscriptionHandle;
 use crate::txn::Txn;
@@ -33,9 +32,10 @@ pub struct TopicConsumer {
     pub session: SessionId,
 }
 
-/// Sends encoded frames to the connection's writer task. Unbounded because what flows through it
-/// is bounded elsewhere: replies by the pipelining limit, pushes by subscription credit.
-pub type Outbound = UnboundedSender<Bytes>;
+pub use crate::outbound::Outbound;
+
+/// The bit that tells a session's hold id from session ids (see [`Session::hold_id`]).
+const HOLD_BIT: SessionId = 1 << 63;
 
 /// Unsettled deliveries by id.
 /// Delivery ids are sequential and never chosen by the client as keys (unknown ids are only
@@ -54,6 +54,10 @@ pub struct Session {
     pub sender: Arc<str>,
     /// Frames to the client.
     pub out: Outbound,
+    /// The client made its name up for this session alone (`Connect` flag
+    /// [`ferry_protocol::requests::CONNECT_EPHEMERAL`]): its registration need not outlive the
+    /// session.
+    pub ephemeral: bool,
     /// Unsettled client-ack deliveries, and the subscription each came through (if any).
     deliveries: Mutex<DeliveryMap>,
     subscriptions: Mutex<HashMap<SubscriptionId, (SubscriptionHandle, JoinHandle<()>)>>,
@@ -68,12 +72,13 @@ pub struct Session {
 
 impl Session {
     /// A new session.
-    pub fn new(id: SessionId, client: String, out: Outbound) -> Session {
+    pub fn new(id: SessionId, client: String, out: Outbound, ephemeral: bool) -> Session {
         Session {
             id,
             sender: Arc::from(client.as_str()),
             client,
             out,
+            ephemeral,
             deliveries: Mutex::new(DeliveryMap::default()),
             subscriptions: Mutex::new(HashMap::new()),
             next_subscription: AtomicU64::new(1),
@@ -81,6 +86,23 @@ impl Session {
             next_non_durable: AtomicU64::new(1),
             txn: Mutex::new(None),
         }
+    }
+
+    /// The id the store holds this session's auto-ack takes under until its connection's
+    /// writer settles them (see [`crate::outbound`]): apart from [`Session::id`], so that a
+    /// client cannot settle them itself by guessing their delivery ids.
+    pub fn hold_id(&self) -> SessionId {
+        self.id | HOLD_BIT
+    }
+
+    /// Cancelled when the session starts ending: waits end at once, subscriptions stop.
+    pub fn closing(&self) -> &CancellationToken {
+        self.out.closing()
+    }
+
+    /// Whether the session is ending (cheap: no lock).
+    pub fn is_closing(&self) -> bool {
+        self.out.is_closed()
     }
 
     /// The open transaction (`None` inside when there is none).

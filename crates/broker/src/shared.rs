@@ -4,19 +4,59 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use ferry_protocol::Limits;
 use ferry_store::{SessionId, Store};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::Admission;
 use crate::clock::Clock;
-
+use crate::config::BrokerConfig;
 use crate::consumers::Consumers;
 use crate::delivery::Wakers;
 use crate::log_limit::LogLimit;
+use crate::memory::MemoryBudget;
 use crate::registry::Registry;
 use crate::stats::Stats;
+
+/// How each connection is bounded: its budgets and timeouts (from the configuration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionPolicy {
+    /// Most requests in progress at once.
+    pub max_pipelined: usize,
+    /// Most bytes its pending requests may hold.
+    pub max_pending_bytes: usize,
+    /// Most bytes queued for the client before its requests are no longer read.
+    pub max_outbound_bytes: usize,
+    /// How long the socket may accept none of its replies.
+    pub write_timeout: Duration,
+    /// How long a started frame may take to arrive.
+    pub read_timeout: Duration,
+    /// How long a new connection has to connect.
+    pub handshake_timeout: Duration,
+    /// The longest keep-alive interval granted, in ms (also granted when a client asks for
+    /// none).
+    pub keepalive_ms: u32,
+}
+
+impl ConnectionPolicy {
+    /// The policy `config` sets.
+    pub fn from_config(config: &BrokerConfig) -> ConnectionPolicy {
+        let ms = |v: u32| Duration::from_millis(u64::from(v));
+        let bytes = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        ConnectionPolicy {
+            max_pipelined: config.max_pipelined as usize,
+            max_pending_bytes: bytes(config.max_pending_bytes),
+            max_outbound_bytes: bytes(config.max_outbound_bytes),
+            write_timeout: ms(config.write_timeout_ms),
+            read_timeout: ms(config.read_timeout_ms),
+            handshake_timeout: ms(config.handshake_timeout_ms),
+            keepalive_ms: config.keepalive_ms,
+        }
+    }
+}
 
 /// Everything sessions share.
 pub struct Shared {
@@ -24,8 +64,12 @@ pub struct Shared {
     pub store: Arc<dyn Store>,
     /// Limits enforced and advertised.
     pub limits: Limits,
-    /// Most requests processed at once per connection.
-    pub max_pipelined: usize,
+    /// Budgets and timeouts of each connection.
+    pub policy: ConnectionPolicy,
+    /// The broker-wide memory budget.
+    pub memory: MemoryBudget,
+    /// Connections per address and new client names per address.
+    pub admission: Arc<Admission>,
     /// Client names with a live session, to enforce one session per name. A std mutex: it is
     /// never held across an `.await`.
     online: Mutex<HashMap<String, SessionId>>,
@@ -52,17 +96,18 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// New shared state around a store.
-    pub fn new(
-        store: Arc<dyn Store>,
-        limits: Limits,
-        max_pipelined: usize,
-        clock: Arc<dyn Clock>,
-    ) -> Shared {
+    /// New shared state around a store, as `config` sets it up.
+    pub fn new(store: Arc<dyn Store>, config: &BrokerConfig, clock: Arc<dyn Clock>) -> Shared {
         Shared {
             store,
-            limits,
-            max_pipelined,
+            limits: config.limits,
+            policy: ConnectionPolicy::from_config(config),
+            memory: MemoryBudget::new(config.max_memory),
+            admission: Arc::new(Admission::new(
+                config.max_connections_per_address,
+                config.max_new_clients_per_sec,
+                config.limits.max_connections,
+            )),
             online: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             wakers: Wakers::default(),

@@ -11,6 +11,22 @@ pub struct Stats {
     pub connections_refused_full: AtomicU64,
     /// Connections closed because a frame was malformed or oversized.
     pub connections_closed_malformed: AtomicU64,
+    /// Connections refused with `ServerFull` because their address was at its limit.
+    pub connections_refused_address: AtomicU64,
+    /// Connects refused with `LimitExceeded`: a new name from an address over its rate.
+    pub connects_refused_new_name_rate: AtomicU64,
+    /// Sessions closed because they were silent for 1.5 keep-alive intervals.
+    pub connections_closed_idle: AtomicU64,
+    /// Connections closed because a frame took longer than the read timeout to arrive (or no
+    /// connect came within the handshake timeout).
+    pub connections_closed_read_timeout: AtomicU64,
+    /// Connections closed because the socket took none of their replies for the write
+    /// timeout, or failed.
+    pub connections_closed_write: AtomicU64,
+    /// Sends held back because memory was above the high watermark.
+    pub sends_slowed_memory: AtomicU64,
+    /// Sends refused with `ResourceExhausted` because memory was at its budget.
+    pub sends_refused_memory: AtomicU64,
     /// Requests answered.
     pub requests: AtomicU64,
     /// Messages stored by sends and publishes (what the broker received).
@@ -43,7 +59,8 @@ pub enum CloseKind {
     ProtocolError,
     /// Refused at the connection limit.
     ServerFull,
-    /// No connect request in time (or, later, idle too long).
+    /// No connect request in time, silent for 1.5 keep-alive intervals, or a request that
+    /// took longer than the read timeout to arrive.
     Idle,
     /// The broker shut down (or its node was fenced).
     Shutdown,
@@ -53,11 +70,13 @@ pub enum CloseKind {
     IoError,
     /// An operator closed the session (management API).
     Operator,
+    /// The client read none of its replies for the write timeout.
+    SlowReader,
 }
 
 impl CloseKind {
     /// Every kind, in counter order.
-    pub const ALL: [CloseKind; 8] = [
+    pub const ALL: [CloseKind; 9] = [
         CloseKind::ClientClosed,
         CloseKind::ProtocolError,
         CloseKind::ServerFull,
@@ -66,6 +85,7 @@ impl CloseKind {
         CloseKind::AuthFailure,
         CloseKind::IoError,
         CloseKind::Operator,
+        CloseKind::SlowReader,
     ];
 
     /// The label value in metrics and logs.
@@ -79,6 +99,7 @@ impl CloseKind {
             CloseKind::AuthFailure => "auth_failure",
             CloseKind::IoError => "io_error",
             CloseKind::Operator => "operator",
+            CloseKind::SlowReader => "slow_reader",
         }
     }
 }

@@ -8,6 +8,13 @@
 //! selector takes only the messages it selects; the store passes over the others, which stay
 //! for other receivers, and the task waits for the next arrival as when the queue is empty.
 //!
+//! The task takes only while its connection's outbound queue is within its budget, and sizes
+//! each batch to the room left there (by the size of the deliveries it took last), so that a
+//! client that reads slowly holds up its own subscriptions, not the broker's memory. An
+//! auto-ack batch is held by the store and settled by the connection's writer right before it
+//! is written ([`crate::outbound`]), so a connection that dies takes nothing with it. The task
+//! stops as soon as its session starts ending.
+//!
 //! A topic subscription's task with auto ack and no selector of its own also offers itself to
 //! the store for direct delivery ([`ferry_store::direct`]): non-persistent publishes that find
 //! its queue empty are then encoded by the publish and sent to the connection without the
@@ -73,7 +80,7 @@ pub fn start(
         id,
         ack: sub.ack,
         credit: Arc::new(Credit::new(sub.prefetch)),
-        cancel: shared.shutdown.child_token(),
+        cancel: session.closing().child_token(),
         queue: Arc::from(sub.queue.as_str()),
         selector: Arc::from(sub.selector.as_str()),
     };
@@ -113,28 +120,46 @@ async fn run(
     selector: Option<Arc<Selector>>,
 ) {
     let watch = shared.wakers.queue(&sub.queue);
+    let hold = sub.ack == AckMode::Auto && session.out.holds_enabled();
     let mut spec = ReceiveSpec {
         source: Source::Queue(sub.queue.clone()),
         order: sub.order,
         mode: ReceiveMode::Take,
         ack: sub.ack,
-        hold: false,
+        hold,
         client: session.client.clone(),
-        session: session.id,
+        // Held takes under the session's hold id, settled by its writer alone.
+        session: if hold { session.hold_id() } else { session.id },
         lease_until_ms: 0,
         selector,
         now_ms: 0,
     };
     let lease = u64::from(shared.limits.lease_ms);
+    if hold {
+        session.out.note_held();
+    }
     let direct = offer_direct(&shared, &session, &h, &sub, spec.selector.is_some());
     let taker = direct.as_ref().map(Attached::consumer);
+    // The size of a delivery, as last seen: until one is seen, the largest there can be.
+    let mut delivery_bytes = shared.limits.max_body_bytes as usize;
     while let Some(credit) = wait_for_credit(&h).await {
+        if !session.out.has_room() {
+            tokio::select! {
+                _ = session.out.wait_for_room() => {}
+                _ = h.cancel.cancelled() => return,
+            }
+            continue;
+        }
+        if h.cancel.is_cancelled() {
+            return;
+        }
         let arrived = watch.notified();
         tokio::pin!(arrived);
         arrived.as_mut().enable();
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + lease;
-        let max = credit.min(MAX_PUSH_BATCH) as usize;
+        let fit = (session.out.room() / delivery_bytes.max(1)).max(1);
+        let max = (credit.min(MAX_PUSH_BATCH) as usize).min(fit);
         // Deliveries are encoded as the store hands them out, straight into the push buffer.
         let mut ids: Vec<DeliveryId> = Vec::new();
         let track = h.ack == AckMode::Client;
@@ -148,9 +173,21 @@ async fn run(
                 let first = deliver_len_hint(&d);
                 buf.reserve(first.saturating_mul(total).min(MAX_PUSH_BUFFER).max(first));
             }
-            encode_deliver(&mut buf, h.id, &d);
-            if track {
+            if track || hold {
                 ids.push(d.delivery_id);
+            }
+            if hold {
+                // The client settles nothing: the writer does (see crate::outbound).
+                encode_deliver(
+                    &mut buf,
+                    h.id,
+                    &DeliveryView {
+                        delivery_id: 0,
+                        ..d
+                    },
+                );
+            } else {
+                encode_deliver(&mut buf, h.id, &d);
             }
         };
         // With a taker, the store starts the take under its lock (and may pick less than
@@ -162,20 +199,27 @@ async fn run(
             .await
         {
             Ok(n) if n > 0 => {
+                delivery_bytes = buf.len() / n;
                 let n = n as u32;
-                if track {
-                    session.track(ids, Some(h.id));
-                }
                 Stats::add(&shared.stats.deliveries, u64::from(n));
                 if redelivered > 0 {
                     Stats::add(&shared.stats.redeliveries, redelivered);
                 }
-                let sent = session.out.send(buf.freeze());
+                // An engine that cannot hold took them for good (delivery id 0).
+                let held = hold && ids.first().is_some_and(|&id| id != 0);
+                let sent = if held {
+                    session.out.send_held_push(buf.freeze(), ids)
+                } else {
+                    if track {
+                        session.track(ids, Some(h.id));
+                    }
+                    session.out.send(buf.freeze())
+                };
                 // It took at most the credit it saw (or that begin_take returned), and nobody
                 // else spends meanwhile, so this spends no more than there is.
                 h.credit.end_take(n);
                 if sent.is_err() {
-                    return; // connection gone; leases are released on disconnect
+                    return; // connection gone; what it took is handed back as it ends
                 }
             }
             Ok(_) if h.credit.available() == 0 => {

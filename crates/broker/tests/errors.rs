@@ -245,6 +245,8 @@ async fn unsupported_version_closes_the_connection() {
         1,
         &Request::Connect(Connect {
             version: PROTOCOL_VERSION + 1,
+            keepalive_ms: 0,
+            flags: 0,
             client: "alice".into(),
             credentials: String::new(),
         }),

@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 
 use anyhow::anyhow;
 use clap::Args;
-use ferry_client::{Client, ClientError};
+use ferry_client::{Client, ClientError, ConnectOptions};
 use rand::Rng;
 
 /// The default broker address: the native protocol port on loopback.
@@ -29,14 +29,18 @@ impl ConnArgs {
         self.name.clone().unwrap_or_else(generated_name)
     }
 
-    /// Connects as [`ConnArgs::client_name`].
+    /// Connects as [`ConnArgs::client_name`]. A generated name is connected as ephemeral:
+    /// the broker need not keep it registered once the command ends.
     pub async fn connect(&self) -> anyhow::Result<Client> {
         self.connect_as(&self.client_name()).await
     }
 
-    /// Connects as `name`, explaining a failure in one line.
+    /// Connects as `name` (ephemeral unless `--name` gave it), explaining a failure in one
+    /// line. The client pings while it waits, so that a long wait is not taken for an idle
+    /// session.
     pub async fn connect_as(&self, name: &str) -> anyhow::Result<Client> {
-        Client::connect(&self.server, name)
+        let options = ConnectOptions::new(self.server.clone(), name).ephemeral(self.name.is_none());
+        Client::connect_with(options)
             .await
             .map_err(|e| anyhow!("cannot connect to {}: {}", self.server, connect_reason(&e)))
     }

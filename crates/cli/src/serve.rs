@@ -64,6 +64,37 @@ pub struct ServeArgs {
     /// yet)
     #[arg(long)]
     pub http_allow_remote: bool,
+    /// Bytes queued for one client before its requests are no longer read [default: 8388608]
+    #[arg(long, value_name = "BYTES")]
+    pub max_outbound_bytes: Option<u64>,
+    /// Bytes one connection's pending requests may hold before its requests are no longer read
+    /// [default: 16777216]
+    #[arg(long, value_name = "BYTES")]
+    pub max_pending_bytes: Option<u64>,
+    /// Milliseconds a client may leave its replies unread before it is disconnected
+    /// [default: 30000]
+    #[arg(long, value_name = "MS")]
+    pub write_timeout_ms: Option<u32>,
+    /// Milliseconds a frame may take to arrive once it has started [default: 30000]
+    #[arg(long, value_name = "MS")]
+    pub read_timeout_ms: Option<u32>,
+    /// Milliseconds a new connection has to connect [default: 10000]
+    #[arg(long, value_name = "MS")]
+    pub handshake_timeout_ms: Option<u32>,
+    /// Longest keep-alive interval granted, in milliseconds; a session silent for 1.5 of them
+    /// is closed [default: 60000]
+    #[arg(long, value_name = "MS")]
+    pub keepalive_ms: Option<u32>,
+    /// Most connections from one IP address; 0 for no limit [default: 0]
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_address: Option<u32>,
+    /// New client names one IP address may register per second; 0 for no limit [default: 100]
+    #[arg(long, value_name = "N")]
+    pub max_new_clients_per_sec: Option<u32>,
+    /// Memory budget in bytes; above 80% publishers are slowed, at 100% refused
+    /// [default: half the machine's memory]
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<u64>,
     /// TOML configuration file
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -93,6 +124,15 @@ impl ServeArgs {
             client_expiry_secs: self.client_expiry_secs,
             http_listen: self.http_listen.clone(),
             http_allow_remote: self.http_allow_remote.then_some(true),
+            max_outbound_bytes: self.max_outbound_bytes,
+            max_pending_bytes: self.max_pending_bytes,
+            write_timeout_ms: self.write_timeout_ms,
+            read_timeout_ms: self.read_timeout_ms,
+            handshake_timeout_ms: self.handshake_timeout_ms,
+            keepalive_ms: self.keepalive_ms,
+            max_connections_per_address: self.max_connections_per_address,
+            max_new_clients_per_sec: self.max_new_clients_per_sec,
+            max_memory: self.max_memory,
             ..ConfigLayer::default()
         }
     }

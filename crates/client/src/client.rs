@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use ferry_protocol::requests::{outgoing_encoded_len, Connect, Receive, Subscribe};
+use ferry_protocol::requests::{
+    outgoing_encoded_len, Connect, Receive, Subscribe, CONNECT_EPHEMERAL,
+};
 use ferry_protocol::{
     Delivery, DeliveryId, ErrorCode, Limits, MessageId, OutgoingMessage, QueueInfo, QueueOptions,
     Request, Response, WireError, HEADER_LEN, PROTOCOL_VERSION,
@@ -34,6 +36,8 @@ struct Inner {
     conn: Conn,
     name: String,
     limits: Limits,
+    /// The keep-alive interval granted.
+    keepalive: std::time::Duration,
     /// The node's address.
     addr: String,
 }
@@ -130,6 +134,8 @@ impl Client {
                     version: PROTOCOL_VERSION,
                     client: opts.name.clone(),
                     credentials: opts.credentials.clone(),
+                    keepalive_ms: u32::try_from(opts.keepalive.as_millis()).unwrap_or(u32::MAX),
+                    flags: if opts.ephemeral { CONNECT_EPHEMERAL } else { 0 },
                 }))
                 .await?;
             let connected = expect_reply!(reply, Response::Connected(c) => c)?;
@@ -140,11 +146,14 @@ impl Client {
                 }));
             }
             conn.0.set_limits(&connected.limits);
+            let keepalive = std::time::Duration::from_millis(u64::from(connected.keepalive_ms));
+            conn.0.keep_alive(keepalive);
             Ok(Client {
                 inner: Arc::new(Inner {
                     conn,
                     name: connected.client,
                     limits: connected.limits,
+                    keepalive,
                     addr: addr.to_owned(),
                 }),
             })
@@ -172,6 +181,12 @@ impl Client {
     /// The limits the broker advertised in the connect reply.
     pub fn limits(&self) -> Limits {
         self.inner.limits
+    }
+
+    /// The keep-alive interval the broker granted: the client pings by itself whenever it has
+    /// sent nothing for half of it.
+    pub fn keepalive(&self) -> std::time::Duration {
+        self.inner.keepalive
     }
 
     /// Whether the connection has ended (every call would fail).

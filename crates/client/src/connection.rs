@@ -14,6 +14,9 @@
 //!   subscription, the deliveries of one read as one batch (see `pushes`).
 //! - When the connection ends, for whatever reason, every waiting call and every subscription is
 //!   failed with the reason, and every later call fails at once: nothing hangs.
+//! - Keep-alive: a third task pings the broker whenever the writer has written nothing for half
+//!   the interval the broker granted, so that an idle session (one waiting for pushes or for a
+//!   long poll, say) is not taken for dead.
 //!
 //! Memory held by the unbounded channels is bounded elsewhere: outgoing frames by the callers
 //! awaiting them, pushed deliveries by subscription credit.
@@ -97,6 +100,7 @@ struct State {
     closed: Option<CloseReason>,
     reader: Option<AbortHandle>,
     writer: Option<AbortHandle>,
+    keepalive: Option<AbortHandle>,
 }
 
 /// What the writer task is handed.
@@ -134,6 +138,8 @@ pub(crate) struct Shared {
     recv_limit: AtomicU32,
     /// Most messages in one batch request (the broker's advertised `max_batch`).
     batch_limit: AtomicU32,
+    /// Set by the writer on every write; the keep-alive task pings when it finds it unset.
+    wrote: AtomicBool,
 }
 
 /// A request registered and handed to the writer; await [`InFlight::reply`].
@@ -195,6 +201,7 @@ impl Shared {
             send_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes),
             recv_limit: AtomicU32::new(Limits::DEFAULT.max_frame_bytes.saturating_add(RECV_SLACK)),
             batch_limit: AtomicU32::new(Limits::DEFAULT.max_batch),
+            wrote: AtomicBool::new(false),
         });
         let reader = tokio::spawn(read_loop(shared.clone(), rd));
         let writer = tokio::spawn(write_loop(shared.clone(), wr, rx));
@@ -227,6 +234,35 @@ impl Shared {
         self.recv_limit.store(recv, Ordering::Relaxed);
         self.batch_limit
             .store(limits.max_batch.max(1), Ordering::Relaxed);
+    }
+
+    /// Starts pinging whenever nothing was written for half of `interval` (the keep-alive the
+    /// broker granted; zero: never). Stops with the connection.
+    pub(crate) fn keep_alive(self: &Arc<Self>, interval: Duration) {
+        if interval.is_zero() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let period = interval / 2;
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                if !shared.wrote.swap(false, Ordering::Relaxed) {
+                    shared.send_and_forget(&Request::Ping, "keep-alive ping");
+                }
+            }
+        });
+        let mut st = self.lock();
+        if st.closed.is_some() {
+            task.abort();
+        } else {
+            st.keepalive = Some(task.abort_handle());
+        }
     }
 
     /// The error every call gets once the connection has ended.
@@ -409,7 +445,7 @@ impl Shared {
     /// `flush`: the writer first writes what was queued (a cancel or nack sent on the way out),
     /// within [`CLOSE_FLUSH_TIMEOUT`]; otherwise it stops at once.
     fn shutdown(&self, reason: CloseReason, flush: bool) {
-        let (pending, subscriptions, reader, writer) = {
+        let (pending, subscriptions, reader, writer, keepalive) = {
             let mut st = self.lock();
             if st.closed.is_some() {
                 return;
@@ -422,8 +458,12 @@ impl Shared {
                 std::mem::take(&mut st.subscriptions),
                 st.reader.take(),
                 st.writer.take(),
+                st.keepalive.take(),
             )
         };
+        if let Some(k) = keepalive {
+            k.abort();
+        }
         for (_, p) in pending {
             fail(p, || reason.to_error());
         }
@@ -798,6 +838,7 @@ async fn write_loop(
         }
         flush(&mut lone, &mut sends, &mut batch);
         busy = items > 1;
+        shared.wrote.store(true, Ordering::Relaxed);
         let result = match lone {
             Some(frame) => wr.write_all(&frame).await,
             None if batch.is_empty() => Ok(()),

@@ -15,6 +15,13 @@ pub struct ConnectOptions {
     pub credentials: String,
     /// Upper bound for the TCP connect and the handshake together, per address tried.
     pub connect_timeout: Duration,
+    /// The keep-alive interval to ask for ([`Duration::ZERO`]: the broker's choice). The
+    /// broker closes a session silent for 1.5 intervals; the client pings whenever it has
+    /// sent nothing for half the interval it is granted, so an idle session stays open.
+    pub keepalive: Duration,
+    /// The name is made up for this session alone (the CLI's generated names): the broker
+    /// need not keep it registered once the session ends.
+    pub ephemeral: bool,
 }
 
 impl ConnectOptions {
@@ -25,6 +32,8 @@ impl ConnectOptions {
             name: name.into(),
             credentials: String::new(),
             connect_timeout: Duration::from_secs(10),
+            keepalive: Duration::ZERO,
+            ephemeral: false,
         }
     }
 
@@ -53,6 +62,18 @@ impl ConnectOptions {
     /// Sets the connect timeout.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Asks for a keep-alive interval (see [`ConnectOptions::keepalive`]).
+    pub fn keepalive(mut self, interval: Duration) -> Self {
+        self.keepalive = interval;
+        self
+    }
+
+    /// Marks the name as made up for this session alone (see [`ConnectOptions::ephemeral`]).
+    pub fn ephemeral(mut self, ephemeral: bool) -> Self {
+        self.ephemeral = ephemeral;
         self
     }
 }

@@ -40,6 +40,8 @@ async fn every_method_maps_to_its_request_and_reply() {
                 version: PROTOCOL_VERSION,
                 client: "app".into(),
                 credentials: "secret".into(),
+                keepalive_ms: 0,
+                flags: 0,
             })
         );
         peer.write(
@@ -51,6 +53,7 @@ async fn every_method_maps_to_its_request_and_reply() {
                     lease_ms: 1234,
                     ..Limits::DEFAULT
                 },
+                keepalive_ms: 0,
             }),
         )
         .await;

@@ -42,6 +42,10 @@ impl Store for FaultInjectingStore {
     async fn register_client(&self, name: &str) -> Result<(), StoreError> {
         self.inner.register_client(name).await
     }
+    fn memory_bytes(&self) -> u64 {
+        self.inner.memory_bytes()
+    }
+
     async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
         self.inner.client_exists(name).await
     }

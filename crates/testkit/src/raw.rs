@@ -33,6 +33,8 @@ impl RawConn {
                 version: PROTOCOL_VERSION,
                 client: client.into(),
                 credentials: String::new(),
+                keepalive_ms: 0,
+                flags: 0,
             }),
         )
         .await?;

@@ -4,10 +4,16 @@
 //! (or the any-queue notifier for by-sender receives) before it looks at the store, and looks
 //! again each time it is woken, until a message is there, the wait ends or the broker stops.
 //! With a selector, a look that finds only messages the selector passes over finds nothing,
-//! so the receive goes on waiting.
+//! so the receive goes on waiting. A wait ends, without taking anything, as soon as the
+//! session starts ending.
+//!
+//! An auto-ack take is held by the store, not removed, and its reply is handed to the
+//! connection's writer, which settles it right before writing it ([`crate::outbound`]): a
+//! receive whose connection dies before that takes nothing.
 
 use std::time::Duration;
 
+use bytes::BytesMut;
 use ferry_protocol::requests::Receive;
 use ferry_protocol::{AckMode, ErrorCode, ReceiveMode, Response, Source};
 use ferry_store::ReceiveSpec;
@@ -18,19 +24,25 @@ use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
-/// receive.
-pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response {
+/// receive. Returns `None` when it handed its reply to the writer itself (a held auto-ack
+/// take).
+pub async fn receive(
+    shared: &Shared,
+    session: &Session,
+    request_id: u32,
+    r: Receive,
+) -> Option<Response> {
     let checked = match &r.source {
         Source::Queue(q) => validate::queue_or_subscription(q, &shared.limits),
         Source::Sender(s) => validate::name("sender", s, &shared.limits),
     };
     if let Err(e) = checked {
-        return Response::Error(e);
+        return Some(Response::Error(e));
     }
     // Parsed once; every look at the store (one per wake-up) tests messages against it.
     let selector = match validate::selector(&r.selector) {
         Ok(selector) => selector,
-        Err(e) => return Response::Error(e),
+        Err(e) => return Some(Response::Error(e)),
     };
     // In a transaction a take is settled at commit: an auto-ack take becomes a lease that the
     // transaction acks, so a rollback returns it.
@@ -38,13 +50,17 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
     let ack = if in_txn { AckMode::Client } else { r.ack };
     let leases = r.mode == ReceiveMode::Take && ack == AckMode::Client;
     if leases && session.in_flight() >= shared.limits.max_in_flight_per_session as usize {
-        return Response::error(
+        return Some(Response::error(
             ErrorCode::LimitExceeded,
             format!(
                 "the session holds {} unsettled deliveries, the limit; ack or nack some first",
                 shared.limits.max_in_flight_per_session
             ),
-        );
+        ));
+    }
+    let hold = r.mode == ReceiveMode::Take && ack == AckMode::Auto && session.out.holds_enabled();
+    if hold {
+        session.out.note_held();
     }
     // A receive that does not wait needs no notifier: one look at the store answers it.
     let watch = if r.wait_ms == 0 {
@@ -56,25 +72,23 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         })
     };
     let deadline = Instant::now() + Duration::from_millis(u64::from(r.wait_ms));
-    // An operator's disconnect ends a wait at once, as a shutdown does.
-    let closed = if r.wait_ms == 0 {
-        None
-    } else {
-        Some(shared.sessions.closed_token(session.id))
-    };
     let mut spec = ReceiveSpec {
         source: r.source,
         order: r.order,
         mode: r.mode,
         ack,
-        hold: false,
+        hold,
         client: session.client.clone(),
-        session: session.id,
+        // Held takes under the session's hold id, settled by its writer alone.
+        session: if hold { session.hold_id() } else { session.id },
         lease_until_ms: 0,
         selector,
         now_ms: 0,
     };
     loop {
+        if session.is_closing() {
+            return Some(Response::Received(None));
+        }
         let arrived = watch.as_ref().map(|w| w.notified());
         tokio::pin!(arrived);
         if let Some(a) = arrived.as_mut().as_pin_mut() {
@@ -85,6 +99,20 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
         match shared.store.receive(&spec, 1).await {
             Ok(mut ds) => {
                 if let Some(mut d) = ds.pop() {
+                    if hold && d.delivery_id != 0 {
+                        Stats::add(&shared.stats.deliveries, 1);
+                        if d.message.delivery_count > 0 {
+                            Stats::add(&shared.stats.redeliveries, 1);
+                        }
+                        let held = std::mem::take(&mut d.delivery_id);
+                        let reply = Response::Received(Some(d));
+                        let mut buf = BytesMut::with_capacity(reply_len(&reply));
+                        reply.encode(request_id, &mut buf);
+                        // A connection gone meanwhile leaves the take held: its end hands it
+                        // back.
+                        let _ = session.out.send_held_reply(buf.freeze(), held, request_id);
+                        return None;
+                    }
                     if leases {
                         session.track([d.delivery_id], None);
                     }
@@ -100,7 +128,7 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
                             // The transaction ended while this receive waited: settle the
                             // take as the auto ack it was asked as.
                             if let Err(e) = shared.store.ack(session.id, &[d.delivery_id]).await {
-                                return store_error(&e);
+                                return Some(store_error(&e));
                             }
                             session.settled(&[d.delivery_id]);
                             d.delivery_id = 0;
@@ -110,26 +138,31 @@ pub async fn receive(shared: &Shared, session: &Session, r: Receive) -> Response
                     if d.message.delivery_count > 0 {
                         Stats::add(&shared.stats.redeliveries, 1);
                     }
-                    return Response::Received(Some(d));
+                    return Some(Response::Received(Some(d)));
                 }
             }
-            Err(e) => return store_error(&e),
+            Err(e) => return Some(store_error(&e)),
         }
         let Some(arrived) = arrived.as_mut().as_pin_mut() else {
-            return Response::Received(None);
+            return Some(Response::Received(None));
         };
         tokio::select! {
             _ = arrived => {}
-            _ = tokio::time::sleep_until(deadline) => return Response::Received(None),
-            _ = shared.shutdown.cancelled() => return Response::Received(None),
-            _ = async {
-                match &closed {
-                    Some(c) => c.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                return Response::Received(None)
-            }
+            _ = tokio::time::sleep_until(deadline) => return Some(Response::Received(None)),
+            // The session is ending (which the broker's shutdown also does): nothing more is
+            // taken for it.
+            _ = session.closing().cancelled() => return Some(Response::Received(None)),
         }
+    }
+}
+
+/// About the encoded size of `reply`, to size its buffer once.
+fn reply_len(reply: &Response) -> usize {
+    match reply {
+        Response::Received(Some(d)) => {
+            let m = &d.message;
+            128 + m.queue.len() + m.sender.len() + m.body.len() + 64 * m.properties.len()
+        }
+        _ => 64,
     }
 }

@@ -113,6 +113,8 @@ impl Peer {
                 version: PROTOCOL_VERSION,
                 client: c.client.clone(),
                 limits,
+                // No keep-alive: the fake expects only the requests its tests make.
+                keepalive_ms: 0,
             }),
         )
         .await;

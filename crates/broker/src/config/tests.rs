@@ -1,0 +1,297 @@
+//! Tests of the configuration layers and their validation.
+
+use super::*;
+
+/// The configuration with `file` as the only layer.
+fn from_file(file: &ConfigLayer) -> BrokerConfig {
+    BrokerConfig::resolve(Some(file), &ConfigLayer::default(), &ConfigLayer::default()).unwrap()
+}
+
+#[test]
+fn layers_apply_in_order_file_env_flags() {
+    let file: ConfigLayer =
+        toml::from_str("listen = \"127.0.0.1:1\"\nfsync = \"never\"\nlease_ms = 5").unwrap();
+    let env = ConfigLayer::from_env([
+        ("FERRY_FSYNC".to_owned(), "interval:10".to_owned()),
+        ("FERRY_SERVER".to_owned(), "ignored".to_owned()),
+    ])
+    .unwrap();
+    let flags = ConfigLayer {
+        lease_ms: Some(7),
+        ..ConfigLayer::default()
+    };
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
+    assert_eq!(cfg.listen, "127.0.0.1:1");
+    assert_eq!(cfg.fsync, FsyncPolicy::Interval(Duration::from_millis(10)));
+    assert_eq!(cfg.limits.lease_ms, 7);
+}
+
+#[test]
+fn unknown_file_key_is_an_error_naming_it() {
+    let err = toml::from_str::<ConfigLayer>("lisen = \"x\"").unwrap_err();
+    assert!(err.to_string().contains("lisen"), "{err}");
+}
+
+#[test]
+fn bad_env_number_names_the_setting() {
+    let err = ConfigLayer::from_env([("FERRY_MAX_CONNECTIONS".to_owned(), "many".to_owned())])
+        .unwrap_err();
+    assert!(err.to_string().contains("max_connections"), "{err}");
+}
+
+#[test]
+fn bad_fsync_policy_is_rejected() {
+    let flags = ConfigLayer {
+        fsync: Some("sometimes".into()),
+        ..ConfigLayer::default()
+    };
+    let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+    assert!(err.to_string().contains("fsync"), "{err}");
+}
+
+#[test]
+fn store_setting_selects_the_engine() {
+    let env = ConfigLayer::from_env([(
+        "FERRY_STORE".to_owned(),
+        "postgres://ferry:secret@db/ferry".to_owned(),
+    )])
+    .unwrap();
+    let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(
+        cfg.store,
+        StoreSetting::Postgres("postgres://ferry:secret@db/ferry".into())
+    );
+    assert!(cfg.to_toml().contains("postgres://ferry:****@db/ferry"));
+    assert!(!cfg.to_toml().contains("secret"));
+    let file: ConfigLayer = toml::from_str("store = \"embedded\"").unwrap();
+    let cfg = from_file(&file);
+    assert_eq!(cfg.store, StoreSetting::Embedded);
+    let flags = ConfigLayer {
+        store: Some("mysql://x".into()),
+        ..ConfigLayer::default()
+    };
+    let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+    assert!(err.to_string().contains("store"), "{err}");
+}
+
+#[test]
+fn workers_come_from_any_layer_and_zero_is_refused() {
+    assert_eq!(BrokerConfig::default().workers, None);
+    assert!(BrokerConfig::default()
+        .to_toml()
+        .contains("# workers: one per core"));
+    let env = ConfigLayer::from_env([("FERRY_WORKERS".to_owned(), "1".to_owned())]).unwrap();
+    let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.workers, Some(1));
+    assert!(cfg.to_toml().contains("workers = 1\n"));
+    let file: ConfigLayer = toml::from_str("workers = 3").unwrap();
+    let cfg = from_file(&file);
+    assert_eq!(cfg.workers, Some(3));
+    let flags = ConfigLayer {
+        workers: Some(0),
+        ..ConfigLayer::default()
+    };
+    let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+    assert!(err.to_string().contains("workers"), "{err}");
+}
+
+#[test]
+fn spare_segments_come_from_file_or_environment_and_zero_is_allowed() {
+    let defaults = BrokerConfig::default();
+    assert_eq!(defaults.spare_segments, 8);
+    assert!(defaults.to_toml().contains("\nspare_segments = 8\n"));
+    let file: ConfigLayer = toml::from_str("spare_segments = 2").unwrap();
+    let env = ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "0".to_owned())]).unwrap();
+    let cfg = from_file(&file);
+    assert_eq!(cfg.spare_segments, 2);
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.spare_segments, 0, "0 deletes compacted segments");
+    let err =
+        ConfigLayer::from_env([("FERRY_SPARE_SEGMENTS".to_owned(), "-1".to_owned())]).unwrap_err();
+    assert!(err.to_string().contains("spare_segments"), "{err}");
+}
+
+#[test]
+fn segment_bytes_come_from_file_or_environment_within_bounds() {
+    assert_eq!(BrokerConfig::default().segment_bytes, 64 * 1024 * 1024);
+    let file: ConfigLayer = toml::from_str("segment_bytes = 65536").unwrap();
+    let cfg = from_file(&file);
+    assert_eq!(cfg.segment_bytes, 65536);
+    assert!(cfg.to_toml().contains("\nsegment_bytes = 65536\n"));
+    let env =
+        ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "1048576".to_owned())]).unwrap();
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.segment_bytes, 1 << 20);
+    for bad in [MIN_SEGMENT_BYTES - 1, MAX_SEGMENT_BYTES + 1] {
+        let flags = ConfigLayer {
+            segment_bytes: Some(bad),
+            ..ConfigLayer::default()
+        };
+        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+        assert!(err.to_string().contains("segment_bytes"), "{err}");
+        assert!(err.to_string().contains("between 65536 and"), "{err}");
+    }
+    let err =
+        ConfigLayer::from_env([("FERRY_SEGMENT_BYTES".to_owned(), "64M".to_owned())]).unwrap_err();
+    assert!(err.to_string().contains("segment_bytes"), "{err}");
+}
+
+#[test]
+fn frame_limit_must_hold_a_body() {
+    let flags = ConfigLayer {
+        max_frame_bytes: Some(1024),
+        ..ConfigLayer::default()
+    };
+    assert!(BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).is_err());
+}
+
+#[test]
+fn connection_budgets_and_timeouts_come_from_any_layer_within_bounds() {
+    let d = BrokerConfig::default();
+    assert_eq!(d.max_outbound_bytes, 8 << 20);
+    assert_eq!(d.max_pending_bytes, 16 << 20);
+    assert_eq!(d.keepalive_ms, 60_000);
+    assert_eq!(d.max_connections_per_address, 0);
+    assert_eq!(d.max_new_clients_per_sec, 100);
+    let file: ConfigLayer = toml::from_str(
+        "max_outbound_bytes = 65536\nmax_pending_bytes = 131072\nwrite_timeout_ms = 500\n\
+         read_timeout_ms = 600\nhandshake_timeout_ms = 700\nkeepalive_ms = 800\n\
+         max_connections_per_address = 3\nmax_new_clients_per_sec = 0\n\
+         max_memory = 33554432",
+    )
+    .unwrap();
+    let cfg = from_file(&file);
+    assert_eq!(
+        (
+            cfg.max_outbound_bytes,
+            cfg.max_pending_bytes,
+            cfg.write_timeout_ms,
+            cfg.read_timeout_ms,
+            cfg.handshake_timeout_ms,
+            cfg.keepalive_ms,
+            cfg.max_connections_per_address,
+            cfg.max_new_clients_per_sec,
+            cfg.max_memory,
+        ),
+        (65536, 131072, 500, 600, 700, 800, 3, 0, 32 << 20)
+    );
+    let toml = cfg.to_toml();
+    for line in [
+        "max_outbound_bytes = 65536\n",
+        "keepalive_ms = 800\n",
+        "max_memory = 33554432\n",
+        "max_new_clients_per_sec = 0\n",
+    ] {
+        assert!(toml.contains(line), "{line} missing from\n{toml}");
+    }
+    let env = ConfigLayer::from_env([
+        ("FERRY_KEEPALIVE_MS".to_owned(), "1000".to_owned()),
+        ("FERRY_MAX_MEMORY".to_owned(), "1073741824".to_owned()),
+    ])
+    .unwrap();
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!((cfg.keepalive_ms, cfg.max_memory), (1000, 1 << 30));
+    for (flags, key) in [
+        (
+            ConfigLayer {
+                max_outbound_bytes: Some(1000),
+                ..ConfigLayer::default()
+            },
+            "max_outbound_bytes",
+        ),
+        (
+            ConfigLayer {
+                max_pending_bytes: Some(0),
+                ..ConfigLayer::default()
+            },
+            "max_pending_bytes",
+        ),
+        (
+            ConfigLayer {
+                keepalive_ms: Some(99),
+                ..ConfigLayer::default()
+            },
+            "keepalive_ms",
+        ),
+        (
+            ConfigLayer {
+                read_timeout_ms: Some(0),
+                ..ConfigLayer::default()
+            },
+            "read_timeout_ms",
+        ),
+        (
+            ConfigLayer {
+                max_memory: Some(1 << 20),
+                ..ConfigLayer::default()
+            },
+            "max_memory",
+        ),
+    ] {
+        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+        assert!(err.to_string().contains(key), "{err}");
+    }
+    let err = ConfigLayer::from_env([("FERRY_WRITE_TIMEOUT_MS".to_owned(), "soon".to_owned())])
+        .unwrap_err();
+    assert!(err.to_string().contains("write_timeout_ms"), "{err}");
+}
+
+#[test]
+fn client_expiry_comes_from_any_layer_and_zero_means_never() {
+    let defaults = BrokerConfig::default();
+    assert_eq!(defaults.client_expiry, Some(Duration::from_secs(86_400)));
+    assert!(defaults
+        .to_toml()
+        .contains("\nclient_expiry_secs = 86400\n"));
+    let file: ConfigLayer = toml::from_str("client_expiry_secs = 60").unwrap();
+    assert_eq!(
+        from_file(&file).client_expiry,
+        Some(Duration::from_secs(60))
+    );
+    let env = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "0".to_owned())])
+        .unwrap();
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.client_expiry, None, "0 keeps names forever");
+    assert!(cfg.to_toml().contains("\nclient_expiry_secs = 0\n"));
+    let flags = ConfigLayer {
+        client_expiry_secs: Some(5),
+        ..ConfigLayer::default()
+    };
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
+    assert_eq!(cfg.client_expiry, Some(Duration::from_secs(5)));
+    let err = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "1d".to_owned())])
+        .unwrap_err();
+    assert!(err.to_string().contains("client_expiry_secs"), "{err}");
+}
+
+#[test]
+fn http_listen_is_loopback_unless_remote_is_allowed() {
+    let cfg = BrokerConfig::default();
+    assert_eq!(cfg.http_addr(), Some("127.0.0.1:6731"));
+    for (listen, allow, ok) in [
+        ("off", false, true),
+        ("127.0.0.1:0", false, true),
+        ("[::1]:6731", false, true),
+        ("localhost:6731", false, true),
+        ("0.0.0.0:6731", false, false),
+        ("10.1.2.3:6731", false, false),
+        ("0.0.0.0:6731", true, true),
+        ("127.0.0.1", false, false),
+    ] {
+        let flags = ConfigLayer {
+            http_listen: Some(listen.into()),
+            http_allow_remote: Some(allow),
+            ..ConfigLayer::default()
+        };
+        let got = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags);
+        assert_eq!(got.is_ok(), ok, "{listen} allow={allow}: {got:?}");
+        if let Err(e) = got {
+            assert!(e.to_string().contains("http_listen"), "{e}");
+        }
+    }
+    let env =
+        ConfigLayer::from_env([("FERRY_HTTP_LISTEN".to_owned(), "off".to_owned())]).unwrap();
+    let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.http_addr(), None);
+    assert!(cfg.to_toml().contains("http_listen = \"off\""));
+}

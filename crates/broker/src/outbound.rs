@@ -1,0 +1,472 @@
+//! A connection's way out: everything that produces frames for a client (the connection's
+//! reply batches, handlers that answer by themselves, push subscriptions, direct deliveries)
+//! queues them on the connection's [`Outbound`]; one writer task writes them to the socket.
+//!
+//! - **Batching.** The writer takes whatever has queued up and writes it with as few system
+//!   calls as the socket allows: small frames are copied into one buffer, big ones (push
+//!   batches) are written where they are with vectored writes.
+//! - **A budget.** The bytes queued and not yet written are counted. Producers look at the
+//!   count before they produce more ([`Outbound::has_room`]): the connection stops reading
+//!   requests, a push subscription stops taking, a direct delivery is refused (the message
+//!   waits in its queue). A client that stops reading its replies thus costs at most about the
+//!   budget, and when the socket accepts nothing for the write timeout the writer gives up
+//!   and the connection closes with that reason.
+//! - **Held auto-ack deliveries.** An auto-ack take is *held* by the store (see
+//!   [`ferry_store::ReceiveSpec::hold`]) until the delivery reaches this writer. Right before it
+//!   writes a batch, the writer settles the held deliveries in it with one store call (the
+//!   removal an auto-ack take makes, durable before the bytes go out, so auto ack stays at most
+//!   once across a crash), unless the connection is closing: then it leaves them held, and the
+//!   connection's teardown hands them back to their queues as they were. A receive's reply
+//!   that cannot be delivered so is answered "no message" instead; a push batch is dropped
+//!   (its deliveries are back in the queue). So no message is taken for a connection that can
+//!   no longer receive it, except the batch being written when the connection dies.
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use ferry_protocol::{DeliveryId, Response};
+use ferry_store::{SessionId, Store, StoreError};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+/// Writer batches are cut at about this size.
+const WRITE_BATCH_BYTES: usize = 1 << 20;
+/// Most queued items taken into one batch.
+const MAX_BATCH_ITEMS: usize = 1024;
+/// Frames below this size are copied into the writer's batch buffer; bigger ones are written
+/// from where they are.
+const COPY_BELOW: usize = 16 * 1024;
+/// Most buffers handed to one vectored write.
+const MAX_IOVECS: usize = 64;
+
+/// The connection is gone (or closing): nothing queued now would be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// Held deliveries a queued item carries.
+enum Holds {
+    None,
+    /// A receive's reply with one held delivery; `request_id` gets "no message" instead when
+    /// the delivery cannot be settled.
+    Reply {
+        delivery: DeliveryId,
+        request_id: u32,
+    },
+    /// A push batch of held deliveries, dropped when they cannot be settled.
+    Push(Vec<DeliveryId>),
+}
+
+/// One item for the writer.
+struct Outgoing {
+    frames: Bytes,
+    holds: Holds,
+}
+
+/// What the handles and the writer share.
+struct Link {
+    /// Bytes queued and not yet written.
+    queued: AtomicUsize,
+    /// Bytes of the connection's pending requests, as its connection last reported them.
+    pending: AtomicUsize,
+    /// Above this many queued bytes, producers wait.
+    budget: usize,
+    /// Notified when `queued` falls below `budget`.
+    drained: Notify,
+    /// Cancelled when the connection starts closing (its session ends, the broker shuts down,
+    /// the writer gives up): waits end, and the writer settles no more held deliveries.
+    closing: CancellationToken,
+    /// Set with `closing` by [`Outbound::close`] and the writer: read on hot paths, where the
+    /// token's lock is not wanted.
+    closed: AtomicBool,
+    /// Why the writer gave up on the socket, if it did.
+    failure: Mutex<Option<Failure>>,
+    /// The session id the store holds this connection's auto-ack takes under (0: none yet,
+    /// before the handshake).
+    hold_session: AtomicU64,
+    /// Whether a take was ever held for this connection (its teardown releases them then).
+    held_any: AtomicBool,
+    /// Open while the writer may settle held deliveries; the teardown closes it, waiting for a
+    /// settlement in progress, before it hands the held deliveries back.
+    gate: tokio::sync::Mutex<bool>,
+}
+
+/// Why the writer gave up on a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What happened, for the logs.
+    pub reason: String,
+    /// The client read none of its replies for the write timeout (rather than the socket or
+    /// the store failing).
+    pub slow_reader: bool,
+}
+
+/// A handle to queue frames for one connection's writer. Cheap to clone.
+#[derive(Clone)]
+pub struct Outbound {
+    tx: UnboundedSender<Outgoing>,
+    link: Arc<Link>,
+}
+
+/// The writer task's end, from [`channel`]; run it with [`Writer::run`].
+pub struct Writer {
+    rx: UnboundedReceiver<Outgoing>,
+    link: Arc<Link>,
+}
+
+/// A new outbound queue whose producers wait above `budget` queued bytes; it starts closing
+/// when `parent` is cancelled (the broker's shutdown), too.
+pub fn channel(budget: usize, parent: &CancellationToken) -> (Outbound, Writer) {
+    let (tx, rx) = unbounded_channel();
+    let link = Arc::new(Link {
+        queued: AtomicUsize::new(0),
+        pending: AtomicUsize::new(0),
+        budget: budget.max(1),
+        drained: Notify::new(),
+        closing: parent.child_token(),
+        closed: AtomicBool::new(false),
+        failure: Mutex::new(None),
+        hold_session: AtomicU64::new(0),
+        held_any: AtomicBool::new(false),
+        gate: tokio::sync::Mutex::new(true),
+    });
+    (
+        Outbound {
+            tx,
+            link: link.clone(),
+        },
+        Writer { rx, link },
+    )
+}
+
+impl Outbound {
+    fn queue(&self, item: Outgoing) -> Result<(), Closed> {
+        let n = item.frames.len();
+        self.link.queued.fetch_add(n, Ordering::Relaxed);
+        self.tx.send(item).map_err(|_| {
+            self.link.queued.fetch_sub(n, Ordering::Relaxed);
+            Closed
+        })
+    }
+
+    /// Queues encoded frames.
+    pub fn send(&self, frames: Bytes) -> Result<(), Closed> {
+        self.queue(Outgoing {
+            frames,
+            holds: Holds::None,
+        })
+    }
+
+    /// Queues a receive's reply carrying held delivery `delivery` (see the module docs).
+    pub fn send_held_reply(
+        &self,
+        frames: Bytes,
+        delivery: DeliveryId,
+        request_id: u32,
+    ) -> Result<(), Closed> {
+        self.queue(Outgoing {
+            frames,
+            holds: Holds::Reply {
+                delivery,
+                request_id,
+            },
+        })
+    }
+
+    /// Queues a push batch whose deliveries `held` are held (see the module docs).
+    pub fn send_held_push(&self, frames: Bytes, held: Vec<DeliveryId>) -> Result<(), Closed> {
+        self.queue(Outgoing {
+            frames,
+            holds: Holds::Push(held),
+        })
+    }
+
+    /// Whether the connection is closing or gone (cheap: no lock).
+    pub fn is_closed(&self) -> bool {
+        self.link.closed.load(Ordering::Relaxed) || self.tx.is_closed()
+    }
+
+    /// Cancelled when the connection starts closing.
+    pub fn closing(&self) -> &CancellationToken {
+        &self.link.closing
+    }
+
+    /// Starts closing: waits end, held deliveries are no longer settled. Idempotent.
+    pub fn close(&self) {
+        self.link.closed.store(true, Ordering::Relaxed);
+        self.link.closing.cancel();
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn queued_bytes(&self) -> usize {
+        self.link.queued.load(Ordering::Relaxed)
+    }
+
+    /// How many more bytes fit in the budget (0 when it is used up).
+    pub fn room(&self) -> usize {
+        self.link.budget.saturating_sub(self.queued_bytes())
+    }
+
+    /// Whether the queued bytes are below the budget.
+    pub fn has_room(&self) -> bool {
+        self.room() > 0
+    }
+
+    /// Returns once the queued bytes are below the budget, or the connection is closing.
+    pub async fn wait_for_room(&self) {
+        loop {
+            let drained = self.link.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.has_room() || self.link.closing.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = drained => {}
+                _ = self.link.closing.cancelled() => return,
+            }
+        }
+    }
+
+    /// Why the writer gave up on the socket, if it did (it also starts closing then).
+    pub fn failure(&self) -> Option<Failure> {
+        self.link
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Lets the writer settle auto-ack takes held under `hold_session`, from now on.
+    pub fn enable_holds(&self, hold_session: SessionId) {
+        self.link
+            .hold_session
+            .store(hold_session, Ordering::Relaxed);
+    }
+
+    /// Whether auto-ack takes for this connection may be held (see the module docs).
+    pub fn holds_enabled(&self) -> bool {
+        self.link.hold_session.load(Ordering::Relaxed) != 0
+    }
+
+    /// Records that a take was held for this connection.
+    pub fn note_held(&self) {
+        self.link.held_any.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the writer from settling held deliveries, waiting for a settlement in progress.
+    /// Returns whether any take was ever held (the caller then releases them in the store).
+    pub async fn stop_settling(&self) -> bool {
+        self.close();
+        *self.link.gate.lock().await = false;
+        self.link.held_any.load(Ordering::Relaxed)
+    }
+}
+
+/// A read-only view of a connection's queued and pending bytes, for the broker-wide memory
+/// budget; it does not keep the connection alive.
+pub struct Probe(Weak<Link>);
+
+impl Probe {
+    /// Whether the connection still exists.
+    pub fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// Its queued outbound bytes plus its pending requests' bytes (0 once it is gone).
+    pub fn bytes(&self) -> usize {
+        self.0.upgrade().map_or(0, |l| {
+            l.queued
+                .load(Ordering::Relaxed)
+                .saturating_add(l.pending.load(Ordering::Relaxed))
+        })
+    }
+}
+
+impl Outbound {
+    /// A view of this connection's bytes for the memory budget.
+    pub fn probe(&self) -> Probe {
+        Probe(Arc::downgrade(&self.link))
+    }
+
+    /// Reports the bytes the connection's pending requests hold (for [`Probe::bytes`]).
+    pub fn set_pending_bytes(&self, n: usize) {
+        self.link.pending.store(n, Ordering::Relaxed);
+    }
+}
+
+impl Link {
+    /// The writer gives up: the connection closes with `reason`.
+    fn fail(&self, reason: String, slow_reader: bool) {
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        if failure.is_none() {
+            *failure = Some(Failure {
+                reason,
+                slow_reader,
+            });
+        }
+        drop(failure);
+        self.closed.store(true, Ordering::Relaxed);
+        self.closing.cancel();
+    }
+
+    /// `n` queued bytes are gone (written or dropped).
+    fn done(&self, n: usize) {
+        let before = self.queued.fetch_sub(n, Ordering::Relaxed);
+        if before >= self.budget && before - n < self.budget {
+            self.drained.notify_waiters();
+        }
+    }
+}
+
+impl Writer {
+    /// Writes everything queued until every [`Outbound`] is dropped, settling held deliveries
+    /// in `store` on the way (see the module docs). A write that makes no progress for
+    /// `write_timeout` gives up: the connection closes.
+    pub async fn run(self, mut wr: OwnedWriteHalf, store: Arc<dyn Store>, write_timeout: Duration) {
+        let Writer { mut rx, link } = self;
+        let mut items: Vec<Outgoing> = Vec::new();
+        let mut held: Vec<DeliveryId> = Vec::new();
+        let mut small = BytesMut::with_capacity(64 * 1024);
+        let mut chunks: VecDeque<Bytes> = VecDeque::with_capacity(MAX_IOVECS);
+        while let Some(first) = rx.recv().await {
+            let mut bytes = first.frames.len();
+            items.push(first);
+            while bytes < WRITE_BATCH_BYTES && items.len() < MAX_BATCH_ITEMS {
+                match rx.try_recv() {
+                    Ok(more) => {
+                        bytes += more.frames.len();
+                        items.push(more);
+                    }
+                    Err(_) => break,
+                }
+            }
+            held.clear();
+            for item in &items {
+                match &item.holds {
+                    Holds::None => {}
+                    Holds::Reply { delivery, .. } => held.push(*delivery),
+                    Holds::Push(ids) => held.extend_from_slice(ids),
+                }
+            }
+            let settled = held.is_empty() || settle(&link, &*store, &held).await;
+            for item in items.drain(..) {
+                match item.holds {
+                    Holds::Reply { request_id, .. } if !settled => {
+                        // The message stays in its queue: the receive found nothing.
+                        Response::Received(None).encode(request_id, &mut small);
+                    }
+                    Holds::Push(_) if !settled => {}
+                    _ => gather(&mut small, &mut chunks, item.frames),
+                }
+            }
+            if !small.is_empty() {
+                chunks.push_back(small.split().freeze());
+            }
+            let written = write_chunks(&mut wr, &mut chunks, write_timeout).await;
+            link.done(bytes);
+            if let Err(e) = written {
+                let slow_reader = e.kind() == std::io::ErrorKind::TimedOut;
+                let reason = if slow_reader {
+                    format!(
+                        "the client read none of its replies for {} ms",
+                        write_timeout.as_millis()
+                    )
+                } else {
+                    format!("write failed: {e}")
+                };
+                debug!(%reason, "dropping the connection's output");
+                link.fail(reason, slow_reader);
+                return;
+            }
+        }
+        let _ = wr.shutdown().await;
+    }
+}
+
+/// Settles held deliveries `ids` (removes them from their queues) unless the connection is
+/// closing; whether they may be written.
+async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId]) -> bool {
+    let gate = link.gate.lock().await;
+    if !*gate || link.closed.load(Ordering::Relaxed) || link.closing.is_cancelled() {
+        return false;
+    }
+    let session = link.hold_session.load(Ordering::Relaxed);
+    match store.ack(session, ids).await {
+        // Unknown ones left with their queue (a forced delete): delivered all the same.
+        Ok(()) | Err(StoreError::DeliveriesNotFound(_)) => true,
+        Err(e) => {
+            drop(gate);
+            link.fail(format!("cannot settle auto-ack deliveries: {e}"), false);
+            false
+        }
+    }
+}
+
+/// Queues `frame` for the next write: copied into `small` when it is small, as a chunk of its
+/// own otherwise (after what `small` holds, to keep the order).
+fn gather(small: &mut BytesMut, chunks: &mut VecDeque<Bytes>, frame: Bytes) {
+    if frame.len() < COPY_BELOW {
+        small.extend_from_slice(&frame);
+        return;
+    }
+    if !small.is_empty() {
+        chunks.push_back(small.split().freeze());
+    }
+    chunks.push_back(frame);
+}
+
+/// Writes every chunk, in order, with as few system calls as the socket allows. Fails with
+/// `TimedOut` when the socket accepts nothing for `timeout`.
+async fn write_chunks(
+    wr: &mut OwnedWriteHalf,
+    chunks: &mut VecDeque<Bytes>,
+    timeout: Duration,
+) -> std::io::Result<()> {
+    while !chunks.is_empty() {
+        let attempt = {
+            let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+            let mut n = 0;
+            for (slot, chunk) in iov.iter_mut().zip(chunks.iter()) {
+                *slot = IoSlice::new(chunk);
+                n += 1;
+            }
+            wr.try_write_vectored(iov.get(..n).unwrap_or_default())
+        };
+        let written = match attempt {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // The socket's buffer is full: the client is not reading. A timer only now,
+                // not on every write.
+                match tokio::time::timeout(timeout, wr.writable()).await {
+                    Ok(ready) => ready?,
+                    Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut left = written;
+        while left > 0 {
+            let Some(front) = chunks.front_mut() else {
+                break;
+            };
+            if front.len() <= left {
+                left -= front.len();
+                chunks.pop_front();
+            } else {
+                front.advance(left);
+                left = 0;
+            }
+        }
+    }
+    Ok(())
+}
