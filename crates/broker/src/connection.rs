@@ -47,16 +47,20 @@ use tracing::{debug, info, warn};
 
 use crate::admission::AddressSlot;
 use crate::dispatch::dispatch;
+use crate::handshake;
+use crate::liveness::{Liveness, Mode};
 use crate::memory::{Pressure, SLOWDOWN, TICK};
 use crate::outbound;
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::{CloseKind, Stats};
-use crate::{handshake, liveness::Liveness};
 
 /// The bytes a pending request is charged for each byte of its selector: the selector's text
 /// and its parsed form live as long as the request.
 const SELECTOR_COST: usize = 4;
+/// How far ahead a connection held up by its budgets is still read: enough to notice that
+/// the client closed or reset the connection, or sent `Disconnect`, while its requests wait.
+const READ_AHEAD: usize = 64 * 1024;
 
 /// A request being served, with the bytes it is charged while pending. It borrows the
 /// connection's `Shared` and `Session` instead of holding clones: an `Arc` clone per request
@@ -233,7 +237,16 @@ async fn run_session(
             }
         }
         let room = out.queued_bytes() + c.replies.len() < policy.max_outbound_bytes;
-        let reading = closing.is_none() && c.parked.is_none() && c.within_budgets(room);
+        let active = closing.is_none() && c.parked.is_none() && c.within_budgets(room);
+        let reading = active || (closing.is_none() && rbuf.len() < READ_AHEAD);
+        let mode = if active {
+            Mode::Active
+        } else if room && c.parked.is_none() {
+            Mode::Held
+        } else {
+            Mode::Paused
+        };
+        let waiting = if active { partial } else { !rbuf.is_empty() };
         tokio::select! {
             Some((rid, resp, cost)) = c.inflight.next(), if !c.inflight.is_empty() => {
                 c.finished(rid, resp.as_ref(), cost);
@@ -254,7 +267,7 @@ async fn run_session(
             }
             _ = tick.tick(), if closing.is_none() => {
                 let seen = std::mem::take(&mut c.frames_seen);
-                if let Some(reason) = liveness.check(Instant::now(), reading, seen, partial) {
+                if let Some(reason) = liveness.check(Instant::now(), mode, seen, waiting) {
                     closing = Some(reason);
                 }
             }
@@ -318,6 +331,12 @@ impl<'a> Conn<'a> {
         let max_frame = self.shared.limits.max_frame_bytes;
         loop {
             if self.parked.is_some() || !self.within_budgets(self.room()) {
+                // Held up: a disconnect read ahead ends the session now, without the requests
+                // queued before it.
+                if let Some(rid) = find_disconnect(rbuf) {
+                    self.disconnect_id = Some(rid);
+                    return Err(CloseReason::Disconnected);
+                }
                 return Ok(false);
             }
             match split_frame(rbuf, max_frame) {
@@ -412,6 +431,24 @@ impl<'a> Conn<'a> {
         }
         Ok(())
     }
+}
+
+/// The request id of the first `Disconnect` among the complete frames buffered in `rbuf`.
+fn find_disconnect(rbuf: &[u8]) -> Option<u32> {
+    let mut at = 0usize;
+    while let Some(header) = rbuf.get(at..at + HEADER_LEN) {
+        let word = |i: usize| header.get(i..i + 4).and_then(|b| b.try_into().ok());
+        let length = u32::from_le_bytes(word(0)?) as usize;
+        let kind = u16::from_le_bytes(header.get(4..6)?.try_into().ok()?);
+        if length < HEADER_LEN - 4 || rbuf.len() < at + 4 + length {
+            return None;
+        }
+        if kind == FrameKind::Disconnect as u16 {
+            return Some(u32::from_le_bytes(word(6)?));
+        }
+        at += 4 + length;
+    }
+    None
 }
 
 /// Whether frames of `kind` add messages (and so are held back under memory pressure).

@@ -30,6 +30,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use ferry_protocol::{DeliveryId, Response};
 use ferry_store::{SessionId, Store, StoreError};
+use futures::FutureExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -356,7 +357,7 @@ impl Writer {
                     Holds::Push(ids) => held.extend_from_slice(ids),
                 }
             }
-            let settled = held.is_empty() || settle(&link, &*store, &held).await;
+            let settled = held.is_empty() || settle(&link, &*store, &held, &wr).await;
             for item in items.drain(..) {
                 match item.holds {
                     Holds::Reply { request_id, .. } if !settled => {
@@ -392,10 +393,17 @@ impl Writer {
 }
 
 /// Settles held deliveries `ids` (removes them from their queues) unless the connection is
-/// closing; whether they may be written.
-async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId]) -> bool {
+/// closing or its socket has ended; whether they may be written.
+async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId], wr: &OwnedWriteHalf) -> bool {
     let gate = link.gate.lock().await;
     if !*gate || link.closed.load(Ordering::Relaxed) || link.closing.is_cancelled() {
+        return false;
+    }
+    if let Some(why) = socket_ended(wr) {
+        // The reader may not have seen it yet: what is held goes back rather than into a
+        // socket that can no longer deliver it.
+        drop(gate);
+        link.fail(why, false);
         return false;
     }
     let session = link.hold_session.load(Ordering::Relaxed);
@@ -407,6 +415,25 @@ async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId]) -> bool {
             link.fail(format!("cannot settle auto-ack deliveries: {e}"), false);
             false
         }
+    }
+}
+
+/// Why the socket can no longer deliver, if the kernel knows already: a reset or error
+/// (`SO_ERROR`), or the client's end of stream (it closed its side and may be gone).
+fn socket_ended(wr: &OwnedWriteHalf) -> Option<String> {
+    let stream: &tokio::net::TcpStream = wr.as_ref();
+    match stream.take_error() {
+        Ok(Some(e)) => return Some(format!("socket error: {e}")),
+        Err(e) => return Some(format!("socket error: {e}")),
+        Ok(None) => {}
+    }
+    let interest = tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE;
+    match stream.ready(interest).now_or_never() {
+        Some(Ok(r)) if r.is_read_closed() || r.is_write_closed() || r.is_error() => {
+            Some("the client closed the connection".into())
+        }
+        Some(Err(e)) => Some(format!("socket error: {e}")),
+        _ => None,
     }
 }
 

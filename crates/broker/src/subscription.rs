@@ -9,7 +9,8 @@
 //! for other receivers, and the task waits for the next arrival as when the queue is empty.
 //!
 //! The task takes only while its connection's outbound queue is within its budget, and sizes
-//! each batch to the room left there (by the size of the deliveries it took last), so that a
+//! each batch to the room left there, and to [`MAX_PUSH_BYTES`] (by the size of the deliveries
+//! it took last), so that a
 //! client that reads slowly holds up its own subscriptions, not the broker's memory. An
 //! auto-ack batch is held by the store and settled by the connection's writer right before it
 //! is written ([`crate::outbound`]), so a connection that dies takes nothing with it. The task
@@ -43,6 +44,10 @@ use crate::stats::Stats;
 pub const MAX_PUSH_BATCH: u32 = 2048;
 /// Most bytes reserved up front for one push batch (bigger batches grow as they are encoded).
 const MAX_PUSH_BUFFER: usize = 4 << 20;
+/// About the most bytes one push batch takes (by the size of the deliveries taken last): the
+/// connection's writer settles held auto-ack deliveries a batch at a time right before writing
+/// them, so this bounds what a connection dying in the middle of a write can lose.
+const MAX_PUSH_BYTES: usize = 1 << 20;
 
 /// What the session keeps of a running subscription.
 #[derive(Clone)]
@@ -158,7 +163,7 @@ async fn run(
         arrived.as_mut().enable();
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + lease;
-        let fit = (session.out.room() / delivery_bytes.max(1)).max(1);
+        let fit = (session.out.room().min(MAX_PUSH_BYTES) / delivery_bytes.max(1)).max(1);
         let max = (credit.min(MAX_PUSH_BATCH) as usize).min(fit);
         // Deliveries are encoded as the store hands them out, straight into the push buffer.
         let mut ids: Vec<DeliveryId> = Vec::new();

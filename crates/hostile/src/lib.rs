@@ -4,11 +4,13 @@
 //! bounded memory, and nothing lost. Every scenario is bounded in time.
 //!
 //! This library holds what the scenarios share beyond `ferry-testkit`: reading a process's
-//! resident memory, and (in [`fs`]) a small tmpfs and data directory fingerprints.
+//! resident memory, in [`fs`] a small tmpfs and data directory fingerprints, and in [`probe`]
+//! a client timing round trips and a memory sampler, to watch the broker while an attack runs.
 
 use std::io;
 
 pub mod fs;
+pub mod probe;
 
 /// The resident set size of process `pid` in bytes, from `/proc/<pid>/status` (`VmRSS`).
 pub fn rss_bytes(pid: u32) -> io::Result<u64> {

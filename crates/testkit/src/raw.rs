@@ -24,6 +24,49 @@ impl RawConn {
         })
     }
 
+    /// Connects without a handshake, with a receive buffer of `bytes` (the kernel's window for
+    /// what the broker sends and this side has not read).
+    pub async fn open_with_receive_buffer(addr: &str, bytes: u32) -> std::io::Result<RawConn> {
+        let addr: std::net::SocketAddr = addr
+            .parse()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_recv_buffer_size(bytes)?;
+        Ok(RawConn {
+            stream: socket.connect(addr).await?,
+            buf: BytesMut::new(),
+        })
+    }
+
+    /// Completes the handshake with `connect` on a connection opened without one; returns the
+    /// reply.
+    pub async fn handshake(&mut self, connect: Connect) -> std::io::Result<Response> {
+        self.send(1, &Request::Connect(connect)).await?;
+        Ok(self.recv().await?.1)
+    }
+
+    /// Ends the connection with a reset (RST), as a crashed client's kernel does.
+    pub fn reset(self) {
+        let _ = self.stream.set_zero_linger();
+        drop(self);
+    }
+
+    /// Closes the sending side (FIN), keeping the receiving side open.
+    pub async fn shutdown_write(&mut self) -> std::io::Result<()> {
+        self.stream.shutdown().await
+    }
+
+    /// The next frame if one arrives within `wait`; `Ok(None)` when none does.
+    pub async fn recv_within(
+        &mut self,
+        wait: Duration,
+    ) -> std::io::Result<Option<(u32, Response)>> {
+        match tokio::time::timeout(wait, self.recv()).await {
+            Ok(r) => r.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// Connects and completes the handshake as `client`; returns the connect reply too.
     pub async fn connect(addr: &str, client: &str) -> std::io::Result<(RawConn, Response)> {
         let mut c = RawConn::open(addr).await?;
