@@ -4,8 +4,11 @@
 //! ([`ferry_store::Store::memory_bytes`]: the embedded engine keeps every message it holds),
 //! every connection's outbound bytes not yet written and every connection's pending requests
 //! (see [`crate::outbound::Probe`]). As a safety net for what is not counted (buffers,
-//! indexes, fragmentation), the process's resident size is read too. A job adds them up every
-//! [`TICK`] and sets the [`Pressure`] that the connections read with one atomic load:
+//! indexes, fragmentation), the process's resident size is read too: at the budget it counts
+//! as full, once the counted bytes are at least half the budget (below that, what the process
+//! holds beyond them is its own working memory and what the allocator keeps for reuse, which
+//! refusing sends would not give back). A job adds them up every [`TICK`] and sets the
+//! [`Pressure`] that the connections read with one atomic load:
 //!
 //! - below [`HIGH_WATERMARK_PERCENT`] of the budget: normal;
 //! - above it: publishers are slowed: a connection holds a send back (and everything behind
@@ -112,7 +115,8 @@ impl MemoryBudget {
         self.counted.store(counted, Ordering::Relaxed);
         self.resident
             .store(resident.unwrap_or(0), Ordering::Relaxed);
-        let pressure = if counted >= self.max || resident.is_some_and(|r| r >= self.max) {
+        let resident_full = resident.is_some_and(|r| r >= self.max) && counted >= self.max / 2;
+        let pressure = if counted >= self.max || resident_full {
             Pressure::Full
         } else if counted >= self.high {
             Pressure::High
@@ -221,12 +225,16 @@ mod tests {
         assert_eq!(budget.update(800, Some(10)), Some(Pressure::High));
         assert_eq!(budget.update(1000, None), Some(Pressure::Full));
         assert_eq!(
-            budget.update(10, Some(1000)),
+            budget.update(500, Some(1000)),
             None,
-            "resident size at the budget"
+            "resident size at the budget, half of it counted"
         );
         assert_eq!(budget.pressure(), Pressure::Full);
-        assert_eq!(budget.update(10, None), Some(Pressure::Normal));
-        assert_eq!(budget.usage(), (10, 0));
+        assert_eq!(
+            budget.update(10, Some(1000)),
+            Some(Pressure::Normal),
+            "the resident size alone, with little counted, is the allocator's"
+        );
+        assert_eq!(budget.usage(), (10, 1000));
     }
 }

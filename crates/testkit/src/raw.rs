@@ -45,6 +45,11 @@ impl RawConn {
         Ok(self.recv().await?.1)
     }
 
+    /// The socket itself (what was buffered but not yet cut into frames is dropped).
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+
     /// Ends the connection with a reset (RST), as a crashed client's kernel does.
     pub fn reset(self) {
         let _ = self.stream.set_zero_linger();

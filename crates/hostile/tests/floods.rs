@@ -1,0 +1,292 @@
+//! Floods from one connection: pipelined peeks of a 1 MiB message, pings, and long polls with
+//! 60 KB selectors, each from a client that never reads its replies. The broker stays under
+//! 300 MB of resident memory, a probe client's p99 latency stays under 50 ms throughout, and
+//! the attacker's connection is closed (a client that reads none of its replies, or whose
+//! requests wait behind its budgets, for the configured timeout). And the memory budget:
+//! publishers are refused with `ResourceExhausted` at `max_memory` while consumers drain.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use ferry_client::{AckMode, Client, ClientError, ErrorCode, Order, OutgoingMessage, ReceiveMode};
+use ferry_hostile::probe::{Probe, RssSampler};
+use ferry_protocol::requests::Receive;
+use ferry_protocol::{Request, Source};
+use ferry_testkit::{BinaryServer, RawConn};
+use tokio::io::AsyncReadExt;
+
+/// Resident memory the broker must stay under.
+const RSS_BOUND: u64 = 300 << 20;
+/// p99 latency the probe must stay under, in ms; on a machine so busy that the probe's p99
+/// without any attack is above a third of it, twice that p99 plus 25 ms (an attack that
+/// stalls the broker shows as seconds either way).
+const P99_BOUND_MS: f64 = 50.0;
+/// The broker's write and read timeouts in these tests.
+const TIMEOUT_MS: u64 = 2000;
+
+/// One flood at a time: the probe's latency is the subject, and two floods (two brokers, two
+/// attackers) on a small machine would measure each other.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn broker() -> BinaryServer {
+    let t = TIMEOUT_MS.to_string();
+    BinaryServer::start(&[
+        "--fsync",
+        "never",
+        "--write-timeout-ms",
+        &t,
+        "--read-timeout-ms",
+        &t,
+    ])
+    .expect("ferry serve starts")
+}
+
+fn message(queue: &str, body: Bytes) -> OutgoingMessage {
+    OutgoingMessage {
+        queues: vec![queue.into()],
+        topic: None,
+        persistent: true,
+        receiver: None,
+        priority: 5,
+        context: 0,
+        properties: Vec::new(),
+        body,
+        ttl_ms: 0,
+        delay_ms: 0,
+    }
+}
+
+fn receive(queue: &str, mode: ReceiveMode, wait_ms: u32, selector: String) -> Request {
+    Request::Receive(Receive {
+        source: Source::Queue(queue.into()),
+        order: Order::Time,
+        mode,
+        ack: AckMode::Auto,
+        wait_ms,
+        selector,
+    })
+}
+
+/// `count` copies of `request` as one buffer of pipelined frames.
+fn pipelined(request: &Request, count: u32) -> Bytes {
+    let mut buf = BytesMut::new();
+    for i in 0..count {
+        request.encode(i + 10, &mut buf);
+    }
+    buf.freeze()
+}
+
+/// Runs the attack: one connection writes `flood` (once, or over and over when `repeat`) and
+/// never reads, while a probe client measures latency and the broker's memory is sampled; then
+/// checks the bounds (resident memory under [`RSS_BOUND`] and grown by less than `growth`),
+/// and that the attacker was closed.
+async fn under_attack(b: &BinaryServer, flood: Bytes, repeat: bool, growth: u64) {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let attackers = 1;
+    let addr = b.addr().to_string();
+    let before = ferry_hostile::rss_bytes(b.pid().expect("running")).expect("rss");
+    let probe_client = Client::connect(&addr, "probe")
+        .await
+        .expect("probe connects");
+    probe_client.create_queue("probe").await.expect("created");
+    let quiet = Probe::start(probe_client.clone(), "probe");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let quiet_p99 = quiet.stop().await.quantile_ms(0.99);
+    let p99_bound = P99_BOUND_MS.max(2.0 * quiet_p99 + 25.0);
+    let rss = RssSampler::start(b.pid().expect("running"));
+    let probe = Probe::start(probe_client, "probe");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for n in 0..attackers {
+        let (addr, flood) = (addr.clone(), flood.clone());
+        tasks.push(tokio::spawn(async move {
+            attack(&addr, n, flood, repeat).await
+        }));
+    }
+    let mut written = 0;
+    let mut all_closed = true;
+    for t in tasks {
+        let (bytes, closed) = t.await.expect("attacker");
+        written += bytes;
+        all_closed &= closed;
+    }
+    let timings = probe.stop().await;
+    let max_rss = rss.stop().await;
+    let p99 = timings.quantile_ms(0.99);
+    eprintln!(
+        "{attackers} attackers wrote {written} bytes; broker peaked at {} MiB; probe p99 {p99:.1} ms (quiet: {quiet_p99:.1} ms) over {} requests ({} failed), {:?}",
+        max_rss >> 20,
+        timings.latencies_ms.len(),
+        timings.failures,
+        started.elapsed()
+    );
+    assert!(max_rss < RSS_BOUND, "the broker grew to {max_rss} bytes");
+    let grown = max_rss.saturating_sub(before);
+    assert!(
+        grown < growth,
+        "one attacker grew the broker by {} MiB",
+        grown >> 20
+    );
+    assert!(p99 < p99_bound, "probe p99 {p99} ms, quiet {quiet_p99} ms");
+    assert_eq!(timings.failures, 0, "probe requests failed");
+    assert!(
+        timings.latencies_ms.len() > 100,
+        "the probe made too few requests"
+    );
+    assert!(all_closed, "an attacker's connection is still open");
+}
+
+/// One attacker: connects, writes its flood (once, or until the broker stops reading and the
+/// write blocks, or closes the connection), reads nothing for longer than the broker's
+/// timeouts, then looks whether it was closed. The bytes it wrote, and whether it was.
+async fn attack(addr: &str, n: usize, flood: Bytes, repeat: bool) -> (usize, bool) {
+    let mut attacker = RawConn::open_with_receive_buffer(addr, 64 * 1024)
+        .await
+        .expect("attacker connects");
+    let hello = ferry_protocol::requests::Connect {
+        version: ferry_protocol::PROTOCOL_VERSION,
+        client: format!("attacker{n}"),
+        credentials: String::new(),
+        keepalive_ms: 0,
+        flags: 0,
+    };
+    attacker.handshake(hello).await.expect("handshake");
+    let mut written = 0usize;
+    let _ = tokio::time::timeout(Duration::from_millis(2 * TIMEOUT_MS + 1000), async {
+        for chunk in flood.chunks(64 * 1024).cycle() {
+            if attacker.send_bytes(chunk).await.is_err() {
+                break;
+            }
+            written += chunk.len();
+            if !repeat && written >= flood.len() {
+                std::future::pending::<()>().await;
+            }
+        }
+    })
+    .await;
+    (written, closed_without_reading_much(attacker).await)
+}
+
+/// Reads what the kernel buffered for the attacker; whether the broker closed the connection
+/// before much more than that (64 MiB) came: a broker that had not given up would go on
+/// sending once the attacker reads.
+async fn closed_without_reading_much(attacker: RawConn) -> bool {
+    let mut stream = attacker.into_stream();
+    let mut scratch = vec![0u8; 1 << 20];
+    let mut read = 0usize;
+    let outcome = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => return true,
+                Ok(n) => read += n,
+            }
+            if read > 64 << 20 {
+                return false;
+            }
+        }
+    })
+    .await;
+    outcome.unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_flood_of_peeks_of_a_big_message_is_bounded_and_closed() {
+    let b = broker();
+    let admin = Client::connect(&b.addr().to_string(), "admin")
+        .await
+        .expect("connects");
+    admin.create_queue("big").await.expect("created");
+    admin
+        .send(message("big", Bytes::from(vec![b'x'; 1 << 20])))
+        .await
+        .expect("sent");
+    let peek = receive("big", ReceiveMode::Peek, 0, String::new());
+    // The outbound budget (8 MiB) and a few copies of the message.
+    under_attack(&b, pipelined(&peek, 2000), false, 48 << 20).await;
+}
+
+#[tokio::test]
+async fn a_ping_flood_is_bounded_and_closed() {
+    let b = broker();
+    // The outbound budget (8 MiB) of pongs, and what was read ahead.
+    under_attack(&b, pipelined(&Request::Ping, 100_000), true, 32 << 20).await;
+}
+
+#[tokio::test]
+async fn a_flood_of_long_polls_with_big_selectors_is_bounded_and_closed() {
+    let b = broker();
+    let admin = Client::connect(&b.addr().to_string(), "admin")
+        .await
+        .expect("connects");
+    admin.create_queue("empty").await.expect("created");
+    // About 60 KB, cheap to parse: one long string literal.
+    let selector = format!("region = '{}'", "x".repeat(60_000));
+    assert!(selector.len() > 60_000);
+    let poll = receive("empty", ReceiveMode::Take, 30_000, selector);
+    // The pending budget (16 MiB, each request charged five times its selector) holds about
+    // 55 of them, at about 190 KB each; without it the broker would take all 4,096 (780 MB)
+    // as fast as it parses them.
+    under_attack(&b, pipelined(&poll, 4096), false, 48 << 20).await;
+}
+
+/// At `max_memory` a send is refused with `ResourceExhausted` (after being held back a
+/// moment); a consumer still takes messages, and once it has drained the queue sends succeed
+/// again.
+#[tokio::test]
+async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
+    let b = BinaryServer::start(&[
+        "--fsync",
+        "never",
+        "--max-memory",
+        &(64u64 << 20).to_string(),
+    ])
+    .expect("ferry serve starts");
+    let addr = b.addr().to_string();
+    let producer = Client::connect(&addr, "producer").await.expect("connects");
+    producer.create_queue("q").await.expect("created");
+    let body = Bytes::from(vec![b'x'; 512 << 10]);
+    let mut stored = 0u64;
+    let refused = loop {
+        match producer.send(message("q", body.clone())).await {
+            Ok(_) => stored += 1,
+            Err(ClientError::Server(e)) if e.code == ErrorCode::ResourceExhausted => break e,
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+        assert!(stored < 1000, "512 MB stored under a 64 MiB budget");
+    };
+    assert!(refused.message.contains("memory"), "{}", refused.message);
+    // 80% of the budget is 102 such messages; once half of it is counted (64 messages), the
+    // resident size (the broker's own memory on top of the messages) may reach it first.
+    eprintln!("refused after {stored} messages of 512 KiB");
+    assert!(
+        (60..=140).contains(&stored),
+        "refused after {stored} messages of 512 KiB"
+    );
+    let consumer = Client::connect(&addr, "consumer").await.expect("connects");
+    let take = ferry_client::Receive {
+        source: Source::Queue("q".into()),
+        order: Order::Time,
+        mode: ReceiveMode::Take,
+        ack: AckMode::Auto,
+        wait_ms: 0,
+        selector: String::new(),
+    };
+    for _ in 0..stored {
+        assert!(
+            consumer
+                .receive(take.clone())
+                .await
+                .expect("taken")
+                .is_some(),
+            "a consumer drains at any memory pressure"
+        );
+    }
+    // The budget is looked at every 20 ms.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    producer
+        .send(message("q", body))
+        .await
+        .expect("sends succeed again once memory is back");
+    let rss = ferry_hostile::rss_bytes(b.pid().expect("running")).expect("rss");
+    assert!(rss < RSS_BOUND, "{rss}");
+}
