@@ -5,7 +5,10 @@
 //! - no message whose ack (or auto-ack take) was acknowledged comes back;
 //! - no multi-queue message is on only some of its queues (unless consumed from the others);
 //! - a message handed out with client ack and not acked comes back flagged redelivered;
-//! - message ids keep increasing across restarts.
+//! - message ids keep increasing across restarts;
+//! - a session that dies (reset or end of stream) while it waits (long-poll receives with auto
+//!   and client ack, subscriptions) takes nothing: every message sent to its queue afterwards is
+//!   still there after the restart.
 //!
 //! A second test runs 10 cycles with 64 KiB segments, so that the kills land in reused segment
 //! files (it checks that spares were reused; that old records never replay is proved in-process,
@@ -32,6 +35,8 @@ const QUEUES: [&str; 3] = ["c0", "c1", "c2"];
 
 #[derive(Default)]
 struct Model {
+    /// Sessions that died with waits pending (messages were sent to their queue after each).
+    dead_sessions: usize,
     /// body -> intended queues (recorded before the send goes out).
     intended: HashMap<String, Vec<String>>,
     /// acknowledged sends: body -> id.
@@ -149,6 +154,107 @@ async fn consumer(addr: String, n: usize, model: Arc<Mutex<Model>>, seed: u64) {
                 model.lock().unwrap().removed.insert(key);
             }
             Err(_) => return,
+        }
+    }
+}
+
+/// Sessions that die while they wait: each creates a queue of its own, connects (raw, so that
+/// it can reset), starts long-poll receives with auto and client ack and sometimes a
+/// subscription on it, makes sure they are in progress, resets the connection (or closes it),
+/// and then a sender sends messages to that queue: acknowledged sends that nobody may take.
+async fn dying_sessions(addr: String, n: usize, model: Arc<Mutex<Model>>, seed: u64) {
+    use ferry_protocol::requests::Subscribe;
+    use ferry_protocol::{Request, Response};
+    let sender = connect(&addr, &format!("wsender{n}")).await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut seq = 0u64;
+    for round in 0.. {
+        let queue = format!("w{n}-{seed}-{round}");
+        if sender.create_queue(&queue).await.is_err() {
+            return;
+        }
+        let queue = queue.as_str();
+        let mut raw = match ferry_testkit::RawConn::connect(&addr, &format!("waiter{n}")).await {
+            Ok((raw, Response::Connected(_))) => raw,
+            // The last round's session died a moment ago: its name must be free already.
+            Ok((_, refused)) => panic!("waiter{n} cannot connect again: {refused:?}"),
+            Err(_) => return, // the broker is gone
+        };
+        let waits = rng.gen_range(1..20);
+        for i in 0..waits {
+            let ack = if rng.gen_bool(0.5) {
+                AckMode::Auto
+            } else {
+                AckMode::Client
+            };
+            let wait = common::from_queue(queue, Order::Time, ReceiveMode::Take, ack, 30_000);
+            if raw.send(10 + i, &Request::Receive(wait)).await.is_err() {
+                return;
+            }
+        }
+        if rng.gen_bool(0.5) {
+            let ack = if rng.gen_bool(0.5) {
+                AckMode::Auto
+            } else {
+                AckMode::Client
+            };
+            let sub = Subscribe {
+                queue: queue.into(),
+                order: Order::Time,
+                ack,
+                prefetch: 100,
+                selector: String::new(),
+            };
+            if raw.send(5, &Request::Subscribe(sub)).await.is_err() {
+                return;
+            }
+        }
+        // Answered after everything before it has started.
+        if raw.send(9, &Request::Ping).await.is_err() {
+            return;
+        }
+        loop {
+            match raw.recv().await {
+                Ok((9, Response::Pong)) => break,
+                Ok((_, Response::Subscribed { .. })) => {}
+                Ok((rid, other)) => panic!("waiter request {rid} answered {other:?}"),
+                Err(_) => return,
+            }
+        }
+        if rng.gen_bool(0.75) {
+            raw.reset();
+        } else {
+            drop(raw);
+        }
+        model.lock().unwrap().dead_sessions += 1;
+        for _ in 0..rng.gen_range(1..6) {
+            seq += 1;
+            let body = format!("w{n}-s{seed}-{seq}");
+            model
+                .lock()
+                .unwrap()
+                .intended
+                .insert(body.clone(), vec![queue.to_string()]);
+            let msg = OutgoingMessage {
+                queues: vec![queue.to_string()],
+                topic: None,
+                persistent: true,
+                receiver: None,
+                priority: 5,
+                context: 0,
+                properties: Vec::new(),
+                body: Bytes::from(body.clone()),
+                ttl_ms: 0,
+                delay_ms: 0,
+            };
+            match sender.send(msg).await {
+                Ok(id) => {
+                    let mut m = model.lock().unwrap();
+                    m.acked_sends.insert(body, id);
+                    m.max_id = m.max_id.max(id);
+                }
+                Err(_) => return,
+            }
         }
     }
 }
@@ -274,12 +380,12 @@ enum Moment {
 }
 
 /// Runs `cycles` kill cycles against `server`, calling `observe` with its data directory at each
-/// [`Moment`].
+/// [`Moment`]. Returns how many sessions died waiting.
 fn crash_cycles(
     mut server: BinaryServer,
     cycles: usize,
     mut observe: impl FnMut(Moment, &std::path::Path),
-) {
+) -> usize {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -298,6 +404,7 @@ fn crash_cycles(
         c.disconnect().await.unwrap();
     });
     let mut last_max_id = 0;
+    let mut dead_sessions = 0;
     for cycle in 0..cycles {
         let model = Arc::new(Mutex::new(Model::default()));
         let addr = server.addr().to_string();
@@ -319,6 +426,14 @@ fn crash_cycles(
                     n,
                     model.clone(),
                     seed + 100 + n as u64,
+                )));
+            }
+            for n in 0..2 {
+                tasks.push(tokio::spawn(dying_sessions(
+                    addr.clone(),
+                    n,
+                    model.clone(),
+                    seed + 200 + n as u64,
                 )));
             }
             tokio::time::sleep(Duration::from_millis(run_ms)).await;
@@ -352,12 +467,15 @@ fn crash_cycles(
             .max()
             .unwrap_or(0);
         eprintln!(
-            "crash cycle {cycle}: ran {run_ms} ms, {} sends acknowledged, {} removals acknowledged, {} messages recovered",
+            "crash cycle {cycle}: ran {run_ms} ms, {} sends acknowledged, {} removals acknowledged, {} sessions died waiting, {} messages recovered",
             model.acked_sends.len(),
             model.removed.len(),
+            model.dead_sessions,
             present.len()
         );
+        dead_sessions += model.dead_sessions;
     }
+    dead_sessions
 }
 
 #[test]
@@ -367,7 +485,9 @@ fn kill_9_at_random_moments_loses_nothing_acknowledged() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
     let server = BinaryServer::start(&[]).expect("ferry serve starts");
-    crash_cycles(server, cycles, |_, _| {});
+    let dead = crash_cycles(server, cycles, |_, _| {});
+    eprintln!("{cycles} cycles, {dead} sessions died waiting");
+    assert!(dead >= cycles, "too few sessions died waiting to tell");
 }
 
 /// The spare segment files in a data directory.
@@ -394,7 +514,7 @@ fn kill_9_over_reused_segment_files_loses_nothing_acknowledged() {
         BinaryServer::start(&["--config", path.to_str().unwrap()]).expect("ferry serve starts");
     let mut after_restart = HashSet::new();
     let mut reused = 0;
-    crash_cycles(server, 10, |moment, dir| match moment {
+    let _ = crash_cycles(server, 10, |moment, dir| match moment {
         Moment::AfterRestart => after_restart = spares(dir),
         Moment::BeforeKill => {
             // A spare that went away was renamed to a new segment: compaction only adds.
@@ -413,5 +533,5 @@ fn kill_9_under_fsync_never_loses_nothing_acknowledged() {
     // interrupt.
     let server = BinaryServer::start(&["--fsync", "never", "--segment-bytes", "65536"])
         .expect("ferry serve starts");
-    crash_cycles(server, 10, |_, _| {});
+    let _ = crash_cycles(server, 10, |_, _| {});
 }
