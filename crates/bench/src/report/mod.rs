@@ -123,6 +123,9 @@ pub struct ErrorCounts {
     pub send: u64,
     /// Acknowledgements failed.
     pub ack: u64,
+    /// Receives failed (each ends its consumer), and consumer tasks that failed.
+    #[serde(default)]
+    pub receive: u64,
     /// Messages of earlier runs consumed and not counted.
     pub foreign: u64,
     /// The first error seen.
@@ -130,9 +133,36 @@ pub struct ErrorCounts {
 }
 
 impl ErrorCounts {
-    /// Whether sends or acks failed.
+    /// Whether any operation failed.
     pub fn any(&self) -> bool {
-        self.send + self.ack > 0
+        self.send + self.ack + self.receive > 0
+    }
+}
+
+/// Fails (so that the command exits non-zero) when any operation of any target failed, with
+/// the counts: a run whose operations failed did not measure what it says. No workload expects
+/// failures today; one that did would not call this.
+pub fn check_failures(report: &BenchReport) -> Result<()> {
+    let failed: Vec<String> = report
+        .results
+        .iter()
+        .filter(|r| r.errors.any())
+        .map(|r| {
+            let e = &r.errors;
+            format!(
+                "{} sends, {} acks and {} receives failed on {} (first error: {})",
+                e.send,
+                e.ack,
+                e.receive,
+                r.target,
+                e.first.as_deref().unwrap_or("unknown")
+            )
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{}", failed.join("; "))
     }
 }
 
@@ -177,17 +207,7 @@ pub fn publish(
 ) -> Result<()> {
     emit(&text::render(report, header))?;
     write_all(report, json, csv, html)?;
-    if let Some(errors) = report.results.first().map(|r| &r.errors) {
-        if errors.any() {
-            anyhow::bail!(
-                "{} sends and {} acks failed; first error: {}",
-                errors.send,
-                errors.ack,
-                errors.first.as_deref().unwrap_or("unknown")
-            );
-        }
-    }
-    Ok(())
+    check_failures(report)
 }
 
 /// Writes the JSON, CSV and HTML files that were asked for.

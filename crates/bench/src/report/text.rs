@@ -107,9 +107,10 @@ fn target(out: &mut String, r: &TargetResult) {
     if e.any() {
         let _ = writeln!(
             out,
-            "errors: {} send, {} ack; first: {}",
+            "errors: {} send, {} ack, {} receive; first: {}",
             e.send,
             e.ack,
+            e.receive,
             e.first.as_deref().unwrap_or("?")
         );
     }
@@ -185,6 +186,9 @@ mod tests {
         report.results[0].errors.send = 3;
         report.results[0].errors.first = Some("disk full".into());
         let t = render(&report, "");
-        assert!(t.contains("errors: 3 send, 0 ack; first: disk full"), "{t}");
+        assert!(
+            t.contains("errors: 3 send, 0 ack, 0 receive; first: disk full"),
+            "{t}"
+        );
     }
 }

@@ -60,7 +60,10 @@ pub fn spawn(
                 Ok(h) => {
                     let _ = hist.add(h);
                 }
-                Err(e) => shared.note_error(format!("consumer task failed: {e}")),
+                Err(e) => {
+                    shared.receive_errors.fetch_add(1, Ordering::Relaxed);
+                    shared.note_error(format!("consumer task failed: {e}"));
+                }
             }
         }
         // Deliveries pushed but not handled return to their queues with the session.
@@ -137,6 +140,7 @@ fn handle(
         let delivery = match item {
             Ok(d) => d,
             Err(e) => {
+                shared.receive_errors.fetch_add(1, Ordering::Relaxed);
                 shared.note_error(e.message);
                 ok = false;
                 break;

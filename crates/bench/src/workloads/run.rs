@@ -58,6 +58,8 @@ pub struct Shared {
     pub send_errors: AtomicU64,
     /// Acks that failed.
     pub ack_errors: AtomicU64,
+    /// Receives (and consumer tasks) that failed.
+    pub receive_errors: AtomicU64,
     /// Deliveries from earlier runs (consumed and acked, not counted).
     pub foreign: AtomicU64,
     /// µs after `started` of the last send acknowledgement (message-count mode).
@@ -97,6 +99,7 @@ impl Shared {
             received: Notify::new(),
             send_errors: AtomicU64::new(0),
             ack_errors: AtomicU64::new(0),
+            receive_errors: AtomicU64::new(0),
             foreign: AtomicU64::new(0),
             last_sent_at: AtomicU64::new(0),
             last_received_at: AtomicU64::new(0),
@@ -205,6 +208,7 @@ impl Shared {
         crate::report::ErrorCounts {
             send: self.send_errors.load(Ordering::Relaxed),
             ack: self.ack_errors.load(Ordering::Relaxed),
+            receive: self.receive_errors.load(Ordering::Relaxed),
             foreign: self.foreign.load(Ordering::Relaxed),
             first: self.first_error(),
         }

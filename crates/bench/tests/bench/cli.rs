@@ -214,6 +214,48 @@ async fn an_unreachable_peer_is_named() {
     );
 }
 
+/// A run whose sends fail exits with status 1 and says how many failed (here every send is
+/// over the broker's body limit, which the client checks before sending), also as a
+/// comparison.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sends_make_the_run_fail_with_their_count() {
+    let server = TestServer::start_with(|c| c.limits.max_body_bytes = 100).await;
+    let addr = server.addr_string();
+    for workload in [&["throughput"][..], &["compare", "--rounds", "1", "throughput"]] {
+        let args: Vec<&str> = workload
+            .iter()
+            .copied()
+            .chain([
+                "--server",
+                &addr,
+                "--quiet",
+                "--producers",
+                "1",
+                "--consumers",
+                "1",
+                "--size",
+                "200",
+                "--duration",
+                "500ms",
+                "--warmup",
+                "0s",
+            ])
+            .collect();
+        let out = ferry_bench(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{workload:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or_default();
+        let count: u64 = last
+            .strip_prefix("ferry-bench: ")
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{workload:?}: no count in {err}"));
+        assert!(count > 0, "{workload:?}: {err}");
+        assert!(last.contains("sends"), "{workload:?}: {err}");
+    }
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_duration_needs_its_unit() {
     let out = ferry_bench(&["throughput", "--duration", "10"]).await;

@@ -45,7 +45,8 @@ pub async fn run(args: CompareArgs, launcher: &dyn BrokerLauncher) -> Result<()>
         common.json.as_deref(),
         common.csv.as_deref(),
         args.workload.html(),
-    )
+    )?;
+    report::check_failures(&report)
 }
 
 /// The targets in the order given, without repeats.

@@ -213,6 +213,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         errors: ErrorCounts {
             send: shared.send_errors.load(Ordering::Relaxed),
             ack: shared.ack_errors.load(Ordering::Relaxed),
+            receive: shared.receive_errors.load(Ordering::Relaxed),
             foreign: 0,
             first: shared.first_error(),
         },
