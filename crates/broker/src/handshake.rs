@@ -55,7 +55,9 @@ pub async fn run(
                     Err(e) => return Err(CloseReason::Io(e)),
                 },
                 _ = tokio::time::sleep_until(deadline) => return Err(CloseReason::HandshakeTimeout),
-                _ = out.closing().cancelled() => return Err(CloseReason::Shutdown),
+                _ = out.closing().cancelled() => {
+                    return Err(out.failure().map_or(CloseReason::Shutdown, CloseReason::Write));
+                }
             }
         };
         let rid = frame.request_id;

@@ -149,6 +149,9 @@ pub fn channel(budget: usize, parent: &CancellationToken) -> (Outbound, Writer) 
 
 impl Outbound {
     fn queue(&self, item: Outgoing) -> Result<(), Closed> {
+        if !matches!(item.holds, Holds::None) {
+            self.note_held();
+        }
         let n = item.frames.len();
         self.link.queued.fetch_add(n, Ordering::Relaxed);
         self.tx.send(item).map_err(|_| {
@@ -318,6 +321,14 @@ impl Link {
         self.closing.cancel();
     }
 
+    /// Whether the writer gave up.
+    fn has_failed(&self) -> bool {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
     /// `n` queued bytes are gone (written or dropped).
     fn done(&self, n: usize) {
         let before = self.queued.fetch_sub(n, Ordering::Relaxed);
@@ -358,6 +369,10 @@ impl Writer {
                 }
             }
             let settled = held.is_empty() || settle(&link, &*store, &held, &wr).await;
+            if link.has_failed() {
+                // The socket ended (or the store failed): nothing more is written.
+                return;
+            }
             for item in items.drain(..) {
                 match item.holds {
                     Holds::Reply { request_id, .. } if !settled => {
@@ -496,4 +511,179 @@ async fn write_chunks(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::BytesMut;
+    use ferry_protocol::{split_frame, AckMode, Order, ReceiveMode, Response, Source};
+    use ferry_store::{EmbeddedConfig, EmbeddedStore, NewMessage, ReceiveSpec, Store};
+    use tokio::io::AsyncReadExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    const HOLDER: SessionId = 1 << 63 | 1;
+
+    /// A store holding one message taken (held) by [`HOLDER`], and the held delivery.
+    async fn store_with_a_held_take(dir: &std::path::Path) -> (Arc<dyn Store>, Delivery) {
+        let store: Arc<dyn Store> = EmbeddedStore::open(EmbeddedConfig::new(dir))
+            .await
+            .expect("store");
+        store.register_client("c").await.expect("client");
+        store.create_queue("q").await.expect("queue");
+        store
+            .send(NewMessage {
+                queues: vec!["q".into()],
+                topic: None,
+                persistent: true,
+                sender: Arc::from("c"),
+                receiver: None,
+                priority: 5,
+                context: 0,
+                properties: Vec::new(),
+                body: Bytes::from_static(b"held"),
+                created_at: 1,
+                deliver_at_ms: 0,
+                expires_at_ms: 0,
+            })
+            .await
+            .expect("sent");
+        let spec = ReceiveSpec {
+            source: Source::Queue("q".into()),
+            order: Order::Time,
+            mode: ReceiveMode::Take,
+            ack: AckMode::Auto,
+            hold: true,
+            client: "c".into(),
+            session: HOLDER,
+            lease_until_ms: 0,
+            selector: None,
+            now_ms: 1,
+        };
+        let d = store.receive(&spec, 1).await.expect("taken").remove(0);
+        (store, d)
+    }
+
+    type Delivery = ferry_protocol::Delivery;
+
+    /// The writer of a fresh connection, and the client's end of it.
+    async fn connection(
+        store: Arc<dyn Store>,
+    ) -> (Outbound, tokio::task::JoinHandle<()>, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        let (_rd, wr) = server.into_split();
+        let (out, writer) = channel(1 << 20, &CancellationToken::new());
+        out.enable_holds(HOLDER);
+        let task = tokio::spawn(writer.run(wr, store, Duration::from_secs(5)));
+        (out, task, client)
+    }
+
+    /// The one frame the client reads.
+    async fn read_reply(client: &mut TcpStream) -> (u32, Response) {
+        let mut buf = BytesMut::new();
+        loop {
+            if let Some(f) = split_frame(&mut buf, 1 << 20).expect("frame") {
+                return (f.request_id, Response::decode(&f).expect("reply"));
+            }
+            assert!(client.read_buf(&mut buf).await.expect("read") > 0, "closed");
+        }
+    }
+
+    fn reply(d: &Delivery) -> Bytes {
+        let mut d = d.clone();
+        d.delivery_id = 0;
+        let mut b = BytesMut::new();
+        Response::Received(Some(d)).encode(7, &mut b);
+        b.freeze()
+    }
+
+    #[tokio::test]
+    async fn a_held_reply_is_settled_right_before_it_is_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (store, d) = store_with_a_held_take(dir.path()).await;
+        let (out, task, mut client) = connection(store.clone()).await;
+        out.send_held_reply(reply(&d), d.delivery_id, 7)
+            .expect("queued");
+        let (rid, resp) = read_reply(&mut client).await;
+        assert_eq!(rid, 7);
+        assert!(matches!(resp, Response::Received(Some(_))), "{resp:?}");
+        let q = &store.list_queues().await.expect("list")[0];
+        assert_eq!((q.ready, q.in_flight), (0, 0), "the take is final");
+        drop(out);
+        task.await.expect("writer");
+    }
+
+    #[tokio::test]
+    async fn a_held_reply_of_a_closing_connection_is_answered_nothing_and_stays_held() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (store, d) = store_with_a_held_take(dir.path()).await;
+        let (out, task, mut client) = connection(store.clone()).await;
+        out.close();
+        out.send_held_reply(reply(&d), d.delivery_id, 7)
+            .expect("queued while the writer runs");
+        let (rid, resp) = read_reply(&mut client).await;
+        assert_eq!((rid, resp), (7, Response::Received(None)));
+        assert!(out.stop_settling().await, "a take was held");
+        let q = &store.list_queues().await.expect("list")[0];
+        assert_eq!(
+            (q.ready, q.in_flight),
+            (0, 1),
+            "still held, for the teardown"
+        );
+        store.release_session(HOLDER).await.expect("released");
+        let q = &store.list_queues().await.expect("list")[0];
+        assert_eq!((q.ready, q.in_flight), (1, 0));
+        drop(out);
+        task.await.expect("writer");
+    }
+
+    #[tokio::test]
+    async fn a_held_push_to_a_reset_socket_is_not_settled() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (store, d) = store_with_a_held_take(dir.path()).await;
+        let (out, task, client) = connection(store.clone()).await;
+        client.set_zero_linger().expect("linger");
+        drop(client);
+        // Let the reset arrive.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        out.send_held_push(reply(&d), vec![d.delivery_id])
+            .expect("queued");
+        task.await.expect("the writer gives up");
+        assert!(out.failure().is_some());
+        assert!(out.is_closed());
+        let q = &store.list_queues().await.expect("list")[0];
+        assert_eq!((q.ready, q.in_flight), (0, 1), "not settled: still held");
+    }
+
+    #[tokio::test]
+    async fn queued_bytes_wait_for_the_writer_and_room_comes_back() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (store, _) = store_with_a_held_take(dir.path()).await;
+        let (out, task, mut client) = connection(store).await;
+        assert!(out.has_room());
+        let big = Bytes::from(vec![0u8; 2 << 20]);
+        out.send(big).expect("queued");
+        // Over the 1 MiB budget until the client reads.
+        let reader = tokio::spawn(async move {
+            let mut sink = vec![0u8; 1 << 16];
+            let mut n = 0;
+            while n < 2 << 20 {
+                n += client.read(&mut sink).await.expect("read");
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(5), out.wait_for_room())
+            .await
+            .expect("room once read");
+        assert!(out.has_room());
+        reader.await.expect("reader");
+        drop(out);
+        task.await.expect("writer");
+    }
 }

@@ -405,6 +405,7 @@ fn crash_cycles(
     });
     let mut last_max_id = 0;
     let mut dead_sessions = 0;
+    let mut idle_cycles = 0;
     for cycle in 0..cycles {
         let model = Arc::new(Mutex::new(Model::default()));
         let addr = server.addr().to_string();
@@ -447,10 +448,12 @@ fn crash_cycles(
         let present = rt.block_on(drain(&server.addr().to_string()));
         observe(Moment::AfterRestart, server.data_dir());
         let model = model.lock().unwrap();
-        assert!(
-            !model.acked_sends.is_empty() || run_ms < 150,
-            "cycle {cycle}: no send was acknowledged in {run_ms} ms"
-        );
+        if model.acked_sends.is_empty() {
+            // A short run on a busy machine may end before the first send is acknowledged;
+            // many such runs would test nothing (checked below).
+            eprintln!("crash cycle {cycle}: no send was acknowledged in {run_ms} ms");
+            idle_cycles += 1;
+        }
         check(&model, &present, cycle);
         // Every previous cycle's messages were drained, so everything here is newer.
         for (_, id, _, _) in &present {
@@ -475,6 +478,10 @@ fn crash_cycles(
         );
         dead_sessions += model.dead_sessions;
     }
+    assert!(
+        idle_cycles * 10 <= cycles,
+        "{idle_cycles} of {cycles} cycles acknowledged no send"
+    );
     dead_sessions
 }
 
