@@ -210,6 +210,7 @@ async fn run_session(
         disconnect_id: None,
         parked: None,
         frames_seen: false,
+        scanned: 0,
     };
     let mut closing: Option<CloseReason> = None;
     let mut partial = false;
@@ -303,6 +304,8 @@ struct Conn<'a> {
     parked: Option<Parked>,
     /// A complete frame arrived since the last liveness check.
     frames_seen: bool,
+    /// How much of the read buffer was last looked through for a `Disconnect`.
+    scanned: usize,
 }
 
 impl<'a> Conn<'a> {
@@ -332,10 +335,13 @@ impl<'a> Conn<'a> {
         loop {
             if self.parked.is_some() || !self.within_budgets(self.room()) {
                 // Held up: a disconnect read ahead ends the session now, without the requests
-                // queued before it.
-                if let Some(rid) = find_disconnect(rbuf) {
-                    self.disconnect_id = Some(rid);
-                    return Err(CloseReason::Disconnected);
+                // queued before it. (Looked for again only once more was read.)
+                if self.scanned != rbuf.len() {
+                    self.scanned = rbuf.len();
+                    if let Some(rid) = find_disconnect(rbuf) {
+                        self.disconnect_id = Some(rid);
+                        return Err(CloseReason::Disconnected);
+                    }
                 }
                 return Ok(false);
             }
@@ -580,5 +586,30 @@ fn log_close(shared: &Shared, peer: &str, client: Option<&str>, reason: &CloseRe
             info!(%peer, reason = %failure.reason, "closing connection before connect");
         }
         (None, _) => debug!(%peer, ?reason, "connection closed before connect"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disconnect_is_found_behind_other_frames_and_not_in_a_partial_one() {
+        let mut buf = BytesMut::new();
+        Request::Ping.encode(1, &mut buf);
+        Request::ListQueues.encode(2, &mut buf);
+        assert_eq!(find_disconnect(&buf), None);
+        Request::Disconnect.encode(3, &mut buf);
+        Request::Ping.encode(4, &mut buf);
+        assert_eq!(find_disconnect(&buf), Some(3));
+        let whole = buf.len();
+        let mut partial = BytesMut::new();
+        Request::Ping.encode(1, &mut partial);
+        let cut = partial.len();
+        Request::Disconnect.encode(9, &mut partial);
+        assert_eq!(find_disconnect(&partial[..cut + 5]), None);
+        assert_eq!(find_disconnect(&buf[..whole - 1]), Some(3));
+        // A bad length stops the walk (the frame is malformed; reading it says so).
+        assert_eq!(find_disconnect(&[1, 0, 0, 0, 2, 0, 3, 0, 0, 0]), None);
     }
 }
