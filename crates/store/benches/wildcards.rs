@@ -92,6 +92,7 @@ async fn round(store: &Arc<dyn Store>, n: u64) -> f64 {
         order: Order::Time,
         mode: ReceiveMode::Take,
         ack: AckMode::Auto,
+        hold: false,
         client: "c".into(),
         session: 1,
         lease_until_ms: 0,

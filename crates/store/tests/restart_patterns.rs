@@ -17,6 +17,7 @@ fn take(queue: &str) -> ReceiveSpec {
         order: Order::Time,
         mode: ReceiveMode::Take,
         ack: AckMode::Auto,
+        hold: false,
         client: "c".into(),
         session: 1,
         lease_until_ms: 0,

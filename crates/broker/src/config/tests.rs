@@ -248,8 +248,8 @@ fn client_expiry_comes_from_any_layer_and_zero_means_never() {
         from_file(&file).client_expiry,
         Some(Duration::from_secs(60))
     );
-    let env = ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "0".to_owned())])
-        .unwrap();
+    let env =
+        ConfigLayer::from_env([("FERRY_CLIENT_EXPIRY_SECS".to_owned(), "0".to_owned())]).unwrap();
     let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
     assert_eq!(cfg.client_expiry, None, "0 keeps names forever");
     assert!(cfg.to_toml().contains("\nclient_expiry_secs = 0\n"));
