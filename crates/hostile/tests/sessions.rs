@@ -325,3 +325,46 @@ async fn pushes_queued_for_a_connection_that_resets_go_back() {
     );
     assert!(lost < COUNT, "the test pushed too little to tell");
 }
+
+/// A name connected as ephemeral (`Connect` flag bit 0, as the CLI's generated names are) is
+/// forgotten when its session ends: a message can no longer be addressed to it. A name
+/// connected without the flag stays known.
+#[tokio::test]
+async fn an_ephemeral_name_is_forgotten_when_its_session_ends() {
+    let b = broker();
+    let admin = admin(&b, "q").await;
+    for (name, flags) in [
+        ("passing", ferry_protocol::requests::CONNECT_EPHEMERAL),
+        ("staying", 0),
+    ] {
+        let mut raw = RawConn::open(&addr(&b)).await.expect("opens");
+        let hello = ferry_protocol::requests::Connect {
+            version: ferry_protocol::PROTOCOL_VERSION,
+            client: name.into(),
+            credentials: String::new(),
+            keepalive_ms: 0,
+            flags,
+        };
+        assert!(matches!(
+            raw.handshake(hello).await.expect("handshake"),
+            Response::Connected(_)
+        ));
+        raw.send(2, &Request::Disconnect).await.expect("sent");
+        assert_eq!(raw.recv().await.expect("answered").1, Response::Ok);
+    }
+    let addressed = |to: &str| {
+        let mut m = message("q", "for you".into());
+        m.receiver = Some(to.into());
+        m
+    };
+    admin
+        .send(addressed("staying"))
+        .await
+        .expect("a permanent name stays known");
+    match admin.send(addressed("passing")).await {
+        Err(ferry_client::ClientError::Server(e)) => {
+            assert_eq!(e.code, ferry_client::ErrorCode::ClientNotFound, "{e}")
+        }
+        other => panic!("an ephemeral name outlived its session: {other:?}"),
+    }
+}
