@@ -25,6 +25,10 @@ pub struct Lease {
     pub deadline: u64,
 }
 
+/// The deadline of a lease that never expires (a held auto-ack take, see
+/// [`crate::ReceiveSpec::hold`]): left out of the deadline index, which only expiry reads.
+pub const NO_DEADLINE: u64 = u64::MAX;
+
 /// Every live lease, with its indexes.
 #[derive(Debug, Default)]
 pub struct Leases {
@@ -41,7 +45,9 @@ impl Leases {
         self.next_id += 1;
         let id = self.next_id;
         self.by_id.insert(id, lease);
-        self.by_deadline.insert((lease.deadline, id));
+        if lease.deadline != NO_DEADLINE {
+            self.by_deadline.insert((lease.deadline, id));
+        }
         self.by_session.entry(lease.session).or_default().insert(id);
         id
     }
@@ -57,14 +63,27 @@ impl Leases {
     /// Removes lease `id`.
     pub fn remove(&mut self, id: DeliveryId) -> Option<Lease> {
         let lease = self.by_id.remove(&id)?;
-        self.by_deadline.remove(&(lease.deadline, id));
+        if lease.deadline != NO_DEADLINE {
+            self.by_deadline.remove(&(lease.deadline, id));
+        }
+        // An emptied set is kept for the session's next leases (a push subscription takes and
+        // settles whole batches: dropping and growing it again each time cost more than the
+        // rest); it goes when the session is released.
         if let Some(set) = self.by_session.get_mut(&lease.session) {
             set.remove(&id);
-            if set.is_empty() {
-                self.by_session.remove(&lease.session);
-            }
         }
         Some(lease)
+    }
+
+    /// Forgets `session`'s index entry (its leases were all removed: it was released).
+    pub fn forget_session(&mut self, session: SessionId) {
+        if self
+            .by_session
+            .get(&session)
+            .is_some_and(|set| set.is_empty())
+        {
+            self.by_session.remove(&session);
+        }
     }
 
     /// Delivery ids held by `session`.
@@ -140,5 +159,23 @@ mod tests {
         assert_eq!(l.next_deadline(), Some(300));
         l.remove(a);
         assert!(l.of_session(10).is_empty());
+        l.forget_session(10);
+        assert!(l.by_session.get(&10).is_none());
+    }
+
+    #[test]
+    fn leases_without_a_deadline_never_expire() {
+        let mut l = Leases::default();
+        let held = l.insert(Lease {
+            message: 1,
+            queue: 1,
+            session: 10,
+            deadline: NO_DEADLINE,
+        });
+        assert_eq!(l.next_deadline(), None);
+        assert!(l.expired(u64::MAX).is_empty());
+        assert_eq!(l.of_session(10), vec![held]);
+        assert!(l.remove(held).is_some());
+        assert!(l.by_deadline.is_empty());
     }
 }

@@ -20,7 +20,7 @@ use super::super::format::codec::{properties_fit, str_fits};
 use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
 use super::index::Cursor;
-use super::leases::Lease;
+use super::leases::{Lease, NO_DEADLINE};
 use super::{ClientKey, Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
 use crate::api::{dead_letter, NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
@@ -530,7 +530,7 @@ impl State {
                     // that an ack removes it as the take would have and a release puts it
                     // back as it was (see ReceiveSpec::hold).
                     self.unready_stored(&msg, qk);
-                    self.lease(id, qk, spec.session, u64::MAX, count)
+                    self.lease(id, qk, spec.session, NO_DEADLINE, count)
                 }
                 (ReceiveMode::Take, AckMode::Auto) => {
                     self.unready_stored(&msg, qk);
@@ -791,7 +791,9 @@ impl State {
         session: SessionId,
     ) -> (Vec<String>, bool) {
         let ids = self.leases.of_session(session);
-        self.requeue_all(log, ids)
+        let back = self.requeue_all(log, ids);
+        self.leases.forget_session(session);
+        back
     }
 
     /// Returns every delivery whose lease ended at or before `now_ms`.

@@ -241,8 +241,10 @@ pub struct State {
     pub journal: Journal,
     /// Dead letters, expiries and drops, for metrics.
     pub counters: crate::admin::MessageCounters,
-    /// About the bytes the messages held take in memory (see [`footprint`]); shared so that
-    /// it can be read without the state's lock.
+    /// About the bytes the messages held take in memory (see [`footprint`]), counted here and
+    /// published to `memory`, shared so that it can be read without the state's lock (a plain
+    /// store under the lock, no read-modify-write).
+    memory_bytes: u64,
     memory: Arc<AtomicU64>,
 }
 
@@ -252,6 +254,9 @@ const MESSAGE_OVERHEAD: u64 = 256;
 
 /// About the bytes message `m` takes in memory.
 fn footprint(m: &Stored) -> u64 {
+    if m.properties.is_empty() {
+        return MESSAGE_OVERHEAD + m.body.len() as u64;
+    }
     let props: usize = m
         .properties
         .iter()
@@ -333,6 +338,7 @@ impl State {
             direct: direct::DirectTaps::default(),
             journal,
             counters: crate::admin::MessageCounters::default(),
+            memory_bytes: 0,
             memory: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -340,6 +346,11 @@ impl State {
     /// The gauge of the bytes messages take in memory, to read without the lock.
     pub fn memory_gauge(&self) -> Arc<AtomicU64> {
         self.memory.clone()
+    }
+
+    fn set_memory(&mut self, bytes: u64) {
+        self.memory_bytes = bytes;
+        self.memory.store(bytes, Ordering::Relaxed);
     }
 
     /// The header for a new segment `n` holding the current metadata.
@@ -784,12 +795,11 @@ impl State {
         if let Some(r) = entry.msg.receiver_key {
             self.clients.hold(r);
         }
-        self.memory
-            .fetch_add(footprint(&entry.msg), Ordering::Relaxed);
+        let mut bytes = self.memory_bytes + footprint(&entry.msg);
         if let Some(old) = self.messages.insert(id, entry) {
-            self.memory
-                .fetch_sub(footprint(&old.msg), Ordering::Relaxed);
+            bytes -= footprint(&old.msg);
         }
+        self.set_memory(bytes);
     }
 
     /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
@@ -805,8 +815,9 @@ impl State {
         }
         if e.slots.is_empty() {
             let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
-            self.memory.fetch_sub(footprint(&e.msg), Ordering::Relaxed);
             let msg = entry.remove().msg;
+            let bytes = self.memory_bytes.saturating_sub(footprint(&msg));
+            self.set_memory(bytes);
             self.clients.release(msg.sender_key);
             if let Some(r) = msg.receiver_key {
                 self.clients.release(r);
