@@ -221,7 +221,10 @@ async fn an_unreachable_peer_is_named() {
 async fn failed_sends_make_the_run_fail_with_their_count() {
     let server = TestServer::start_with(|c| c.limits.max_body_bytes = 100).await;
     let addr = server.addr_string();
-    for workload in [&["throughput"][..], &["compare", "--rounds", "1", "throughput"]] {
+    for workload in [
+        &["throughput"][..],
+        &["compare", "--rounds", "1", "throughput"],
+    ] {
         let args: Vec<&str> = workload
             .iter()
             .copied()

@@ -160,7 +160,7 @@ mod tests {
         l.remove(a);
         assert!(l.of_session(10).is_empty());
         l.forget_session(10);
-        assert!(l.by_session.get(&10).is_none());
+        assert!(!l.by_session.contains_key(&10));
     }
 
     #[test]
