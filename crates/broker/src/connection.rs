@@ -165,8 +165,15 @@ pub async fn serve(
         fence: &mut fence,
         operator: &operator,
     };
-    let (reason, disconnect_id) =
-        run_session(&shared, &session, &mut rd, &mut rbuf, ends, started.keepalive).await;
+    let (reason, disconnect_id) = run_session(
+        &shared,
+        &session,
+        &mut rd,
+        &mut rbuf,
+        ends,
+        started.keepalive,
+    )
+    .await;
     end_session(&shared, &session).await;
     if let Some(rid) = disconnect_id {
         let mut reply = BytesMut::new();

@@ -289,8 +289,7 @@ fn http_listen_is_loopback_unless_remote_is_allowed() {
             assert!(e.to_string().contains("http_listen"), "{e}");
         }
     }
-    let env =
-        ConfigLayer::from_env([("FERRY_HTTP_LISTEN".to_owned(), "off".to_owned())]).unwrap();
+    let env = ConfigLayer::from_env([("FERRY_HTTP_LISTEN".to_owned(), "off".to_owned())]).unwrap();
     let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
     assert_eq!(cfg.http_addr(), None);
     assert!(cfg.to_toml().contains("http_listen = \"off\""));
