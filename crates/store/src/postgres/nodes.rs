@@ -4,12 +4,16 @@
 //! A claim is the (node, session) pair on the client's row, set by a conditional upsert, so two
 //! nodes claiming at once cannot both succeed. A node is dead when its heartbeat (database
 //! clock) is older than the timeout *and* the database has been up for longer than that, so a
-//! database restart does not make every node look dead at once.
+//! database restart does not make every node look dead at once. A node judges the others only
+//! after it has itself reached the database without a break for a whole timeout: after an
+//! outage (of the database, of this node's link to it, or of this process, frozen), the others
+//! get the same time to beat again before anyone takes them for dead.
 //!
 //! Freeing a client's claim this way (a dead node, a node leaving or restarting) also drops the
 //! non-durable subscriptions that client owned: no consumer of theirs is left.
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::consumers::drop_unconsumed_shared;
 use super::names;
@@ -19,7 +23,7 @@ use super::settle::{names_after_dead_letters, UNLEASE};
 use super::store::Inner;
 use super::tally::Tally;
 use super::topics::drop_owned;
-use super::tx::{first_column, retrying, TxResult};
+use super::tx::{first_column, retrying, TxError, TxResult};
 use crate::api::{Heartbeat, Registration, SessionId};
 use crate::clock::wall_ms;
 use crate::error::StoreError;
@@ -110,8 +114,14 @@ impl Inner {
     pub async fn heartbeat(&self, timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         // Far beyond any real timeout, and within what an interval can hold.
         let timeout = i64::try_from(timeout_ms.min(1 << 50)).unwrap_or(i64::MAX);
-        let was_taken_for_dead = self.beat().await?;
-        let returned = retrying(|| self.reap(timeout)).await?;
+        let beat = self.beat().await;
+        let in_contact = self.note_contact(beat.is_ok(), Duration::from_millis(timeout_ms));
+        let was_taken_for_dead = beat?;
+        let returned = if in_contact >= Duration::from_millis(timeout_ms) {
+            retrying(|| self.reap(timeout)).await?
+        } else {
+            Vec::new()
+        };
         // Queue figures only: a failure is retried with the next heartbeat, never fatal.
         if let Err(e) = self.write_flows().await {
             tracing::debug!(error = %StoreError::from(e), "writing queue counters failed; kept for later");
@@ -122,30 +132,61 @@ impl Inner {
         })
     }
 
+    /// Notes whether this heartbeat reached the database and returns how long this node has
+    /// been in contact without a break. A failed beat, or a gap between beats longer than the
+    /// timeout (a frozen process), starts the count again.
+    fn note_contact(&self, reached: bool, timeout: Duration) -> Duration {
+        let now = Instant::now();
+        let mut contact = self
+            .contact
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kept = contact
+            .filter(|c| reached && now.duration_since(c.last) <= timeout)
+            .map(|c| c.since);
+        *contact = reached.then(|| Contact {
+            since: kept.unwrap_or(now),
+            last: now,
+        });
+        contact.map_or(Duration::ZERO, |c| now.duration_since(c.since))
+    }
+
     /// Records this node's heartbeat. True when this node had beaten before and its row was
     /// gone: another node took it for dead and freed what it held.
     pub async fn beat(&self) -> Result<bool, StoreError> {
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "INSERT INTO nodes (name, heartbeat_at) VALUES ($1, now()) \
-                     ON CONFLICT (name) DO UPDATE SET heartbeat_at = now() \
-                     RETURNING (xmax = 0) AS inserted",
-                )
-                .await?;
-            let inserted: bool = conn.query_one(&stmt, &[&self.node]).await?.try_get(0)?;
-            let revived = inserted && self.beating.swap(true, Ordering::Relaxed);
-            if revived {
-                tracing::warn!(
-                    node = %self.node,
-                    "this node was taken for dead (no heartbeat within the timeout): \
-                     its sessions were released and its deliveries returned"
-                );
+        // A database restart leaves dead connections in the pool. An idle node would spend one
+        // heartbeat on each and be taken for dead before it reached a live one: skip them here.
+        let mut dead_connections = 0;
+        let max = self.pool.status().max_size;
+        loop {
+            match self.beat_once().await {
+                Err(TxError::Db(e)) if e.is_closed() && dead_connections < max => {
+                    dead_connections += 1;
+                }
+                other => return other.map_err(StoreError::from),
             }
-            Ok(revived)
-        })
-        .await
+        }
+    }
+
+    async fn beat_once(&self) -> TxResult<bool> {
+        let conn = self.conn().await?;
+        let stmt = conn
+            .prepare_cached(
+                "INSERT INTO nodes (name, heartbeat_at) VALUES ($1, now()) \
+                 ON CONFLICT (name) DO UPDATE SET heartbeat_at = now() \
+                 RETURNING (xmax = 0) AS inserted",
+            )
+            .await?;
+        let inserted: bool = conn.query_one(&stmt, &[&self.node]).await?.try_get(0)?;
+        let revived = inserted && self.beating.swap(true, Ordering::Relaxed);
+        if revived {
+            tracing::warn!(
+                node = %self.node,
+                "this node was taken for dead (no heartbeat within the timeout): \
+                 its sessions were released and its deliveries returned"
+            );
+        }
+        Ok(revived)
     }
 
     async fn reap(&self, timeout_ms: i64) -> TxResult<Vec<String>> {
@@ -250,4 +291,13 @@ impl Inner {
         })
         .await
     }
+}
+
+/// An unbroken stretch of heartbeats that reached the database.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Contact {
+    /// The first beat of the stretch.
+    since: Instant,
+    /// The latest beat.
+    last: Instant,
 }

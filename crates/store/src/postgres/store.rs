@@ -42,6 +42,8 @@ pub struct Inner {
     pub(super) queue_names: QueueNames,
     /// Set by the first heartbeat (a later one that finds no row was taken for dead).
     pub(super) beating: AtomicBool,
+    /// Since when this node has reached the database without a break (see `nodes`).
+    pub(super) contact: std::sync::Mutex<Option<super::nodes::Contact>>,
     /// Client-ack takes waiting to be served together.
     pub(super) gathers: Gathers,
     /// Parsed subscription selectors, by their text.
@@ -123,6 +125,7 @@ impl PostgresStore {
             clients: ClientIds::default(),
             queue_names: QueueNames::default(),
             beating: AtomicBool::new(false),
+            contact: std::sync::Mutex::new(None),
             gathers: Gathers::default(),
             selectors: Selectors::default(),
             flows: Default::default(),
