@@ -210,7 +210,7 @@ async fn the_cli_keeps_its_session_alive_while_it_waits() {
     let out = tokio::task::spawn_blocking(move || {
         Command::new(ferry_bin())
             .args([
-                "recv", "--server", &recv_addr, "--queue", "q", "--wait", "10",
+                "recv", "--server", &recv_addr, "--queue", "q", "--wait", "10s",
             ])
             .output()
             .expect("ferry recv runs")
