@@ -3,6 +3,8 @@
 //! queue row, leases of a previous run returned, and `Unavailable` then recovery when the
 //! database stops and starts again.
 
+mod common;
+
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -307,9 +309,18 @@ async fn a_node_taken_for_dead_hears_it_from_its_next_heartbeat() {
         .await
         .unwrap();
     // a stays silent; b takes it for dead once the timeout has passed.
+    // b's first heartbeat comes after a timeout of a's silence, but b has only just reached
+    // the database itself (as after an outage): it judges nobody yet.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let reaped = b.heartbeat(100).await.unwrap();
-    assert!(!reaped.was_taken_for_dead, "b itself was alive");
+    b.heartbeat(100).await.unwrap();
+    assert!(
+        matches!(
+            b.claim_session("alice", 7, Registration::Permanent).await,
+            Err(StoreError::AlreadyOnline(_))
+        ),
+        "a node just in contact judges nobody yet"
+    );
+    common::outlive(b.as_ref(), 100).await;
     b.claim_session("alice", 7, Registration::Permanent)
         .await
         .expect("a's claim on alice ended with a");
@@ -369,8 +380,7 @@ async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
     assert_eq!(got.len(), 1, "leased once: its one allowed delivery");
     // Node a stops beating; b takes it for dead once the timeout has passed.
     drop(a);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let queues = b.heartbeat(100).await.unwrap().returned;
+    let queues = common::outlive(b.as_ref(), 100).await;
     assert!(queues.contains(&"dead".to_string()), "{queues:?}");
     assert!(b.receive(&take("work", "c"), 1).await.unwrap().is_empty());
     let dead = b.receive(&take("dead", "c"), 1).await.unwrap();

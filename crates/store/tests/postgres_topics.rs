@@ -3,6 +3,8 @@
 //! told), non-durable subscriptions dropped when their owner's node leaves or dies, publishes
 //! racing unsubscribes without leaving rows behind, and non-persistent transactions.
 
+mod common;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -161,8 +163,7 @@ async fn non_durable_subscriptions_go_when_their_owner_node_dies() {
         .unwrap();
     // Node a stops beating; b takes it for dead once the timeout has passed.
     drop(a);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    b.heartbeat(100).await.unwrap();
+    common::outlive(b.as_ref(), 100).await;
     let subs: Vec<String> = b.list_topics().await.unwrap()[0]
         .subscriptions
         .iter()
@@ -203,8 +204,7 @@ async fn a_subscription_has_one_exclusive_consumer_across_nodes_until_its_node_g
     in_use(a.attach_consumer("t", "d1", 2, false).await);
     // Node b stops beating; a takes it for dead, and with it b's consumer.
     drop(b);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    a.heartbeat(100).await.unwrap();
+    common::outlive(a.as_ref(), 100).await;
     a.attach_consumer("t", "d1", 2, false).await.unwrap();
     // A node that leaves takes its consumers with it too.
     a.leave().await.unwrap();
@@ -245,8 +245,7 @@ async fn a_shared_non_durable_subscription_goes_with_the_node_of_its_last_consum
     };
     assert_eq!(names(a.clone()).await, vec!["w"], "b still consumes it");
     drop(b);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    a.heartbeat(100).await.unwrap();
+    common::outlive(a.as_ref(), 100).await;
     assert!(names(a.clone()).await.is_empty(), "gone with b");
 }
 

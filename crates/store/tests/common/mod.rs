@@ -106,3 +106,19 @@ fn files_ending(disk: &FaultyBackend, extension: &str) -> Vec<(PathBuf, usize)> 
         })
         .collect()
 }
+
+/// Heartbeats `store` with `timeout_ms` every tenth of it until it has been in contact for
+/// three timeouts: long enough that a node judges the others (see the postgres engine's
+/// `nodes`) and that one silent all along is taken for dead. Returns the queues that got
+/// deliveries back.
+pub async fn outlive(store: &dyn ferry_store::Store, timeout_ms: u64) -> Vec<String> {
+    let mut returned = Vec::new();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(3 * timeout_ms) {
+        let beat = store.heartbeat(timeout_ms).await.expect("heartbeat");
+        assert!(!beat.was_taken_for_dead, "the surviving node was alive");
+        returned.extend(beat.returned);
+        tokio::time::sleep(std::time::Duration::from_millis(timeout_ms / 10)).await;
+    }
+    returned
+}
