@@ -50,7 +50,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the broker.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Create, delete or list queues.
     #[command(after_help = AFTER_HELP)]
     Queue(commands::queue::QueueArgs),
@@ -92,7 +92,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Queue(args) => commands::block_on(commands::queue::run(args)),
         Command::Send(args) => commands::block_on(commands::send::run(args)),
         Command::Recv(args) => commands::block_on(commands::recv::run(args)),

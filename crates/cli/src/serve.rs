@@ -11,90 +11,13 @@ use clap::Args;
 use ferry_broker::{shutdown, Broker, BrokerConfig, ConfigLayer};
 use tracing_subscriber::EnvFilter;
 
-/// Flags of `ferry serve`.
+/// Flags of `ferry serve`: one per broker setting (declared in
+/// `ferry_broker::config::settings`), then the ones that are not settings.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Data directory: the embedded store, its lock and runtime.toml [default: ferry-data]
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Storage engine: embedded, or a postgres://user@host/db URL [default: embedded]
-    #[arg(long, value_name = "ENGINE")]
-    pub store: Option<String>,
-    /// This node's name among the nodes sharing a database; unique among live nodes
-    /// [default: generated, <hostname>-<pid>-<random>]
-    #[arg(long, value_name = "NAME")]
-    pub node: Option<String>,
-    /// Milliseconds without a heartbeat after which a node counts as dead [default: 10000]
-    #[arg(long, value_name = "MS")]
-    pub node_timeout_ms: Option<u32>,
-    /// Native protocol address [default: 127.0.0.1:6730]
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Option<String>,
-    /// When the store fsyncs: always | interval:MS | never [default: always]
-    #[arg(long, value_name = "POLICY")]
-    pub fsync: Option<String>,
-    /// Most concurrent connections [default: 1024]
-    #[arg(long, value_name = "N")]
-    pub max_connections: Option<u32>,
-    /// Largest message body in bytes [default: 1048576]
-    #[arg(long, value_name = "BYTES")]
-    pub max_body_bytes: Option<u32>,
-    /// Client-ack lease in milliseconds [default: 60000]
-    #[arg(long, value_name = "MS")]
-    pub lease_ms: Option<u32>,
-    /// Threads serving connections [default: one per core]
-    #[arg(long, value_name = "N")]
-    pub workers: Option<u32>,
-    /// Size at which the embedded store starts a new log segment, 64 KiB to 16 GiB
-    /// [default: 67108864]
-    #[arg(long, value_name = "BYTES")]
-    pub segment_bytes: Option<u64>,
-    /// Compacted segment files the embedded store keeps to reuse; 0 deletes them [default: 8]
-    #[arg(long, value_name = "N")]
-    pub spare_segments: Option<u32>,
-    /// Seconds a client name holding nothing stays registered after its last session; 0 keeps
-    /// names forever [default: 86400]
-    #[arg(long, value_name = "SECS")]
-    pub client_expiry_secs: Option<u64>,
-    /// HTTP address of the management API, metrics, health checks and web console, or off
-    /// [default: 127.0.0.1:6731]
-    #[arg(long, value_name = "ADDR")]
-    pub http_listen: Option<String>,
-    /// Allow --http-listen on an address that is not loopback (the API has no authentication
-    /// yet)
-    #[arg(long)]
-    pub http_allow_remote: bool,
-    /// Bytes queued for one client before its requests are no longer read [default: 8388608]
-    #[arg(long, value_name = "BYTES")]
-    pub max_outbound_bytes: Option<u64>,
-    /// Bytes one connection's pending requests may hold before its requests are no longer read
-    /// [default: 16777216]
-    #[arg(long, value_name = "BYTES")]
-    pub max_pending_bytes: Option<u64>,
-    /// Milliseconds a client may leave its replies unread before it is disconnected
-    /// [default: 30000]
-    #[arg(long, value_name = "MS")]
-    pub write_timeout_ms: Option<u32>,
-    /// Milliseconds a frame may take to arrive once it has started [default: 30000]
-    #[arg(long, value_name = "MS")]
-    pub read_timeout_ms: Option<u32>,
-    /// Milliseconds a new connection has to connect [default: 10000]
-    #[arg(long, value_name = "MS")]
-    pub handshake_timeout_ms: Option<u32>,
-    /// Longest keep-alive interval granted, in milliseconds; a session silent for 1.5 of them
-    /// is closed [default: 60000]
-    #[arg(long, value_name = "MS")]
-    pub keepalive_ms: Option<u32>,
-    /// Most connections from one IP address; 0 for no limit [default: 0]
-    #[arg(long, value_name = "N")]
-    pub max_connections_per_address: Option<u32>,
-    /// New client names one IP address may register per second; 0 for no limit [default: 100]
-    #[arg(long, value_name = "N")]
-    pub max_new_clients_per_sec: Option<u32>,
-    /// Memory budget in bytes; above 80% publishers are slowed, at 100% refused
-    /// [default: half the machine's memory]
-    #[arg(long, value_name = "BYTES")]
-    pub max_memory: Option<u64>,
+    /// The settings given on the command line.
+    #[command(flatten)]
+    pub settings: ConfigLayer,
     /// TOML configuration file
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -106,45 +29,13 @@ pub struct ServeArgs {
     pub log_format: String,
 }
 
-impl ServeArgs {
-    fn layer(&self) -> ConfigLayer {
-        ConfigLayer {
-            listen: self.listen.clone(),
-            data_dir: self.data_dir.clone(),
-            fsync: self.fsync.clone(),
-            store: self.store.clone(),
-            max_connections: self.max_connections,
-            max_body_bytes: self.max_body_bytes,
-            lease_ms: self.lease_ms,
-            node: self.node.clone(),
-            node_timeout_ms: self.node_timeout_ms,
-            workers: self.workers,
-            segment_bytes: self.segment_bytes,
-            spare_segments: self.spare_segments,
-            client_expiry_secs: self.client_expiry_secs,
-            http_listen: self.http_listen.clone(),
-            http_allow_remote: self.http_allow_remote.then_some(true),
-            max_outbound_bytes: self.max_outbound_bytes,
-            max_pending_bytes: self.max_pending_bytes,
-            write_timeout_ms: self.write_timeout_ms,
-            read_timeout_ms: self.read_timeout_ms,
-            handshake_timeout_ms: self.handshake_timeout_ms,
-            keepalive_ms: self.keepalive_ms,
-            max_connections_per_address: self.max_connections_per_address,
-            max_new_clients_per_sec: self.max_new_clients_per_sec,
-            max_memory: self.max_memory,
-            ..ConfigLayer::default()
-        }
-    }
-}
-
 fn resolve(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
     let file = match &args.config {
         Some(path) => Some(ConfigLayer::from_file(path)?),
         None => None,
     };
     let env = ConfigLayer::from_env(std::env::vars())?;
-    Ok(BrokerConfig::resolve(file.as_ref(), &env, &args.layer())?)
+    Ok(BrokerConfig::resolve(file.as_ref(), &env, &args.settings)?)
 }
 
 fn init_logs(format: &str) -> anyhow::Result<()> {

@@ -294,3 +294,98 @@ fn http_listen_is_loopback_unless_remote_is_allowed() {
     assert_eq!(cfg.http_addr(), None);
     assert!(cfg.to_toml().contains("http_listen = \"off\""));
 }
+
+/// The settings table of docs/operations.md: the lines from its header row to the blank line.
+fn docs_table() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/operations.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text
+        .find("| file key | environment |")
+        .expect("settings table");
+    let end = text[start..]
+        .find("\n\n")
+        .map_or(text.len(), |n| start + n + 1);
+    text[start..end].to_owned()
+}
+
+#[test]
+fn docs_settings_table_matches_the_declarations() {
+    let want = declare::settings_table();
+    assert!(
+        docs_table() == want,
+        "docs/operations.md's settings table differs from the declarations; replace it with:\n\n{want}"
+    );
+}
+
+#[test]
+fn every_setting_has_a_variable_a_flag_and_a_line_in_check_config() {
+    let toml = BrokerConfig::default().to_toml();
+    for s in SETTINGS {
+        assert!(
+            toml.contains(&format!("\n{} = ", s.key))
+                || toml.starts_with(&format!("{} = ", s.key))
+                || toml.contains(&format!("# {}: ", s.key)),
+            "{} missing from\n{toml}",
+            s.key
+        );
+        let env = ConfigLayer::from_env([(s.env_var(), "bad\u{7f}".to_owned())]);
+        let read = ConfigLayer::from_env([(s.env_var(), "1".to_owned())]).unwrap();
+        assert_ne!(
+            read,
+            ConfigLayer::default(),
+            "{} not read from the environment",
+            s.key
+        );
+        if let Err(e) = env {
+            assert!(e.to_string().contains(s.key), "{e}");
+        }
+    }
+    let parsed: toml::Table = toml::from_str(&toml).unwrap();
+    let layer: ConfigLayer = toml::from_str(&toml).unwrap();
+    assert_eq!(
+        parsed.len(),
+        SETTINGS
+            .iter()
+            .filter(|s| (s.show)(&BrokerConfig::default()).is_some())
+            .count()
+    );
+    assert_eq!(
+        BrokerConfig::resolve(
+            Some(&layer),
+            &ConfigLayer::default(),
+            &ConfigLayer::default()
+        )
+        .unwrap()
+        .to_toml(),
+        toml,
+        "--check-config's output read back as a file gives the same configuration"
+    );
+}
+
+#[test]
+fn a_documented_numeric_default_is_the_real_one() {
+    for s in SETTINGS {
+        let (Some(doc), Some(real)) = (s.default_doc, (s.show)(&BrokerConfig::default())) else {
+            continue;
+        };
+        if doc.starts_with(|c: char| c.is_ascii_digit()) {
+            let real = real.toml();
+            assert!(
+                doc.split(' ').next() == Some(real.as_str()),
+                "{}: docs say {doc}, the code {real}",
+                s.key
+            );
+        }
+    }
+}
+
+#[test]
+fn lower_case_and_foreign_variables_are_ignored() {
+    let layer = ConfigLayer::from_env([
+        ("FERRY_listen".to_owned(), "x".to_owned()),
+        ("FERRY_SERVER".to_owned(), "x".to_owned()),
+        ("LISTEN".to_owned(), "x".to_owned()),
+    ])
+    .unwrap();
+    assert_eq!(layer, ConfigLayer::default());
+}

@@ -1,0 +1,196 @@
+//! Every broker setting, declared once. From this list come the TOML file's schema
+//! ([`ConfigLayer`], unknown keys refused), the `FERRY_*` environment variables
+//! ([`ConfigLayer::from_env`]), the `ferry serve` flags (`ConfigLayer` is also the flags' clap
+//! `Args`), `--check-config` ([`BrokerConfig::to_toml`]) and the settings table of
+//! docs/operations.md (a test compares it with [`super::declare::settings_table`]).
+//!
+//! # Adding a setting
+//!
+//! 1. Declare it here, where it belongs in the docs' table:
+//!
+//!    ```text
+//!    /// What it does, in Markdown: this is the docs' "meaning" column and the flag's help.
+//!    max_widgets: u32, "N" => field(max_widgets);
+//!    ```
+//!
+//!    `name: Type, "VALUE_NAME"`: the name is the file key; the variable is `FERRY_MAX_WIDGETS`
+//!    and the flag `--max-widgets VALUE_NAME`. `Type` is what the file, the variable and the flag
+//!    hold (`u32`, `u64`, `bool`, `String`, `PathBuf`; another type implements
+//!    [`super::declare::SettingValue`]). `=> field(a.b)` stores the value in
+//!    `BrokerConfig::a.b` as it is; a value that needs converting or checking while it is read
+//!    uses `=> custom { get: |c| ..., set: |c, v, origin| ... }` (see `fsync`), the getter
+//!    giving back `Option<Type>` (`None`: unset, chosen at start). `#[default = "..."]` gives
+//!    the docs' default when it depends on the machine or needs a gloss (a number it starts
+//!    with must be the real default: a test checks). A `bool` takes
+//!    `#[arg(num_args = 0..=1, default_missing_value = "true")]` so `--flag` alone means true.
+//! 2. Add its field to [`BrokerConfig`] with its default in `BrokerConfig::default`, and any
+//!    check between settings to `BrokerConfig::validate` (config.rs).
+//!
+//! Then regenerate the docs' table: `cargo test -p ferry-broker docs_settings_table` fails
+//! and prints the table to paste into docs/operations.md.
+
+use ferry_store::FsyncPolicy;
+
+use super::{BrokerConfig, ConfigError, StoreSetting};
+
+settings! {
+    /// native protocol address; port 0 picks a free port
+    listen: String, "ADDR" => field(listen);
+
+    /// store files, lock, runtime.toml
+    data_dir: std::path::PathBuf, "DIR" => field(data_dir);
+
+    /// `always`, `interval:<ms>` or `never` (see [durability settings](#durability-settings))
+    fsync: String, "POLICY" => custom {
+        get: |c| Some(c.fsync.to_string()),
+        set: |c, v, origin| c.fsync = v.parse::<FsyncPolicy>().map_err(|e| ConfigError::Invalid {
+            key: "fsync",
+            value: v.clone(),
+            origin,
+            reason: e.to_string(),
+        })?,
+    };
+
+    /// connections beyond get `ServerFull`
+    max_connections: u32, "N" => field(limits.max_connections);
+
+    /// largest message body
+    max_body_bytes: u32, "BYTES" => field(limits.max_body_bytes);
+
+    /// largest frame; at least body + 64 KiB
+    max_frame_bytes: u32, "BYTES" => field(limits.max_frame_bytes);
+
+    /// most queues
+    max_queues: u32, "N" => field(limits.max_queues);
+
+    /// unsettled client-ack deliveries per session
+    max_in_flight_per_session: u32, "N" => field(limits.max_in_flight_per_session);
+
+    /// largest subscription prefetch
+    max_prefetch: u32, "N" => field(limits.max_prefetch);
+
+    /// messages per batch send
+    max_batch: u32, "N" => field(limits.max_batch);
+
+    /// client-ack lease
+    lease_ms: u32, "MS" => field(limits.lease_ms);
+
+    /// requests executed at once per connection; reading pauses beyond
+    max_pipelined: u32, "N" => field(max_pipelined);
+
+    /// threads serving connections and running the broker's jobs (the start-up log line says
+    /// how many); fewer leaves cores to other programs on the machine, see
+    /// [benchmarks.md](benchmarks/log.md#worker-threads-on-a-machine-shared-with-the-load-generator)
+    #[default = "one per core"]
+    workers: u32, "N" => custom {
+        get: |c| c.workers,
+        set: |c, v, origin| c.workers = Some(v),
+    };
+
+    /// time to drain on shutdown
+    shutdown_grace_secs: u64, "SECS" => custom {
+        get: |c| Some(c.shutdown_grace.as_secs()),
+        set: |c, v, origin| c.shutdown_grace = std::time::Duration::from_secs(v),
+    };
+
+    /// storage engine: `embedded` or a `postgres://` URL (see [PostgreSQL engine](#postgresql-engine))
+    store: String, "ENGINE" => custom {
+        get: |c| Some(c.store.redacted()),
+        set: |c, v, origin| c.store = v.parse().map_err(|reason| ConfigError::Invalid {
+            key: "store",
+            value: StoreSetting::Postgres(v.clone()).redacted(),
+            origin,
+            reason,
+        })?,
+    };
+
+    /// most database connections (postgres engine)
+    store_pool_size: u32, "N" => field(store_pool_size);
+
+    /// most messages and acks per database transaction (postgres engine)
+    store_batch_max: u32, "N" => field(store_batch_max);
+
+    /// compacted log segment files kept to be reused as new segments, which makes commits
+    /// cheaper; 0 deletes them (embedded engine, see [the data directory](#the-data-directory))
+    spare_segments: u32, "N" => field(spare_segments);
+
+    /// size at which a log segment is sealed and the next started, 65536 to 17179869184
+    /// (embedded engine); the unit of compaction, of the spares' disk use and of the space
+    /// reserve
+    #[default = "67108864 (64 MiB)"]
+    segment_bytes: u64, "BYTES" => field(segment_bytes);
+
+    /// a client name that holds nothing (no session, no message it sent or that is addressed
+    /// to it, no durable subscription of its own) is forgotten this long after its last
+    /// session; 0 keeps names forever (see [client names](#client-names))
+    #[default = "86400 (a day)"]
+    client_expiry_secs: u64, "SECS" => custom {
+        get: |c| Some(c.client_expiry.map_or(0, |d| d.as_secs())),
+        set: |c, v, origin| c.client_expiry = (v > 0).then(|| std::time::Duration::from_secs(v)),
+    };
+
+    /// this node's name among the nodes sharing a database; unique among live nodes (postgres
+    /// engine)
+    #[default = "generated: `<hostname>-<pid>-<random>`"]
+    node: String, "NAME" => custom {
+        get: |c| c.node.clone(),
+        set: |c, v, origin| c.node = Some(v),
+    };
+
+    /// a node without a heartbeat for this long is taken for dead (postgres engine)
+    node_timeout_ms: u32, "MS" => field(node_timeout_ms);
+
+    /// HTTP address of the management API, `/metrics`, `/healthz`, `/readyz` and the web
+    /// console; `off` disables it; port 0 picks a free port (named in `runtime.toml`)
+    http_listen: String, "ADDR" => custom {
+        get: |c| Some(c.http_listen.clone()),
+        set: |c, v, origin| c.http_listen = v.trim().to_owned(),
+    };
+
+    /// serve HTTP on an address that is not loopback, and to host names that are not loopback
+    /// ones; the API has no authentication yet, so put it behind a proxy that has
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    http_allow_remote: bool, "BOOL" => field(http_allow_remote);
+
+    /// per-queue and per-subscription series in `/metrics`; turn off for brokers with very
+    /// many queues (the global series stay)
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    metrics_per_object: bool, "BOOL" => field(metrics_per_object);
+
+    /// replies and pushes queued for one client and not yet written; past it the connection's
+    /// requests are no longer read and its subscriptions stop taking (at least 65536)
+    #[default = "8388608 (8 MiB)"]
+    max_outbound_bytes: u64, "BYTES" => field(max_outbound_bytes);
+
+    /// bytes one connection's requests in progress may hold (each is charged its frame plus
+    /// four times its selector); past it its requests are no longer read (at least 65536)
+    #[default = "16777216 (16 MiB)"]
+    max_pending_bytes: u64, "BYTES" => field(max_pending_bytes);
+
+    /// a connection whose socket takes none of its replies for this long is closed
+    write_timeout_ms: u32, "MS" => field(write_timeout_ms);
+
+    /// a connection is closed when a frame it started does not end within this, or when its
+    /// requests wait this long behind its request budgets
+    read_timeout_ms: u32, "MS" => field(read_timeout_ms);
+
+    /// a new connection that has not connected within this is closed
+    handshake_timeout_ms: u32, "MS" => field(handshake_timeout_ms);
+
+    /// the longest keep-alive interval granted to a client, and the one it gets when it asks
+    /// for none (at least 100); a session silent for 1.5 intervals is closed
+    keepalive_ms: u32, "MS" => field(keepalive_ms);
+
+    /// connections from one IP address at a time; the next gets `ServerFull`
+    #[default = "0 (no limit)"]
+    max_connections_per_address: u32, "N" => field(max_connections_per_address);
+
+    /// client names not known yet that one IP address may register per second, in bursts of
+    /// ten seconds' worth; a connect over it gets `LimitExceeded`; 0: no limit
+    max_new_clients_per_sec: u32, "N" => field(max_new_clients_per_sec);
+
+    /// the broker-wide memory budget in bytes (at least 16 MiB): above 80% sends are slowed,
+    /// at 100% refused with `ResourceExhausted` (see [limits](#limits-and-protection))
+    #[default = "half the memory available (the machine's, or its control group's limit when lower; 4 GiB when unknown)"]
+    max_memory: u64, "BYTES" => field(max_memory);
+}
