@@ -2,21 +2,17 @@
 
 use std::sync::Arc;
 
-use ferry_protocol::requests::{
-    outgoing_encoded_len, Connect, Receive, Subscribe, CONNECT_EPHEMERAL,
-};
+use ferry_protocol::requests::{outgoing_encoded_len, Connect, Receive, CONNECT_EPHEMERAL};
 use ferry_protocol::{
     Delivery, DeliveryId, ErrorCode, Limits, MessageId, OutgoingMessage, QueueInfo, QueueOptions,
     Request, Response, WireError, HEADER_LEN, PROTOCOL_VERSION,
 };
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 
 use crate::checks::{check_batch_len, check_message, check_str};
 use crate::connection::{InFlight, Shared};
 use crate::error::ClientError;
 use crate::options::ConnectOptions;
-use crate::subscription::Subscription;
 
 /// A session with a broker over one TCP connection.
 ///
@@ -422,30 +418,6 @@ impl Client {
     pub async fn waiting_queues(&self) -> Result<Vec<String>, ClientError> {
         let reply = self.call(Request::WaitingQueues).await?;
         expect_reply!(reply, Response::WaitingQueues(q) => q)
-    }
-
-    /// Starts a push subscription; read its deliveries from the returned [`Subscription`].
-    pub async fn subscribe(&self, sub: Subscribe) -> Result<Subscription, ClientError> {
-        check_str("queue name", &sub.queue)?;
-        check_str("selector", &sub.selector)?;
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let ack = sub.ack;
-        let prefetch = sub.prefetch;
-        let queue = sub.queue.clone();
-        let reply = self
-            .shared()
-            .submit_subscribe(&Request::Subscribe(sub), events_tx)?
-            .reply()
-            .await?;
-        let id = expect_reply!(reply, Response::Subscribed { subscription } => subscription)?;
-        Ok(Subscription::new(
-            id,
-            queue,
-            self.clone(),
-            events,
-            ack,
-            prefetch,
-        ))
     }
 
     /// Ends the session: the broker returns unsettled deliveries to their queues and closes the

@@ -33,9 +33,10 @@
 //! - `client`: [`Client`], one method per broker operation on queues and messages;
 //! - `topics`: topics, publishing and topic subscriptions on [`Client`];
 //! - `transactions`: [`Client::begin`], [`Client::commit`], [`Client::rollback`];
-//! - `connection`: the reader and writer tasks and the table of waiting calls;
-//! - `coalesce`: concurrent single sends gathered into batch requests by the writer;
-//! - `subscription`: [`Subscription`], pushed deliveries as a stream, with automatic credit;
+//! - `connection`: the reader and writer tasks, the table of waiting calls, the routing of
+//!   pushes, and concurrent single sends gathered into batch requests by the writer;
+//! - `subscription`: [`Client::subscribe`] and [`Subscription`], pushed deliveries as a stream,
+//!   with automatic credit;
 //! - `checks`: client-side checks against the limits the broker advertised;
 //! - `options`: [`ConnectOptions`];
 //! - `error`: [`ClientError`].
@@ -46,7 +47,6 @@
 
 mod checks;
 mod client;
-mod coalesce;
 mod connection;
 mod error;
 mod options;

@@ -5,13 +5,41 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use ferry_protocol::{AckMode, Delivery, DeliveryId, Request, SubscriptionId};
+use ferry_protocol::requests::Subscribe;
+use ferry_protocol::{AckMode, Delivery, DeliveryId, Request, Response, SubscriptionId};
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
-use crate::client::Client;
+use crate::checks::check_str;
+use crate::client::{expect_reply, Client};
 use crate::connection::SubEvent;
 use crate::error::ClientError;
+
+impl Client {
+    /// Starts a push subscription; read its deliveries from the returned [`Subscription`].
+    pub async fn subscribe(&self, sub: Subscribe) -> Result<Subscription, ClientError> {
+        check_str("queue name", &sub.queue)?;
+        check_str("selector", &sub.selector)?;
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let ack = sub.ack;
+        let prefetch = sub.prefetch;
+        let queue = sub.queue.clone();
+        let reply = self
+            .shared()
+            .submit_subscribe(&Request::Subscribe(sub), events_tx)?
+            .reply()
+            .await?;
+        let id = expect_reply!(reply, Response::Subscribed { subscription } => subscription)?;
+        Ok(Subscription::new(
+            id,
+            queue,
+            self.clone(),
+            events,
+            ack,
+            prefetch,
+        ))
+    }
+}
 
 /// A push subscription on one queue, or on one subscription of a topic (whose messages are
 /// held by the queue `topic:name`, see [`Subscription::queue`]).

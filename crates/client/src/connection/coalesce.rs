@@ -12,9 +12,17 @@
 //! all or none over its queues, stored in the order they were queued; each caller gets its own
 //! result, split from the batch reply by position.
 
-use ferry_protocol::{OutgoingMessage, Request, Response};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use crate::connection::{Pending, ReplySender};
+use bytes::BytesMut;
+use ferry_protocol::{requests::outgoing_encoded_len, OutgoingMessage, Request, HEADER_LEN};
+use tokio::sync::oneshot;
+
+use super::calls::{fail, InFlight, Pending, ReplySender};
+use super::{Out, Shared};
+use crate::checks::check_frame;
+use crate::error::ClientError;
 
 /// A send waiting for the writer.
 pub(crate) struct QueuedSend {
@@ -73,33 +81,68 @@ impl SendRun {
     }
 }
 
-/// Hands each caller of a coalesced batch its own reply: `Sent` or the item's error. A reply
-/// that is not a per-item result (an error for the whole request, say) goes to every caller.
-pub(crate) fn split_reply(txs: Vec<ReplySender>, resp: Response) {
-    match resp {
-        Response::BatchSent(results) if results.len() == txs.len() => {
-            for (tx, r) in txs.into_iter().zip(results) {
-                let reply = match r {
-                    Ok(id) => Response::Sent { id },
-                    Err(e) => Response::Error(e),
-                };
-                let _ = tx.send(Ok(reply));
-            }
+impl Shared {
+    /// Queues one message for the writer, which coalesces it with the sends queued next to it
+    /// (see `coalesce`). The message must have passed the limit checks. Await the returned
+    /// [`InFlight`] for the reply (`Sent` or an error).
+    pub(crate) fn submit_send(
+        self: &Arc<Self>,
+        msg: OutgoingMessage,
+    ) -> Result<InFlight, ClientError> {
+        let len = outgoing_encoded_len(&msg);
+        check_frame(
+            len.saturating_add(HEADER_LEN),
+            self.send_limit.load(Ordering::Relaxed),
+        )?;
+        if self.ended.load(Ordering::Acquire) {
+            return Err(self.close_error());
         }
-        other => {
-            for tx in txs {
-                let _ = tx.send(Ok(other.clone()));
-            }
+        let (tx, rx) = oneshot::channel();
+        if self
+            .out
+            .send(Out::Send(QueuedSend { msg, len, tx }))
+            .is_err()
+        {
+            return Err(self.close_error());
         }
+        // Id 0: the request id is chosen by the writer; a caller giving up just drops `rx`.
+        Ok(InFlight {
+            shared: self.clone(),
+            id: 0,
+            rx: Some(rx),
+        })
+    }
+
+    /// Encodes the gathered sends as one request into `buf`, registered under a fresh id. When
+    /// the connection has ended, their callers get the reason instead.
+    pub(super) fn flush_sends(&self, run: &mut SendRun, buf: &mut BytesMut) {
+        let Some((req, pending)) = run.take() else {
+            return;
+        };
+        let id = {
+            let mut st = self.lock();
+            if let Some(reason) = &st.closed {
+                fail(pending, || reason.to_error());
+                return;
+            }
+            let mut id = self.next_id();
+            while st.pending.contains_key(&id) {
+                id = self.next_id();
+            }
+            st.pending.insert(id, pending);
+            id
+        };
+        req.encode(id, buf);
     }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use ferry_protocol::{ErrorCode, ErrorReply};
+    use ferry_protocol::{ErrorCode, ErrorReply, Response};
     use tokio::sync::oneshot;
 
+    use super::super::calls::split_reply;
     use super::*;
 
     fn queued(body: &'static str) -> (QueuedSend, oneshot::Receiver<ReplyResult>) {
