@@ -16,10 +16,8 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
 use crate::drivers::nats::NatsMode;
+use crate::drivers::target::DEFAULT_SERVER;
 use crate::drivers::{amqp, nats, postgres, Target, TargetOptions};
-
-/// The default Ferry broker address: the native protocol port on loopback.
-pub const DEFAULT_SERVER: &str = "127.0.0.1:6730";
 
 /// Flags of every workload: timing, target and output files.
 #[derive(Debug, Clone, Args)]

@@ -9,17 +9,16 @@
 //!   `--target`, `--json`, `--csv`) and duration parsing (humantime's grammar);
 //! - [`drivers`]: the `Driver` trait, target selection, the `ferry` driver;
 //! - [`payload`]: the bench message body (send timestamp and run id up front);
-//! - [`progress`]: the live progress line on standard error while a workload runs;
 //! - [`stats`]: latency histograms, sample statistics with t-distribution confidence
 //!   intervals, coordinated-omission correction, per-window series;
-//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector` and `compare`;
+//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector` and `compare`, and
+//!   the live progress line on standard error while one runs;
 //! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`), CSV and
 //!   an HTML page of plots.
 
 pub mod args;
 pub mod drivers;
 pub mod payload;
-pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod workloads;

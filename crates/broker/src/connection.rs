@@ -46,6 +46,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use crate::admission::AddressSlot;
+use crate::close_reason::CloseReason;
 use crate::dispatch::dispatch;
 use crate::handshake;
 use crate::liveness::{Liveness, Mode};
@@ -53,7 +54,7 @@ use crate::memory::{Pressure, SLOWDOWN, TICK};
 use crate::outbound;
 use crate::session::Session;
 use crate::shared::Shared;
-use crate::stats::{CloseKind, Stats};
+use crate::stats::Stats;
 
 /// The bytes a pending request is charged for each byte of its selector: the selector's text
 /// and its parsed form live as long as the request.
@@ -66,55 +67,6 @@ const READ_AHEAD: usize = 64 * 1024;
 /// connection's `Shared` and `Session` instead of holding clones: an `Arc` clone per request
 /// would bounce the reference counts between the runtime's threads on every request.
 type RequestFuture<'a> = Pin<Box<dyn Future<Output = (u32, Option<Response>, usize)> + Send + 'a>>;
-
-/// Why a connection ended, for the logs.
-#[derive(Debug)]
-pub enum CloseReason {
-    /// The client closed its side (end of stream).
-    PeerClosed,
-    /// The client sent `Disconnect`.
-    Disconnected,
-    /// A frame was malformed or too large.
-    Malformed(WireError),
-    /// Reading failed (a reset, say).
-    Io(std::io::Error),
-    /// No connect came in time.
-    HandshakeTimeout,
-    /// The connect was refused for good.
-    Refused(ErrorCode),
-    /// The broker is shutting down.
-    Shutdown,
-    /// The node was taken for dead by the others: its sessions no longer own their names.
-    Fenced,
-    /// No frame for 1.5 keep-alive intervals.
-    Idle(Duration),
-    /// A frame took longer than the read timeout to arrive.
-    ReadTimeout(Duration),
-    /// The writer gave up: the socket failed or took no replies for the write timeout.
-    Write(outbound::Failure),
-    /// An operator closed the session (management API).
-    Operator,
-}
-
-impl CloseReason {
-    /// The kind counted for operators.
-    fn kind(&self) -> CloseKind {
-        match self {
-            CloseReason::PeerClosed | CloseReason::Disconnected => CloseKind::ClientClosed,
-            CloseReason::Malformed(_) => CloseKind::ProtocolError,
-            CloseReason::Io(_) => CloseKind::IoError,
-            CloseReason::HandshakeTimeout | CloseReason::Idle(_) | CloseReason::ReadTimeout(_) => {
-                CloseKind::Idle
-            }
-            CloseReason::Refused(ErrorCode::Unauthorized) => CloseKind::AuthFailure,
-            CloseReason::Refused(_) => CloseKind::ProtocolError,
-            CloseReason::Shutdown | CloseReason::Fenced => CloseKind::Shutdown,
-            CloseReason::Write(f) if f.slow_reader => CloseKind::SlowReader,
-            CloseReason::Write(_) => CloseKind::IoError,
-            CloseReason::Operator => CloseKind::Operator,
-        }
-    }
-}
 
 /// A send held back by memory pressure, and until when at most.
 struct Parked {

@@ -9,7 +9,7 @@ use ferry_protocol::SubscriptionId;
 use ferry_store::{DirectConsumer, Store};
 
 use crate::credit::Credit;
-use crate::session::Outbound;
+use crate::outbound::Outbound;
 use crate::stats::Stats;
 
 /// A push subscription as a direct consumer: frames go to its connection's writer, each

@@ -17,8 +17,8 @@ use ferry_store::Registration;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 
+use crate::close_reason::CloseReason;
 use crate::config::MIN_KEEPALIVE_MS;
-use crate::connection::CloseReason;
 use crate::handlers::{store_error, validate};
 use crate::session::{Outbound, Session};
 use crate::shared::Shared;

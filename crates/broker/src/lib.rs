@@ -4,8 +4,9 @@
 //! - [`server`]: the listener (connection limit, `ServerFull`) and the broker's life cycle;
 //!   [`admission`] the limits per address;
 //! - [`connection`]: frames in of one connection, pipelined request execution, budgets and
-//!   the session's end; [`handshake`] its start, [`liveness`] its keep-alive and read timeout,
-//!   [`outbound`] frames out (the writer, which settles held auto-ack deliveries);
+//!   the session's end ([`close_reason`] why it ended); [`handshake`] its start,
+//!   [`liveness`] its keep-alive and read timeout, [`outbound`] frames out (the writer, which
+//!   settles held auto-ack deliveries);
 //! - [`session`]: one client's session, its unsettled deliveries and subscriptions;
 //! - [`dispatch`]: the `match` from request to handler;
 //! - [`handlers`]: one handler per operation;
@@ -26,6 +27,7 @@
 
 pub mod admission;
 pub mod clock;
+pub mod close_reason;
 pub mod config;
 pub mod connection;
 pub mod consumers;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connection::CloseReason;
+use crate::close_reason::CloseReason;
 
 /// Shortest and longest tick.
 const MIN_TICK: Duration = Duration::from_millis(10);

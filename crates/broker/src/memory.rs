@@ -19,13 +19,10 @@
 //! Consumers keep working at any pressure: receives, acks and the like free memory.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use tracing::{info, warn};
-
 use crate::outbound::Probe;
-use crate::shared::Shared;
 
 /// Percentage of `max_memory` above which publishers are slowed.
 pub const HIGH_WATERMARK_PERCENT: u64 = 80;
@@ -125,37 +122,6 @@ impl MemoryBudget {
         };
         let before = self.pressure.swap(pressure as u8, Ordering::Relaxed);
         (before != pressure as u8).then_some(pressure)
-    }
-}
-
-/// Keeps the pressure current until shutdown.
-pub async fn run(shared: Arc<Shared>) {
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shared.shutdown.cancelled() => return,
-        }
-        let budget = &shared.memory;
-        if let Some(pressure) = budget.update(shared.store.memory_bytes(), resident_bytes()) {
-            let (counted, resident) = budget.usage();
-            let max = budget.max();
-            match pressure {
-                Pressure::Normal => info!(
-                    counted,
-                    resident, max, "memory back below the high watermark"
-                ),
-                Pressure::High => warn!(
-                    counted,
-                    resident, max, "memory above the high watermark: slowing publishers"
-                ),
-                Pressure::Full => warn!(
-                    counted,
-                    resident, max, "memory budget reached: refusing sends with ResourceExhausted"
-                ),
-            }
-        }
     }
 }
 

@@ -206,7 +206,7 @@ impl Broker {
                 config.node_timeout_ms,
             )),
             tokio::spawn(jobs::cluster::forward_changes(shared.clone())),
-            tokio::spawn(crate::memory::run(shared.clone())),
+            tokio::spawn(crate::jobs::memory::run(shared.clone())),
         ];
         info!(
             version = env!("CARGO_PKG_VERSION"),

@@ -12,7 +12,7 @@ use ferry_store::{IdMap, SessionId};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::subscription::SubscriptionHandle;
+use crate::credit::Credit;
 use crate::txn::Txn;
 
 /// A push subscription on a topic: what to undo when it ends.
@@ -267,5 +267,28 @@ impl Session {
     /// Forgets a subscription whose task ended on its own (queue deleted).
     pub fn forget_subscription(&self, sub: SubscriptionId) {
         self.subs().remove(&sub);
+    }
+}
+
+/// What the session keeps of a running subscription.
+#[derive(Clone)]
+pub struct SubscriptionHandle {
+    /// Its id.
+    pub id: SubscriptionId,
+    /// Its ack mode (decides who restores credit).
+    pub ack: AckMode,
+    pub(crate) credit: Arc<Credit>,
+    /// Stops the task.
+    pub cancel: CancellationToken,
+    /// The queue it consumes and its selector (empty: none), for the management API.
+    pub queue: Arc<str>,
+    /// Its selector text; empty when none.
+    pub selector: Arc<str>,
+}
+
+impl SubscriptionHandle {
+    /// Gives the subscription `n` more credit, saturating.
+    pub fn add_credit(&self, n: u32) {
+        self.credit.grant(n);
     }
 }

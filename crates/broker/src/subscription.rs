@@ -32,11 +32,10 @@ use ferry_protocol::{
 };
 use ferry_selector::Selector;
 use ferry_store::{ReceiveSpec, StoreError};
-use tokio_util::sync::CancellationToken;
 
 use crate::credit::Credit;
 use crate::direct::{Attached, DirectPush};
-use crate::session::Session;
+use crate::session::{Session, SubscriptionHandle};
 use crate::shared::Shared;
 use crate::stats::Stats;
 
@@ -48,29 +47,6 @@ const MAX_PUSH_BUFFER: usize = 4 << 20;
 /// connection's writer settles held auto-ack deliveries a batch at a time right before writing
 /// them, so this bounds what a connection dying in the middle of a write can lose.
 const MAX_PUSH_BYTES: usize = 1 << 20;
-
-/// What the session keeps of a running subscription.
-#[derive(Clone)]
-pub struct SubscriptionHandle {
-    /// Its id.
-    pub id: SubscriptionId,
-    /// Its ack mode (decides who restores credit).
-    pub ack: AckMode,
-    credit: Arc<Credit>,
-    /// Stops the task.
-    pub cancel: CancellationToken,
-    /// The queue it consumes and its selector (empty: none), for the management API.
-    pub queue: Arc<str>,
-    /// Its selector text; empty when none.
-    pub selector: Arc<str>,
-}
-
-impl SubscriptionHandle {
-    /// Gives the subscription `n` more credit, saturating.
-    pub fn add_credit(&self, n: u32) {
-        self.credit.grant(n);
-    }
-}
 
 /// Starts subscription `id` (from [`Session::next_subscription_id`]) for `sub` on `session`;
 /// the caller has validated `sub` and parsed its selector (`None`: every message).

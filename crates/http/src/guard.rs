@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use ferry_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::routes::AppState;
+use crate::state::AppState;
 
 /// Whether `host` (a `Host` header: name or address, maybe with a port) is a loopback name.
 pub fn is_loopback_host(host: &str) -> bool {

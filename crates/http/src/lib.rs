@@ -7,6 +7,7 @@
 //! Modules:
 //! - [`server`]: the accept loop (connection limit, header timeout, graceful shutdown);
 //! - [`routes`]: the route table (the one list the OpenAPI test checks) and handlers' wiring;
+//! - [`state`]: what the handlers share, and the listener's bounds ([`HttpLimits`]);
 //! - [`error`]: errors as JSON with the protocol's error codes;
 //! - [`guard`]: refuses DNS-rebinding and cross-site requests;
 //! - [`metrics`]: the Prometheus / OpenMetrics exposition;
@@ -21,6 +22,8 @@ pub mod metrics;
 pub mod rates;
 pub mod routes;
 pub mod server;
+pub mod state;
 
 pub use ferry_broker::manage::Management;
-pub use server::{serve, HttpLimits};
+pub use server::serve;
+pub use state::HttpLimits;

@@ -11,30 +11,8 @@ use ferry_protocol::ErrorCode;
 
 use crate::api::{clients, definitions, messages, overview, queues, topics};
 use crate::error::ApiError;
-use crate::rates::Rates;
-use crate::{console, metrics, HttpLimits, Management};
-
-/// What every handler gets.
-#[derive(Clone)]
-pub struct AppState {
-    /// The broker.
-    pub mgmt: Management,
-    /// Sampled rates.
-    pub rates: Rates,
-    /// The listener's bounds.
-    pub limits: HttpLimits,
-}
-
-impl AppState {
-    /// State over a broker's facade and its sampler.
-    pub fn new(mgmt: Management, rates: Rates, limits: HttpLimits) -> Arc<AppState> {
-        Arc::new(AppState {
-            mgmt,
-            rates,
-            limits,
-        })
-    }
-}
+use crate::state::{AppState, HttpLimits};
+use crate::{console, metrics};
 
 /// Every (method, path) served, in the router's path syntax.
 pub const ROUTES: &[(&str, &str)] = &[

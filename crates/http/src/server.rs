@@ -15,33 +15,13 @@ use tracing::{debug, info, warn};
 
 use crate::rates::Rates;
 use crate::routes;
+use crate::state::{AppState, HttpLimits};
 use crate::Management;
-
-/// Bounds of the HTTP listener.
-#[derive(Debug, Clone, Copy)]
-pub struct HttpLimits {
-    /// Connections served at once.
-    pub max_connections: usize,
-    /// Time to receive a request's headers.
-    pub header_timeout: Duration,
-    /// Largest request body in bytes.
-    pub max_body_bytes: usize,
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        HttpLimits {
-            max_connections: 256,
-            header_timeout: Duration::from_secs(10),
-            max_body_bytes: 4 << 20,
-        }
-    }
-}
 
 /// Serves the HTTP API on `listener` until the broker shuts down.
 pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> JoinHandle<()> {
     let rates = Rates::start(mgmt.clone());
-    let app = routes::router(routes::AppState::new(mgmt.clone(), rates, limits), limits);
+    let app = routes::router(AppState::new(mgmt.clone(), rates, limits), limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shutdown = mgmt.shutdown_token();
     if let Ok(addr) = listener.local_addr() {

@@ -10,6 +10,9 @@ use super::nats::{self, NatsDriver, NatsMode};
 use super::postgres::{self, PostgresDriver};
 use super::Driver;
 
+/// The default Ferry broker address: the native protocol port on loopback.
+pub const DEFAULT_SERVER: &str = "127.0.0.1:6730";
+
 /// The targets the harness knows about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -58,7 +61,7 @@ pub struct TargetOptions {
 impl Default for TargetOptions {
     fn default() -> Self {
         TargetOptions {
-            ferry_server: crate::args::DEFAULT_SERVER.to_string(),
+            ferry_server: DEFAULT_SERVER.to_string(),
             ferry_fsync: "always".to_string(),
             nats_url: nats::DEFAULT_URL.to_string(),
             nats_mode: NatsMode::JetStream,

@@ -17,6 +17,7 @@ pub mod consumer;
 pub mod fanout;
 pub mod ftab;
 pub mod latency;
+pub mod progress;
 pub mod pubsub;
 pub mod run;
 pub mod selector;

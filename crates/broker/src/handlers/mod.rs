@@ -13,10 +13,38 @@ pub mod topics;
 pub mod txn;
 pub mod validate;
 
-use ferry_protocol::Response;
-use ferry_store::StoreError;
+use ferry_protocol::{OutgoingMessage, Response};
+use ferry_store::{NewMessage, StoreError};
+
+use crate::session::Session;
 
 /// The error response for a store error.
 pub fn store_error(e: &StoreError) -> Response {
     Response::error(e.code(), e.to_string())
+}
+
+/// The message to store for `m` from `session`, arriving at `created_at`.
+pub fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
+    NewMessage {
+        queues: m.queues,
+        topic: m.topic,
+        persistent: m.persistent,
+        sender: session.sender.clone(),
+        receiver: m.receiver,
+        priority: m.priority,
+        context: m.context,
+        properties: m.properties,
+        body: m.body,
+        created_at,
+        deliver_at_ms: if m.delay_ms == 0 {
+            0
+        } else {
+            created_at.saturating_add(m.delay_ms)
+        },
+        expires_at_ms: if m.ttl_ms == 0 {
+            0
+        } else {
+            created_at.saturating_add(m.ttl_ms)
+        },
+    }
 }

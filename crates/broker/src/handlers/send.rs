@@ -1,38 +1,11 @@
 //! send and send_batch.
 
 use ferry_protocol::{ErrorCode, Name, OutgoingMessage, Response};
-use ferry_store::NewMessage;
 
-use super::{store_error, txn, validate};
+use super::{store_error, to_new, txn, validate};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
-
-/// The message to store for `m` from `session`, arriving at `created_at`.
-pub fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
-    NewMessage {
-        queues: m.queues,
-        topic: m.topic,
-        persistent: m.persistent,
-        sender: session.sender.clone(),
-        receiver: m.receiver,
-        priority: m.priority,
-        context: m.context,
-        properties: m.properties,
-        body: m.body,
-        created_at,
-        deliver_at_ms: if m.delay_ms == 0 {
-            0
-        } else {
-            created_at.saturating_add(m.delay_ms)
-        },
-        expires_at_ms: if m.ttl_ms == 0 {
-            0
-        } else {
-            created_at.saturating_add(m.ttl_ms)
-        },
-    }
-}
 
 /// send: one message on every named queue, all or none.
 pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Response {

@@ -10,7 +10,7 @@
 use ferry_protocol::{DeliveryId, ErrorCode, ErrorReply, OutgoingMessage, Response};
 use ferry_store::StoreError;
 
-use super::send::to_new;
+use super::to_new;
 use super::{store_error, validate};
 use crate::session::Session;
 use crate::shared::Shared;

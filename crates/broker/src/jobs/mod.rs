@@ -1,4 +1,4 @@
-//! Background jobs: lease expiry, store upkeep (compaction, expired messages, the disk's free
+//! Background jobs: lease expiry, the memory watcher, store upkeep (compaction, expired messages, the disk's free
 //! space), waking waiters
 //! when delayed messages become due, and the cluster jobs (heartbeats,
 //! change reports from other nodes).
@@ -8,3 +8,4 @@ pub mod delayed;
 pub mod disk;
 pub mod leases;
 pub mod maintenance;
+pub mod memory;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 
-use crate::routes::AppState;
+use crate::state::AppState;
 
 /// The state extractor every handler takes.
 pub type St = State<Arc<AppState>>;

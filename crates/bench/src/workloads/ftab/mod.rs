@@ -32,10 +32,10 @@ use tokio::task::JoinHandle;
 
 pub use args::FtabArgs;
 
-use crate::progress::{Progress, ProgressPlan};
 use crate::report::{rate, BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::WindowSeries;
+use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::setup;
 use archetype::{count, Archetype, ALL};

@@ -20,11 +20,11 @@ use tokio::sync::watch;
 pub use args::LatencyArgs;
 
 use crate::payload;
-use crate::progress::{Progress, ProgressPlan};
 use crate::report::{rate, BenchReport, TargetResult};
 use crate::stats::omission::Schedule;
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
+use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::{consumer, setup};
 

@@ -32,10 +32,10 @@ pub use plan::SelectorPlan;
 
 use crate::args::CommonArgs;
 use crate::drivers::{Consumer, TopicSubscription};
-use crate::progress::{Progress, ProgressPlan};
 use crate::report::{rate, BenchReport, BrokerCpu, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
+use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::{consumer, setup};
 use publisher::{Expected, PublisherConfig};

@@ -21,10 +21,10 @@ use tokio::sync::watch;
 
 pub use args::ThroughputArgs;
 
-use crate::progress::{Progress, ProgressPlan};
 use crate::report::{rate, BenchReport, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{new_histogram, percentile_curve, LatencySummary, WindowSeries};
+use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::workloads::run::{Shared, WindowLatency, COOLDOWN, MEASURE, STOP, WARMUP};
 use crate::workloads::{consumer, setup};
 
