@@ -33,6 +33,7 @@ pub const DEFAULT_CLIENT_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// A configuration problem, naming the setting and where it came from.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The config file could not be read.
     #[error("cannot read config file {path}")]
@@ -43,12 +44,12 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The config file is not valid TOML for this schema.
-    #[error("invalid config file {path}: {message}")]
+    #[error("invalid config file {path}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// The parser's message (names the key and line).
-        message: String,
+        /// The parser's error (names the key and line).
+        source: toml::de::Error,
     },
     /// A value is out of range or malformed.
     #[error("invalid {key} = '{value}' (from {origin}): {reason}")]
@@ -132,9 +133,9 @@ impl ConfigLayer {
             path: path.to_owned(),
             source,
         })?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string(),
+            source,
         })
     }
 }

@@ -2,7 +2,7 @@
 //! port 0 and find out which port they got.
 //!
 //! On a full disk a new file cannot be written, but the file a broker killed before left can
-//! be overwritten in place (its block is allocated): [`write`] falls back to that.
+//! be overwritten in place (its block is allocated): [`write()`] falls back to that.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -23,7 +23,7 @@ pub fn write(data_dir: &Path, listen: SocketAddr) -> std::io::Result<()> {
     write_with_http(data_dir, listen, None)
 }
 
-/// [`write`], with the bound HTTP address when the HTTP listener is on.
+/// [`write()`], with the bound HTTP address when the HTTP listener is on.
 pub fn write_with_http(
     data_dir: &Path,
     listen: SocketAddr,

@@ -26,14 +26,17 @@ use crate::{connection, jobs, runtime_file};
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum BrokerError {
     /// The data directory could not be created or locked.
-    #[error("data directory {path}: {message}")]
+    #[error("data directory {path}: {what}")]
     DataDir {
         /// The directory.
         path: PathBuf,
-        /// What went wrong.
-        message: String,
+        /// What could not be done (`cannot lock it`, `in use by another ferry process`).
+        what: &'static str,
+        /// The system's error, when there is one.
+        source: Option<std::io::Error>,
     },
     /// The store could not be opened or flushed.
     #[error(transparent)]
@@ -75,23 +78,22 @@ pub struct RunningBroker {
 }
 
 fn lock_data_dir(dir: &std::path::Path) -> Result<File, BrokerError> {
-    let err = |message: String| BrokerError::DataDir {
+    let err = |what: &'static str, source: Option<std::io::Error>| BrokerError::DataDir {
         path: dir.to_owned(),
-        message,
+        what,
+        source,
     };
-    std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create it: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| err("cannot create it", Some(e)))?;
     let file = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(dir.join("LOCK"))
-        .map_err(|e| err(format!("cannot open its LOCK file: {e}")))?;
+        .map_err(|e| err("cannot open its LOCK file", Some(e)))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(err("in use by another ferry process".into()))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(err(format!("cannot lock it: {e}"))),
+        Err(std::fs::TryLockError::WouldBlock) => Err(err("in use by another ferry process", None)),
+        Err(std::fs::TryLockError::Error(e)) => Err(err("cannot lock it", Some(e))),
     }
 }
 
@@ -153,7 +155,8 @@ impl Broker {
     ) -> Result<RunningBroker, BrokerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
             path: config.data_dir.clone(),
-            message: format!("cannot create it: {e}"),
+            what: "cannot create it",
+            source: Some(e),
         })?;
         let listener =
             TcpListener::bind(&config.listen)

@@ -9,7 +9,7 @@
 //! for other receivers, and the task waits for the next arrival as when the queue is empty.
 //!
 //! The task takes only while its connection's outbound queue is within its budget, and sizes
-//! each batch to the room left there, and to [`MAX_PUSH_BYTES`] (by the size of the deliveries
+//! each batch to the room left there, and to `MAX_PUSH_BYTES` (by the size of the deliveries
 //! it took last), so that a
 //! client that reads slowly holds up its own subscriptions, not the broker's memory. An
 //! auto-ack batch is held by the store and settled by the connection's writer right before it

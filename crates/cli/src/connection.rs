@@ -17,7 +17,7 @@ pub struct ConnArgs {
     /// Broker address.
     #[arg(long, value_name = "HOST:PORT", env = "FERRY_SERVER", default_value = DEFAULT_SERVER)]
     pub server: String,
-    /// Client name to connect as ([A-Za-z0-9._-]); default: a unique ferry-cli-<pid>-<random>.
+    /// Client name to connect as ([A-Za-z0-9._-]); default: a unique ferry-cli-PID-RANDOM.
     #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
     pub name: Option<String>,
 }
@@ -74,6 +74,8 @@ pub fn describe(e: &ClientError) -> String {
         ClientError::Timeout => "the broker did not answer in time".to_string(),
         ClientError::TooLarge(what) => what.clone(),
         ClientError::Protocol(w) => format!("protocol error: {w}"),
+        // A kind of error added to the client later: its own text.
+        other => other.to_string(),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::options::ConnectOptions;
 /// methods take `&self` and may run concurrently from any number of tasks: their requests are
 /// pipelined on the connection and each reply is matched to its caller by request id.
 ///
-/// The connection closes when the last clone (and the last [`Subscription`]) is dropped, or on
+/// The connection closes when the last clone (and the last [`Subscription`](crate::Subscription)) is dropped, or on
 /// [`Client::disconnect`]. Once it is closed, every call fails with [`ClientError::Closed`] (or
 /// with the error the broker gave for closing it).
 #[derive(Clone)]

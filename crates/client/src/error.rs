@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// Why a client call failed.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The broker refused the request: its code and message (`queue 'orders' does not exist`).
     #[error("{0}")]

@@ -14,7 +14,7 @@
 //! empty word (`a..b`, allowed in topic names) is a word like any other.
 //!
 //! Patterns are for subscriptions only: a topic is created, deleted and published to by its
-//! name, never by a pattern. [`matches`] is the reference meaning; the stores keep indexes that
+//! name, never by a pattern. [`matches()`] is the reference meaning; the stores keep indexes that
 //! find the matching patterns of a topic without looking at the others.
 
 use crate::limits::is_valid_name;
@@ -59,6 +59,7 @@ pub fn is_pattern(name: &str) -> bool {
 
 /// Why a name is not a valid topic pattern.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PatternError {
     /// Empty, too long, or a character outside `[A-Za-z0-9._-*>]`.
     #[error("use 1 to {0} characters of A-Z a-z 0-9 . _ - and the wildcard words * and >")]

@@ -10,6 +10,7 @@ use crate::types::{Properties, PropertyValue};
 /// Why bytes from a peer could not be decoded. Any of these closes the connection, except
 /// [`WireError::UnknownKind`], which the broker answers with `UnknownRequest`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum WireError {
     /// The frame ended before a field did.
     #[error("frame truncated: needed {needed} more bytes")]

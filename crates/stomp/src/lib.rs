@@ -4,7 +4,7 @@
 //!
 //! Modules:
 //! - [`codec`]: STOMP 1.0, 1.1 and 1.2 frames, sans-IO: a cheap [`codec::check`] that says
-//!   whether a whole frame (or heart-beat) is buffered without allocating, [`codec::decode`],
+//!   whether a whole frame (or heart-beat) is buffered without allocating, [`codec::decode()`],
 //!   and [`codec::Frame::encode`] with an exact [`codec::Frame::encoded_len`]; header escaping
 //!   per version, `content-length` and binary bodies, and limits enforced before a buffer
 //!   grows past them.

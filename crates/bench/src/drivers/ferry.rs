@@ -497,6 +497,8 @@ fn describe(e: &ClientError) -> String {
         ClientError::Timeout => "the broker did not answer in time".to_string(),
         ClientError::TooLarge(what) => what.clone(),
         ClientError::Protocol(w) => format!("protocol error: {w}"),
+        // A kind of error added to the client later: its own text.
+        other => other.to_string(),
     }
 }
 

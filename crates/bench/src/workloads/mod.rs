@@ -8,7 +8,7 @@
 //!   message, against plain subscriptions;
 //! - [`pubsub`]: the engine of `fanout` and `selector`;
 //! - [`compare`]: one workload against several targets in alternating rounds;
-//! - [`workload`]: the [`Workload`] trait they implement and [`run`], the one way each runs;
+//! - [`workload`]: the [`Workload`] trait they implement and [`run()`], the one way each runs;
 //! - [`run`](mod@run): the phase and counters one run's tasks share; [`consumer`]: the consumer
 //!   task both workloads use; [`setup`]: connecting and queue set-up.
 
