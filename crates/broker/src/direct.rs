@@ -1,12 +1,13 @@
 //! The broker's side of direct delivery (see [`ferry_store::direct`]): a push subscription that
 //! can take non-persistent publishes straight from the store offers itself as a
-//! [`DirectConsumer`] while its task runs.
+//! [`DirectConsumer`] while its task runs, and encodes what the store hands it as `Deliver`
+//! frames.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use ferry_protocol::SubscriptionId;
-use ferry_store::{DirectConsumer, Store};
+use bytes::BytesMut;
+use ferry_protocol::{deliver_encoded_len, encode_deliver, DeliveryView, SubscriptionId};
+use ferry_store::{DirectBatch, DirectConsumer, Store};
 
 use crate::credit::Credit;
 use crate::outbound::Outbound;
@@ -26,10 +27,6 @@ pub struct DirectPush {
 }
 
 impl DirectConsumer for DirectPush {
-    fn subscription(&self) -> SubscriptionId {
-        self.subscription
-    }
-
     fn try_reserve(&self) -> bool {
         // A closing connection takes nothing, nor one whose client is behind on reading: the
         // message stays queued for the subscription.
@@ -44,11 +41,50 @@ impl DirectConsumer for DirectPush {
         self.credit.end_take(n);
     }
 
-    fn deliver(&self, frames: Bytes, count: u32) {
-        Stats::add(&self.stats.deliveries, u64::from(count));
+    fn open_batch(&self, expected: usize) -> Box<dyn DirectBatch> {
+        Box::new(PushBatch {
+            subscription: self.subscription,
+            out: self.out.clone(),
+            stats: self.stats.clone(),
+            expected,
+            frames: BytesMut::new(),
+            count: 0,
+        })
+    }
+}
+
+/// Most bytes reserved up front for one batch's frames.
+const MAX_RESERVE: usize = 4 << 20;
+
+/// The `Deliver` frames of one batch of direct deliveries, sent to the connection's writer in
+/// one piece.
+struct PushBatch {
+    subscription: SubscriptionId,
+    out: Outbound,
+    stats: Arc<Stats>,
+    /// Deliveries the store expects in this batch: the buffer is sized for them at the first.
+    expected: usize,
+    frames: BytesMut,
+    count: u32,
+}
+
+impl DirectBatch for PushBatch {
+    fn push(&mut self, delivery: &DeliveryView<'_>) {
+        if self.count == 0 {
+            // Publishes of one batch are mostly alike: size the buffer for all of them once
+            // instead of growing it by copies.
+            let reserve = deliver_encoded_len(delivery).saturating_mul(self.expected);
+            self.frames.reserve(reserve.min(MAX_RESERVE));
+        }
+        encode_deliver(&mut self.frames, self.subscription, delivery);
+        self.count += 1;
+    }
+
+    fn hand_over(self: Box<Self>) {
+        Stats::add(&self.stats.deliveries, u64::from(self.count));
         // Direct deliveries are final here (non-persistent, never queued): the writer is gone
         // only with the connection, and they are lost with it.
-        let _ = self.out.send(frames);
+        let _ = self.out.send(self.frames.freeze());
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{
-    encode_deliver, AckMode, DeliveryId, DeliveryView, ErrorCode, ErrorReply, PropertyValue,
+    deliver_encoded_len, encode_deliver, AckMode, DeliveryId, DeliveryView, ErrorCode, ErrorReply,
     ReceiveMode, Response, Source, SubscriptionId,
 };
 use ferry_selector::Selector;
@@ -151,7 +151,7 @@ async fn run(
             if buf.is_empty() {
                 // Sized up front from the first delivery: a batch is hundreds of KiB, and
                 // growing by doubling would copy it several times.
-                let first = deliver_len_hint(&d);
+                let first = deliver_encoded_len(&d);
                 buf.reserve(first.saturating_mul(total).min(MAX_PUSH_BUFFER).max(first));
             }
             if track || hold {
@@ -263,31 +263,6 @@ fn offer_direct(
         stats: shared.stats.clone(),
     });
     Attached::offer(&shared.store, &sub.queue, consumer)
-}
-
-/// About the encoded size of a `Deliver` frame carrying `d` (exact without properties).
-fn deliver_len_hint(d: &DeliveryView<'_>) -> usize {
-    // header 10, subscription 8, delivery id 8, message id 8, two string lengths 4, receiver
-    // flag 1, priority 1, context 8, created 8, count 4, property count 2, body length 4,
-    // expiry 8
-    let fixed = 74;
-    let props: usize = d
-        .properties
-        .iter()
-        .map(|(name, v)| {
-            3 + name.len()
-                + match v {
-                    PropertyValue::Str(s) => 2 + s.len(),
-                    _ => 8,
-                }
-        })
-        .sum();
-    fixed
-        + d.queue.len()
-        + d.sender.len()
-        + d.receiver.map_or(0, |r| 2 + r.len())
-        + props
-        + d.body.len()
 }
 
 /// The error for a subscription id the session does not have.

@@ -435,6 +435,17 @@ proptest! {
     }
 
     #[test]
+    fn encoded_len_is_exact_for_generated_frames(req in request(), resp in response()) {
+        prop_assert_eq!(req.encoded_len(), req_bytes(&req, 1).len());
+        prop_assert_eq!(resp.encoded_len(), resp_bytes(&resp, 1).len());
+        if let Response::Deliver { subscription, delivery } = &resp {
+            let mut out = BytesMut::new();
+            ferry_protocol::encode_deliver(&mut out, *subscription, &delivery.view());
+            prop_assert_eq!(ferry_protocol::deliver_encoded_len(&delivery.view()), out.len());
+        }
+    }
+
+    #[test]
     fn generated_requests_roundtrip(req in request(), id in any::<u32>()) {
         let frame = one_frame(&req_bytes(&req, id));
         prop_assert_eq!(frame.request_id, id);

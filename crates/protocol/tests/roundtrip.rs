@@ -26,6 +26,28 @@ fn samples_cover_every_kind() {
 }
 
 #[test]
+fn encoded_len_is_the_size_the_encoder_writes_for_every_frame_kind() {
+    for req in all_requests() {
+        assert_eq!(req.encoded_len(), req_bytes(&req, 7).len(), "{req:?}");
+    }
+    for resp in all_responses() {
+        assert_eq!(resp.encoded_len(), resp_bytes(&resp, 7).len(), "{resp:?}");
+        if let Response::Deliver {
+            subscription,
+            delivery,
+        } = &resp
+        {
+            let mut out = BytesMut::new();
+            ferry_protocol::encode_deliver(&mut out, *subscription, &delivery.view());
+            assert_eq!(
+                ferry_protocol::deliver_encoded_len(&delivery.view()),
+                out.len()
+            );
+        }
+    }
+}
+
+#[test]
 fn every_request_roundtrips() {
     for (i, req) in all_requests().into_iter().enumerate() {
         let id = i as u32 * 1000 + 1;

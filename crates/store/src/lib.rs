@@ -31,7 +31,7 @@ pub use admin::{
     Histogram, MessageCounters, MoveReport, MoveTarget, QueueDetails,
 };
 pub use api::*;
-pub use direct::DirectConsumer;
+pub use direct::{DirectBatch, DirectConsumer};
 pub use embedded::{EmbeddedConfig, EmbeddedStore, FsyncPolicy};
 pub use error::StoreError;
 pub use id_hash::{IdHasher, IdMap};

@@ -4,61 +4,56 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::{Bytes, BytesMut};
-use ferry_protocol::{split_frame, Order, QueueOptions, Response, SubscriptionId};
+use ferry_protocol::{DeliveryView, Order, QueueOptions};
 
 use super::{EmbeddedConfig, EmbeddedStore, FaultyBackend, FsyncPolicy};
 use crate::api::{NewMessage, ReceiveSpec, Store};
 use crate::conformance::{self, durable};
-use crate::direct::DirectConsumer;
+use crate::direct::{DirectBatch, DirectConsumer};
 
-/// A consumer that records the frames it is handed.
+/// A consumer that records the batches of deliveries it is handed, as their bodies.
 struct Recorder {
-    id: SubscriptionId,
     credit: AtomicU32,
     taking: AtomicBool,
-    frames: Mutex<Vec<Bytes>>,
+    batches: Arc<Mutex<Vec<Vec<String>>>>,
 }
 
 impl Recorder {
     fn new(credit: u32) -> Arc<Recorder> {
         Arc::new(Recorder {
-            id: 7,
             credit: AtomicU32::new(credit),
             taking: AtomicBool::new(false),
-            frames: Mutex::new(Vec::new()),
+            batches: Arc::default(),
         })
     }
 
-    /// The bodies delivered so far, in order, checking each frame names the subscription.
+    /// The bodies delivered so far, in order.
     fn bodies(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for f in self.frames.lock().unwrap().iter() {
-            let mut buf = BytesMut::from(&f[..]);
-            while let Some(raw) = split_frame(&mut buf, u32::MAX).unwrap() {
-                match Response::decode(&raw).unwrap() {
-                    Response::Deliver {
-                        subscription,
-                        delivery,
-                    } => {
-                        assert_eq!(subscription, self.id);
-                        assert_eq!(delivery.delivery_id, 0, "auto ack");
-                        assert_eq!(delivery.message.queue, "t:s");
-                        out.push(String::from_utf8(delivery.message.body.to_vec()).unwrap());
-                    }
-                    other => panic!("not a delivery: {other:?}"),
-                }
-            }
-        }
-        out
+        self.batches.lock().unwrap().concat()
+    }
+}
+
+/// One batch being handed to a [`Recorder`].
+struct RecordedBatch {
+    bodies: Vec<String>,
+    batches: Arc<Mutex<Vec<Vec<String>>>>,
+}
+
+impl DirectBatch for RecordedBatch {
+    fn push(&mut self, d: &DeliveryView<'_>) {
+        assert_eq!(d.delivery_id, 0, "auto ack");
+        assert_eq!(d.queue, "t:s");
+        self.bodies
+            .push(String::from_utf8(d.body.to_vec()).unwrap());
+    }
+
+    fn hand_over(self: Box<Self>) {
+        assert!(!self.bodies.is_empty(), "an empty batch handed over");
+        self.batches.lock().unwrap().push(self.bodies);
     }
 }
 
 impl DirectConsumer for Recorder {
-    fn subscription(&self) -> SubscriptionId {
-        self.id
-    }
-
     fn try_reserve(&self) -> bool {
         !self.taking.load(Ordering::SeqCst)
             && self
@@ -77,9 +72,12 @@ impl DirectConsumer for Recorder {
         self.taking.store(false, Ordering::SeqCst);
     }
 
-    fn deliver(&self, frames: Bytes, count: u32) {
-        assert!(count > 0);
-        self.frames.lock().unwrap().push(frames);
+    fn open_batch(&self, expected: usize) -> Box<dyn DirectBatch> {
+        assert!(expected >= 1);
+        Box::new(RecordedBatch {
+            bodies: Vec::new(),
+            batches: self.batches.clone(),
+        })
     }
 }
 
@@ -124,7 +122,7 @@ async fn queued(store: &EmbeddedStore) -> u64 {
 /// What a push task would take from the queue as `consumer`'s taker.
 async fn take_as(store: &EmbeddedStore, consumer: &Recorder) -> Vec<String> {
     let mut got = Vec::new();
-    let mut sink = |_: usize, d: ferry_protocol::DeliveryView<'_>| {
+    let mut sink = |_: usize, d: DeliveryView<'_>| {
         got.push(String::from_utf8(d.body.to_vec()).unwrap());
     };
     let n = store

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use super::backend::Backend;
 use super::format::header::{self, HeaderError};
-use super::format::record::{self, Frame};
+use super::format::record::{self, Scan};
 use super::format::FORMAT_VERSION;
 use super::space::RESERVE_FILE;
 use super::state::journal::Journal;
@@ -135,8 +135,8 @@ pub fn recover(
         let mut cut = None;
         loop {
             match record::next_frame(bytes.get(pos..).unwrap_or_default(), mask) {
-                Frame::End => break,
-                Frame::Record {
+                Scan::End => break,
+                Scan::Record {
                     kind,
                     payload,
                     size,
@@ -150,14 +150,14 @@ pub fn recover(
                     state.replay(rec, n, size as u32);
                     pos += size;
                 }
-                Frame::Torn(why) if last => {
+                Scan::Torn(why) if last => {
                     tracing::warn!(segment = %path.display(), offset = pos,
                         dropped_bytes = bytes.len() - pos, reason = why,
                         "truncating the torn or corrupt tail of the last segment");
                     cut = Some(pos as u64);
                     break;
                 }
-                Frame::Torn(why) => {
+                Scan::Torn(why) => {
                     return Err(corrupt(&path, format!("{why} at offset {pos}")));
                 }
             }

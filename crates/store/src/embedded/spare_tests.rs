@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use ferry_protocol::{AckMode, ReceiveMode};
 
 use super::engine_tests::{bodies, config, message, open, seg_dir, spec};
-use super::format::record::{self, Frame};
+use super::format::record::{self, Scan};
 use super::format::{header, FORMAT_VERSION};
 use super::{
     parse_segment_name, CrashMode, EmbeddedStore, FaultKind, FaultyBackend, FsyncPolicy,
@@ -211,12 +211,12 @@ fn rewrite_as_version_1(disk: &FaultyBackend) {
         let mut pos = header_len;
         loop {
             match record::next_frame(&bytes[pos..], mask) {
-                Frame::End => break,
-                Frame::Record { size, .. } => {
+                Scan::End => break,
+                Scan::Record { size, .. } => {
                     record::mask_crc(&mut bytes[pos..], mask);
                     pos += size;
                 }
-                Frame::Torn(why) => panic!("segment {n}: {why}"),
+                Scan::Torn(why) => panic!("segment {n}: {why}"),
             }
         }
         disk.set_file(&path, bytes);

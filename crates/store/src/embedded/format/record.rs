@@ -197,8 +197,8 @@ pub fn mask_crc(frame: &mut [u8], mask: u32) {
     }
 }
 
-/// Frames a record: writes the prefix and kind, lets `payload` write the rest, then patches
-/// length and CRC. Returns the record's total size in bytes.
+/// Writes a record: the prefix and kind, then `payload` writes the rest, then the length and
+/// CRC are patched in. Returns the record's total size in bytes.
 fn frame(out: &mut Vec<u8>, kind: u8, payload: impl FnOnce(&mut Vec<u8>)) -> u32 {
     let start = out.len();
     out.extend_from_slice(&[0u8; FRAME_PREFIX]);
@@ -333,7 +333,7 @@ pub fn message_removed_len(queue: &str) -> usize {
 }
 
 /// Writes a `DeliveryStarted` record.
-pub fn encode_delivery_started(out: &mut Vec<u8>, id: u64, queue: &str, count: u32) -> u32 {
+pub fn encode_started_delivery(out: &mut Vec<u8>, id: u64, queue: &str, count: u32) -> u32 {
     frame(out, kind::DELIVERY_STARTED, |out| {
         put_u64(out, id);
         put_u32(out, count);
@@ -349,9 +349,9 @@ pub fn encode_message_removed(out: &mut Vec<u8>, id: u64, queue: &str) -> u32 {
     })
 }
 
-/// What [`next_frame`] found at the start of a buffer.
+/// What [`next_frame`] found at the start of a buffer: a record, the end, or a torn tail.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame<'a> {
+pub enum Scan<'a> {
     /// No bytes left: a clean end.
     End,
     /// A complete record whose CRC matches.
@@ -369,30 +369,30 @@ pub enum Frame<'a> {
 
 /// Reads the record frame at the start of `buf`, checking length and CRC, the CRC masked with
 /// `mask` (the segment's [`segment_mask`], or 0 for version 1 segments and records in a group).
-pub fn next_frame(buf: &[u8], mask: u32) -> Frame<'_> {
+pub fn next_frame(buf: &[u8], mask: u32) -> Scan<'_> {
     if buf.is_empty() {
-        return Frame::End;
+        return Scan::End;
     }
     let mut r = Reader::new(buf);
     let (Ok(len), Ok(crc)) = (r.u32("length"), r.u32("crc")) else {
-        return Frame::Torn("incomplete record prefix");
+        return Scan::Torn("incomplete record prefix");
     };
     if len == 0 {
-        return Frame::Torn("zero record length");
+        return Scan::Torn("zero record length");
     }
     let Ok(covered) = r.take(len as usize, "record") else {
-        return Frame::Torn("record runs past the end of the file");
+        return Scan::Torn("record runs past the end of the file");
     };
     if crc32c::crc32c(covered) ^ mask != crc {
-        return Frame::Torn("record checksum mismatch");
+        return Scan::Torn("record checksum mismatch");
     }
     match covered.split_first() {
-        Some((kind, payload)) => Frame::Record {
+        Some((kind, payload)) => Scan::Record {
             kind: *kind,
             payload,
             size: FRAME_PREFIX + len as usize,
         },
-        None => Frame::Torn("zero record length"),
+        None => Scan::Torn("zero record length"),
     }
 }
 
@@ -458,8 +458,8 @@ fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
     let mut records = Vec::new();
     loop {
         match next_frame(buf, 0) {
-            Frame::End => return Ok(records),
-            Frame::Record {
+            Scan::End => return Ok(records),
+            Scan::Record {
                 kind: kind::GROUP, ..
             } => {
                 return Err(FormatError::Invalid {
@@ -467,7 +467,7 @@ fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
                     value: u64::from(kind::GROUP),
                 })
             }
-            Frame::Record {
+            Scan::Record {
                 kind,
                 payload,
                 size,
@@ -475,7 +475,7 @@ fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
                 records.push((decode(kind, payload)?, size as u32));
                 buf = buf.get(size..).unwrap_or_default();
             }
-            Frame::Torn(_) => return Err(FormatError::Truncated("record inside a group")),
+            Scan::Torn(_) => return Err(FormatError::Truncated("record inside a group")),
         }
     }
 }
@@ -563,7 +563,7 @@ mod tests {
         encode_name(&mut out, kind::CLIENT_REGISTERED, "carol");
         assert_eq!(out.len() - at, name_len("carol"));
         encode_name(&mut out, kind::CLIENT_FORGOTTEN, "carol");
-        encode_delivery_started(&mut out, 9, "q2", 3);
+        encode_started_delivery(&mut out, 9, "q2", 3);
         encode_message_removed(&mut out, 9, "q1");
         encode_queue_options(&mut out, "q1", 3, Some("dlq"), None);
         encode_queue_options(&mut out, "q2", 0, None, Some("exp"));
@@ -571,8 +571,8 @@ mod tests {
         let mut got = Vec::new();
         loop {
             match next_frame(&out[pos..], 0) {
-                Frame::End => break,
-                Frame::Record {
+                Scan::End => break,
+                Scan::Record {
                     kind,
                     payload,
                     size,
@@ -580,7 +580,7 @@ mod tests {
                     got.push(decode(kind, payload).unwrap());
                     pos += size;
                 }
-                Frame::Torn(why) => panic!("{why}"),
+                Scan::Torn(why) => panic!("{why}"),
             }
         }
         assert_eq!(got.len(), 9);
@@ -634,7 +634,7 @@ mod tests {
         sample(&mut out);
         for cut in 1..out.len() {
             assert!(
-                matches!(next_frame(&out[..cut], 0), Frame::Torn(_)),
+                matches!(next_frame(&out[..cut], 0), Scan::Torn(_)),
                 "cut {cut}"
             );
         }
@@ -643,8 +643,8 @@ mod tests {
                 let mut b = out.clone();
                 b[byte] ^= 1 << bit;
                 match next_frame(&b, 0) {
-                    Frame::Torn(_) => {}
-                    Frame::Record { .. } | Frame::End => panic!("flip {byte}.{bit} undetected"),
+                    Scan::Torn(_) => {}
+                    Scan::Record { .. } | Scan::End => panic!("flip {byte}.{bit} undetected"),
                 }
             }
         }
@@ -674,7 +674,7 @@ mod tests {
             let mut out = Vec::new();
             let n = encode_message_added(&mut out, &m, [("q", 0u32)].into_iter());
             assert_eq!(n as usize, message_added_len(&m, ["q"].into_iter()));
-            let Frame::Record { kind, payload, .. } = next_frame(&out, 0) else {
+            let Scan::Record { kind, payload, .. } = next_frame(&out, 0) else {
                 panic!("torn")
             };
             assert_eq!(payload.len(), 8 * 3 + 1 + 3 + 1 + 2 + 7 + 2 + 5 + extra);
@@ -693,17 +693,14 @@ mod tests {
         mask_crc(&mut out, segment_mask(7));
         assert!(matches!(
             next_frame(&out, segment_mask(7)),
-            Frame::Record { .. }
+            Scan::Record { .. }
         ));
         // A stale record of segment 7 left in a file reused for any later segment, or read
         // as a version 1 (unmasked) record, fails its check.
         for other in [0, segment_mask(6), segment_mask(8), segment_mask(7 + 1000)] {
-            assert!(matches!(next_frame(&out, other), Frame::Torn(_)), "{other}");
+            assert!(matches!(next_frame(&out, other), Scan::Torn(_)), "{other}");
         }
-        assert!(matches!(
-            next_frame(&plain, segment_mask(7)),
-            Frame::Torn(_)
-        ));
+        assert!(matches!(next_frame(&plain, segment_mask(7)), Scan::Torn(_)));
         mask_crc(&mut out, segment_mask(7));
         assert_eq!(out, plain, "masking twice unmasks");
     }

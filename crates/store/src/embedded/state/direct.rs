@@ -1,21 +1,19 @@
 //! The embedded engine's side of direct delivery (see [`crate::direct`]): the consumers
-//! attached per subscription queue, and the frames encoded for them during one hold of the
-//! state lock, handed over before the lock is released.
+//! attached per subscription queue, and the batches of deliveries made to them during one hold
+//! of the state lock, handed over before the lock is released.
 
 use std::fmt;
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use ferry_protocol::{encode_deliver, DeliveryView};
+use ferry_protocol::DeliveryView;
 
 use super::{IdMap, QueueKey, State, Stored};
-use crate::direct::DirectConsumer;
+use crate::direct::{DirectBatch, DirectConsumer};
 
-/// Frames encoded for one consumer, not handed over yet.
+/// Deliveries made to one consumer, not handed over yet.
 struct Pending {
     consumer: Arc<dyn DirectConsumer>,
-    frames: BytesMut,
-    count: u32,
+    batch: Box<dyn DirectBatch>,
 }
 
 /// Consumers taking direct deliveries, by subscription queue.
@@ -26,22 +24,6 @@ pub struct DirectTaps {
     /// Publishes expected before the next flush (a batch's size): a consumer's buffer is sized
     /// for them up front instead of growing by copies.
     expected: usize,
-}
-
-/// Most bytes reserved up front for one consumer's frames.
-const MAX_RESERVE: usize = 4 << 20;
-
-/// About the encoded size of the `Deliver` frame of `msg` from queue `name`.
-fn frame_len_hint(name: &str, msg: &Stored) -> usize {
-    // The fixed fields, and a property's name length, type and an 8-byte value.
-    80 + name.len()
-        + msg.sender.len()
-        + msg.body.len()
-        + msg
-            .properties
-            .iter()
-            .map(|(n, _)| 11 + n.len())
-            .sum::<usize>()
 }
 
 impl fmt::Debug for DirectTaps {
@@ -62,7 +44,7 @@ impl DirectTaps {
         }
     }
 
-    /// Encodes `msg`, published to queue `name` (`qk`), for the queue's one consumer if it
+    /// Hands `msg`, published to queue `name` (`qk`), to the queue's one consumer if it
     /// accepts it; returns whether it did (the message then does not go on the queue).
     fn offer(&mut self, qk: QueueKey, name: &str, msg: &Stored) -> bool {
         let Some(consumer) = self.only(qk) else {
@@ -78,12 +60,10 @@ impl DirectTaps {
         {
             Some(i) => i,
             None => {
-                let consumer = consumer.clone();
-                let reserve = frame_len_hint(name, msg).saturating_mul(self.expected.max(1));
+                let batch = consumer.open_batch(self.expected.max(1));
                 self.pending.push(Pending {
-                    consumer,
-                    frames: BytesMut::with_capacity(reserve.min(MAX_RESERVE)),
-                    count: 0,
+                    consumer: consumer.clone(),
+                    batch,
                 });
                 self.pending.len() - 1
             }
@@ -105,8 +85,7 @@ impl DirectTaps {
             body: &msg.body,
             expires_at: msg.expires_at,
         };
-        encode_deliver(&mut p.frames, p.consumer.subscription(), &view);
-        p.count += 1;
+        p.batch.push(&view);
         true
     }
 }
@@ -160,13 +139,13 @@ impl State {
         self.direct.expected = n;
     }
 
-    /// Hands every consumer the frames encoded for it since the last call. Called before the
+    /// Hands every consumer the deliveries made to it since the last call. Called before the
     /// state lock is released by every call that may publish, so that the order of deliveries
     /// is the order of the publishes.
     pub fn flush_direct(&mut self) {
         self.direct.expected = 0;
         for p in self.direct.pending.drain(..) {
-            p.consumer.deliver(p.frames.freeze(), p.count);
+            p.batch.hand_over();
         }
     }
 }

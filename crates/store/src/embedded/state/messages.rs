@@ -547,7 +547,7 @@ impl State {
                     let next = count.saturating_add(1);
                     if msg.persistent {
                         self.append(log, |b| {
-                            record::encode_delivery_started(b, id, &queue, next)
+                            record::encode_started_delivery(b, id, &queue, next)
                         });
                         wrote = true;
                     }
