@@ -282,7 +282,7 @@ pub fn forms_cycle(
 /// The queue a dead letter or expired copy came from (its `ferry_original_queue` property).
 pub fn origin_of(message: &Message) -> Option<&str> {
     message.properties.iter().find_map(|(n, v)| match v {
-        ferry_protocol::PropertyValue::Str(s) if n == crate::api::dead_letter::ORIGINAL_QUEUE => {
+        ferry_protocol::PropertyValue::Str(s) if n == crate::dead_letter::ORIGINAL_QUEUE => {
             Some(s.as_str())
         }
         _ => None,

@@ -4,6 +4,7 @@
 //! - [`api`]: the trait, its argument and result types;
 //! - [`admin`]: the operator's role of a store (figures, browse, purge, move, settings);
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
+//! - [`dead_letter`]: the history a dead-lettered message carries as properties;
 //! - [`clock`]: the store's own wall clock (when sessions ended);
 //! - [`select`]: what a selector reads of a message, for every engine;
 //! - [`patterns`]: [`PatternIndex`], the word trie that finds the wildcard patterns a topic matches;
@@ -18,6 +19,7 @@ pub mod admin;
 pub mod api;
 pub mod clock;
 pub mod conformance;
+pub mod dead_letter;
 pub mod direct;
 pub mod embedded;
 pub mod error;

@@ -8,13 +8,9 @@ use ferry_protocol::{PropertyValue, QueueOptions};
 
 use super::browsing::browse_spec;
 use super::*;
-use crate::admin::{MessageCounters, MoveTarget, QueueDetails};
+use crate::admin::{MessageCounters, MoveTarget};
 use crate::api::{dead_letter, Registration};
 use crate::error::StoreError;
-
-/// A delivery time no test reaches: the message stays delayed on every engine, whatever the
-/// clock (ms since the Unix epoch; the year 2100).
-pub const FAR_FUTURE: u64 = 4_102_444_800_000;
 
 fn with_dead_letters(max_deliveries: u32, dlq: Option<&str>, expiry: Option<&str>) -> QueueOptions {
     QueueOptions {
@@ -22,15 +18,6 @@ fn with_dead_letters(max_deliveries: u32, dlq: Option<&str>, expiry: Option<&str
         dead_letter_queue: dlq.map(str::to_owned),
         expiry_queue: expiry.map(str::to_owned),
     }
-}
-
-/// The figures of queue `name`, per `queue_details`.
-pub async fn details(store: &Arc<dyn Store>, name: &str) -> QueueDetails {
-    let all = store.queue_details().await.unwrap();
-    all.iter()
-        .find(|q| q.name == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("queue '{name}' missing from {all:?}"))
 }
 
 /// A message with a body and a creation time of its own.

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use ferry_protocol::{MessageId, Order, Source};
 use ferry_selector::Selector;
 
-use super::admin::FAR_FUTURE;
 use super::*;
 use crate::admin::{BrowseCursor, BrowseSpec, BROWSE_BUDGET};
 use crate::error::StoreError;
@@ -126,7 +125,7 @@ pub async fn browse_pages_in_order_without_consuming(store: Arc<dyn Store>) {
     assert_eq!(addressed.message.receiver.as_deref(), Some("d"));
 
     // Nothing changed: the same deliveries, counts and order.
-    let q = super::admin::details(&store, "q").await;
+    let q = super::details(&store, "q").await;
     assert_eq!((q.ready, q.delayed, q.in_flight), (6, 1, 1));
     store.ack(SESSION, &[held[0].delivery_id]).await.unwrap();
     let taken = store.receive(&take("q", "c"), 10).await.unwrap();

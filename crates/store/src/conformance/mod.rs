@@ -33,6 +33,7 @@ use ferry_protocol::{
     SubscriptionOptions,
 };
 
+use crate::admin::QueueDetails;
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 
 pub mod admin;
@@ -398,4 +399,17 @@ pub fn sample_properties() -> ferry_protocol::Properties {
         ("x".into(), PropertyValue::Float(2.5)),
         ("s".into(), PropertyValue::Str("héllo".into())),
     ]
+}
+
+/// A delivery time no test reaches: the message stays delayed on every engine, whatever the
+/// clock (ms since the Unix epoch; the year 2100).
+pub const FAR_FUTURE: u64 = 4_102_444_800_000;
+
+/// The figures of queue `name`, per `queue_details`.
+pub async fn details(store: &Arc<dyn Store>, name: &str) -> QueueDetails {
+    let all = store.queue_details().await.unwrap();
+    all.iter()
+        .find(|q| q.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("queue '{name}' missing from {all:?}"))
 }

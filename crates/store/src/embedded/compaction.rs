@@ -60,38 +60,41 @@ enum Step {
     Rewrite(u64),
 }
 
-/// Runs compaction steps until nothing is worth doing or the budget is spent.
-pub async fn maintain(store: &EmbeddedStore) -> Result<(), StoreError> {
-    let _running = store.maintaining.lock().await;
-    let mut budget = store.segment_bytes.saturating_mul(2);
-    loop {
-        store.writable().await?;
-        let (segment, rewritten, ticket) = {
-            let mut st = store.state();
-            // On a full disk, rewrites go into the space reserve: only those that fit.
-            let room = store.is_full().then(|| st.journal.room());
-            let Some(step) = next_step(&st.journal, room) else {
+impl EmbeddedStore {
+    /// Runs compaction steps until nothing is worth doing or the budget is spent.
+    pub(super) async fn compact(&self) -> Result<(), StoreError> {
+        let store = self;
+        let _running = store.maintaining.lock().await;
+        let mut budget = store.segment_bytes.saturating_mul(2);
+        loop {
+            store.writable().await?;
+            let (segment, rewritten, ticket) = {
+                let mut st = store.state();
+                // On a full disk, rewrites go into the space reserve: only those that fit.
+                let room = store.is_full().then(|| st.journal.room());
+                let Some(step) = next_step(&st.journal, room) else {
+                    return Ok(());
+                };
+                let mut log = store.log.lock();
+                let (segment, rewritten) = match step {
+                    Step::Delete(n) => (n, 0),
+                    Step::Rewrite(n) => (n, st.rewrite_segment(&mut log, n)),
+                };
+                log.force_sync();
+                (segment, rewritten, log.ticket())
+            };
+            ticket.wait().await?;
+            retire_segment(store, segment).await?;
+            store.state().journal.segments.remove(&segment);
+            store
+                .figures
+                .compactions
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::debug!(segment, rewritten, "compacted log segment");
+            budget = budget.saturating_sub(rewritten.max(1));
+            if budget == 0 {
                 return Ok(());
-            };
-            let mut log = store.log.lock();
-            let (segment, rewritten) = match step {
-                Step::Delete(n) => (n, 0),
-                Step::Rewrite(n) => (n, st.rewrite_segment(&mut log, n)),
-            };
-            log.force_sync();
-            (segment, rewritten, log.ticket())
-        };
-        ticket.wait().await?;
-        retire_segment(store, segment).await?;
-        store.state().journal.segments.remove(&segment);
-        store
-            .figures
-            .compactions
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::debug!(segment, rewritten, "compacted log segment");
-        budget = budget.saturating_sub(rewritten.max(1));
-        if budget == 0 {
-            return Ok(());
+            }
         }
     }
 }

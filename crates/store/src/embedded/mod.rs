@@ -28,6 +28,7 @@ mod direct_tests;
 mod engine_tests;
 #[cfg(test)]
 mod expiry_tests;
+mod figures;
 mod flusher;
 #[cfg(test)]
 mod flusher_tests;

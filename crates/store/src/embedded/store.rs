@@ -22,11 +22,11 @@ use ferry_protocol::{
     QueueOptions, ReceiveMode, SubscriptionOptions, TopicInfo,
 };
 
-use super::admin::EngineFigures;
 use super::backend::Backend;
 use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::consumers::ConsumerClaims;
+use super::figures::EngineFigures;
 use super::recovery;
 use super::space::Space;
 use super::spares::Spares;
@@ -283,7 +283,7 @@ impl EmbeddedStore {
         }
         // Short of room even for what frees space: compact first (segments drained by the
         // consumers give their files back, and one may become the reserve again).
-        if let Err(e) = super::compaction::maintain(self).await {
+        if let Err(e) = self.compact().await {
             tracing::warn!(error = %e, "compaction on a full disk failed");
         }
         if !self.space.is_full() || self.has_room() {
@@ -690,7 +690,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn maintain(&self) -> Result<(), StoreError> {
-        super::compaction::maintain(self).await?;
+        self.compact().await?;
         if self.space.is_full() {
             let (space, spares) = (self.space.clone(), self.spares.clone());
             tokio::task::spawn_blocking(move || space.replenish(&spares))

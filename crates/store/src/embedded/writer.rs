@@ -41,8 +41,14 @@ use super::flusher::Flusher;
 use super::segment_path;
 use super::space::Space;
 use super::spares::Spares;
-use super::state::journal::segment_capacity;
 use crate::error::StoreError;
+
+/// How many bytes a segment whose header takes `header_len` bytes holds: `segment_bytes`, but
+/// at least half of it for records, however large the header (so that a store with a huge
+/// header does not roll at every record).
+pub fn segment_capacity(segment_bytes: u64, header_len: u64) -> u64 {
+    segment_bytes.max(header_len.saturating_add(segment_bytes / 2))
+}
 
 /// A written buffer larger than this is not kept for reuse, so one huge batch does not pin its
 /// memory forever.
@@ -207,7 +213,7 @@ impl Log {
         policy: FsyncPolicy,
         head: Head,
         files: Files,
-        figures: Arc<super::admin::EngineFigures>,
+        figures: Arc<super::figures::EngineFigures>,
     ) -> io::Result<Log> {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
@@ -411,7 +417,7 @@ struct Writer {
     /// Where new segments' files come from.
     files: Files,
     /// Fsync latency and group-commit sizes, for metrics.
-    figures: Arc<super::admin::EngineFigures>,
+    figures: Arc<super::figures::EngineFigures>,
 }
 
 /// How a batch failed.

@@ -11,8 +11,9 @@ use deadpool_postgres::Transaction;
 use ferry_protocol::{Message, MessageId, Order, QueueOptions, Source};
 use tokio_postgres::Row;
 
+use super::inner::Inner;
 use super::props;
-use super::store::{Inner, PostgresStore};
+use super::store::PostgresStore;
 use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::admin::{

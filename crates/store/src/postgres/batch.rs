@@ -15,13 +15,13 @@ use std::collections::HashMap;
 use deadpool_postgres::Transaction;
 use ferry_protocol::{DeliveryId, MessageId, MAX_PRIORITY, MIN_PRIORITY};
 
+use super::inner::Inner;
 use super::names;
 use super::notify::notify;
 use super::props;
 use super::publish::{subscribers, Subscriber};
 use super::receive::{as_i64, time_as_i64};
 use super::settle::{unknown_ids, LEASED_ROWS};
-use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{drop_orphans, TxResult};
 use crate::api::{NewMessage, SessionId};

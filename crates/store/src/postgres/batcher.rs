@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::batch::{Done, Work};
-use super::store::Inner;
+use super::inner::Inner;
 use crate::error::StoreError;
 
 /// One queued item and where its result goes.

@@ -10,9 +10,9 @@
 use ferry_protocol::{DeliveryId, MessageId};
 
 use super::batch::{all_transient, Stored};
+use super::inner::Inner;
 use super::receive::as_i64;
 use super::settle::unknown_ids;
-use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{retrying, TxResult};
 use crate::api::{NewMessage, SessionId};

@@ -4,8 +4,8 @@
 
 use ferry_protocol::subscription_queue;
 
+use super::inner::Inner;
 use super::receive::as_i64;
-use super::store::Inner;
 use super::topics::{drop_subscriptions, lock_subscription, RowLock, Tx};
 use super::tx::{first_column, retrying, TxError, TxResult};
 use crate::api::SessionId;

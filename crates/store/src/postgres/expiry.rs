@@ -12,8 +12,8 @@
 //! columns (there is no index on them: it would cost every send); this is done once per run,
 //! and only when some name is due.
 
+use super::inner::Inner;
 use super::receive::as_i64;
-use super::store::Inner;
 use super::tx::{first_column, retrying};
 use crate::error::StoreError;
 

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use ferry_protocol::{Delivery, Order, Source};
 use tokio::sync::oneshot;
 
+use super::inner::Inner;
 use super::receive::{as_i64, orders, source_condition, timely, COLUMNS, JOINS};
-use super::store::Inner;
 use super::tx::{retrying, TxResult};
 use crate::api::ReceiveSpec;
 use crate::error::StoreError;
@@ -55,6 +55,7 @@ const MAX_ROUND: usize = 16_384;
 /// A client-ack take, gathered with the concurrent ones on the same source and order.
 pub async fn receive(
     inner: &Arc<Inner>,
+    gathers: &Arc<Gathers>,
     spec: &ReceiveSpec,
     max: usize,
 ) -> Result<Vec<Delivery>, StoreError> {
@@ -66,8 +67,7 @@ pub async fn receive(
         reply,
     };
     let start = {
-        let mut waiting = inner
-            .gathers
+        let mut waiting = gathers
             .waiting
             .lock()
             .map_err(|_| StoreError::Internal("receive gathering poisoned".into()))?;
@@ -83,7 +83,7 @@ pub async fn receive(
         }
     };
     if start {
-        tokio::spawn(drain(inner.clone(), key));
+        tokio::spawn(drain(inner.clone(), gathers.clone(), key));
     }
     answer
         .await
@@ -91,10 +91,10 @@ pub async fn receive(
 }
 
 /// Serves the receives queued under `key` round after round until none is left.
-async fn drain(inner: Arc<Inner>, key: Key) {
+async fn drain(inner: Arc<Inner>, gathers: Arc<Gathers>, key: Key) {
     loop {
         let round = {
-            let Ok(mut waiting) = inner.gathers.waiting.lock() else {
+            let Ok(mut waiting) = gathers.waiting.lock() else {
                 return;
             };
             match waiting.get_mut(&key) {

@@ -5,6 +5,8 @@
 //! - `migrate`: the versioned schema (`migrations/*.sql`), applied on open under an advisory
 //!   lock;
 //! - `store`: [`PostgresStore`], the `Store` implementation, and the pool;
+//! - `inner`: what the operations share (pool, node name, caches, flows); `flows`: counting
+//!   them and writing them to `queue_counters`;
 //! - `batcher`, `batch`: sends and acks gathered into one transaction per batch;
 //! - `receive`, `gather`: receives; concurrent client-ack takes on one source are served by one
 //!   scan (`gather`);
@@ -34,7 +36,9 @@ mod consumers;
 mod dead_letter;
 mod errors;
 mod expiry;
+mod flows;
 mod gather;
+mod inner;
 mod listen;
 mod migrate;
 mod names;

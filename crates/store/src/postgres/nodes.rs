@@ -16,11 +16,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::consumers::drop_unconsumed_shared;
+use super::inner::{Contact, Inner};
 use super::names;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::settle::{names_after_dead_letters, UNLEASE};
-use super::store::Inner;
 use super::tally::Tally;
 use super::topics::drop_owned;
 use super::tx::{first_column, retrying, TxError, TxResult};
@@ -291,13 +291,4 @@ impl Inner {
         })
         .await
     }
-}
-
-/// An unbroken stretch of heartbeats that reached the database.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Contact {
-    /// The first beat of the stretch.
-    since: Instant,
-    /// The latest beat.
-    last: Instant,
 }

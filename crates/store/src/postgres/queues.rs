@@ -1,7 +1,7 @@
 //! Queue and client metadata: register, create, delete, list, waiting queues.
 
+use super::inner::Inner;
 use super::names;
-use super::store::Inner;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::error::StoreError;
 use ferry_protocol::QueueInfo;

@@ -17,8 +17,8 @@ use ferry_protocol::{AckMode, Delivery, Message, Order, ReceiveMode, Source};
 use tokio_postgres::Row;
 
 use super::errors::bad_data;
+use super::inner::Inner;
 use super::props;
-use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::api::ReceiveSpec;

@@ -18,9 +18,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::errors::bad_data;
+use super::inner::Inner;
 use super::props;
 use super::receive::{as_i64, lease_until, timely};
-use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::api::ReceiveSpec;

@@ -6,9 +6,9 @@ use ferry_protocol::DeliveryId;
 
 use super::consumers::drop_unconsumed_shared;
 use super::dead_letter::move_over_limit;
+use super::inner::Inner;
 use super::notify::notify;
 use super::receive::as_i64;
-use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{first_column, retrying, TxResult};
 use crate::api::SessionId;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use ferry_protocol::{AckMode, Delivery, DeliveryId, MessageId, QueueInfo, ReceiveMode};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
@@ -16,8 +16,8 @@ use super::batcher::Batcher;
 use super::clients::{ClientIds, QueueNames};
 use super::config::PostgresConfig;
 use super::gather::{self, Gathers};
+use super::inner::Inner;
 use super::publish::Selectors;
-use super::tx::{TxError, TxResult};
 use super::{listen, migrate};
 use crate::api::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store};
 use crate::error::StoreError;
@@ -32,41 +32,13 @@ const PLANNER_OPTIONS: &str =
 /// How long an operation waits for a pooled connection, or for a new one to be made.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What the store's operations share with the batcher task.
-#[derive(Debug)]
-pub struct Inner {
-    pub(super) pool: Pool,
-    /// This node's name, stored with its leases.
-    pub(super) node: String,
-    pub(super) clients: ClientIds,
-    pub(super) queue_names: QueueNames,
-    /// Set by the first heartbeat (a later one that finds no row was taken for dead).
-    pub(super) beating: AtomicBool,
-    /// Since when this node has reached the database without a break (see `nodes`).
-    pub(super) contact: std::sync::Mutex<Option<super::nodes::Contact>>,
-    /// Client-ack takes waiting to be served together.
-    pub(super) gathers: Gathers,
-    /// Parsed subscription selectors, by their text.
-    pub(super) selectors: Selectors,
-    /// Messages in and out of each queue, dead letters, expiries and drops (see `tally`).
-    pub(super) flows: super::tally::Flows,
-}
-
-impl Inner {
-    /// A pooled connection, or `Unavailable`.
-    pub(super) async fn conn(&self) -> TxResult<Object> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| TxError::Store(super::errors::pool(e)))
-    }
-}
-
 /// The PostgreSQL storage engine. Open it with [`PostgresStore::open`]; share the `Arc`.
 #[derive(Debug)]
 pub struct PostgresStore {
     inner: Arc<Inner>,
     batcher: Batcher,
+    /// Client-ack takes waiting to be served together.
+    gathers: Arc<Gathers>,
     /// What the listener hears from other nodes.
     changes: broadcast::Sender<Vec<String>>,
     listener: JoinHandle<()>,
@@ -126,7 +98,6 @@ impl PostgresStore {
             queue_names: QueueNames::default(),
             beating: AtomicBool::new(false),
             contact: std::sync::Mutex::new(None),
-            gathers: Gathers::default(),
             selectors: Selectors::default(),
             flows: Default::default(),
         });
@@ -147,6 +118,7 @@ impl PostgresStore {
         );
         let batcher = Batcher::start(inner.clone(), cfg.batch_max);
         Ok(Arc::new(PostgresStore {
+            gathers: Arc::default(),
             inner,
             batcher,
             changes,
@@ -235,7 +207,9 @@ impl Store for PostgresStore {
             return self.inner.receive_selected(spec, max).await;
         }
         match (spec.mode, spec.ack) {
-            (ReceiveMode::Take, AckMode::Client) => gather::receive(&self.inner, spec, max).await,
+            (ReceiveMode::Take, AckMode::Client) => {
+                gather::receive(&self.inner, &self.gathers, spec, max).await
+            }
             _ => self.inner.receive(spec, max).await,
         }
     }

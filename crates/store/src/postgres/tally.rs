@@ -11,8 +11,6 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use super::store::Inner;
-use super::tx::TxResult;
 use crate::admin::MessageCounters;
 
 /// One transaction's figures.
@@ -56,7 +54,7 @@ pub struct Flows {
     unwritten: Mutex<HashMap<i64, (u64, u64)>>,
     /// Held while flows are written, and while totals are read, so that a read sees a write
     /// either done or not begun, never half way (its flows in neither place, or in both).
-    writing: tokio::sync::Mutex<()>,
+    pub(super) writing: tokio::sync::Mutex<()>,
     counters: Mutex<MessageCounters>,
 }
 
@@ -66,21 +64,6 @@ impl Flows {
         *self.counters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn unwritten(&self) -> MutexGuard<'_, HashMap<i64, (u64, u64)>> {
-        self.unwritten.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Adds `from`'s flows to `to`.
-fn merge(to: &mut HashMap<i64, (u64, u64)>, from: &HashMap<i64, (u64, u64)>) {
-    for (q, (e, l)) in from {
-        let t = to.entry(*q).or_default();
-        t.0 += e;
-        t.1 += l;
-    }
-}
-
-impl Inner {
     /// Adds a committed transaction's `tally` to this node's figures; drops of messages whose
     /// target queue is gone are logged (the first ten, then at powers of two: a deleted
     /// dead-letter queue can make a storm of them).
@@ -89,11 +72,7 @@ impl Inner {
             return;
         }
         let (before, after) = {
-            let mut c = self
-                .flows
-                .counters
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut c = self.counters.lock().unwrap_or_else(|p| p.into_inner());
             let before = c.dropped_target_missing;
             c.add(&tally.counters);
             (before, c.dropped_target_missing)
@@ -108,7 +87,7 @@ impl Inner {
         if tally.entered.is_empty() && tally.left.is_empty() {
             return;
         }
-        let mut unwritten = self.flows.unwritten();
+        let mut unwritten = self.unwritten();
         for (q, n) in tally.entered {
             unwritten.entry(q).or_default().0 += n;
         }
@@ -117,62 +96,17 @@ impl Inner {
         }
     }
 
-    /// Adds the flows not written yet to `queue_counters` (the heartbeat calls it); on failure
-    /// they stay for the next time.
-    pub(super) async fn write_flows(&self) -> TxResult<()> {
-        let _writing = self.flows.writing.lock().await;
-        let flows = std::mem::take(&mut *self.flows.unwritten());
-        if flows.is_empty() {
-            return Ok(());
-        }
-        let written = self.insert_flows(&flows).await;
-        if written.is_err() {
-            merge(&mut self.flows.unwritten(), &flows);
-        }
-        written
+    /// The flows not written to the table yet.
+    pub(super) fn unwritten(&self) -> MutexGuard<'_, HashMap<i64, (u64, u64)>> {
+        self.unwritten.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
 
-    async fn insert_flows(&self, flows: &HashMap<i64, (u64, u64)>) -> TxResult<()> {
-        let mut ids = Vec::with_capacity(flows.len());
-        let mut entered = Vec::with_capacity(flows.len());
-        let mut left = Vec::with_capacity(flows.len());
-        for (q, (e, l)) in flows {
-            ids.push(*q);
-            entered.push(i64::try_from(*e).unwrap_or(i64::MAX));
-            left.push(i64::try_from(*l).unwrap_or(i64::MAX));
-        }
-        let conn = self.conn().await?;
-        let stmt = conn
-            .prepare_cached(
-                "INSERT INTO queue_counters (queue_id, node, entered, left_total) \
-                 SELECT q, $4, e, l FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) \
-                   AS u(q, e, l) WHERE EXISTS (SELECT 1 FROM queues WHERE id = u.q) \
-                 ON CONFLICT (queue_id, node) DO UPDATE SET \
-                   entered = queue_counters.entered + excluded.entered, \
-                   left_total = queue_counters.left_total + excluded.left_total",
-            )
-            .await?;
-        conn.execute(&stmt, &[&ids, &entered, &left, &self.node])
-            .await?;
-        Ok(())
-    }
-
-    /// Entered and left totals per queue id: the table's, plus this node's not written yet.
-    pub(super) async fn flow_totals(&self) -> TxResult<HashMap<i64, (u64, u64)>> {
-        let _writing = self.flows.writing.lock().await;
-        let conn = self.conn().await?;
-        let stmt = conn
-            .prepare_cached(
-                "SELECT queue_id, sum(entered)::bigint, sum(left_total)::bigint \
-                 FROM queue_counters GROUP BY queue_id",
-            )
-            .await?;
-        let mut out: HashMap<i64, (u64, u64)> = HashMap::new();
-        for row in conn.query(&stmt, &[]).await? {
-            let (q, e, l): (i64, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-            out.insert(q, (e.max(0) as u64, l.max(0) as u64));
-        }
-        merge(&mut out, &self.flows.unwritten());
-        Ok(out)
+/// Adds `from`'s flows to `to`.
+pub(super) fn merge(to: &mut HashMap<i64, (u64, u64)>, from: &HashMap<i64, (u64, u64)>) {
+    for (q, (e, l)) in from {
+        let t = to.entry(*q).or_default();
+        t.0 += e;
+        t.1 += l;
     }
 }

@@ -2,9 +2,9 @@
 //! wake their waiters) and the deletion of expired ready rows (receives skip them anyway).
 
 use super::dead_letter::move_expired;
+use super::inner::Inner;
 use super::notify::notify;
 use super::receive::as_i64;
-use super::store::Inner;
 use super::tally::Tally;
 use super::tx::{drop_orphans, retrying};
 use crate::error::StoreError;

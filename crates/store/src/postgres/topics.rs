@@ -17,8 +17,8 @@
 use ferry_protocol::topic::{check_pattern, is_pattern};
 use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
 
+use super::inner::Inner;
 use super::names;
-use super::store::Inner;
 use super::tx::{drop_orphans, first_column, retrying, TxError, TxResult};
 use crate::error::StoreError;
 

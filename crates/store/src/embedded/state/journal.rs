@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use ferry_protocol::MessageId;
 
 use super::super::format::record;
-use super::super::writer::LogGuard;
+use super::super::writer::{segment_capacity, LogGuard};
 use super::ClientKey;
 
 /// Accounting of one segment.
@@ -40,13 +40,6 @@ impl SegmentStats {
             .saturating_sub(self.header)
             .saturating_sub(self.live)
     }
-}
-
-/// How many bytes a segment whose header takes `header_len` bytes holds: `segment_bytes`, but
-/// at least half of it for records, however large the header (so that a store with a huge
-/// header does not roll at every record).
-pub fn segment_capacity(segment_bytes: u64, header_len: u64) -> u64 {
-    segment_bytes.max(header_len.saturating_add(segment_bytes / 2))
 }
 
 /// The log's shape as the state sees it (it runs ahead of the writer by the pending batch).
