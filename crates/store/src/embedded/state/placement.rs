@@ -1,0 +1,222 @@
+//! Where a message stands on each queue: placed ready or delayed, made ready when due, taken
+//! off the indexes, and its entry stored and dropped.
+
+use std::collections::hash_map;
+
+use ferry_protocol::MessageId;
+
+use super::*;
+
+impl State {
+    /// Places a message that arrived (send, recovery) on queue `qk`: ready, or waiting for its
+    /// delivery time.
+    pub(super) fn place(&mut self, id: MessageId, qk: QueueKey) {
+        let Some(msg) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+            return;
+        };
+        self.place_stored(&msg, qk);
+    }
+
+    /// [`State::place`] for a message at hand (no lookup: a publish places one message on
+    /// many queues).
+    pub(super) fn place_stored(&mut self, m: &Stored, qk: QueueKey) {
+        let (id, deliver_at) = (m.id, m.deliver_at);
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.entered += 1;
+        }
+        if deliver_at == 0 {
+            self.make_ready_stored(m, qk);
+        } else {
+            self.delayed.insert((deliver_at, id, qk));
+            if let Some(q) = self.queues.get_mut(&qk) {
+                q.delayed += 1;
+            }
+        }
+    }
+
+    /// Makes every delayed message due at `now_ms` ready; returns their queues.
+    pub fn promote_due(&mut self, now_ms: u64) -> Vec<QueueKey> {
+        let mut queues = Vec::new();
+        while let Some(&(at, id, qk)) = self.delayed.first() {
+            if at > now_ms {
+                break;
+            }
+            self.delayed.pop_first();
+            if let Some(q) = self.queues.get_mut(&qk) {
+                q.delayed = q.delayed.saturating_sub(1);
+            }
+            self.make_ready(id, qk);
+            queues.push(qk);
+        }
+        queues
+    }
+
+    /// The expiry queues that got expired messages since the last call, sorted (their waiters
+    /// are to be woken).
+    pub fn take_expired_to(&mut self) -> Vec<String> {
+        let mut v = std::mem::take(&mut self.expired_to);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Takes queue `qk`'s delayed messages out of the waiting set (forced delete); returns them.
+    pub(super) fn undelay_queue(&mut self, qk: QueueKey) -> Vec<MessageId> {
+        let ids: Vec<(u64, MessageId, QueueKey)> =
+            self.delayed.iter().filter(|e| e.2 == qk).copied().collect();
+        for e in &ids {
+            self.delayed.remove(e);
+        }
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.delayed = 0;
+        }
+        ids.into_iter().map(|e| e.1).collect()
+    }
+
+    /// See [`crate::Store::delayed_due`]: makes the messages due by `until_ms` ready and names
+    /// the queues that got delayed messages since the last call (by this or by receives).
+    /// Also names the expiry queues that got expired messages from receives since then.
+    pub fn delayed_due(&mut self, until_ms: u64) -> (Vec<String>, Option<u64>) {
+        let promoted = self.promote_due(until_ms);
+        let mut keys = std::mem::take(&mut self.due_unreported);
+        keys.extend(promoted);
+        let mut names: Vec<String> = keys
+            .iter()
+            .filter_map(|qk| self.queues.get(qk).map(|q| q.name.to_string()))
+            .collect();
+        names.extend(self.take_expired_to());
+        names.sort_unstable();
+        names.dedup();
+        (names, self.delayed.first().map(|e| e.0))
+    }
+
+    /// Puts message `id` in the ready indexes of queue `qk` (and of its sender).
+    pub(super) fn make_ready(&mut self, id: MessageId, qk: QueueKey) {
+        let Some(m) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+            return;
+        };
+        self.make_ready_stored(&m, qk);
+    }
+
+    /// [`State::make_ready`] for a message at hand.
+    pub(super) fn make_ready_stored(&mut self, m: &Stored, qk: QueueKey) {
+        let id = m.id;
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.ready.insert(m.receiver_key, m.priority, id);
+            q.ready_count += 1;
+            q.ready_bytes += m.body.len() as u64;
+            if m.expires_at != 0 {
+                q.expiring += 1;
+            }
+        }
+        // By-sender receives do not search subscription queues.
+        if !is_subscription(qk) {
+            self.senders.entry(m.sender_key).or_default().insert(
+                m.receiver_key,
+                m.priority,
+                (id, qk),
+            );
+        }
+    }
+
+    /// Takes message `id` on queue `qk` out of the delayed set; whether it was there.
+    pub(super) fn undelay(&mut self, id: MessageId, qk: QueueKey) -> bool {
+        let Some(at) = self.messages.get(&id).map(|e| e.msg.deliver_at) else {
+            return false;
+        };
+        let found = at != 0 && self.delayed.remove(&(at, id, qk));
+        if found {
+            if let Some(q) = self.queues.get_mut(&qk) {
+                q.delayed = q.delayed.saturating_sub(1);
+            }
+        }
+        found
+    }
+
+    /// Takes message `id` out of the ready indexes of queue `qk`; whether it was ready there.
+    pub(super) fn unready(&mut self, id: MessageId, qk: QueueKey) -> bool {
+        let Some(m) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+            return false;
+        };
+        self.unready_stored(&m, qk)
+    }
+
+    /// [`State::unready`] for a message at hand.
+    pub(super) fn unready_stored(&mut self, m: &Stored, qk: QueueKey) -> bool {
+        let id = m.id;
+        let mut found = false;
+        if let Some(q) = self.queues.get_mut(&qk) {
+            found = q.ready.remove(m.receiver_key, m.priority, id);
+            if found {
+                q.ready_count -= 1;
+                q.ready_bytes = q.ready_bytes.saturating_sub(m.body.len() as u64);
+                if m.expires_at != 0 {
+                    q.expiring = q.expiring.saturating_sub(1);
+                }
+            }
+        }
+        if is_subscription(qk) {
+            return found;
+        }
+        if let Some(s) = self.senders.get_mut(&m.sender_key) {
+            s.remove(m.receiver_key, m.priority, (id, qk));
+            if s.is_empty() {
+                self.senders.remove(&m.sender_key);
+            }
+        }
+        found
+    }
+
+    /// How many messages the expiry index holds (tests: it must not keep messages that are
+    /// gone).
+    #[cfg(test)]
+    pub fn expiry_index_len(&self) -> usize {
+        self.by_expiry.len()
+    }
+
+    /// Stores a message's entry, and indexes it by expiry time if it has one. Its sender and
+    /// receiver now hold it.
+    pub(super) fn insert_entry(&mut self, id: MessageId, entry: Entry) {
+        if entry.msg.expires_at != 0 {
+            self.by_expiry.insert((entry.msg.expires_at, id));
+        }
+        self.clients.hold(entry.msg.sender_key);
+        if let Some(r) = entry.msg.receiver_key {
+            self.clients.hold(r);
+        }
+        let mut bytes = self.memory_bytes + footprint(&entry.msg);
+        if let Some(old) = self.messages.insert(id, entry) {
+            bytes -= footprint(&old.msg);
+        }
+        self.set_memory(bytes);
+    }
+
+    /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
+    /// forgets the message when no queue holds it any more.
+    pub(super) fn drop_slot(&mut self, id: MessageId, qk: QueueKey) {
+        let hash_map::Entry::Occupied(mut entry) = self.messages.entry(id) else {
+            return;
+        };
+        let e = entry.get_mut();
+        e.slots.retain(|s| s.queue != qk);
+        if let Some(q) = self.queues.get_mut(&qk) {
+            q.left += 1;
+        }
+        if e.slots.is_empty() {
+            let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
+            let msg = entry.remove().msg;
+            let bytes = self.memory_bytes.saturating_sub(footprint(&msg));
+            self.set_memory(bytes);
+            self.clients.release(msg.sender_key);
+            if let Some(r) = msg.receiver_key {
+                self.clients.release(r);
+            }
+            if expires_at != 0 {
+                self.by_expiry.remove(&(expires_at, id));
+            }
+            if segment != UNLOGGED {
+                self.journal.drop_live(segment, size);
+            }
+        }
+    }
+}
