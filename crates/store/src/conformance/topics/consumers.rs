@@ -1,0 +1,168 @@
+//! Who consumes a subscription: one consumer unless shared, and shared non-durable
+//! subscriptions that live while consumed.
+
+use std::sync::Arc;
+
+use super::super::*;
+use super::*;
+use crate::error::StoreError;
+
+/// A subscription that is not shared has one consumer at a time; shared ones admit any number
+/// of shared consumers and no exclusive one. `unsubscribe` waits until nobody consumes it, and
+/// a session's consumers end with `release_session`.
+pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store: Arc<dyn Store>) {
+    topic_with(&store, &["c"], "t", &[("solo", "")]).await;
+    let both = SubscriptionOptions {
+        shared: true,
+        ..durable("")
+    };
+    store
+        .subscribe_topic("t", "pool", &both, "c")
+        .await
+        .unwrap();
+    let in_use = |r: Result<(), StoreError>, what: &str| match r {
+        Err(StoreError::SubscriptionInUse(q)) => assert!(q.starts_with("t:"), "{q}"),
+        other => panic!("{what}: expected SubscriptionInUse, got {other:?}"),
+    };
+
+    store
+        .attach_consumer("t", "solo", SESSION, false)
+        .await
+        .unwrap();
+    in_use(
+        store.attach_consumer("t", "solo", SESSION + 1, false).await,
+        "a second exclusive consumer",
+    );
+    in_use(
+        store.attach_consumer("t", "solo", SESSION + 1, true).await,
+        "a shared consumer of an exclusive subscription",
+    );
+    in_use(
+        store.attach_consumer("t", "solo", SESSION, false).await,
+        "a second consumer in the same session",
+    );
+    in_use(
+        store.unsubscribe("t", "solo").await,
+        "unsubscribe while consumed",
+    );
+    store.detach_consumer("t", "solo", SESSION).await.unwrap();
+    store.detach_consumer("t", "solo", SESSION).await.unwrap(); // none left: a no-op
+    store
+        .attach_consumer("t", "solo", SESSION + 1, false)
+        .await
+        .unwrap();
+
+    store
+        .attach_consumer("t", "pool", SESSION, true)
+        .await
+        .unwrap();
+    store
+        .attach_consumer("t", "pool", SESSION, true)
+        .await
+        .unwrap();
+    store
+        .attach_consumer("t", "pool", SESSION + 1, true)
+        .await
+        .unwrap();
+    in_use(
+        store.attach_consumer("t", "pool", SESSION + 2, false).await,
+        "an exclusive consumer of a consumed shared subscription",
+    );
+    // SESSION has two consumers on the pool: one detach leaves the other.
+    store.detach_consumer("t", "pool", SESSION).await.unwrap();
+    store.release_session(SESSION + 1).await.unwrap();
+    in_use(store.unsubscribe("t", "pool").await, "one consumer is left");
+    store.detach_consumer("t", "pool", SESSION).await.unwrap();
+    store.unsubscribe("t", "pool").await.unwrap();
+    // The session's end took its consumer of `solo` too.
+    store.unsubscribe("t", "solo").await.unwrap();
+
+    match store.attach_consumer("t", "gone", SESSION, false).await {
+        Err(StoreError::SubscriptionNotFound(q)) => assert_eq!(q, "t:gone"),
+        other => panic!("unknown subscription: expected SubscriptionNotFound, got {other:?}"),
+    }
+    match store.attach_consumer("nope", "solo", SESSION, false).await {
+        Err(StoreError::TopicNotFound(t)) => assert_eq!(t, "nope"),
+        other => panic!("unknown topic: expected TopicNotFound, got {other:?}"),
+    }
+    // Ending a consumer of what is gone is a no-op.
+    store.detach_consumer("t", "gone", SESSION).await.unwrap();
+    store
+        .detach_consumer("nope", "solo", SESSION)
+        .await
+        .unwrap();
+}
+
+/// A shared non-durable subscription: made by its first subscriber, attached to (never
+/// replaced) by later ones, kept while any session consumes it, and removed with its messages
+/// when the last consumer detaches or its session ends, or when it was made and never consumed.
+pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn Store>) {
+    topic_with(&store, &["p", "c", "d"], "t", &[]).await;
+    let pool = SubscriptionOptions {
+        shared: true,
+        ..non_durable("")
+    };
+    assert_eq!(
+        store.subscribe_topic("t", "w", &pool, "c").await.unwrap(),
+        "t:w"
+    );
+    store
+        .attach_consumer("t", "w", SESSION, true)
+        .await
+        .unwrap();
+    store.send(publish("t", "p", "x")).await.unwrap();
+    // A second subscriber attaches to it: the backlog stays.
+    store.subscribe_topic("t", "w", &pool, "d").await.unwrap();
+    store
+        .attach_consumer("t", "w", SESSION + 1, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        peek_all(&store, "t:w").await.len(),
+        1,
+        "attached, not replaced"
+    );
+    let other = SubscriptionOptions {
+        selector: "a = 1".into(),
+        ..pool.clone()
+    };
+    match store.subscribe_topic("t", "w", &other, "d").await {
+        Err(StoreError::InvalidArgument(_)) => {}
+        r => panic!("another selector: expected InvalidArgument, got {r:?}"),
+    }
+    match store.attach_consumer("t", "w", SESSION + 2, false).await {
+        Err(StoreError::SubscriptionInUse(_)) => {}
+        r => panic!("an exclusive consumer: expected SubscriptionInUse, got {r:?}"),
+    }
+    store.detach_consumer("t", "w", SESSION).await.unwrap();
+    assert_eq!(
+        subscription_names(&store, "t").await,
+        vec!["w"],
+        "one consumer is left"
+    );
+    store.detach_consumer("t", "w", SESSION + 1).await.unwrap();
+    assert!(
+        subscription_names(&store, "t").await.is_empty(),
+        "gone with its last consumer"
+    );
+    // Made again, it starts empty.
+    store.subscribe_topic("t", "w", &pool, "c").await.unwrap();
+    store
+        .attach_consumer("t", "w", SESSION, true)
+        .await
+        .unwrap();
+    assert!(peek_all(&store, "t:w").await.is_empty());
+    // Its last consumer's session ending removes it too.
+    store.release_session(SESSION).await.unwrap();
+    assert!(
+        subscription_names(&store, "t").await.is_empty(),
+        "gone with its last session"
+    );
+    // Made and never consumed: the maker's detach (it had no consumer) removes it.
+    store.subscribe_topic("t", "w", &pool, "c").await.unwrap();
+    store.detach_consumer("t", "w", SESSION).await.unwrap();
+    assert!(
+        subscription_names(&store, "t").await.is_empty(),
+        "never consumed"
+    );
+}

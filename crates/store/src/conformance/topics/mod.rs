@@ -1,0 +1,70 @@
+//! Topics and their subscriptions: lifecycle, listing, subscribing and unsubscribing, and
+//! publishing (a copy on every subscription whose selector is TRUE for the message).
+//!
+//! - `lifecycle`: topics themselves;
+//! - `subscribing`: subscribing, unsubscribing, durable and non-durable subscriptions;
+//! - `publishing`: where published messages go;
+//! - `subscription_queues`: a subscription's queue as a queue;
+//! - `consumers`: who consumes a subscription.
+
+use std::sync::Arc;
+
+use ferry_protocol::subscription_queue;
+
+use super::*;
+
+mod consumers;
+mod lifecycle;
+mod publishing;
+mod subscribing;
+mod subscription_queues;
+
+pub use consumers::*;
+pub use lifecycle::*;
+pub use publishing::*;
+pub use subscribing::*;
+pub use subscription_queues::*;
+
+/// Names of the topics `list_topics` reports.
+async fn topic_names(store: &Arc<dyn Store>) -> Vec<String> {
+    store
+        .list_topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// Names of the subscriptions of `topic`, as listed.
+async fn subscription_names(store: &Arc<dyn Store>, topic: &str) -> Vec<String> {
+    let list = store.list_topics().await.unwrap();
+    list.iter()
+        .find(|t| t.name == topic)
+        .unwrap_or_else(|| panic!("topic '{topic}' missing from {list:?}"))
+        .subscriptions
+        .iter()
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// Registers `clients`, creates `topic` and subscribes durable subscriptions to it, each with
+/// its selector.
+async fn topic_with(store: &Arc<dyn Store>, clients: &[&str], topic: &str, subs: &[(&str, &str)]) {
+    setup(store, clients, &[]).await;
+    store.create_topic(topic).await.unwrap();
+    for (name, selector) in subs {
+        let queue = store
+            .subscribe_topic(topic, name, &durable(selector), "c")
+            .await
+            .unwrap();
+        assert_eq!(queue, subscription_queue(topic, name));
+    }
+}
+
+/// Every ready message of a queue, in time order, without taking it.
+async fn peek_all(store: &Arc<dyn Store>, queue: &str) -> Vec<Delivery> {
+    let mut spec = peek(queue, "c");
+    spec.order = Order::Time;
+    store.receive(&spec, 1000).await.unwrap()
+}
