@@ -10,7 +10,9 @@
 //! - `compaction`: deleting and rewriting old segments (`maintain()`);
 //! - `spares`: compacted segment files kept to be reused as new segments;
 //! - `space`: the disk space reserve that lets a full disk still drain;
-//! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together.
+//! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together;
+//! - `receiving`: receives, picked in bounded steps and handed out once durable;
+//! - `figures`: the engine's figures kept outside the state lock.
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +37,7 @@ mod flusher_tests;
 mod format;
 #[cfg(test)]
 mod perf_tests;
+mod receiving;
 mod recovery;
 #[cfg(test)]
 mod registry_tests;

@@ -4,7 +4,8 @@
 //! - [`index`]: ready indexes in both orders, split by receiver;
 //! - [`leases`]: client-ack leases by id, deadline and session;
 //! - [`journal`]: record placement, segment rolling and live-byte accounting;
-//! - [`messages`]: send, publish, receive and settlement;
+//! - [`messages`]: send, publish and receive; `settling`: acks, nacks, dead letters, leases
+//!   released or expired;
 //! - `direct`: push consumers that take non-persistent publishes without queueing them;
 //! - [`topics`]: topics and subscriptions (each backed by a queue of its own);
 //! - [`txn`]: transactions, whose records form one group in the log;
@@ -49,6 +50,7 @@ mod queues;
 pub mod registry;
 mod replay;
 mod rewrite;
+mod settling;
 pub mod topics;
 pub mod txn;
 
