@@ -11,13 +11,15 @@
 //! - [`direct`]: direct delivery of non-persistent publishes to an idle push consumer;
 //! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
 //! - [`postgres`]: the engine that keeps everything in a PostgreSQL database shared by nodes;
-//! - [`conformance`]: the suite every engine must pass, written against the trait only.
+//! - [`conformance`]: the suite every engine must pass, written against the trait only (with
+//!   the `testing` feature, as the fault-injecting `FaultyBackend` is).
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod admin;
 pub mod api;
 pub mod clock;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 pub mod dead_letter;
 pub mod direct;

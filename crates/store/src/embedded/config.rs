@@ -83,7 +83,7 @@ pub struct EmbeddedConfig {
     /// How many compacted segment files are kept to be reused as new segments (0: delete
     /// them all).
     pub spare_segments: usize,
-    /// Where file I/O goes: the real filesystem, or a [`FaultyBackend`](super::FaultyBackend)
+    /// Where file I/O goes: the real filesystem, or a `FaultyBackend` (`testing` feature)
     /// in tests.
     pub backend: Arc<dyn Backend>,
 }

@@ -1,7 +1,8 @@
 //! The embedded engine: a segmented append-only log on local disk with in-memory indexes.
 //!
 //! - [`config`]: [`EmbeddedConfig`] and [`FsyncPolicy`];
-//! - [`backend`]: the [`Backend`] trait for file I/O, [`FsBackend`] and [`FaultyBackend`];
+//! - [`backend`]: the [`Backend`] trait for file I/O, [`FsBackend`] and (with the `testing`
+//!   feature) `FaultyBackend`;
 //! - `format`: the bytes on disk (segment header, records), drawn in `docs/storage-format.md`;
 //! - `writer`: the group-commit writer thread, poisoning and write-failure carry;
 //! - `state`: clients, queues, topics and subscriptions, messages, ready indexes, leases,
@@ -49,9 +50,9 @@ mod state;
 mod store;
 mod writer;
 
-pub use backend::{
-    Backend, BackendFile, CrashMode, DiskSpace, FaultKind, FaultyBackend, FsBackend,
-};
+pub use backend::{Backend, BackendFile, DiskSpace, FsBackend};
+#[cfg(any(test, feature = "testing"))]
+pub use backend::{CrashMode, FaultKind, FaultyBackend};
 pub use config::{
     EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_SEGMENT_BYTES,
     DEFAULT_SPARE_SEGMENTS,

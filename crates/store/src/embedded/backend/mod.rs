@@ -2,7 +2,8 @@
 //! can inject failures and rebuild the file image a crash would leave.
 //!
 //! - [`fs`]: [`FsBackend`], the real filesystem;
-//! - [`faulty`]: [`FaultyBackend`], in-memory files with fault injection and crash images.
+//! - `faulty` (with the `testing` feature): `FaultyBackend`, in-memory files with fault
+//!   injection and crash images.
 //!
 //! The trait is deliberately small: the engine only ever lists a directory, reads a whole
 //! segment at recovery, appends to the active segment, truncates a torn or failed tail, syncs,
@@ -14,9 +15,11 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+#[cfg(any(test, feature = "testing"))]
 pub mod faulty;
 pub mod fs;
 
+#[cfg(any(test, feature = "testing"))]
 pub use faulty::{CrashMode, FaultKind, FaultyBackend};
 pub use fs::FsBackend;
 
