@@ -21,6 +21,7 @@
 //!   (its deliveries are back in the queue). So no message is taken for a connection that can
 //!   no longer receive it, except the batch being written when the connection dies.
 
+use rustix::event::{PollFd, PollFlags};
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -445,10 +446,26 @@ fn socket_ended(wr: &OwnedWriteHalf) -> Option<String> {
     let interest = tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE;
     match stream.ready(interest).now_or_never() {
         Some(Ok(r)) if r.is_read_closed() || r.is_write_closed() || r.is_error() => {
-            Some("the client closed the connection".into())
+            return Some("the client closed the connection".into());
         }
-        Some(Err(e)) => Some(format!("socket error: {e}")),
-        _ => None,
+        Some(Err(e)) => return Some(format!("socket error: {e}")),
+        _ => {}
+    }
+    // The runtime's readiness is only as fresh as its last look at the kernel, which on a busy
+    // machine can be long after the client's end of stream arrived: ask the kernel itself.
+    // `RDHUP` is reported even while requests the reader has not taken yet sit unread.
+    let mut fds = [PollFd::new(stream, PollFlags::RDHUP)];
+    let now = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match rustix::event::poll(&mut fds, Some(&now)) {
+        Ok(_) => fds
+            .first()
+            .map(PollFd::revents)
+            .filter(|r| r.intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR))
+            .map(|_| "the client closed the connection".into()),
+        Err(e) => Some(format!("socket error: {e}")),
     }
 }
 
@@ -660,6 +677,35 @@ mod tests {
         assert!(out.is_closed());
         let q = &store.list_queues().await.expect("list")[0];
         assert_eq!((q.ready, q.in_flight), (0, 1), "not settled: still held");
+    }
+
+    /// On a busy machine the runtime may not have looked at the kernel since the client's end
+    /// of stream arrived: the check asks the kernel, also with requests still unread before it.
+    #[test]
+    fn an_end_of_stream_the_runtime_has_not_seen_yet_is_noticed() {
+        use std::io::Write;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let client = std::net::TcpStream::connect(listener.local_addr().expect("addr"))
+                .expect("connect");
+            let (server, _) = listener.accept().await.expect("accept");
+            let (_rd, wr) = server.into_split();
+            assert!(socket_ended(&wr).is_none(), "an open connection");
+            // No await from here on: the runtime does not look at the kernel meanwhile.
+            (&client).write_all(b"requests nobody read").expect("write");
+            client
+                .shutdown(std::net::Shutdown::Write)
+                .expect("end of stream");
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(
+                socket_ended(&wr).is_some(),
+                "the end of stream behind unread requests is seen"
+            );
+        });
     }
 
     #[tokio::test]
