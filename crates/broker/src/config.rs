@@ -218,6 +218,15 @@ pub struct BrokerConfig {
     /// The broker-wide memory budget in bytes (see [`crate::memory`]); by default half the
     /// machine's memory (or its control group's limit).
     pub max_memory: u64,
+    /// Datagram ingest address (`HOST:PORT`, see docs/udp.md); `None`: no datagram ingest.
+    /// The ingest itself is the `ferry-udp` gateway, which `ferry serve` starts.
+    pub udp_listen: Option<String>,
+    /// The topic records of datagrams that name none are published to; created at start when
+    /// missing. `None`: every datagram must name its topic.
+    pub udp_topic: Option<String>,
+    /// Records from datagrams are published persistent (`true`) or kept in memory only
+    /// (`false`, the default: a monitoring stream values rate over durability).
+    pub udp_persistent: bool,
 }
 
 impl Default for BrokerConfig {
@@ -250,6 +259,9 @@ impl Default for BrokerConfig {
             max_connections_per_address: 0,
             max_new_clients_per_sec: 100,
             max_memory: crate::memory::default_max_memory(),
+            udp_listen: None,
+            udp_topic: None,
+            udp_persistent: false,
         }
     }
 }
@@ -375,6 +387,20 @@ impl BrokerConfig {
                 self.max_memory.to_string(),
                 &format!("must be at least {MIN_MAX_MEMORY}"),
             ));
+        }
+        if let Some(addr) = &self.udp_listen {
+            if addr.parse::<std::net::SocketAddr>().is_err() && !addr.contains(':') {
+                return Err(invalid("udp_listen", addr.clone(), "expected HOST:PORT"));
+            }
+        }
+        if let Some(topic) = &self.udp_topic {
+            if !ferry_protocol::limits::is_valid_name(topic, self.limits.max_name_len) {
+                return Err(invalid(
+                    "udp_topic",
+                    topic.clone(),
+                    "a topic name: 1 to 200 characters of A-Z a-z 0-9 . _ -",
+                ));
+            }
         }
         if let Some(node) = &self.node {
             if !crate::node::is_valid_name(node) {

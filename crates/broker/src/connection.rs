@@ -442,7 +442,7 @@ fn encode(buf: &mut BytesMut, request_id: u32, response: Option<&Response>) {
 /// it holds (auto-ack takes the writer did not settle, unsettled client-ack deliveries) and
 /// frees its name. Once this returns nothing published goes to it any more, and its name can
 /// connect again.
-async fn end_session(shared: &Arc<Shared>, session: &Session) {
+pub(crate) async fn end_session(shared: &Arc<Shared>, session: &Session) {
     let out = &session.out;
     out.close();
     session.cancel_all().await;

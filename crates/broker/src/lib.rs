@@ -15,6 +15,7 @@
 //!   direct delivery of non-persistent publishes;
 //! - [`consumers`]: consumers of topic subscriptions (exclusive or shared);
 //! - [`txn`]: a session's open transaction;
+//! - [`local`]: in-process sessions for protocol gateways (the datagram ingest);
 //! - [`jobs`]: lease expiry, store upkeep, heartbeats and other nodes' change reports;
 //! - [`node`]: the node's name among the nodes sharing a database;
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
@@ -39,6 +40,7 @@ pub mod handlers;
 pub mod handshake;
 pub mod jobs;
 pub mod liveness;
+pub mod local;
 pub mod log_limit;
 pub mod manage;
 pub mod memory;

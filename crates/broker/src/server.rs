@@ -247,6 +247,16 @@ impl RunningBroker {
         self.addr
     }
 
+    /// The state its sessions share (for in-process sessions, [`crate::local`]).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The limits the broker enforces.
+    pub fn limits(&self) -> ferry_protocol::Limits {
+        self.shared.limits
+    }
+
     /// The broker's counters.
     pub fn stats(&self) -> Arc<Stats> {
         self.shared.stats.clone()

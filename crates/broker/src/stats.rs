@@ -48,6 +48,8 @@ pub struct Stats {
     pub sessions_opened: AtomicU64,
     /// Connections closed, by reason (see [`CloseKind`]).
     pub closed: [AtomicU64; CloseKind::ALL.len()],
+    /// The datagram ingest's counters (`udp_listen`; all 0 without it).
+    pub udp: UdpStats,
 }
 
 /// Why a connection ended, as counted for operators (`ferry_connections_closed_total`).
@@ -102,6 +104,21 @@ impl CloseKind {
             CloseKind::SlowReader => "slow_reader",
         }
     }
+}
+
+/// Counters of the datagram ingest (the `ferry-udp` gateway), kept with the broker's so that
+/// operators find them in one place.
+#[derive(Debug, Default)]
+pub struct UdpStats {
+    /// Datagrams read from the socket.
+    pub datagrams_received: AtomicU64,
+    /// Of those, datagrams that did not parse: dropped whole, nothing published.
+    pub datagrams_malformed: AtomicU64,
+    /// Of those, well-formed datagrams dropped: the ingest was behind (its queue was full) or
+    /// the broker refused the publish (no such topic, full disk, ...).
+    pub datagrams_dropped: AtomicU64,
+    /// Records published (each is one message).
+    pub records_published: AtomicU64,
 }
 
 impl Stats {

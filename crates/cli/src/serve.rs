@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use ferry_broker::{shutdown, Broker, BrokerConfig, ConfigLayer};
+use ferry_udp::{UdpConfig, UdpGateway};
 use tracing_subscriber::EnvFilter;
 
 /// Flags of `ferry serve`: one per broker setting (declared in
@@ -68,7 +69,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let runtime = builder.build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        let udp = config.udp_listen.clone().map(|listen| {
+            let mut udp = UdpConfig::new(listen, config.udp_topic.clone());
+            udp.persistent = config.udp_persistent;
+            udp
+        });
         let broker = Broker::start(config).await?;
+        let udp = match udp {
+            Some(udp) => match UdpGateway::start(&broker, udp).await {
+                Ok(gateway) => Some(gateway),
+                Err(e) => {
+                    broker.shutdown().await?;
+                    return Err(e.into());
+                }
+            },
+            None => None,
+        };
         let http = broker.take_http_listener().map(|listener| {
             ferry_http::serve(
                 listener,
@@ -77,6 +93,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             )
         });
         shutdown::signal().await;
+        if let Some(gateway) = udp {
+            gateway.stop().await;
+        }
         broker.shutdown().await?;
         if let Some(h) = http {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), h).await;

@@ -193,4 +193,23 @@ settings! {
     /// at 100% refused with `ResourceExhausted` (see [limits](#limits-and-protection))
     #[default = "half the memory available (the machine's, or its control group's limit when lower; 4 GiB when unknown)"]
     max_memory: u64, "BYTES" => field(max_memory);
+
+    /// receive records in UDP datagrams on this address (`HOST:PORT`) and publish each to a
+    /// topic (see [the datagram ingest](udp.md))
+    #[default = "unset (no datagram ingest)"]
+    udp_listen: String, "ADDR" => custom {
+        get: |c| c.udp_listen.clone(),
+        set: |c, v, origin| c.udp_listen = Some(v),
+    };
+
+    /// the topic for datagrams that name none; created at start when missing
+    #[default = "unset (each datagram names its topic)"]
+    udp_topic: String, "TOPIC" => custom {
+        get: |c| c.udp_topic.clone(),
+        set: |c, v, origin| c.udp_topic = Some(v),
+    };
+
+    /// publish the datagrams' records as persistent messages
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    udp_persistent: bool, "BOOL" => field(udp_persistent);
 }

@@ -389,3 +389,59 @@ fn lower_case_and_foreign_variables_are_ignored() {
     .unwrap();
     assert_eq!(layer, ConfigLayer::default());
 }
+
+#[test]
+fn udp_settings_come_from_any_layer_and_are_checked() {
+    let defaults = BrokerConfig::default();
+    assert_eq!(defaults.udp_listen, None);
+    assert!(!defaults.udp_persistent);
+    assert!(defaults
+        .to_toml()
+        .contains("# udp_listen: unset (no datagram ingest)"));
+    let file: ConfigLayer =
+        toml::from_str("udp_listen = \"127.0.0.1:6731\"\nudp_topic = \"monitoring\"").unwrap();
+    let env =
+        ConfigLayer::from_env([("FERRY_UDP_PERSISTENT".to_owned(), "true".to_owned())]).unwrap();
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.udp_listen.as_deref(), Some("127.0.0.1:6731"));
+    assert_eq!(cfg.udp_topic.as_deref(), Some("monitoring"));
+    assert!(cfg.udp_persistent);
+    let toml = cfg.to_toml();
+    assert!(
+        toml.contains(
+            "udp_listen = \"127.0.0.1:6731\"\nudp_topic = \"monitoring\"\nudp_persistent = true\n"
+        ),
+        "{toml}"
+    );
+    let reread: ConfigLayer = toml::from_str(&toml).unwrap();
+    assert_eq!(reread.udp_topic.as_deref(), Some("monitoring"));
+    let err = ConfigLayer::from_env([("FERRY_UDP_PERSISTENT".to_owned(), "maybe".to_owned())])
+        .unwrap_err();
+    assert!(err.to_string().contains("udp_persistent"), "{err}");
+    for (key, flags) in [
+        (
+            "udp_listen",
+            ConfigLayer {
+                udp_listen: Some("nowhere".into()),
+                ..ConfigLayer::default()
+            },
+        ),
+        (
+            "udp_topic",
+            ConfigLayer {
+                udp_topic: Some("bad topic".into()),
+                ..ConfigLayer::default()
+            },
+        ),
+        (
+            "udp_topic",
+            ConfigLayer {
+                udp_topic: Some("prices.>".into()),
+                ..ConfigLayer::default()
+            },
+        ),
+    ] {
+        let err = BrokerConfig::resolve(None, &ConfigLayer::default(), &flags).unwrap_err();
+        assert!(err.to_string().contains(key), "{err}");
+    }
+}

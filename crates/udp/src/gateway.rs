@@ -1,0 +1,397 @@
+//! The gateway: a UDP socket, a bounded queue of parsed datagrams, and a publisher that turns
+//! them into batched publishes on an in-process session of the broker.
+//!
+//! Two tasks. The **reader** receives datagrams, counts them, parses them and hands the good
+//! ones to the publisher through a queue of [`UdpConfig::queue_datagrams`] entries; when the
+//! queue is full the datagram is dropped and counted, so a flood costs at most the queue's
+//! memory (plus the socket's receive buffer, which the kernel bounds) and the reader never
+//! waits for the broker. The **publisher** takes every datagram waiting (up to the broker's
+//! batch limit in records) and publishes their records in one batch: one store write and, for
+//! persistent records, one fsync for all of them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferry_broker::local::LocalSession;
+use ferry_broker::stats::{Stats, UdpStats};
+use ferry_broker::RunningBroker;
+use ferry_protocol::{ErrorCode, Name, OutgoingMessage, Request, Response};
+use thiserror::Error;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::datagram::{self, Datagram, MAX_DATAGRAM};
+
+/// The client name of the ingest's session (the sender of every record it publishes).
+pub const CLIENT_NAME: &str = "ferry-udp-ingest";
+/// Default [`UdpConfig::queue_datagrams`].
+pub const DEFAULT_QUEUE_DATAGRAMS: usize = 512;
+/// Default [`UdpConfig::receive_buffer`]: 8 MiB.
+pub const DEFAULT_RECEIVE_BUFFER: usize = 8 << 20;
+/// How often, at most, the gateway logs that it dropped datagrams.
+const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The ingest's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdpConfig {
+    /// Address to receive datagrams on (`HOST:PORT`; port 0 picks one).
+    pub listen: String,
+    /// The topic for datagrams that name none; created when missing. `None`: datagrams
+    /// without a topic are dropped.
+    pub topic: Option<String>,
+    /// Publish records persistent (stored, fsynced as the broker's policy says) or not.
+    pub persistent: bool,
+    /// Parsed datagrams waiting for the publisher, at most; beyond that they are dropped. Each
+    /// holds its own bytes, so the queue holds at most this many times 64 KiB.
+    pub queue_datagrams: usize,
+    /// The socket's receive buffer asked of the kernel (it may grant less), which absorbs
+    /// bursts while the reader is not scheduled.
+    pub receive_buffer: usize,
+}
+
+impl UdpConfig {
+    /// The settings for `listen` and `topic`, non-persistent, with the default queue sizes.
+    pub fn new(listen: impl Into<String>, topic: Option<String>) -> UdpConfig {
+        UdpConfig {
+            listen: listen.into(),
+            topic,
+            persistent: false,
+            queue_datagrams: DEFAULT_QUEUE_DATAGRAMS,
+            receive_buffer: DEFAULT_RECEIVE_BUFFER,
+        }
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, Error)]
+pub enum UdpError {
+    /// The address could not be bound.
+    #[error("cannot receive datagrams on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The broker refused the ingest's session or its topic.
+    #[error("datagram ingest: {0}")]
+    Broker(String),
+}
+
+/// A running datagram ingest. Stop it with [`UdpGateway::stop`] before the broker.
+pub struct UdpGateway {
+    addr: SocketAddr,
+    cancel: CancellationToken,
+    reader: JoinHandle<()>,
+    publisher: JoinHandle<()>,
+    stats: Arc<Stats>,
+}
+
+/// A datagram on its way to the publisher.
+struct Parsed {
+    topic: Name,
+    records: Vec<Bytes>,
+}
+
+impl UdpGateway {
+    /// Binds the socket, opens the ingest's session (creating the configured topic when
+    /// missing) and starts receiving.
+    pub async fn start(broker: &RunningBroker, config: UdpConfig) -> Result<UdpGateway, UdpError> {
+        let socket =
+            bind(&config.listen, config.receive_buffer).map_err(|source| UdpError::Bind {
+                addr: config.listen.clone(),
+                source,
+            })?;
+        let addr = socket.local_addr().map_err(|source| UdpError::Bind {
+            addr: config.listen.clone(),
+            source,
+        })?;
+        let session = broker
+            .local_session(CLIENT_NAME)
+            .await
+            .map_err(|e| UdpError::Broker(e.message))?;
+        if let Some(topic) = &config.topic {
+            match session
+                .request(Request::CreateTopic {
+                    name: topic.clone(),
+                })
+                .await
+            {
+                Response::Ok => {}
+                Response::Error(e) if e.code == ErrorCode::TopicExists => {}
+                Response::Error(e) => {
+                    session.close().await;
+                    return Err(UdpError::Broker(e.message));
+                }
+                other => {
+                    session.close().await;
+                    return Err(UdpError::Broker(format!(
+                        "unexpected reply to creating topic '{topic}': {:?}",
+                        other.kind()
+                    )));
+                }
+            }
+        }
+        let stats = broker.stats();
+        let cancel = CancellationToken::new();
+        let (tx, rx) = mpsc::channel(config.queue_datagrams.max(1));
+        let reader = tokio::spawn(read_loop(
+            socket,
+            config.topic.clone().map(Name::from),
+            tx,
+            stats.clone(),
+            cancel.clone(),
+        ));
+        let publisher = tokio::spawn(publish_loop(
+            session,
+            rx,
+            config.persistent,
+            broker_max_batch(broker),
+            stats.clone(),
+        ));
+        info!(%addr, topic = ?config.topic, persistent = config.persistent, "datagram ingest listening");
+        Ok(UdpGateway {
+            addr,
+            cancel,
+            reader,
+            publisher,
+            stats,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops receiving, publishes what is queued, ends the session and logs the counters.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.reader.await;
+        // The reader held the queue's only sender: the publisher ends once it is drained.
+        let _ = self.publisher.await;
+        let u = &self.stats.udp;
+        info!(
+            received = Stats::get(&u.datagrams_received),
+            malformed = Stats::get(&u.datagrams_malformed),
+            dropped = Stats::get(&u.datagrams_dropped),
+            records_published = Stats::get(&u.records_published),
+            "datagram ingest stopped"
+        );
+    }
+}
+
+/// Most records per publish: the broker's batch limit.
+fn broker_max_batch(broker: &RunningBroker) -> usize {
+    broker.limits().max_batch as usize
+}
+
+/// A UDP socket on `addr` with a receive buffer of `receive_buffer` bytes (as granted).
+fn bind(addr: &str, receive_buffer: usize) -> std::io::Result<UdpSocket> {
+    use std::net::ToSocketAddrs;
+    let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to bind")
+    })?;
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    // A smaller buffer than asked is fine: it only absorbs less of a burst.
+    let _ = socket.set_recv_buffer_size(receive_buffer);
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    UdpSocket::from_std(socket.into())
+}
+
+/// Receives, counts and parses datagrams until cancelled; queues the good ones.
+async fn read_loop(
+    socket: UdpSocket,
+    topic: Option<Name>,
+    queue: mpsc::Sender<Parsed>,
+    stats: Arc<Stats>,
+    cancel: CancellationToken,
+) {
+    let u = &stats.udp;
+    // One buffer for every receive; each datagram is copied out at its own size, so a queued
+    // datagram holds exactly its bytes (slices of a shared buffer would each keep the whole
+    // buffer alive).
+    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut log = DropLog::default();
+    loop {
+        let received = tokio::select! {
+            r = socket.recv_from(&mut buf) => r,
+            _ = cancel.cancelled() => return,
+        };
+        let (n, from) = match received {
+            Ok(r) => r,
+            Err(e) => {
+                // ICMP errors of earlier sends and the like: nothing to do but go on.
+                warn!(error = %e, "datagram ingest: receive failed");
+                continue;
+            }
+        };
+        Stats::add(&u.datagrams_received, 1);
+        // A datagram longer than the buffer would be cut short; the buffer takes the largest
+        // one UDP carries plus a byte, so one that fills it was too long for IPv4 anyway.
+        if n > MAX_DATAGRAM {
+            Stats::add(&u.datagrams_malformed, 1);
+            log.note(&stats, || {
+                format!("{n} bytes from {from}: longer than {MAX_DATAGRAM}")
+            });
+            continue;
+        }
+        let data = Bytes::copy_from_slice(buf.get(..n).unwrap_or_default());
+        let parsed = match datagram::parse(&data) {
+            Ok(Datagram {
+                topic: named,
+                records,
+            }) => match named.map(Name::from).or_else(|| topic.clone()) {
+                Some(topic) => Parsed { topic, records },
+                None => {
+                    Stats::add(&u.datagrams_malformed, 1);
+                    log.note(&stats, || {
+                        format!("from {from}: names no topic, and the ingest has no --udp-topic")
+                    });
+                    continue;
+                }
+            },
+            Err(e) => {
+                Stats::add(&u.datagrams_malformed, 1);
+                log.note(&stats, || format!("from {from}: {e}"));
+                continue;
+            }
+        };
+        match queue.try_send(parsed) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                Stats::add(&u.datagrams_dropped, 1);
+                log.note(&stats, || {
+                    "the broker is behind: the ingest's queue is full".to_owned()
+                });
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
+    }
+}
+
+/// Publishes queued datagrams in batches until the queue closes, then ends the session.
+async fn publish_loop(
+    session: LocalSession,
+    mut queue: mpsc::Receiver<Parsed>,
+    persistent: bool,
+    max_batch: usize,
+    stats: Arc<Stats>,
+) {
+    let mut log = DropLog::default();
+    let mut pending: Option<Parsed> = None;
+    loop {
+        let first = match pending.take() {
+            Some(p) => p,
+            None => match queue.recv().await {
+                Some(p) => p,
+                None => break,
+            },
+        };
+        // Datagrams of this batch, with how many records each has.
+        let mut sizes = vec![first.records.len()];
+        let mut messages = Vec::with_capacity(first.records.len());
+        append(&mut messages, first, persistent);
+        while messages.len() < max_batch {
+            match queue.try_recv() {
+                Ok(next) if messages.len() + next.records.len() <= max_batch => {
+                    sizes.push(next.records.len());
+                    append(&mut messages, next, persistent);
+                }
+                Ok(next) => {
+                    pending = Some(next);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        // A datagram with more records than a batch may hold goes in batches of its own.
+        let outcome = if messages.len() > max_batch {
+            let mut all = Vec::with_capacity(messages.len());
+            let mut rest = messages;
+            while !rest.is_empty() {
+                let tail = rest.split_off(rest.len().min(max_batch));
+                all.extend(publish(&session, rest).await);
+                rest = tail;
+            }
+            all
+        } else {
+            publish(&session, messages).await
+        };
+        let mut results = outcome.into_iter();
+        for size in sizes {
+            let mut failed = None;
+            for r in results.by_ref().take(size) {
+                match r {
+                    Ok(()) => Stats::add(&stats.udp.records_published, 1),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                Stats::add(&stats.udp.datagrams_dropped, 1);
+                log.note(&stats, || format!("the broker refused a publish: {e}"));
+            }
+        }
+    }
+    session.close().await;
+}
+
+/// The messages for `parsed`'s records.
+fn append(messages: &mut Vec<OutgoingMessage>, parsed: Parsed, persistent: bool) {
+    for body in parsed.records {
+        let mut m = OutgoingMessage::to_topic(parsed.topic.clone(), body);
+        m.persistent = persistent;
+        messages.push(m);
+    }
+}
+
+/// Publishes `messages` in one batch; one result per message.
+async fn publish(
+    session: &LocalSession,
+    messages: Vec<OutgoingMessage>,
+) -> Vec<Result<(), String>> {
+    let n = messages.len();
+    match session.request(Request::SendBatch(messages)).await {
+        Response::BatchSent(results) => results
+            .into_iter()
+            .map(|r| r.map(drop).map_err(|e| e.message))
+            .collect(),
+        Response::Error(e) => vec![Err(e.message); n],
+        other => vec![Err(format!("unexpected reply {:?}", other.kind())); n],
+    }
+}
+
+/// Logs dropped and malformed datagrams at most every [`DROP_LOG_EVERY`], with the counts.
+#[derive(Default)]
+struct DropLog {
+    last: Option<Instant>,
+}
+
+impl DropLog {
+    fn note(&mut self, stats: &Stats, what: impl FnOnce() -> String) {
+        if self.last.is_some_and(|t| t.elapsed() < DROP_LOG_EVERY) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let u: &UdpStats = &stats.udp;
+        warn!(
+            received = Stats::get(&u.datagrams_received),
+            malformed = Stats::get(&u.datagrams_malformed),
+            dropped = Stats::get(&u.datagrams_dropped),
+            "datagram ingest dropped a datagram: {}",
+            what()
+        );
+    }
+}
