@@ -85,6 +85,30 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// The defaults of every flag, for workloads that declare their own flags and fill these
+    /// from them (so that `--help` lists only what they take).
+    pub fn unset() -> CommonArgs {
+        CommonArgs {
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(1),
+            cooldown: Duration::ZERO,
+            window: Duration::from_secs(1),
+            target: TargetArg::Ferry,
+            server: DEFAULT_SERVER.to_string(),
+            broker_fsync: "always".to_string(),
+            nats_url: nats::DEFAULT_URL.to_string(),
+            nats_mode: NatsModeArg::Jetstream,
+            amqp_url: amqp::DEFAULT_URL.to_string(),
+            postgres_url: postgres::DEFAULT_URL.to_string(),
+            postgres_sessions: postgres::DEFAULT_SESSIONS,
+            name: None,
+            json: None,
+            csv: None,
+            quiet: false,
+            progress_round: None,
+        }
+    }
+
     /// The trace window (`--window`, default 1 s).
     pub fn trace_window(&self) -> Duration {
         self.window

@@ -8,16 +8,18 @@
 //! - [`args`]: flags every workload shares (`--duration`, `--warmup`, `--cooldown`, `--window`,
 //!   `--target`, `--json`, `--csv`) and duration parsing (humantime's grammar);
 //! - [`drivers`]: the `Driver` trait, target selection, the `ferry` driver;
+//! - [`inproc`]: a Ferry broker in the harness's process (with the datagram ingest);
 //! - [`payload`]: the bench message body (send timestamp and run id up front);
 //! - [`stats`]: latency histograms, sample statistics with t-distribution confidence
 //!   intervals, coordinated-omission correction, per-window series;
-//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector` and `compare`, and
-//!   the live progress line on standard error while one runs;
+//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector`, `stream` and
+//!   `compare`, and the live progress line on standard error while one runs;
 //! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`), CSV and
 //!   an HTML page of plots.
 
 pub mod args;
 pub mod drivers;
+pub mod inproc;
 pub mod payload;
 pub mod report;
 pub mod stats;
@@ -28,6 +30,7 @@ pub use workloads::fanout::FanoutArgs;
 pub use workloads::ftab::FtabArgs;
 pub use workloads::latency::LatencyArgs;
 pub use workloads::selector::SelectorArgs;
+pub use workloads::stream::StreamArgs;
 pub use workloads::throughput::ThroughputArgs;
 
 /// Runs `fut` (a workload) on a multi-threaded runtime, so producers and consumers really run

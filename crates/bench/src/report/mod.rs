@@ -15,6 +15,7 @@ pub mod environment;
 pub mod html;
 pub mod json;
 pub mod operations;
+pub mod stream;
 pub mod svg;
 pub mod text;
 
@@ -95,6 +96,10 @@ pub struct TargetResult {
     /// process (`fanout`, `selector`); left out otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broker_cpu: Option<BrokerCpu>,
+    /// The `stream` workload's figures (records per second and minute, loss); left out
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<stream::StreamFigures>,
 }
 
 /// The CPU time a broker process used during the measurement (user + system, all threads,
@@ -293,6 +298,7 @@ pub(crate) mod sample {
                 operations: BTreeMap::new(),
                 percentile_curves_ms: BTreeMap::new(),
                 broker_cpu: None,
+                stream: None,
             }],
             compare: None,
         }

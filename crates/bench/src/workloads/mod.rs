@@ -7,6 +7,8 @@
 //! - [`selector`]: the same with a selector per subscription, and the broker's CPU per
 //!   message, against plain subscriptions;
 //! - [`pubsub`]: the engine of `fanout` and `selector`;
+//! - [`stream`]: a monitoring-record stream over brokers, TCP and the datagram ingest:
+//!   records per second and loss;
 //! - [`compare`]: one workload against several targets in alternating rounds;
 //! - [`workload`]: the [`Workload`] trait they implement and [`run()`], the one way each runs;
 //! - [`run`](mod@run): the phase and counters one run's tasks share; [`consumer`]: the consumer
@@ -22,6 +24,7 @@ pub mod pubsub;
 pub mod run;
 pub mod selector;
 pub mod setup;
+pub mod stream;
 pub mod throughput;
 pub mod workload;
 

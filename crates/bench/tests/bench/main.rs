@@ -13,4 +13,5 @@ mod docs;
 mod ftab;
 mod report;
 mod schema;
+mod seeds;
 mod workloads;

@@ -64,6 +64,11 @@ enum Workload {
     /// delivered messages per second and the broker's CPU time per message.
     #[command(after_help = AFTER_HELP)]
     Selector(ferry_bench::SelectorArgs),
+    /// A monitoring-record stream (Kieker's operation-execution records) over Ferry, a plain
+    /// TCP stream, RabbitMQ, core NATS and Ferry's datagram ingest: records per second and
+    /// per minute, and the loss rate.
+    #[command(after_help = AFTER_HELP)]
+    Stream(ferry_bench::StreamArgs),
     /// One workload against several targets in alternating rounds, with ratios to Ferry
     /// (starts a broker of its own for the ferry target unless --server is given).
     #[command(after_help = AFTER_HELP)]
@@ -98,6 +103,7 @@ fn run_cli(cli: Cli) -> Result<()> {
             a.pubsub.ferry_binary = ferry();
             ferry_bench::block_on(threads, run(a))
         }
+        Workload::Stream(a) => ferry_bench::block_on(threads, run(a.with_common())),
         Workload::Compare(mut a) => {
             a.server_given = server_given();
             let launcher = own_broker::InProcess {

@@ -220,6 +220,7 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         operations,
         percentile_curves_ms: curves,
         broker_cpu: None,
+        stream: None,
     };
     let mix: serde_json::Map<String, serde_json::Value> = ALL
         .iter()

@@ -197,6 +197,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         operations: BTreeMap::new(),
         percentile_curves_ms: curves,
         broker_cpu: None,
+        stream: None,
     };
     Ok(BenchReport {
         environment: None,

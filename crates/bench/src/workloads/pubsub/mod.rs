@@ -261,6 +261,7 @@ pub async fn measure(
             ("end_to_end".to_string(), percentile_curve(&e2e_hist)),
         ]),
         broker_cpu,
+        stream: None,
     };
     Ok(BenchReport {
         environment: None,

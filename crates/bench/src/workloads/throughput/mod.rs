@@ -234,6 +234,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
             ("end_to_end".to_string(), percentile_curve(&e2e_hist)),
         ]),
         broker_cpu: None,
+        stream: None,
     };
     Ok(BenchReport {
         environment: None,
