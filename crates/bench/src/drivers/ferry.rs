@@ -272,6 +272,32 @@ impl Connection for FerryConnection {
         Ok(self.consumer(sub))
     }
 
+    fn transactions(&self) -> bool {
+        true
+    }
+
+    async fn begin(&self) -> Result<(), DriverError> {
+        self.client.begin().await.map_err(error)
+    }
+
+    async fn commit(&self) -> Result<(), DriverError> {
+        self.client.commit().await.map(drop).map_err(error)
+    }
+
+    async fn delete_topic(&self, topic: &str) -> Result<(), DriverError> {
+        match self.client.delete_topic(topic, true).await {
+            Err(e) if e.code() != Some(ErrorCode::TopicNotFound) => Err(error(e)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn delete_queue(&self, queue: &str) -> Result<(), DriverError> {
+        match self.client.delete_queue(queue, true).await {
+            Err(e) if e.code() != Some(ErrorCode::QueueNotFound) => Err(error(e)),
+            _ => Ok(()),
+        }
+    }
+
     async fn remove_subscription(&self, topic: &str, name: &str) -> Result<(), DriverError> {
         match self.client.unsubscribe(topic, name).await {
             Ok(()) => Ok(()),

@@ -285,6 +285,36 @@ pub trait Connection: Send + Sync {
         let _ = (topic, name);
         Ok(())
     }
+    /// Whether [`Connection::begin`] and [`Connection::commit`] work: the sends and publishes
+    /// between them take effect together or not at all.
+    fn transactions(&self) -> bool {
+        false
+    }
+    /// Begins a transaction on this connection (see [`Connection::transactions`]).
+    async fn begin(&self) -> Result<(), DriverError> {
+        Err(DriverError {
+            message: "transactions are not supported by this target".to_string(),
+            fatal: false,
+        })
+    }
+    /// Commits the transaction begun by [`Connection::begin`].
+    async fn commit(&self) -> Result<(), DriverError> {
+        Err(DriverError {
+            message: "transactions are not supported by this target".to_string(),
+            fatal: false,
+        })
+    }
+    /// Deletes `topic` with its subscriptions and what they hold (runs clean up after
+    /// themselves); nothing where the target has no topics.
+    async fn delete_topic(&self, topic: &str) -> Result<(), DriverError> {
+        let _ = topic;
+        Ok(())
+    }
+    /// Deletes `queue` with what it holds; nothing where the driver cannot.
+    async fn delete_queue(&self, queue: &str) -> Result<(), DriverError> {
+        let _ = queue;
+        Ok(())
+    }
 }
 
 /// A push subscription with client acknowledgement.

@@ -7,6 +7,7 @@
 //! - [`selector`]: the same with a selector per subscription, and the broker's CPU per
 //!   message, against plain subscriptions;
 //! - [`pubsub`]: the engine of `fanout` and `selector`;
+//! - [`specjms`]: a SPECjms2007-like supply chain with its auditor and capacity model;
 //! - [`stream`]: a monitoring-record stream over brokers, TCP and the datagram ingest:
 //!   records per second and loss;
 //! - [`compare`]: one workload against several targets in alternating rounds;
@@ -24,6 +25,7 @@ pub mod pubsub;
 pub mod run;
 pub mod selector;
 pub mod setup;
+pub mod specjms;
 pub mod stream;
 pub mod throughput;
 pub mod workload;

@@ -74,3 +74,153 @@ async fn stream_runs_over_ferry_tcp_and_the_datagram_ingest() {
         }
     }
 }
+
+#[derive(Parser)]
+struct Specjms {
+    #[command(flatten)]
+    args: ferry_bench::SpecjmsArgs,
+}
+
+fn specjms_args(server: &str, out: &std::path::Path, rest: &[&str]) -> ferry_bench::SpecjmsArgs {
+    let mut argv = vec![
+        "specjms",
+        "--server",
+        server,
+        "--base",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--drain",
+        "5s",
+        "--pool",
+        "2",
+        "-q",
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    argv.extend_from_slice(rest);
+    Specjms::try_parse_from(argv).unwrap().args.with_common()
+}
+
+/// Checks what every specjms report has, and returns its only trial.
+fn specjms_trial(json: &Value) -> Value {
+    assert_eq!(json["workload"], "specjms");
+    assert_eq!(
+        json["params"]["name"],
+        "specjms2007-like (not SPECjms2007 results)"
+    );
+    let trials = json["params"]["specjms"]["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 1);
+    let t = trials[0].clone();
+    let rules: Vec<&str> = t["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "input rate",
+            "message counts",
+            "pacing",
+            "delivery time",
+            "drain"
+        ]
+    );
+    assert_eq!(t["interactions"].as_array().unwrap().len(), 7);
+    // Whatever the machine's load, every message reaches every subscriber.
+    assert!(t["receipts_owed"].as_u64().unwrap() > 100, "{t:#}");
+    assert_eq!(t["receipts"], t["receipts_owed"], "{t:#}");
+    let drain = &t["rules"][4];
+    assert_eq!(drain["passed"], true, "{drain:#}");
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
+    let server = ferry_testkit::TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("specjms.json");
+    let pid = std::process::id().to_string();
+    let args = specjms_args(
+        &server.addr_string(),
+        &out,
+        &["--model", "--broker-pid", &pid],
+    );
+    ferry_bench::workloads::run(args).await.unwrap();
+    let json = json_of(&out);
+    let t = specjms_trial(&json);
+    assert!(t["broker_cpu_utilization"].as_f64().unwrap() > 0.0, "{t:#}");
+    let model = &json["params"]["specjms"]["model"];
+    assert!(model["cpu_demand_us"].as_f64().unwrap() > 0.0, "{model:#}");
+    assert!(
+        model["predicted_max_base"].as_f64().unwrap() > 0.0,
+        "{model:#}"
+    );
+    // The run removed its queues and topics.
+    let client = server.client("inspector").await;
+    let queues = client.list_queues().await.unwrap();
+    assert!(
+        queues.iter().all(|q| !q.name.starts_with("bench-spec.")),
+        "{queues:?}"
+    );
+    let topics = client.list_topics().await.unwrap();
+    assert!(
+        topics.iter().all(|t| !t.name.starts_with("bench-spec.")),
+        "{topics:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn specjms_runs_the_central_topic_with_selectors_and_in_selectors() {
+    let server = ferry_testkit::TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("central.json");
+    let args = specjms_args(
+        &server.addr_string(),
+        &out,
+        &["--layout", "central", "--cfo", "in-selector", "--keep"],
+    );
+    ferry_bench::workloads::run(args).await.unwrap();
+    let json = json_of(&out);
+    specjms_trial(&json);
+    assert_eq!(json["params"]["layout"], "central");
+    // --keep leaves the central topic and its subscriptions.
+    let client = server.client("inspector").await;
+    let topics = client.list_topics().await.unwrap();
+    assert!(
+        topics.iter().any(|t| t.name == "bench-spec.central"),
+        "{topics:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn specjms_refuses_what_a_peer_cannot_express_naming_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.json");
+    for (rest, why) in [
+        (
+            &["--target", "nats", "--layout", "type-topics"][..],
+            "NATS has no message selectors",
+        ),
+        (
+            &["--target", "nats", "--cfo", "in-selector"][..],
+            "one filter subject per consumer",
+        ),
+        (&["--target", "nats"][..], "target nats has no transactions"),
+        (
+            &["--target", "amqp"][..],
+            "topic exchanges with a binding per subscription",
+        ),
+        (&["--model"][..], "--model needs the broker's process"),
+    ] {
+        let args = specjms_args("127.0.0.1:1", &out, rest);
+        let e = ferry_bench::workloads::run(args).await.unwrap_err();
+        assert!(format!("{e:#}").contains(why), "{rest:?}: {e:#}");
+    }
+}

@@ -69,6 +69,10 @@ enum Workload {
     /// per minute, and the loss rate.
     #[command(after_help = AFTER_HELP)]
     Stream(ferry_bench::StreamArgs),
+    /// A SPECjms2007-like supply chain (not SPECjms2007 results): seven interactions at the
+    /// spec's rates, the run rules' audit, --find-max for the largest BASE, --model.
+    #[command(after_help = AFTER_HELP)]
+    Specjms(ferry_bench::SpecjmsArgs),
     /// One workload against several targets in alternating rounds, with ratios to Ferry
     /// (starts a broker of its own for the ferry target unless --server is given).
     #[command(after_help = AFTER_HELP)]
@@ -104,6 +108,10 @@ fn run_cli(cli: Cli) -> Result<()> {
             ferry_bench::block_on(threads, run(a))
         }
         Workload::Stream(a) => ferry_bench::block_on(threads, run(a.with_common())),
+        Workload::Specjms(mut a) => {
+            a.ferry_binary = ferry();
+            ferry_bench::block_on(threads, run(a.with_common()))
+        }
         Workload::Compare(mut a) => {
             a.server_given = server_given();
             let launcher = own_broker::InProcess {

@@ -1,0 +1,772 @@
+//! The locations at work: initiators start each interaction at its rate, handlers answer each
+//! message as the spec's interactions prescribe (an order brings an order confirmation, a
+//! statistics record and a shipment departure; a call for offers brings an offer from each
+//! supplier of the family; the last offer brings the purchase order; ...).
+//!
+//! Connections: each kind of location shares a pool of sender connections (a location always
+//! uses the same one) and a pool of consumer connections, as an application server shares
+//! sessions among its components. A sender connection runs one transaction at a time: a
+//! handler receives a message, then sends what it causes in a transaction (committed) on its
+//! location's sender connection, then acknowledges the message. (A JMS transacted session
+//! would consume and send in one transaction; here the consume is acknowledged right after the
+//! commit: at least once, never lost.)
+//!
+//! Every message body starts with a [`Header`] (type, sender, target, family, correlation,
+//! send time), padded to a size drawn from the type's small / medium / large mix.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use bytes::{BufMut, Bytes, BytesMut};
+use hdrhistogram::Histogram;
+use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
+use tokio::task::JoinHandle;
+
+use super::layout::{Dest, Loc, Plan};
+use super::spec::{Interaction, Kind, MessageType};
+use super::topology::Topology;
+use crate::drivers::{
+    Connection, Driver, OutMessage, Properties, PropertyValue, TopicSubscription,
+};
+use crate::payload::now_micros;
+use crate::workloads::run::{Shared, MEASURE};
+
+/// A start later than this after its due time is a pacing miss.
+pub const PACING_TOLERANCE: Duration = Duration::from_millis(10);
+/// Most interaction starts waiting for a sender connection at once.
+const MAX_PENDING_STARTS: usize = 20_000;
+/// Bytes of [`Header`].
+const HEADER_LEN: usize = 40;
+const MAGIC: u32 = 0x534a_4d53;
+
+/// What every message starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Its type.
+    pub ty: MessageType,
+    /// Who sent it.
+    pub from: Loc,
+    /// The location the interaction is about (the SM of an order, the chosen SP, ...).
+    pub subject: u32,
+    /// The product family (calls for offers and what follows).
+    pub family: u32,
+    /// Correlates the offers of one call for offers.
+    pub corr: u64,
+    /// Offers expected for `corr`.
+    pub expected: u32,
+    /// Wall-clock µs when sent.
+    pub sent_us: u64,
+}
+
+fn kind_code(k: Kind) -> u8 {
+    k as u8
+}
+
+fn kind_of(b: u8) -> Option<Kind> {
+    Kind::ALL.get(usize::from(b)).copied()
+}
+
+impl Header {
+    /// The header followed by padding to `size` bytes in all.
+    pub fn encode(&self, size: usize) -> Bytes {
+        let mut b = BytesMut::with_capacity(size.max(HEADER_LEN));
+        b.put_u32(MAGIC);
+        b.put_u8(self.ty.index() as u8);
+        b.put_u8(kind_code(self.from.kind));
+        b.put_u16(0);
+        b.put_u32(self.from.id);
+        b.put_u32(self.subject);
+        b.put_u32(self.family);
+        b.put_u32(self.expected);
+        b.put_u64(self.corr);
+        b.put_u64(self.sent_us);
+        b.resize(size.max(HEADER_LEN), b'.');
+        b.freeze()
+    }
+
+    /// The header of a body, `None` when it is not one of ours.
+    pub fn decode(b: &[u8]) -> Option<Header> {
+        let u32_at = |at: usize| Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
+        let u64_at = |at: usize| Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?));
+        if u32_at(0)? != MAGIC {
+            return None;
+        }
+        Some(Header {
+            ty: *MessageType::ALL.get(usize::from(*b.get(4)?))?,
+            from: Loc {
+                kind: kind_of(*b.get(5)?)?,
+                id: u32_at(8)?,
+            },
+            subject: u32_at(12)?,
+            family: u32_at(16)?,
+            expected: u32_at(20)?,
+            corr: u64_at(24)?,
+            sent_us: u64_at(32)?,
+        })
+    }
+}
+
+/// Counters of one message type.
+#[derive(Debug, Default)]
+pub struct TypeCounters {
+    /// Receipts in the measurement.
+    pub measured: AtomicU64,
+    /// Sum of their delivery times, µs.
+    pub delivery_us: AtomicU64,
+}
+
+/// Counters of one interaction.
+#[derive(Debug, Default)]
+pub struct InteractionCounters {
+    /// Starts due in the measurement and committed.
+    pub starts: AtomicU64,
+    /// Of those, started later than [`PACING_TOLERANCE`].
+    pub misses: AtomicU64,
+}
+
+/// What every agent shares.
+pub struct World {
+    /// The topology.
+    pub topo: Topology,
+    /// The destination layout.
+    pub plan: Plan,
+    /// Whether sends of transactional types use transactions.
+    pub transactions: bool,
+    /// Phase, windows, totals.
+    pub shared: Arc<Shared>,
+    senders: HashMap<Kind, Vec<AsyncMutex<Arc<dyn Connection>>>>,
+    /// Per message type.
+    pub types: Vec<TypeCounters>,
+    /// Per interaction.
+    pub interactions: Vec<InteractionCounters>,
+    /// Receipts owed (a publish owes one per subscriber), whole run.
+    pub owed: AtomicU64,
+    /// Delivery times by destination, µs.
+    pub by_destination: Mutex<BTreeMap<String, Histogram<u64>>>,
+    /// Offers received per call for offers.
+    offers: Mutex<HashMap<u64, u32>>,
+    next_corr: AtomicU64,
+    next_hq: AtomicU64,
+    /// Receipts of this run in all phases.
+    pub received: AtomicU64,
+}
+
+impl World {
+    /// The sender connection of `loc`.
+    fn sender(&self, loc: Loc) -> &AsyncMutex<Arc<dyn Connection>> {
+        let pool = &self.senders[&loc.kind];
+        &pool[loc.id as usize % pool.len()]
+    }
+
+    /// The next HQ instance: senders spread messages over them evenly.
+    fn hq(&self) -> Loc {
+        let n = self.next_hq.fetch_add(1, Ordering::Relaxed);
+        Loc {
+            kind: Kind::Hq,
+            id: (n % u64::from(self.topo.hq)) as u32,
+        }
+    }
+
+    /// The message of type `ty` for `to`, with the body and the properties selectors read.
+    fn message(&self, ty: MessageType, to: Loc, h: Header) -> (Dest, OutMessage) {
+        let dest = self.plan.route(ty, to, h.family);
+        let spec = ty.spec();
+        let size = ty.size_for(rand::random::<f64>());
+        let mut m = OutMessage::for_topic(h.encode(size));
+        m.persistent = spec.persistent;
+        let mut p = Properties::new();
+        let mut put = |k: &str, v: String| p.push((k.to_string(), PropertyValue::Str(v)));
+        put("MessageType", spec.name.to_string());
+        put("LocationType", spec.receiver.code().to_string());
+        if !spec.pubsub {
+            put("TargetLocationID", to.name());
+        }
+        if ty == MessageType::CallForOffers {
+            put("Family", format!("f{}", h.family));
+        }
+        m.properties = p;
+        if let Dest::Queue(q) = &dest {
+            m.queues = vec![q.clone()];
+        }
+        (dest, m)
+    }
+
+    /// Sends `out` (type, target, header) from `from`, in one transaction when any of them is
+    /// transactional and transactions are on. For a start due at `due`: whether it got its
+    /// connection later than [`PACING_TOLERANCE`].
+    async fn send(
+        &self,
+        from: Loc,
+        out: Vec<(MessageType, Loc, Header)>,
+        due: Option<Instant>,
+    ) -> Result<bool, String> {
+        let tx = self.transactions && out.iter().any(|(t, _, _)| t.spec().transactional);
+        let owed: u64 = out
+            .iter()
+            .map(|(t, _, h)| self.plan.receivers(&self.topo, *t, h.family))
+            .sum();
+        let mut queued = Vec::new();
+        let mut topics: BTreeMap<String, Vec<OutMessage>> = BTreeMap::new();
+        for (t, to, h) in out {
+            match self.message(t, to, h) {
+                (Dest::Queue(_), m) => queued.push(m),
+                (Dest::Topic(topic), m) => topics.entry(topic).or_default().push(m),
+            }
+        }
+        let conn = self.sender(from).lock().await;
+        let late =
+            due.is_some_and(|d| Instant::now().saturating_duration_since(d) > PACING_TOLERANCE);
+        let result = async {
+            if tx {
+                conn.begin().await.map_err(|e| e.message)?;
+            }
+            let mut results = Vec::new();
+            if !queued.is_empty() {
+                results.extend(conn.send_batch(queued).await.map_err(|e| e.message)?);
+            }
+            for (topic, msgs) in topics {
+                results.extend(
+                    conn.publish_batch(&topic, msgs)
+                        .await
+                        .map_err(|e| e.message)?,
+                );
+            }
+            if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
+                return Err(e.message);
+            }
+            if tx {
+                conn.commit().await.map_err(|e| e.message)?;
+            }
+            Ok(())
+        }
+        .await;
+        if result.is_ok() {
+            // Owed from the commit on; counted before any receipt can be.
+            self.owed.fetch_add(owed, Ordering::Relaxed);
+            self.shared.sent_total.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.shared.send_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        result.map(|()| late)
+    }
+
+    fn header(&self, ty: MessageType, from: Loc) -> Header {
+        Header {
+            ty,
+            from,
+            subject: 0,
+            family: 0,
+            corr: 0,
+            expected: 0,
+            sent_us: now_micros(),
+        }
+    }
+
+    /// Starts interaction `i` at location index `k` (its `k`-th start), due at `due`; whether
+    /// it was late.
+    async fn start(&self, i: Interaction, k: u64, due: Instant) -> Result<bool, String> {
+        let due = Some(due);
+        let t = &self.topo;
+        use Interaction as I;
+        use MessageType as M;
+        match i {
+            I::OrderShipment => {
+                let sm = Loc {
+                    kind: Kind::Sm,
+                    id: (k % u64::from(t.sm)) as u32,
+                };
+                let dc = Loc {
+                    kind: Kind::Dc,
+                    id: t.dc_of(sm.id),
+                };
+                let mut h = self.header(M::Order, sm);
+                h.subject = sm.id;
+                self.send(sm, vec![(M::Order, dc, h)], due).await
+            }
+            I::PurchaseOrder => {
+                let dc = Loc {
+                    kind: Kind::Dc,
+                    id: (k % u64::from(t.dc)) as u32,
+                };
+                let family = rand::random::<u32>() % t.families;
+                let mut h = self.header(M::CallForOffers, dc);
+                h.family = family;
+                h.corr = self.next_corr.fetch_add(1, Ordering::Relaxed);
+                h.expected = t.suppliers_of(family).len() as u32;
+                self.send(dc, vec![(M::CallForOffers, dc, h)], due).await
+            }
+            I::Inventory => {
+                let sm = Loc {
+                    kind: Kind::Sm,
+                    id: (k % u64::from(t.sm)) as u32,
+                };
+                let h = self.header(M::InventoryInfo, sm);
+                self.send(sm, vec![(M::InventoryInfo, sm, h)], due).await
+            }
+            I::SalesStatistics => {
+                let sm = Loc {
+                    kind: Kind::Sm,
+                    id: (k % u64::from(t.sm)) as u32,
+                };
+                let h = self.header(M::StatInfoSm, sm);
+                self.send(sm, vec![(M::StatInfoSm, self.hq(), h)], due)
+                    .await
+            }
+            I::PriceUpdate | I::ProductAnnouncement | I::CreditCardHotList => {
+                let hq = Loc {
+                    kind: Kind::Hq,
+                    id: (k % u64::from(t.hq)) as u32,
+                };
+                let ty = match i {
+                    I::PriceUpdate => M::PriceUpdate,
+                    I::ProductAnnouncement => M::ProductAnnouncement,
+                    _ => M::CreditCardHl,
+                };
+                let h = self.header(ty, hq);
+                self.send(hq, vec![(ty, hq, h)], due).await
+            }
+        }
+    }
+
+    /// Handles a message received by `at`: counts it, and sends what it causes.
+    async fn handle(&self, at: Loc, dest: &str, h: Header) -> Result<(), String> {
+        let now = now_micros();
+        let delivery = now.saturating_sub(h.sent_us);
+        if self.shared.phase() == MEASURE {
+            let c = &self.types[h.ty.index()];
+            c.measured.fetch_add(1, Ordering::Relaxed);
+            c.delivery_us.fetch_add(delivery, Ordering::Relaxed);
+            self.shared
+                .received_measured
+                .fetch_add(1, Ordering::Relaxed);
+            let mut by = self
+                .by_destination
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let hist = by.entry(dest.to_string()).or_insert_with(|| {
+                Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("bounds")
+            });
+            let _ = hist.record(delivery.max(1));
+        }
+        let instant = Instant::now();
+        self.shared.windows.received(instant);
+        self.shared.windows.latency(instant, delivery, 1);
+        use MessageType as M;
+        let t = &self.topo;
+        let reply = |ty: MessageType, h0: Header| Header {
+            ty,
+            from: at,
+            sent_us: now_micros(),
+            ..h0
+        };
+        let out = match h.ty {
+            M::Order => {
+                let sm = Loc {
+                    kind: Kind::Sm,
+                    id: h.subject,
+                };
+                vec![
+                    (M::OrderConf, sm, reply(M::OrderConf, h)),
+                    (M::StatInfoOrderDc, self.hq(), reply(M::StatInfoOrderDc, h)),
+                    (M::ShipDep, at, reply(M::ShipDep, h)),
+                ]
+            }
+            M::ShipDep => vec![(
+                M::ShipInfo,
+                Loc {
+                    kind: Kind::Sm,
+                    id: h.subject,
+                },
+                reply(M::ShipInfo, h),
+            )],
+            M::ShipInfo => vec![(
+                M::ShipConf,
+                Loc {
+                    kind: Kind::Dc,
+                    id: t.dc_of(at.id),
+                },
+                reply(M::ShipConf, h),
+            )],
+            M::CallForOffers => {
+                let mut r = reply(M::Offer, h);
+                r.subject = at.id;
+                vec![(M::Offer, h.from, r)]
+            }
+            M::Offer => {
+                let done = {
+                    let mut offers = self.offers.lock().unwrap_or_else(PoisonError::into_inner);
+                    let n = offers.entry(h.corr).or_insert(0);
+                    *n += 1;
+                    let done = *n >= h.expected;
+                    if done {
+                        offers.remove(&h.corr);
+                    }
+                    done
+                };
+                if done {
+                    // The last offer in wins: any one of them would do.
+                    vec![(
+                        M::POrder,
+                        Loc {
+                            kind: Kind::Sp,
+                            id: h.subject,
+                        },
+                        reply(M::POrder, h),
+                    )]
+                } else {
+                    Vec::new()
+                }
+            }
+            M::POrder => {
+                let dc = h.from;
+                let mut r = reply(M::PShipInfo, h);
+                r.subject = at.id;
+                vec![
+                    (M::POrderConf, dc, reply(M::POrderConf, h)),
+                    (M::Invoice, self.hq(), reply(M::Invoice, h)),
+                    (M::PShipInfo, dc, r),
+                ]
+            }
+            M::PShipInfo => vec![
+                (
+                    M::PShipConf,
+                    Loc {
+                        kind: Kind::Sp,
+                        id: h.subject,
+                    },
+                    reply(M::PShipConf, h),
+                ),
+                (M::StatInfoShipDc, self.hq(), reply(M::StatInfoShipDc, h)),
+            ],
+            _ => Vec::new(),
+        };
+        let result = if out.is_empty() {
+            Ok(())
+        } else {
+            self.send(at, out, None).await.map(drop)
+        };
+        self.received.fetch_add(1, Ordering::Relaxed);
+        self.shared.add_received(1);
+        result
+    }
+}
+
+/// Opens the connections, creates the destinations and subscriptions, and starts consuming.
+pub async fn build(
+    driver: Arc<dyn Driver>,
+    topo: Topology,
+    plan: Plan,
+    transactions: bool,
+    pool: u32,
+    shared: Arc<Shared>,
+    name: &str,
+) -> Result<(Arc<World>, Consumers)> {
+    let admin: Arc<dyn Connection> = driver
+        .connect(&format!("{name}-admin"))
+        .await
+        .map_err(|e| anyhow!(e.message))?
+        .into();
+    if transactions && !admin.transactions() {
+        anyhow::bail!(
+            "target '{}' runs no transactions through this harness: the spec sends most messages \
+             in transactions (--transactions false runs the mix without them)",
+            driver.name()
+        );
+    }
+    // Destinations first: queues and topics.
+    let mut queues = Vec::new();
+    let mut topics = std::collections::BTreeSet::new();
+    let mut feeds = Vec::new();
+    for kind in Kind::ALL {
+        for id in 0..topo.count(kind) {
+            let loc = Loc { kind, id };
+            for f in plan.feeds(&topo, loc) {
+                match &f.dest {
+                    Dest::Queue(q) => queues.push(q.clone()),
+                    Dest::Topic(t) => {
+                        topics.insert(t.clone());
+                    }
+                }
+                feeds.push((loc, f));
+            }
+        }
+    }
+    for f in 0..topo.families {
+        if let Dest::Topic(t) = plan.route(
+            MessageType::CallForOffers,
+            Loc {
+                kind: Kind::Dc,
+                id: 0,
+            },
+            f,
+        ) {
+            topics.insert(t);
+        }
+    }
+    admin
+        .ensure_queues(&queues)
+        .await
+        .map_err(|e| anyhow!(e.message))?;
+    for t in &topics {
+        admin
+            .ensure_topic(t)
+            .await
+            .map_err(|e| anyhow!(e.message))?;
+    }
+    let mut senders = HashMap::new();
+    let mut readers: HashMap<Kind, Vec<Arc<dyn Connection>>> = HashMap::new();
+    for kind in Kind::ALL {
+        let n = topo.count(kind).min(pool.max(1));
+        let mut s = Vec::new();
+        let mut r = Vec::new();
+        for i in 0..n {
+            let c: Arc<dyn Connection> = driver
+                .connect(&format!("{name}-{}-s{i}", kind.code()))
+                .await
+                .map_err(|e| anyhow!(e.message))?
+                .into();
+            s.push(AsyncMutex::new(c));
+            let c: Arc<dyn Connection> = driver
+                .connect(&format!("{name}-{}-r{i}", kind.code()))
+                .await
+                .map_err(|e| anyhow!(e.message))?
+                .into();
+            r.push(c);
+        }
+        senders.insert(kind, s);
+        readers.insert(kind, r);
+    }
+    let world = Arc::new(World {
+        topo,
+        plan,
+        transactions,
+        shared,
+        senders,
+        types: MessageType::ALL
+            .iter()
+            .map(|_| TypeCounters::default())
+            .collect(),
+        interactions: Interaction::ALL
+            .iter()
+            .map(|_| InteractionCounters::default())
+            .collect(),
+        owed: AtomicU64::new(0),
+        by_destination: Mutex::new(BTreeMap::new()),
+        offers: Mutex::new(HashMap::new()),
+        next_corr: AtomicU64::new(1),
+        next_hq: AtomicU64::new(0),
+        received: AtomicU64::new(0),
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let mut durables = Vec::new();
+    for (loc, feed) in feeds {
+        let pool = &readers[&loc.kind];
+        let conn = pool[loc.id as usize % pool.len()].clone();
+        let prefetch = 256u32.min(conn.limits().max_prefetch);
+        let consumer = match &feed.dest {
+            Dest::Queue(q) => conn.consume(q, prefetch).await,
+            Dest::Topic(t) => {
+                if let Some(d) = &feed.durable {
+                    // A durable subscription left by an earlier run would hold its messages.
+                    let _ = conn.remove_subscription(t, d).await;
+                    durables.push((t.clone(), d.clone()));
+                }
+                conn.subscribe_topic(
+                    t,
+                    &TopicSubscription {
+                        durable: feed.durable.clone(),
+                        selector: feed.selector.clone(),
+                        client_ack: true,
+                        prefetch,
+                    },
+                )
+                .await
+            }
+        }
+        .map_err(|e| anyhow!("{} for {}: {}", feed.dest.name(), loc.name(), e.message))?;
+        let (world, mut stop_rx, dest) =
+            (world.clone(), stop_rx.clone(), feed.dest.name().to_string());
+        tasks.push(tokio::spawn(async move {
+            let mut consumer = consumer;
+            let mut batch = Vec::with_capacity(64);
+            loop {
+                batch.clear();
+                let open = tokio::select! {
+                    open = consumer.next_batch(&mut batch, 64) => open,
+                    _ = stop_rx.wait_for(|s| *s) => break,
+                };
+                for item in batch.drain(..) {
+                    match item {
+                        Ok(d) => {
+                            match Header::decode(&d.body) {
+                                Some(h) => {
+                                    if let Err(e) = world.handle(loc, &dest, h).await {
+                                        world.shared.note_error(e);
+                                    }
+                                }
+                                None => {
+                                    world.shared.foreign.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                            if let Some(token) = d.ack {
+                                consumer.ack(token);
+                            }
+                        }
+                        Err(e) => world.shared.note_error(e.message),
+                    }
+                }
+                if !open {
+                    break;
+                }
+            }
+            let outcome = consumer.finish().await;
+            if outcome.failed > 0 {
+                world
+                    .shared
+                    .ack_errors
+                    .fetch_add(outcome.failed, Ordering::Relaxed);
+            }
+        }));
+    }
+    let connections = readers.into_values().flatten().collect();
+    Ok((
+        world,
+        Consumers {
+            tasks,
+            stop,
+            admin,
+            connections,
+            queues,
+            topics: topics.into_iter().collect(),
+            durables,
+        },
+    ))
+}
+
+/// The consuming side of a run, and what it made.
+pub struct Consumers {
+    tasks: Vec<JoinHandle<()>>,
+    stop: watch::Sender<bool>,
+    admin: Arc<dyn Connection>,
+    connections: Vec<Arc<dyn Connection>>,
+    queues: Vec<String>,
+    topics: Vec<String>,
+    durables: Vec<(String, String)>,
+}
+
+impl Consumers {
+    /// Stops consuming, closes the connections and, unless `keep`, removes every queue, topic
+    /// and durable subscription the run made.
+    pub async fn finish(self, world: &World, keep: bool) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        for c in self.connections {
+            c.close().await;
+        }
+        for pool in world.senders.values() {
+            for c in pool {
+                c.lock().await.close().await;
+            }
+        }
+        if !keep {
+            for (t, d) in &self.durables {
+                let _ = self.admin.remove_subscription(t, d).await;
+            }
+            for t in &self.topics {
+                let _ = self.admin.delete_topic(t).await;
+            }
+            for q in &self.queues {
+                let _ = self.admin.delete_queue(q).await;
+            }
+        }
+        self.admin.close().await;
+    }
+}
+
+/// Starts every interaction that is on at its total rate; each start is due at a fixed
+/// interval and runs as a task of its own (so that a slow one does not hold up the next),
+/// counted as a pacing miss when it gets its connection later than [`PACING_TOLERANCE`].
+pub fn initiate(
+    world: Arc<World>,
+    measure_start: Instant,
+    measure_end: Instant,
+) -> Vec<JoinHandle<()>> {
+    let gate = Arc::new(Semaphore::new(MAX_PENDING_STARTS));
+    Interaction::ALL
+        .into_iter()
+        .filter(|i| world.topo.total_rate(*i) > 0.0)
+        .map(|i| {
+            let (world, gate) = (world.clone(), gate.clone());
+            tokio::spawn(async move {
+                let rate = world.topo.total_rate(i);
+                let start = world.shared.started;
+                // Locations take turns from a random one, so that short runs do not favour
+                // the first ones.
+                let offset = rand::random::<u32>() as u64;
+                let mut k = 0u64;
+                while !world.shared.stopping() {
+                    let due = start + Duration::from_secs_f64(k as f64 / rate);
+                    tokio::time::sleep_until(due.into()).await;
+                    if world.shared.stopping() {
+                        break;
+                    }
+                    let Ok(permit) = gate.clone().acquire_owned().await else {
+                        break;
+                    };
+                    let w = world.clone();
+                    let n = k + offset;
+                    let counted = due >= measure_start && due < measure_end;
+                    tokio::spawn(async move {
+                        let ok = w.start(i, n, due).await;
+                        if counted {
+                            let c = &w.interactions[i as usize];
+                            match ok {
+                                Ok(late) => {
+                                    c.starts.fetch_add(1, Ordering::Relaxed);
+                                    if late {
+                                        c.misses.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                }
+                                Err(e) => w.shared.note_error(e),
+                            }
+                        }
+                        drop(permit);
+                    });
+                    k += 1;
+                }
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_pad_to_size() {
+        let h = Header {
+            ty: MessageType::Offer,
+            from: Loc {
+                kind: Kind::Sp,
+                id: 7,
+            },
+            subject: 3,
+            family: 11,
+            corr: 99,
+            expected: 2,
+            sent_us: 123_456,
+        };
+        let b = h.encode(2560);
+        assert_eq!(b.len(), 2560);
+        assert_eq!(Header::decode(&b), Some(h));
+        assert_eq!(h.encode(10).len(), HEADER_LEN);
+        assert_eq!(Header::decode(b"nope"), None);
+    }
+}
