@@ -12,8 +12,8 @@
 //! - [`payload`]: the bench message body (send timestamp and run id up front);
 //! - [`stats`]: latency histograms, sample statistics with t-distribution confidence
 //!   intervals, coordinated-omission correction, per-window series;
-//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector`, `stream`, `specjms` and
-//!   `compare`, and the live progress line on standard error while one runs;
+//! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector`, `stream`, `specjms`,
+//!   `slowlink` and `compare`, and the live progress line on standard error while one runs;
 //! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`), CSV and
 //!   an HTML page of plots.
 
@@ -30,6 +30,7 @@ pub use workloads::fanout::FanoutArgs;
 pub use workloads::ftab::FtabArgs;
 pub use workloads::latency::LatencyArgs;
 pub use workloads::selector::SelectorArgs;
+pub use workloads::slowlink::SlowlinkArgs;
 pub use workloads::specjms::SpecjmsArgs;
 pub use workloads::stream::StreamArgs;
 pub use workloads::throughput::ThroughputArgs;

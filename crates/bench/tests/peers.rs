@@ -136,3 +136,90 @@ async fn postgres_throughput_and_latency() {
         latency("postgres").await;
     }
 }
+
+#[derive(Parser)]
+struct Stream {
+    #[command(flatten)]
+    args: ferry_bench::StreamArgs,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_over_rabbitmq_and_core_nats() {
+    if !enabled("stream_over_rabbitmq_and_core_nats") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stream.json");
+    let parsed = Stream::try_parse_from([
+        "stream",
+        "--transports",
+        "amqp,amqp-persistent,nats",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--rate",
+        "5000",
+        "-q",
+        "--json",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    ferry_bench::workloads::run(parsed.args.with_common())
+        .await
+        .unwrap();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let errors = schema::validate(&schema::load(), &json);
+    assert!(errors.is_empty(), "{errors:#?}");
+    for r in json["results"].as_array().unwrap() {
+        assert!(
+            r["stream"]["records_per_s"].as_f64().unwrap() > 1000.0,
+            "{r:#}"
+        );
+        if r["target"] != "nats" {
+            assert_eq!(r["stream"]["loss"], 0.0, "{r:#}");
+        }
+    }
+}
+
+#[derive(Parser)]
+struct Specjms {
+    #[command(flatten)]
+    args: ferry_bench::SpecjmsArgs,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn specjms_on_jetstream_with_the_queue_layout_without_transactions() {
+    if !enabled("specjms_on_jetstream_with_the_queue_layout_without_transactions") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("specjms.json");
+    let parsed = Specjms::try_parse_from([
+        "specjms",
+        "--target",
+        "nats",
+        "--transactions",
+        "false",
+        "--base",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--pool",
+        "2",
+        "-q",
+        "--json",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    ferry_bench::workloads::run(parsed.args.with_common())
+        .await
+        .unwrap();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let errors = schema::validate(&schema::load(), &json);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let t = &json["params"]["specjms"]["trials"][0];
+    assert_eq!(t["receipts"], t["receipts_owed"], "{t:#}");
+}

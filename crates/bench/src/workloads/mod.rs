@@ -8,6 +8,8 @@
 //!   message, against plain subscriptions;
 //! - [`pubsub`]: the engine of `fanout` and `selector`;
 //! - [`specjms`]: a SPECjms2007-like supply chain with its auditor and capacity model;
+//! - [`slowlink`]: request and answer over an emulated slow link, in four modes: time and
+//!   bytes on the wire per message;
 //! - [`stream`]: a monitoring-record stream over brokers, TCP and the datagram ingest:
 //!   records per second and loss;
 //! - [`compare`]: one workload against several targets in alternating rounds;
@@ -25,6 +27,7 @@ pub mod pubsub;
 pub mod run;
 pub mod selector;
 pub mod setup;
+pub mod slowlink;
 pub mod specjms;
 pub mod stream;
 pub mod throughput;

@@ -224,3 +224,108 @@ async fn specjms_refuses_what_a_peer_cannot_express_naming_why() {
         assert!(format!("{e:#}").contains(why), "{rest:?}: {e:#}");
     }
 }
+
+#[derive(Parser)]
+struct Slowlink {
+    #[command(flatten)]
+    args: ferry_bench::SlowlinkArgs,
+}
+
+fn slowlink_args(out: &std::path::Path, rest: &[&str]) -> ferry_bench::SlowlinkArgs {
+    let mut argv = vec!["slowlink", "-q", "--json", out.to_str().unwrap()];
+    argv.extend_from_slice(rest);
+    let mut args = Slowlink::try_parse_from(argv).unwrap().args.with_common();
+    args.bench_binary = Some(env!("CARGO_BIN_EXE_ferry-bench").into());
+    args
+}
+
+/// The slowlink tests one at a time: each checks that no namespace of this process is left.
+static SLOWLINK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// No namespace of this process is left behind.
+fn no_namespaces_left() {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output();
+    if let Ok(out) = out {
+        let mine = format!("ferrysl-{}-", std::process::id());
+        let list = String::from_utf8_lossy(&out.stdout);
+        assert!(!list.contains(&mine), "left behind: {list}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowlink_runs_every_mode_over_namespaces_and_removes_them() {
+    let _one_at_a_time = SLOWLINK.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("slowlink.json");
+    let args = slowlink_args(
+        &out,
+        &["--link", "none", "--messages", "50", "--bundle", "10"],
+    );
+    if let Some(why) = ferry_bench::workloads::slowlink::unavailable(&args) {
+        println!("slowlink_runs_every_mode_over_namespaces_and_removes_them: skipped: {why}");
+        return;
+    }
+    ferry_bench::workloads::run(args).await.unwrap();
+    no_namespaces_left();
+    let json = json_of(&out);
+    assert_eq!(json["workload"], "slowlink");
+    let modes = json["params"]["slowlink"]["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["per-call", "sync", "pipelined", "bundled"]);
+    for m in modes {
+        assert_eq!(m["answers"], 50, "{m:#}");
+        assert_eq!(m["out_of_order"], 0, "{m:#}");
+        assert_eq!(m["payload_bytes_per_message"], 50.0);
+        let wire = m["wire_bytes_per_message"].as_f64().unwrap();
+        let parts = m["payload_bytes_per_message"].as_f64().unwrap()
+            + m["ferry_bytes_per_message"].as_f64().unwrap()
+            + m["tcp_ip_bytes_per_message"].as_f64().unwrap();
+        assert!((wire - parts).abs() < 1e-6, "{m:#}");
+    }
+    // A connection per call costs handshakes: more packets per message than bundling.
+    assert!(
+        modes[0]["packets_per_message"].as_f64().unwrap()
+            > modes[3]["packets_per_message"].as_f64().unwrap(),
+        "{modes:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowlink_over_a_gprs_like_link_or_the_reason_it_cannot() {
+    let _one_at_a_time = SLOWLINK.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gprs.json");
+    let args = slowlink_args(
+        &out,
+        &[
+            "--link",
+            "gprs",
+            "--messages",
+            "40",
+            "--modes",
+            "bundled",
+            "--bundle",
+            "20",
+        ],
+    );
+    if let Some(why) = ferry_bench::workloads::slowlink::unavailable(&args) {
+        println!("slowlink_over_a_gprs_like_link_or_the_reason_it_cannot: skipped: {why}");
+        // The workload itself refuses with the same reason, before making anything.
+        let e = ferry_bench::workloads::run(args).await.unwrap_err();
+        assert!(
+            format!("{e:#}").contains("slowlink cannot run here"),
+            "{e:#}"
+        );
+        no_namespaces_left();
+        return;
+    }
+    ferry_bench::workloads::run(args).await.unwrap();
+    no_namespaces_left();
+    let json = json_of(&out);
+    let m = &json["params"]["slowlink"]["modes"][0];
+    assert_eq!(m["answers"], 40);
+    // At least one round trip of 300 ms.
+    assert!(m["total_s"].as_f64().unwrap() > 0.3, "{m:#}");
+}

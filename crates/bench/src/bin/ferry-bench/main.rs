@@ -73,6 +73,16 @@ enum Workload {
     /// spec's rates, the run rules' audit, --find-max for the largest BASE, --model.
     #[command(after_help = AFTER_HELP)]
     Specjms(ferry_bench::SpecjmsArgs),
+    /// Requests and answers over an emulated slow link (network namespaces, tc netem; needs
+    /// root) in four modes: total time, time per message and bytes on the wire per message.
+    #[command(after_help = AFTER_HELP)]
+    Slowlink(ferry_bench::SlowlinkArgs),
+    /// The server end of slowlink, inside its namespace (run by slowlink).
+    #[command(hide = true)]
+    SlowlinkServe(ferry_bench::workloads::slowlink::ends::ServeEnd),
+    /// The client end of slowlink, inside its namespace (run by slowlink).
+    #[command(hide = true)]
+    SlowlinkClient(ferry_bench::workloads::slowlink::ends::ClientEnd),
     /// One workload against several targets in alternating rounds, with ratios to Ferry
     /// (starts a broker of its own for the ferry target unless --server is given).
     #[command(after_help = AFTER_HELP)]
@@ -108,6 +118,18 @@ fn run_cli(cli: Cli) -> Result<()> {
             ferry_bench::block_on(threads, run(a))
         }
         Workload::Stream(a) => ferry_bench::block_on(threads, run(a.with_common())),
+        Workload::Slowlink(mut a) => {
+            a.bench_binary = std::env::current_exe().ok();
+            ferry_bench::block_on(threads, run(a.with_common()))
+        }
+        Workload::SlowlinkServe(end) => ferry_bench::block_on(threads, async move {
+            ferry_bench::workloads::slowlink::ends::serve(&end).await
+        }),
+        Workload::SlowlinkClient(end) => ferry_bench::block_on(threads, async move {
+            let outcome = ferry_bench::workloads::slowlink::ends::client(&end).await?;
+            println!("{}", serde_json::to_string(&outcome)?);
+            Ok(())
+        }),
         Workload::Specjms(mut a) => {
             a.ferry_binary = ferry();
             ferry_bench::block_on(threads, run(a.with_common()))

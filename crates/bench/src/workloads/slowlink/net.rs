@@ -1,0 +1,325 @@
+//! The emulated link: two network namespaces joined by a veth pair, shaped with `tc netem`
+//! on both ends (half the round trip each way, the rate each way, jitter, loss), made and
+//! removed by the workload with `ip` and `tc`. Names carry the workload's process id
+//! (`ferrysl-<pid>-<n>-c`, `ferrysl-<pid>-<n>-s`), so that a later run removes what an interrupted one
+//! left ([`remove_stale`]) and never touches anything else.
+
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Result};
+
+/// The prefix of every namespace the workload makes.
+pub const PREFIX: &str = "ferrysl-";
+/// The client's address inside its namespace.
+pub const CLIENT_ADDR: &str = "10.233.0.1";
+/// The server's (the broker's) address inside its namespace.
+pub const SERVER_ADDR: &str = "10.233.0.2";
+
+/// How the link is shaped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSpec {
+    /// The preset's name (`none`, `lan`, `wlan`, `gprs`, or `custom`).
+    pub name: &'static str,
+    /// Round-trip time, ms (half added each way).
+    pub rtt_ms: f64,
+    /// Jitter each way, ms.
+    pub jitter_ms: f64,
+    /// Rate each way, kbit/s; 0: unshaped.
+    pub rate_kbit: f64,
+    /// Packet loss each way, percent.
+    pub loss_pct: f64,
+}
+
+impl LinkSpec {
+    /// The presets: `none` (the veth pair as it is), `lan` (100 Mbit/s, 0.2 ms), `wlan`
+    /// (20 Mbit/s, 4 ms, 1 ms jitter), `gprs` (40 kbit/s, 300 ms round trip).
+    pub fn preset(name: &str) -> Option<LinkSpec> {
+        let (name, rtt_ms, jitter_ms, rate_kbit) = match name {
+            "none" => ("none", 0.0, 0.0, 0.0),
+            "lan" => ("lan", 0.2, 0.0, 100_000.0),
+            "wlan" => ("wlan", 4.0, 1.0, 20_000.0),
+            "gprs" => ("gprs", 300.0, 0.0, 40.0),
+            _ => return None,
+        };
+        Some(LinkSpec {
+            name,
+            rtt_ms,
+            jitter_ms,
+            rate_kbit,
+            loss_pct: 0.0,
+        })
+    }
+
+    /// Whether the link needs `tc netem`.
+    pub fn shaped(&self) -> bool {
+        self.rtt_ms > 0.0 || self.rate_kbit > 0.0 || self.loss_pct > 0.0 || self.jitter_ms > 0.0
+    }
+
+    /// The `tc qdisc ... netem` arguments of one end.
+    pub fn netem_args(&self) -> Vec<String> {
+        let mut a = vec!["netem".to_string()];
+        if self.rtt_ms > 0.0 || self.jitter_ms > 0.0 {
+            a.push("delay".into());
+            a.push(format!("{}us", (self.rtt_ms * 500.0).round() as u64));
+            if self.jitter_ms > 0.0 {
+                a.push(format!("{}us", (self.jitter_ms * 1000.0).round() as u64));
+            }
+        }
+        if self.rate_kbit > 0.0 {
+            a.push("rate".into());
+            a.push(format!("{}kbit", self.rate_kbit));
+        }
+        if self.loss_pct > 0.0 {
+            a.push("loss".into());
+            a.push(format!("{}%", self.loss_pct));
+        }
+        a
+    }
+}
+
+/// Why the workload cannot make its link here, or `None` when it can: root, `ip` and `tc`,
+/// network namespaces, and (for a shaped link) the kernel's netem queueing discipline.
+pub fn unavailable(link: &LinkSpec) -> Option<String> {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false);
+    if !root {
+        return Some(
+            "slowlink makes network namespaces and needs root (its effective user id is not 0)"
+                .into(),
+        );
+    }
+    for tool in ["ip", "tc"] {
+        if Command::new(tool).arg("-V").output().is_err() {
+            return Some(format!(
+                "slowlink needs `{tool}` (apt-get install -y iproute2)"
+            ));
+        }
+    }
+    let serial = next_serial();
+    let probe = format!("{PREFIX}{}-{serial}-probe", std::process::id());
+    if let Err(e) = ip(&["netns", "add", &probe]) {
+        return Some(format!("network namespaces are not allowed here: {e}"));
+    }
+    let mut why = None;
+    if link.shaped() {
+        let veth = format!("fslp{}{serial}", std::process::id() % 100_000);
+        let made = ip(&[
+            "-n",
+            &probe,
+            "link",
+            "add",
+            &veth,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &format!("{veth}b"),
+        ]);
+        if let Err(e) = made {
+            why = Some(format!("a veth pair cannot be made here: {e}"));
+        } else {
+            let netem = run(
+                "tc",
+                &[
+                    "-n", &probe, "qdisc", "add", "dev", &veth, "root", "netem", "delay", "1ms",
+                ],
+            );
+            if let Err(e) = netem {
+                why = Some(format!(
+                    "the kernel has no netem queueing discipline (sch_netem; `tc ... netem` says: {e}), \
+                     so the {} link cannot be emulated",
+                    link.name
+                ));
+            }
+        }
+    }
+    let _ = ip(&["netns", "del", &probe]);
+    why
+}
+
+/// A number for each link (and probe) this process makes, so that two at once do not share
+/// names.
+fn next_serial() -> u32 {
+    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 1000
+}
+
+/// Runs `program args`, failing with its standard error.
+fn run(program: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| anyhow!("{program}: {e}"))?;
+    if !out.status.success() {
+        bail!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn ip(args: &[&str]) -> Result<()> {
+    run("ip", args)
+}
+
+/// Removes the namespaces of earlier runs whose process is gone.
+pub fn remove_stale() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = ip(&["netns", "del", name]);
+            }
+        }
+    }
+}
+
+/// The two namespaces and the veth pair between them; removed on drop.
+pub struct Link {
+    /// The client's namespace.
+    pub client_ns: String,
+    /// The server's namespace.
+    pub server_ns: String,
+    /// The client's end of the veth pair.
+    pub client_if: String,
+    removed: bool,
+}
+
+impl Link {
+    /// Makes the namespaces, the veth pair and the addresses, and shapes both ends.
+    pub fn make(link: &LinkSpec) -> Result<Link> {
+        let pid = std::process::id();
+        let n = next_serial();
+        let me = Link {
+            client_ns: format!("{PREFIX}{pid}-{n}-c"),
+            server_ns: format!("{PREFIX}{pid}-{n}-s"),
+            client_if: format!("fsl{pid}{n}c"),
+            removed: false,
+        };
+        let server_if = format!("fsl{pid}{n}s");
+        ip(&["netns", "add", &me.client_ns])?;
+        ip(&["netns", "add", &me.server_ns])?;
+        ip(&[
+            "-n",
+            &me.client_ns,
+            "link",
+            "add",
+            &me.client_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &server_if,
+            "netns",
+            &me.server_ns,
+        ])?;
+        ip(&[
+            "-n",
+            &me.client_ns,
+            "addr",
+            "add",
+            &format!("{CLIENT_ADDR}/30"),
+            "dev",
+            &me.client_if,
+        ])?;
+        ip(&[
+            "-n",
+            &me.server_ns,
+            "addr",
+            "add",
+            &format!("{SERVER_ADDR}/30"),
+            "dev",
+            &server_if,
+        ])?;
+        for (ns, dev) in [(&me.client_ns, &me.client_if), (&me.server_ns, &server_if)] {
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            if link.shaped() {
+                let mut args = vec!["-n", ns, "qdisc", "add", "dev", dev, "root"];
+                let netem = link.netem_args();
+                args.extend(netem.iter().map(String::as_str));
+                run("tc", &args)?;
+            }
+        }
+        Ok(me)
+    }
+
+    /// What went through the client's end so far: bytes sent, bytes received, packets both
+    /// ways (the interface's counters; Ethernet headers included).
+    pub fn counters(&self) -> Result<(u64, u64, u64)> {
+        let read = |what: &str| -> Result<u64> {
+            let out = Command::new("ip")
+                .args(["netns", "exec", &self.client_ns, "cat"])
+                .arg(format!(
+                    "/sys/class/net/{}/statistics/{what}",
+                    self.client_if
+                ))
+                .output()?;
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse()
+                .map_err(|e| anyhow!("interface counter {what}: {e}"))
+        };
+        Ok((
+            read("tx_bytes")?,
+            read("rx_bytes")?,
+            read("rx_packets")? + read("tx_packets")?,
+        ))
+    }
+
+    /// Removes the namespaces (and with them the veth pair).
+    pub fn remove(mut self) {
+        self.delete();
+    }
+
+    fn delete(&mut self) {
+        if !self.removed {
+            let _ = ip(&["netns", "del", &self.client_ns]);
+            let _ = ip(&["netns", "del", &self.server_ns]);
+            self.removed = true;
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.delete();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_split_the_round_trip_over_both_ends() {
+        let g = LinkSpec::preset("gprs").unwrap();
+        assert_eq!(
+            g.netem_args(),
+            ["netem", "delay", "150000us", "rate", "40kbit"]
+        );
+        let w = LinkSpec::preset("wlan").unwrap();
+        assert_eq!(
+            w.netem_args(),
+            ["netem", "delay", "2000us", "1000us", "rate", "20000kbit"]
+        );
+        assert!(!LinkSpec::preset("none").unwrap().shaped());
+        assert!(LinkSpec::preset("dsl").is_none());
+    }
+}
