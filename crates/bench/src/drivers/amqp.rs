@@ -11,9 +11,20 @@
 //! confirms on its own schedule, at the latest after a few hundred milliseconds), so a confirm
 //! means "on disk" while the confirm latency includes RabbitMQ's batching.
 //!
+//! Topics (module `topics`): a topic is a durable topic exchange of its name; a publish goes
+//! to it with the message's routing key; a subscription is a queue bound to it with the
+//! subscription's binding keys (RabbitMQ routes by key where JMS selects by properties), durable
+//! and named after the subscription when durable, exclusive and auto-deleted otherwise.
+//!
+//! Transactions: `begin` switches the connection's sends to a channel in transaction mode
+//! (`tx.select`; a channel cannot be in confirm and transaction mode at once) until `commit`
+//! (`tx.commit`, answered once RabbitMQ has the messages on disk).
+//!
 //! Capabilities: none of by-sender retrieval, addressed messages, priorities or the queue query.
 //! (RabbitMQ has priority queues, declared with `x-max-priority`; they are a different queue
 //! implementation with its own costs, so the bench's plain queues do not use them.)
+
+mod topics;
 
 use std::time::Duration;
 
@@ -31,7 +42,7 @@ use tokio::task::JoinHandle;
 
 use super::{
     AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
-    From, OutMessage, ReceiveOne, Received,
+    From, OutMessage, ReceiveOne, Received, TopicSubscription,
 };
 use ferry_client::protocol::Name;
 
@@ -107,27 +118,28 @@ impl Driver for AmqpDriver {
             .confirm_select(ConfirmSelectOptions::default())
             .await
             .map_err(|e| err("confirm.select", e))?;
-        Ok(Box::new(AmqpConnection { conn, publish }))
+        Ok(Box::new(AmqpConnection {
+            conn,
+            publish,
+            tx: tokio::sync::Mutex::new(None),
+            in_tx: std::sync::atomic::AtomicBool::new(false),
+        }))
     }
 }
 
-/// One AMQP connection with a publisher-confirm channel for sends.
+/// One AMQP connection with a publisher-confirm channel for sends, and a channel in
+/// transaction mode once a transaction was begun.
 struct AmqpConnection {
     conn: lapin::Connection,
     publish: Channel,
+    tx: tokio::sync::Mutex<Option<Channel>>,
+    in_tx: std::sync::atomic::AtomicBool,
 }
 
-#[async_trait]
-impl Connection for AmqpConnection {
-    fn limits(&self) -> DriverLimits {
-        DriverLimits {
-            max_batch: 10_000,
-            max_prefetch: MAX_PREFETCH,
-        }
-    }
-
-    async fn ensure_queues(&self, queues: &[String]) -> Result<(), DriverError> {
-        // A channel of its own: a refused declaration closes the channel it was made on.
+impl AmqpConnection {
+    /// Declares durable queues (on a channel of its own: a refused declaration closes the
+    /// channel it was made on).
+    async fn declare_queues(&self, queues: &[String]) -> Result<(), DriverError> {
         let ch = self
             .conn
             .create_channel()
@@ -149,12 +161,8 @@ impl Connection for AmqpConnection {
         Ok(())
     }
 
-    async fn send(&self, msg: OutMessage) -> Result<(), DriverError> {
-        let mut results = self.send_batch(vec![msg]).await?;
-        results.pop().unwrap_or(Ok(()))
-    }
-
-    async fn send_batch(
+    /// Sends each message to its one queue through the default exchange.
+    async fn send_to_queues(
         &self,
         msgs: Vec<OutMessage>,
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
@@ -166,18 +174,56 @@ impl Connection for AmqpConnection {
             };
             return Err(unsupported(what));
         }
-        // Publish everything, then wait for the confirms.
+        let routed = msgs
+            .iter()
+            .map(|m| (String::new(), m.queues[0].clone(), m))
+            .collect::<Vec<_>>();
+        self.publish_routed(routed).await
+    }
+}
+
+impl AmqpConnection {
+    /// Publishes each message to (exchange, routing key): inside a transaction on the
+    /// transaction's channel (settled by the commit), otherwise on the confirm channel,
+    /// everything first, then the confirms awaited.
+    async fn publish_routed(
+        &self,
+        msgs: Vec<(String, String, &OutMessage)>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let props = |m: &OutMessage| {
+            // 2: persistent; 1: transient.
+            BasicProperties::default().with_delivery_mode(if m.persistent { 2 } else { 1 })
+        };
+        if self.in_tx.load(std::sync::atomic::Ordering::Acquire) {
+            let guard = self.tx.lock().await;
+            let ch = guard
+                .as_ref()
+                .ok_or_else(|| err("publish", "no transaction channel"))?;
+            let mut results = Vec::with_capacity(msgs.len());
+            for (exchange, key, m) in msgs {
+                let r = ch
+                    .basic_publish(
+                        exchange.as_str().into(),
+                        key.as_str().into(),
+                        BasicPublishOptions::default(),
+                        &m.body,
+                        props(m),
+                    )
+                    .await;
+                results.push(r.map(drop).map_err(|e| err("publish", e)));
+            }
+            return Ok(results);
+        }
         let mut pending = Vec::with_capacity(msgs.len());
-        for m in &msgs {
+        for (exchange, key, m) in &msgs {
             let confirm = self
                 .publish
                 .basic_publish(
-                    "".into(),
-                    m.queues[0].as_str().into(),
+                    exchange.as_str().into(),
+                    key.as_str().into(),
                     BasicPublishOptions::default(),
                     &m.body,
-                    // 2: persistent; 1: transient (--persistent false).
-                    BasicProperties::default().with_delivery_mode(if m.persistent { 2 } else { 1 }),
+                    props(m),
                 )
                 .await;
             pending.push(confirm);
@@ -194,6 +240,32 @@ impl Connection for AmqpConnection {
             });
         }
         Ok(results)
+    }
+}
+
+#[async_trait]
+impl Connection for AmqpConnection {
+    fn limits(&self) -> DriverLimits {
+        DriverLimits {
+            max_batch: 10_000,
+            max_prefetch: MAX_PREFETCH,
+        }
+    }
+
+    async fn ensure_queues(&self, queues: &[String]) -> Result<(), DriverError> {
+        self.declare_queues(queues).await
+    }
+
+    async fn send(&self, msg: OutMessage) -> Result<(), DriverError> {
+        let mut results = self.send_batch(vec![msg]).await?;
+        results.pop().unwrap_or(Ok(()))
+    }
+
+    async fn send_batch(
+        &self,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        self.send_to_queues(msgs).await
     }
 
     async fn receive_one(&self, req: ReceiveOne) -> Result<Option<Received>, DriverError> {
@@ -252,6 +324,57 @@ impl Connection for AmqpConnection {
 
     async fn close(&self) {
         let _ = self.conn.close(200, "bye".into()).await;
+    }
+
+    async fn ensure_topic(&self, topic: &str) -> Result<(), DriverError> {
+        self.declare_exchange(topic).await
+    }
+
+    async fn publish_batch(
+        &self,
+        topic: &str,
+        msgs: Vec<OutMessage>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let routed = msgs
+            .iter()
+            .map(|m| {
+                let key = m.routing_key.clone().unwrap_or_else(|| topic.to_string());
+                (topic.to_string(), key, m)
+            })
+            .collect();
+        self.publish_routed(routed).await
+    }
+
+    async fn subscribe_topic(
+        &self,
+        topic: &str,
+        sub: &TopicSubscription,
+    ) -> Result<Box<dyn Consumer>, DriverError> {
+        self.bound_consumer(topic, sub).await
+    }
+
+    async fn remove_subscription(&self, topic: &str, name: &str) -> Result<(), DriverError> {
+        self.delete_bound_queue(topic, name).await
+    }
+
+    async fn delete_topic(&self, topic: &str) -> Result<(), DriverError> {
+        self.delete_exchange(topic).await
+    }
+
+    async fn delete_queue(&self, queue: &str) -> Result<(), DriverError> {
+        self.delete_plain_queue(queue).await
+    }
+
+    fn transactions(&self) -> bool {
+        true
+    }
+
+    async fn begin(&self) -> Result<(), DriverError> {
+        self.tx_begin().await
+    }
+
+    async fn commit(&self) -> Result<(), DriverError> {
+        self.tx_commit().await
     }
 }
 

@@ -131,6 +131,9 @@ pub struct OutMessage {
     pub persistent: bool,
     /// Message properties, for selectors; targets without them ignore them.
     pub properties: Properties,
+    /// For a publish: the routing key on targets that route by key instead of selecting by
+    /// properties (RabbitMQ's topic exchanges); `None`: the topic's name.
+    pub routing_key: Option<String>,
 }
 
 impl OutMessage {
@@ -143,6 +146,7 @@ impl OutMessage {
             to: None,
             persistent: true,
             properties: Properties::new(),
+            routing_key: None,
         }
     }
 
@@ -155,6 +159,7 @@ impl OutMessage {
             to: None,
             persistent: true,
             properties: Properties::new(),
+            routing_key: None,
         }
     }
 }
@@ -170,6 +175,9 @@ pub struct TopicSubscription {
     pub client_ack: bool,
     /// Most deliveries pushed ahead of the workload.
     pub prefetch: u32,
+    /// On targets that route by key (RabbitMQ), the binding keys that select what the
+    /// selector would (`*` one word, `#` any); empty: every message.
+    pub bindings: Vec<String>,
 }
 
 /// Opaque handle to acknowledge a delivery by; meaning depends on the driver.

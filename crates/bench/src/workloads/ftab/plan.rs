@@ -74,6 +74,7 @@ impl Plan {
             to,
             persistent: true,
             properties: Vec::new(),
+            routing_key: None,
         }
     }
 }

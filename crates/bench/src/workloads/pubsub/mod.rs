@@ -110,6 +110,7 @@ pub async fn measure(
             selector: spec.plan.selector(i),
             client_ack: a.ack_client(),
             prefetch,
+            bindings: Vec::new(),
         };
         let consumer: Box<dyn Consumer> = conn
             .subscribe_topic(&spec.topic, &sub)

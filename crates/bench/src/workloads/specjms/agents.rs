@@ -188,6 +188,7 @@ impl World {
             put("Family", format!("f{}", h.family));
         }
         m.properties = p;
+        m.routing_key = Some(self.plan.routing_key(ty, to, h.family));
         if let Dest::Queue(q) = &dest {
             m.queues = vec![q.clone()];
         }
@@ -582,6 +583,7 @@ pub async fn build(
                         selector: feed.selector.clone(),
                         client_ack: true,
                         prefetch,
+                        bindings: feed.bindings.clone(),
                     },
                 )
                 .await

@@ -75,6 +75,9 @@ pub struct Feed {
     pub selector: String,
     /// For a topic: the durable subscription's name; `None`: non-durable.
     pub durable: Option<String>,
+    /// For a topic, on targets that route by key (RabbitMQ): binding keys that pick what the
+    /// selector picks, over [`Plan::routing_key`]s; empty: every message.
+    pub bindings: Vec<String>,
 }
 
 /// The layout of a run.
@@ -91,6 +94,24 @@ fn family_name(f: u32) -> String {
 }
 
 impl Plan {
+    /// The routing key of a message of type `t` for `to` (`family` for calls for offers), for
+    /// targets that route by key: `<type>.<location type>.<target or all>.<family or none>`,
+    /// the words the selectors look at.
+    pub fn routing_key(&self, t: MessageType, to: Loc, family: u32) -> String {
+        let spec = t.spec();
+        let target = if spec.pubsub {
+            "all".to_string()
+        } else {
+            to.name()
+        };
+        let family = if t == MessageType::CallForOffers {
+            family_name(family)
+        } else {
+            "none".to_string()
+        };
+        format!("{}.{}.{target}.{family}", spec.name, spec.receiver.code())
+    }
+
     /// Where a message of type `t` for `to` goes (`family` for calls for offers).
     pub fn route(&self, t: MessageType, to: Loc, family: u32) -> Dest {
         let spec = t.spec();
@@ -131,10 +152,17 @@ impl Plan {
                 continue;
             }
             let sub_name = |suffix: &str| format!("{name}-{}{suffix}", spec.name);
-            let central = |extra: String| Feed {
+            let central = |extra: String, bindings: Vec<String>| Feed {
                 dest: Dest::Topic(format!("{PREFIX}central")),
                 selector: format!("MessageType = '{}'{extra}", spec.name),
                 durable: (spec.persistent || spec.durable).then(|| sub_name("")),
+                bindings,
+            };
+            let cfo_keys = |families: &[u32]| -> Vec<String> {
+                families
+                    .iter()
+                    .map(|f| format!("{}.*.*.{}", spec.name, family_name(*f)))
+                    .collect()
             };
             if t == MessageType::CallForOffers {
                 let families = &topo.offers[loc.id as usize];
@@ -144,12 +172,16 @@ impl Plan {
                     .collect::<Vec<_>>()
                     .join(", ");
                 match (self.layout, self.cfo) {
-                    (Layout::Central, CfoLayout::InSelector) => {
-                        feeds.push(central(format!(" AND Family IN ({list})")))
-                    }
+                    (Layout::Central, CfoLayout::InSelector) => feeds.push(central(
+                        format!(" AND Family IN ({list})"),
+                        cfo_keys(families),
+                    )),
                     (Layout::Central, CfoLayout::PerFamily) => {
                         for f in families {
-                            let mut feed = central(format!(" AND Family = '{}'", family_name(*f)));
+                            let mut feed = central(
+                                format!(" AND Family = '{}'", family_name(*f)),
+                                cfo_keys(std::slice::from_ref(f)),
+                            );
                             feed.durable = Some(sub_name(&format!("-{}", family_name(*f))));
                             feeds.push(feed);
                         }
@@ -158,6 +190,7 @@ impl Plan {
                         dest: self.route(t, loc, 0),
                         selector: format!("Family IN ({list})"),
                         durable: Some(sub_name("")),
+                        bindings: cfo_keys(families),
                     }),
                     (_, CfoLayout::PerFamily) => {
                         for f in families {
@@ -165,6 +198,7 @@ impl Plan {
                                 dest: self.route(t, loc, *f),
                                 selector: String::new(),
                                 durable: Some(sub_name(&format!("-{}", family_name(*f)))),
+                                bindings: Vec::new(),
                             });
                         }
                     }
@@ -173,11 +207,12 @@ impl Plan {
             }
             if spec.pubsub {
                 feeds.push(match self.layout {
-                    Layout::Central => central(String::new()),
+                    Layout::Central => central(String::new(), vec![format!("{}.#", spec.name)]),
                     _ => Feed {
                         dest: self.route(t, loc, 0),
                         selector: String::new(),
                         durable: spec.durable.then(|| sub_name("")),
+                        bindings: Vec::new(),
                     },
                 });
                 continue;
@@ -187,16 +222,21 @@ impl Plan {
                     dest: self.route(t, loc, 0),
                     selector: String::new(),
                     durable: None,
+                    bindings: Vec::new(),
                 },
                 Layout::TypeTopics => Feed {
                     dest: self.route(t, loc, 0),
                     selector: format!("TargetLocationID = '{name}'"),
                     durable: spec.persistent.then(|| sub_name("")),
+                    bindings: vec![format!("*.*.{name}.*")],
                 },
-                Layout::Central => central(format!(
-                    " AND LocationType = '{}' AND TargetLocationID = '{name}'",
-                    loc.kind.code()
-                )),
+                Layout::Central => central(
+                    format!(
+                        " AND LocationType = '{}' AND TargetLocationID = '{name}'",
+                        loc.kind.code()
+                    ),
+                    vec![format!("{}.{}.{name}.*", spec.name, loc.kind.code())],
+                ),
             });
         }
         feeds
@@ -303,5 +343,57 @@ mod tests {
         assert!(feeds
             .iter()
             .any(|f| f.selector == "MessageType = 'priceUpdate'"));
+    }
+
+    /// A binding key matches a routing key as RabbitMQ's topic exchange does (`*` one word,
+    /// `#` the rest; used here last only).
+    fn binds(key: &str, routing: &str) -> bool {
+        let k: Vec<&str> = key.split('.').collect();
+        let r: Vec<&str> = routing.split('.').collect();
+        if k.last() == Some(&"#") {
+            return k[..k.len() - 1]
+                .iter()
+                .zip(&r)
+                .all(|(a, b)| a == &"*" || a == b);
+        }
+        k.len() == r.len() && k.iter().zip(&r).all(|(a, b)| a == &"*" || a == b)
+    }
+
+    #[test]
+    fn bindings_pick_what_the_selectors_pick() {
+        let topo = Topology::horizontal(10);
+        for (layout, cfo) in [
+            (Layout::TypeTopics, CfoLayout::InSelector),
+            (Layout::Central, CfoLayout::PerFamily),
+            (Layout::Central, CfoLayout::InSelector),
+        ] {
+            let plan = Plan { layout, cfo };
+            let all: Vec<Feed> = Kind::ALL
+                .into_iter()
+                .flat_map(|k| (0..topo.count(k)).map(move |id| Loc { kind: k, id }))
+                .flat_map(|loc| plan.feeds(&topo, loc))
+                .collect();
+            // Each message reaches by its routing key exactly as many feeds as it owes
+            // receipts: its target's, every SM's, or the suppliers of its family.
+            for t in MessageType::ALL {
+                let kind = t.spec().receiver;
+                for id in 0..topo.count(kind) {
+                    let to = Loc { kind, id };
+                    let family = id % topo.families;
+                    let dest = plan.route(t, to, family);
+                    let key = plan.routing_key(t, to, family);
+                    let reached = all
+                        .iter()
+                        .filter(|f| {
+                            f.dest == dest
+                                && (f.bindings.is_empty()
+                                    || f.bindings.iter().any(|b| binds(b, &key)))
+                        })
+                        .count() as u64;
+                    let want = plan.receivers(&topo, t, family);
+                    assert_eq!(reached, want, "{layout:?} {cfo:?} {}: {key}", to.name());
+                }
+            }
+        }
     }
 }

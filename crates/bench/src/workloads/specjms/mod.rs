@@ -119,14 +119,7 @@ fn driver(args: &SpecjmsArgs, server: &str) -> Result<Arc<dyn Driver>> {
             }
             Arc::new(NatsDriver::new(args.nats_url.clone(), NatsMode::JetStream))
         }
-        TargetArg::Amqp => {
-            let _ = AmqpDriver::new(args.amqp_url.clone());
-            bail!(
-                "target amqp cannot run specjms yet: the harness's RabbitMQ driver has no topics \
-                 (they would be topic exchanges with a binding per subscription, routing keys in \
-                 place of selectors) and drives no AMQP transactions (tx.select)"
-            )
-        }
+        TargetArg::Amqp => Arc::new(AmqpDriver::new(args.amqp_url.clone())),
         TargetArg::Postgres => {
             bail!("target postgres has no topics: specjms needs publish/subscribe")
         }

@@ -191,6 +191,7 @@ pub async fn broker(
                         selector: String::new(),
                         client_ack: persistent,
                         prefetch,
+                        bindings: Vec::new(),
                     },
                 )
                 .await
@@ -387,6 +388,7 @@ pub async fn udp(
                 selector: String::new(),
                 client_ack: false,
                 prefetch,
+                bindings: Vec::new(),
             },
         )
         .await
