@@ -79,6 +79,10 @@ pub struct CommonArgs {
     /// terminal anyway).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Keep the queues and topics the run made (`bench-*`, `ftab-*`); by default the run
+    /// removes them, with what they hold, at its end.
+    #[arg(long)]
+    pub keep: bool,
     /// Where `compare` is (e.g. "round 2/3"), for the progress line. Not a flag.
     #[arg(skip)]
     pub progress_round: Option<String>,
@@ -105,6 +109,7 @@ impl CommonArgs {
             json: None,
             csv: None,
             quiet: false,
+            keep: false,
             progress_round: None,
         }
     }

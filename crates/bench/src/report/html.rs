@@ -17,7 +17,8 @@ const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:24px;col
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:12px}\
-.note{color:#555;font-size:13px}code{word-break:break-all}";
+.note{color:#555;font-size:13px}code{word-break:break-all}\
+table.params td{text-align:left}table.params td:first-child{white-space:nowrap}";
 
 /// Writes the page for `report` to `path`.
 pub fn write(report: &BenchReport, path: &Path) -> Result<()> {
@@ -35,17 +36,15 @@ pub fn render(report: &BenchReport) -> String {
         escape(&title),
         escape(&title)
     );
-    let params = serde_json::to_string(&report.params).unwrap_or_default();
-    let _ = write!(
-        out,
-        "<p class=\"note\">Parameters: <code>{}</code></p>",
-        escape(&params)
-    );
+    params_table(&mut out, &report.params);
     if let Some(summary) = &report.compare {
         compare_section(&mut out, report, summary);
     }
+    // Without a cool-down, the windows after the measurement are the drain: not drawn, so
+    // that no cool-down band appears and the last, partial window does not drop to 0.
+    let cooldown = report.params["cooldown_s"].as_f64().unwrap_or(0.0);
     for r in &report.results {
-        target_section(&mut out, r);
+        target_section(&mut out, r, cooldown > 0.0);
     }
     out.push_str("</body></html>\n");
     out
@@ -152,7 +151,63 @@ fn phases(windows: &[(f64, f64, &str)]) -> Vec<(f64, f64, String)> {
     out
 }
 
-fn target_section(out: &mut String, r: &TargetResult) {
+/// The parameters as a table: nested objects flattened to dotted names, lists of plain
+/// values joined, anything else (lists of objects) as compact JSON.
+fn params_table(out: &mut String, params: &serde_json::Value) {
+    fn rows(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    let name = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    rows(&name, v, out);
+                }
+            }
+            serde_json::Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
+                let items: Vec<String> = a.iter().map(plain).collect();
+                out.push((prefix.to_string(), items.join(", ")));
+            }
+            serde_json::Value::Array(_) => out.push((prefix.to_string(), v.to_string())),
+            other => out.push((prefix.to_string(), plain(other))),
+        }
+    }
+    fn plain(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => "-".to_string(),
+            other => other.to_string(),
+        }
+    }
+    let mut list = Vec::new();
+    rows("", params, &mut list);
+    out.push_str(
+        "<h2>Parameters</h2><table class=\"params\"><tr><th>parameter</th><th>value</th></tr>",
+    );
+    for (k, v) in list {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td></tr>",
+            escape(&k),
+            escape(&v)
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn target_section(out: &mut String, r: &TargetResult, cooldown: bool) {
+    let windows: Vec<_> = r
+        .windows
+        .iter()
+        .filter(|w| cooldown || w.phase != "cooldown")
+        .cloned()
+        .collect();
+    let r = &TargetResult {
+        windows,
+        ..r.clone()
+    };
     let _ = write!(
         out,
         "<h2>{}</h2><p class=\"note\">{}</p><div class=\"charts\">",
@@ -315,5 +370,37 @@ mod tests {
         assert_eq!(page.matches("<svg").count(), 2, "no curves in the sample");
         assert!(page.contains("Throughput per window"));
         assert!(!page.contains("<script"));
+        assert!(
+            page.contains("<tr><td>producers</td><td><code>2</code></td></tr>"),
+            "parameters as a table"
+        );
+    }
+
+    #[test]
+    fn without_a_cool_down_the_drain_windows_are_not_drawn() {
+        let mut report = super::super::sample::report();
+        let mut drain = report.results[0].windows[0].clone();
+        drain.phase = "cooldown";
+        drain.start_s = 1.0;
+        drain.end_s = 2.0;
+        drain.sent_per_s = 0.0;
+        report.results[0].windows.push(drain);
+        let page = render(&report);
+        assert!(!page.contains("cool-down"), "no cool-down band");
+        report.params["cooldown_s"] = serde_json::json!(1.0);
+        assert!(render(&report).contains("cool-down"));
+    }
+
+    #[test]
+    fn the_second_series_is_dashed_over_the_first() {
+        let page = render(&super::super::sample::report());
+        assert!(
+            page.contains(r#"stroke-width="5" stroke-opacity="0.45"/>"#),
+            "sent: a wide band"
+        );
+        assert!(
+            page.contains(r#"stroke-dasharray="7 4""#),
+            "received: dashed"
+        );
     }
 }

@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 
 /// Chart width, px.
-pub const WIDTH: f64 = 560.0;
+pub const WIDTH: f64 = 760.0;
 /// Chart height, px.
-pub const HEIGHT: f64 = 320.0;
+pub const HEIGHT: f64 = 420.0;
 const LEFT: f64 = 72.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 56.0;
@@ -250,8 +250,15 @@ pub fn line_chart(c: &LineChart) -> String {
         );
     }
     axes(&mut out, &c.x_label, &c.y_label);
-    for s in &c.series {
+    for (k, s) in c.series.iter().enumerate() {
         let colour = PALETTE[s.colour % PALETTE.len()];
+        // Where two series lie on each other (sent and received of a run that keeps up), the
+        // first stays visible as a wide pale band under the later, thinner, dashed ones.
+        let (width, dash, opacity) = match k {
+            0 => (5.0, "", 0.45),
+            1 => (2.0, r#" stroke-dasharray="7 4""#, 1.0),
+            _ => (1.5, r#" stroke-dasharray="2 3""#, 1.0),
+        };
         let mut d = String::new();
         let mut pen_down = false;
         for (x, y) in &s.points {
@@ -271,7 +278,7 @@ pub fn line_chart(c: &LineChart) -> String {
         }
         let _ = write!(
             out,
-            r#"<path d="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
+            r#"<path d="{}" fill="none" stroke="{colour}" stroke-width="{width}" stroke-opacity="{opacity}"{dash}/>"#,
             d.trim_end()
         );
         if s.points.len() <= 40 {

@@ -28,6 +28,42 @@ pub async fn queues(admin: &dyn Connection, n: u32) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// Removes the queues and topics a run made (the harness's own names), unless `keep`: over a
+/// connection of its own, after the run's clients are gone. Failures are reported, not fatal:
+/// the figures are measured by then.
+pub async fn remove(
+    driver: &dyn Driver,
+    name: &str,
+    queues: &[String],
+    topics: &[String],
+    keep: bool,
+) {
+    if keep || (queues.is_empty() && topics.is_empty()) {
+        return;
+    }
+    let conn = match driver.connect(name).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "ferry-bench: cannot remove the run's queues and topics: {}",
+                e.message
+            );
+            return;
+        }
+    };
+    for q in queues {
+        if let Err(e) = conn.delete_queue(q).await {
+            eprintln!("ferry-bench: cannot remove queue {q}: {}", e.message);
+        }
+    }
+    for t in topics {
+        if let Err(e) = conn.delete_topic(t).await {
+            eprintln!("ferry-bench: cannot remove topic {t}: {}", e.message);
+        }
+    }
+    conn.close().await;
+}
+
 /// The queues consumer `i` of `n` subscribes to: every queue gets at least one consumer; with
 /// more consumers than queues, they share queues round-robin.
 pub fn assigned_queues(i: usize, n: usize, queues: &[String]) -> Vec<String> {

@@ -213,10 +213,6 @@ async fn specjms_refuses_what_a_peer_cannot_express_naming_why() {
             "one filter subject per consumer",
         ),
         (&["--target", "nats"][..], "target nats has no transactions"),
-        (
-            &["--target", "amqp"][..],
-            "topic exchanges with a binding per subscription",
-        ),
         (&["--model"][..], "--model needs the broker's process"),
     ] {
         let args = specjms_args("127.0.0.1:1", &out, rest);
@@ -328,4 +324,49 @@ async fn slowlink_over_a_gprs_like_link_or_the_reason_it_cannot() {
     assert_eq!(m["answers"], 40);
     // At least one round trip of 300 ms.
     assert!(m["total_s"].as_f64().unwrap() > 0.3, "{m:#}");
+}
+
+#[derive(Parser)]
+struct Throughput {
+    #[command(flatten)]
+    args: ferry_bench::ThroughputArgs,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_removes_its_queues_unless_kept() {
+    let server = ferry_testkit::TestServer::start().await;
+    let client = server.client("inspector").await;
+    for keep in [false, true] {
+        let mut argv = vec![
+            "throughput".to_string(),
+            "--server".into(),
+            server.addr_string(),
+            "--queues".into(),
+            "3".into(),
+            "--duration".into(),
+            "500ms".into(),
+            "--warmup".into(),
+            "0s".into(),
+            "-q".into(),
+        ];
+        if keep {
+            argv.push("--keep".into());
+        }
+        let args = Throughput::try_parse_from(argv).unwrap().args;
+        ferry_bench::workloads::run(args).await.unwrap();
+        let names: Vec<String> = client
+            .list_queues()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|q| q.name)
+            .filter(|n| n.starts_with("bench-"))
+            .collect();
+        if keep {
+            assert_eq!(names, ["bench-0", "bench-1", "bench-2"]);
+        } else {
+            assert!(names.is_empty(), "{names:?}");
+        }
+    }
+    server.shutdown().await;
 }

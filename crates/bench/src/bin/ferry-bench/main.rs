@@ -27,6 +27,11 @@ Environment: FERRY_SERVER, FERRY_NAME, FERRY_NATS_URL, FERRY_AMQP_URL, FERRY_POS
 (where each target is), FERRY_WORKERS (the worker threads of a broker the harness starts),
 FERRY_BIN (the ferry binary that --own-broker runs). Method and figures: docs/benchmarks.md.";
 
+/// `--target` of the pub/sub workloads, which run on Ferry and NATS only (the RabbitMQ and
+/// PostgreSQL flags are left out of their help).
+const PUBSUB_TARGETS: &str = "What to measure: ferry, or nats (core NATS with --persistent \
+false, JetStream otherwise)";
+
 /// Ferry's benchmark harness: Ferry and its peers (NATS JetStream, RabbitMQ, a PostgreSQL
 /// queue) measured by the same workloads.
 #[derive(Debug, Parser)]
@@ -58,11 +63,25 @@ enum Workload {
     Ftab(ferry_bench::FtabArgs),
     /// One publisher on a topic, N subscriptions each consumed by its own consumer: published
     /// and delivered messages per second, end-to-end latency.
-    #[command(after_help = AFTER_HELP)]
+    #[command(
+        after_help = AFTER_HELP,
+        mut_arg("postgres_url", |a| a.hide(true)),
+        mut_arg("postgres_sessions", |a| a.hide(true)),
+        mut_arg("amqp_url", |a| a.hide(true)),
+        mut_arg("nats_mode", |a| a.hide(true)),
+        mut_arg("target", |a| a.hide_possible_values(true).help(PUBSUB_TARGETS))
+    )]
     Fanout(ferry_bench::FanoutArgs),
     /// N subscriptions with selectors on message properties (or without): published and
     /// delivered messages per second and the broker's CPU time per message.
-    #[command(after_help = AFTER_HELP)]
+    #[command(
+        after_help = AFTER_HELP,
+        mut_arg("postgres_url", |a| a.hide(true)),
+        mut_arg("postgres_sessions", |a| a.hide(true)),
+        mut_arg("amqp_url", |a| a.hide(true)),
+        mut_arg("nats_mode", |a| a.hide(true)),
+        mut_arg("target", |a| a.hide_possible_values(true).help(PUBSUB_TARGETS))
+    )]
     Selector(ferry_bench::SelectorArgs),
     /// A monitoring-record stream (Kieker's operation-execution records) over Ferry, a plain
     /// TCP stream, RabbitMQ, core NATS and Ferry's datagram ingest: records per second and
@@ -212,6 +231,58 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");
         }
+    }
+
+    /// The flags a subcommand's `--help` lists.
+    fn listed(workload: &str) -> Vec<String> {
+        let cmd = Cli::command();
+        let sub = cmd.find_subcommand(workload).expect(workload);
+        sub.get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect()
+    }
+
+    #[test]
+    fn each_workload_lists_only_the_flags_it_takes() {
+        for w in ["fanout", "selector"] {
+            let flags = listed(w);
+            for gone in ["postgres-url", "postgres-sessions", "amqp-url", "nats-mode"] {
+                assert!(!flags.iter().any(|f| f == gone), "{w} lists --{gone}");
+            }
+            assert!(flags.iter().any(|f| f == "nats-url"), "{w}");
+        }
+        let stream = listed("stream");
+        for gone in ["target", "postgres-url", "nats-mode", "cooldown", "name"] {
+            assert!(!stream.iter().any(|f| f == gone), "stream lists --{gone}");
+        }
+        assert!(stream.iter().any(|f| f == "transports"));
+        let specjms = listed("specjms");
+        for gone in ["postgres-url", "postgres-sessions", "nats-mode", "cooldown"] {
+            assert!(!specjms.iter().any(|f| f == gone), "specjms lists --{gone}");
+        }
+        let slowlink = listed("slowlink");
+        for gone in ["target", "server", "duration", "warmup"] {
+            assert!(
+                !slowlink.iter().any(|f| f == gone),
+                "slowlink lists --{gone}"
+            );
+        }
+        let throughput = listed("throughput");
+        assert!(
+            throughput.iter().any(|f| f == "postgres-url"),
+            "throughput runs on every target"
+        );
+        let hidden: Vec<String> = Cli::command()
+            .get_subcommands()
+            .filter(|c| c.is_hide_set())
+            .map(|c| c.get_name().to_string())
+            .collect();
+        assert_eq!(
+            hidden,
+            ["slowlink-serve", "slowlink-client"],
+            "the ends are not listed"
+        );
     }
 
     #[test]

@@ -173,6 +173,14 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
         conn.close().await;
     }
     progress.finish();
+    setup::remove(
+        driver.as_ref(),
+        &format!("{base}-cleanup"),
+        &all_queues,
+        &[],
+        common.keep,
+    )
+    .await;
     let hists = ops::merge(hists);
 
     let (operations, curves) = op_series.results(&hists, secs, measure_start, measure_end);

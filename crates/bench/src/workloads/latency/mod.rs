@@ -150,6 +150,14 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
     }
     progress.finish();
     admin.close().await;
+    setup::remove(
+        driver.as_ref(),
+        &format!("{base}-cleanup"),
+        &queues,
+        &[],
+        common.keep,
+    )
+    .await;
 
     let secs = common.duration.as_secs_f64();
     let sent = shared.sent_measured.load(Ordering::Relaxed);

@@ -200,6 +200,15 @@ pub async fn measure(
         }
     }
     admin.close().await;
+    let topics = [spec.topic.clone()];
+    setup::remove(
+        driver.as_ref(),
+        &format!("{base}-cleanup"),
+        &[],
+        &topics,
+        common.keep,
+    )
+    .await;
 
     let sent = shared.sent_measured.load(Ordering::Relaxed);
     let received = shared.received_measured.load(Ordering::Relaxed);

@@ -148,6 +148,7 @@ impl SpecjmsArgs {
         c.json = self.json.clone();
         c.csv = self.csv.clone();
         c.quiet = self.quiet;
+        c.keep = self.keep;
         self
     }
 }

@@ -116,6 +116,9 @@ pub struct StreamArgs {
     /// No live progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Keep the topic or queue the run made (`bench-stream`); by default it is removed.
+    #[arg(long)]
+    pub keep: bool,
     /// The shared flags, filled from the ones above (for the environment record and the
     /// output files). Not flags.
     #[arg(skip = CommonArgs::unset())]
@@ -139,6 +142,7 @@ impl StreamArgs {
         c.json = self.json.clone();
         c.csv = self.csv.clone();
         c.quiet = self.quiet;
+        c.keep = self.keep;
         self
     }
 }

@@ -166,6 +166,8 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             args.broker_fsync.clone(),
         )))
     };
+    // What to remove after the run (unless --keep): the driver, its queues and topics.
+    let mut made: Option<(Arc<dyn Driver>, Vec<String>, Vec<String>)> = None;
     let (running, durability): (flows::Running, String) = match t {
         Transport::Ferry | Transport::FerryPersistent => {
             let driver = ferry_driver()?;
@@ -176,6 +178,7 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
                 driver.non_persistent_durability()
             };
             let dest = Dest::Topic(DESTINATION.to_string());
+            made = Some((driver.clone(), Vec::new(), vec![DESTINATION.to_string()]));
             (
                 flows::broker(
                     driver,
@@ -199,6 +202,7 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
                 driver.non_persistent_durability()
             };
             let dest = Dest::Queue(DESTINATION.to_string());
+            made = Some((driver.clone(), vec![DESTINATION.to_string()], Vec::new()));
             (
                 flows::broker(
                     driver,
@@ -283,6 +287,11 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
         c.close().await;
     }
     progress.finish();
+    if let Some((driver, queues, topics)) = made {
+        let cleanup = format!("{name}-cleanup");
+        crate::workloads::setup::remove(driver.as_ref(), &cleanup, &queues, &topics, args.keep)
+            .await;
+    }
 
     let sent = shared.sent_measured.load(Ordering::Relaxed);
     let received = shared.received_measured.load(Ordering::Relaxed);

@@ -184,6 +184,14 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
     }
     progress.finish();
     admin.close().await;
+    setup::remove(
+        driver.as_ref(),
+        &format!("{base}-cleanup"),
+        &queues,
+        &[],
+        common.keep,
+    )
+    .await;
 
     let (send_secs, receive_secs) = if count_mode {
         let sent_at = shared.last_sent_at.load(Ordering::Relaxed);
