@@ -44,6 +44,9 @@ pub const DESTINATION: &str = "bench-stream";
 
 super::workload::impl_workload!(StreamArgs, measure, header);
 
+/// What a run made, to remove after it: the driver, its queues and its topics.
+type Made = (Arc<dyn Driver>, Vec<String>, Vec<String>);
+
 /// Where the Ferry transports find their broker.
 struct FerryAt {
     server: String,
@@ -166,8 +169,8 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             args.broker_fsync.clone(),
         )))
     };
-    // What to remove after the run (unless --keep): the driver, its queues and topics.
-    let mut made: Option<(Arc<dyn Driver>, Vec<String>, Vec<String>)> = None;
+    // What to remove after the run (unless --keep).
+    let mut made: Option<Made> = None;
     let (running, durability): (flows::Running, String) = match t {
         Transport::Ferry | Transport::FerryPersistent => {
             let driver = ferry_driver()?;
