@@ -109,6 +109,9 @@ pub async fn serve(end: &ServeEnd) -> Result<()> {
             Some(Ok(_)) => {}
         }
         let mut answers = Vec::with_capacity(taken.len());
+        // Bundled requests get their answers bundled too: one message with the numbers of
+        // every bundled request at hand.
+        let mut bundle = BytesMut::new();
         for d in &taken {
             let seq = seq_of(&d.message.body).unwrap_or(u64::MAX);
             // Sequence 0 starts a new run of the client.
@@ -116,10 +119,17 @@ pub async fn serve(end: &ServeEnd) -> Result<()> {
                 eprintln!("slowlink: request {seq} arrived where {expected} was due");
             }
             expected = seq + 1;
-            answers.push(
-                OutgoingMessage::new(ANSWERS, Bytes::copy_from_slice(&seq.to_be_bytes()))
-                    .non_persistent(),
-            );
+            if d.message.context == BUNDLED {
+                bundle.put_u64(seq);
+            } else {
+                answers.push(
+                    OutgoingMessage::new(ANSWERS, Bytes::copy_from_slice(&seq.to_be_bytes()))
+                        .non_persistent(),
+                );
+            }
+        }
+        if !bundle.is_empty() {
+            answers.push(OutgoingMessage::new(ANSWERS, bundle.freeze()).non_persistent());
         }
         client.send_batch(answers).await?;
     }
@@ -159,8 +169,17 @@ pub struct ClientOutcome {
     pub out_of_order: u64,
 }
 
+/// The context that marks a bundled request (its answer may be bundled with others).
+const BUNDLED: u64 = 1;
+
 fn req(seq: u64) -> OutgoingMessage {
     OutgoingMessage::new(REQUESTS, request(seq)).non_persistent()
+}
+
+fn bundled_req(seq: u64) -> OutgoingMessage {
+    let mut m = req(seq);
+    m.context = BUNDLED;
+    m
 }
 
 fn take_answer() -> Receive {
@@ -231,7 +250,8 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
                 tokio::spawn(async move {
                     let calls = (0..n).step_by(bundle as usize).map(move |seq| {
                         let c = c.clone();
-                        let msgs: Vec<_> = (seq..(seq + bundle).min(n)).map(req).collect();
+                        let make = if bundle > 1 { bundled_req } else { req };
+                        let msgs: Vec<_> = (seq..(seq + bundle).min(n)).map(make).collect();
                         async move {
                             if msgs.len() == 1 {
                                 let m = msgs.into_iter().next();
@@ -269,11 +289,14 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
                     None => bail!("the answers' subscription ended"),
                 }
                 for d in &batch {
-                    if seq_of(&d.message.body) != Some(next) {
-                        out_of_order += 1;
+                    // An answer holds one sequence number, or those of a bundle.
+                    for chunk in d.message.body.chunks(8) {
+                        if seq_of(chunk) != Some(next) {
+                            out_of_order += 1;
+                        }
+                        next += 1;
+                        answers += 1;
                     }
-                    next += 1;
-                    answers += 1;
                 }
             }
             let failed = sender.await.map_err(|e| anyhow!("sender: {e}"))?;

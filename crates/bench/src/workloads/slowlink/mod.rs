@@ -7,11 +7,12 @@
 //!
 //! Root is needed (namespaces); without it, or without `ip`/`tc`, or without the kernel's
 //! netem for a shaped link, the workload says why and stops before changing anything. The
-//! namespaces are removed at the end, on Ctrl-C, and (if a run was killed) by the next run.
+//! namespaces are removed at the end, on Ctrl-C or SIGTERM, and (if a run was killed) by the next run.
 //!
 //! Modules: [`net`] (namespaces, veth, netem, counters), [`ends`] (the two ends, run as
 //! `ferry-bench` inside the namespaces).
 
+pub mod emulator;
 pub mod ends;
 pub mod net;
 
@@ -34,10 +35,6 @@ use crate::stats::LatencySummary;
 use ends::{ClientOutcome, Mode, ANSWER_BYTES, REQUEST_BYTES};
 use net::{Link, LinkSpec};
 
-/// Bytes of Ethernet, IPv4 and TCP headers per packet (TCP with the timestamp option, as
-/// Linux sends every segment of a connection that negotiated it).
-pub const HEADER_BYTES_PER_PACKET: u64 = 14 + 20 + 32;
-
 /// Flags of `ferry-bench slowlink`.
 #[derive(Debug, Clone, Args)]
 pub struct SlowlinkArgs {
@@ -56,6 +53,10 @@ pub struct SlowlinkArgs {
     /// Packet loss each way, percent.
     #[arg(long, value_name = "PCT")]
     pub loss_pct: Option<f64>,
+    /// What shapes the link: auto (the kernel's netem when it has it, else user-space),
+    /// netem, or user-space (TUN devices and this process).
+    #[arg(long, value_enum, default_value_t = net::Shaper::Auto)]
+    pub shaper: net::Shaper,
     /// The modes to run, in turn: per-call, sync, pipelined, bundled.
     #[arg(
         long,
@@ -123,7 +124,7 @@ super::workload::impl_workload!(SlowlinkArgs, measure, header);
 
 /// Why the workload cannot run here (see [`net::unavailable`]), for tests that skip.
 pub fn unavailable(args: &SlowlinkArgs) -> Option<String> {
-    net::unavailable(&args.link_spec())
+    net::unavailable(&args.link_spec(), args.shaper)
 }
 
 /// Makes the link, runs every mode, removes the link (also on Ctrl-C).
@@ -134,17 +135,21 @@ pub async fn measure(args: &SlowlinkArgs) -> Result<BenchReport> {
         .clone()
         .ok_or_else(|| anyhow!("slowlink needs the ferry-bench binary to run its two ends"))?;
     net::remove_stale();
-    if let Some(why) = net::unavailable(&spec) {
+    if let Some(why) = net::unavailable(&spec, args.shaper) {
         bail!("slowlink cannot run here: {why}");
     }
-    let link = Link::make(&spec).context("making the emulated link")?;
+    let link = Link::make(&spec, args.shaper).context("making the emulated link")?;
+    let (shaper, per_packet) = (link.shaper, link.header_bytes_per_packet);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("watching for SIGTERM")?;
     let outcome = tokio::select! {
         r = run_modes(args, &spec, &link, &bench) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted; the namespaces were removed")),
+        _ = terminate.recv() => Err(anyhow!("terminated; the namespaces were removed")),
     };
     link.remove();
     let rows = outcome?;
-    Ok(report(args, &spec, rows))
+    Ok(report(args, &spec, shaper, per_packet, rows))
 }
 
 /// One mode's figures.
@@ -241,14 +246,20 @@ fn ideal_s(spec: &LinkSpec, tx: u64, rx: u64) -> Option<f64> {
         .then(|| tx.max(rx) as f64 * 8.0 / (spec.rate_kbit * 1000.0) + spec.rtt_ms / 1000.0)
 }
 
-fn report(args: &SlowlinkArgs, spec: &LinkSpec, rows: Vec<ModeRow>) -> BenchReport {
+fn report(
+    args: &SlowlinkArgs,
+    spec: &LinkSpec,
+    shaper: &str,
+    per_packet: u64,
+    rows: Vec<ModeRow>,
+) -> BenchReport {
     let n = args.messages.max(1) as f64;
     let modes: Vec<_> = rows
         .iter()
         .map(|r| {
             let wire = (r.tx_bytes + r.rx_bytes) as f64;
             let payload = (REQUEST_BYTES + ANSWER_BYTES) as f64 * n;
-            let tcp_ip = (r.packets * HEADER_BYTES_PER_PACKET) as f64;
+            let tcp_ip = (r.packets * per_packet) as f64;
             let ferry = (wire - payload - tcp_ip).max(0.0);
             let ideal = ideal_s(spec, r.tx_bytes, r.rx_bytes);
             json!({
@@ -310,7 +321,8 @@ fn report(args: &SlowlinkArgs, spec: &LinkSpec, rows: Vec<ModeRow>) -> BenchRepo
             "window": args.window,
             "request_bytes": REQUEST_BYTES,
             "answer_bytes": ANSWER_BYTES,
-            "header_bytes_per_packet": HEADER_BYTES_PER_PACKET,
+            "shaper": shaper,
+            "header_bytes_per_packet": per_packet,
             "slowlink": { "modes": modes },
         }),
         results,
@@ -323,11 +335,12 @@ pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
     let l = &p["link"];
     let mut out = format!(
-        "ferry-bench slowlink: link {} (round trip {} ms, {} kbit/s each way), {} requests of {} B, answers of {} B\n\
+        "ferry-bench slowlink: link {} (round trip {} ms, {} kbit/s each way, shaped by {}), {} requests of {} B, answers of {} B\n\
          {:<10} {:>9} {:>12} {:>11} {:>9} {:>9} {:>9} {:>10}\n",
         l["name"].as_str().unwrap_or("?"),
         l["rtt_ms"],
         l["rate_kbit"],
+        p["shaper"].as_str().unwrap_or("?"),
         p["messages"],
         p["request_bytes"],
         p["answer_bytes"],

@@ -1,6 +1,8 @@
 //! The emulated link: two network namespaces joined by a veth pair, shaped with `tc netem`
 //! on both ends (half the round trip each way, the rate each way, jitter, loss), made and
-//! removed by the workload with `ip` and `tc`. Names carry the workload's process id
+//! removed by the workload with `ip` and `tc`. On a kernel without netem, a shaped link is a
+//! TUN device in each namespace with this process carrying the packets between them
+//! ([`super::emulator`]). Names carry the workload's process id
 //! (`ferrysl-<pid>-<n>-c`, `ferrysl-<pid>-<n>-s`), so that a later run removes what an interrupted one
 //! left ([`remove_stale`]) and never touches anything else.
 
@@ -77,9 +79,54 @@ impl LinkSpec {
     }
 }
 
+/// What shapes the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shaper {
+    /// netem when the kernel has it, else the user-space emulator.
+    Auto,
+    /// The kernel's `tc netem` on a veth pair.
+    Netem,
+    /// TUN devices and this process (see [`super::emulator`]).
+    UserSpace,
+}
+
 /// Why the workload cannot make its link here, or `None` when it can: root, `ip` and `tc`,
-/// network namespaces, and (for a shaped link) the kernel's netem queueing discipline.
-pub fn unavailable(link: &LinkSpec) -> Option<String> {
+/// network namespaces, and (for a shaped link) the kernel's netem queueing discipline or,
+/// failing that (or with `shaper` user-space), TUN devices.
+pub fn unavailable(link: &LinkSpec, shaper: Shaper) -> Option<String> {
+    let why = unavailable_netem(link);
+    match shaper {
+        Shaper::Netem => why,
+        _ if !link.shaped() => why,
+        Shaper::Auto if why.is_none() => None,
+        _ => {
+            // The basic requirements (root, tools, namespaces) come first.
+            if let Some(w) = why.as_deref() {
+                if !w.contains("netem") {
+                    return why;
+                }
+            }
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/net/tun")
+                .err()
+                .map(|e| {
+                    format!(
+                        "{}and no TUN devices for the user-space link (/dev/net/tun: {e})",
+                        why.map(|w| format!("{w}; ")).unwrap_or_default()
+                    )
+                })
+        }
+    }
+}
+
+/// Whether the kernel's netem shapes links here (see [`unavailable`]).
+pub fn netem_available(link: &LinkSpec) -> bool {
+    unavailable_netem(link).is_none()
+}
+
+fn unavailable_netem(link: &LinkSpec) -> Option<String> {
     let root = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -190,31 +237,64 @@ pub fn remove_stale() {
     }
 }
 
-/// The two namespaces and the veth pair between them; removed on drop.
+/// The two namespaces and the link between them; removed on drop.
 pub struct Link {
     /// The client's namespace.
     pub client_ns: String,
     /// The server's namespace.
     pub server_ns: String,
-    /// The client's end of the veth pair.
+    /// The client's end of the link.
     pub client_if: String,
+    /// What shapes it: `none`, `netem` or `user-space`.
+    pub shaper: &'static str,
+    /// Bytes of link, IP and TCP headers per packet on the client's interface: Ethernet,
+    /// IPv4 and TCP with timestamps on a veth (66), IPv4 and TCP on a TUN device (52).
+    pub header_bytes_per_packet: u64,
+    emulator: Option<super::emulator::Emulator>,
     removed: bool,
 }
 
 impl Link {
-    /// Makes the namespaces, the veth pair and the addresses, and shapes both ends.
-    pub fn make(link: &LinkSpec) -> Result<Link> {
+    /// Makes the namespaces, the link and the addresses, and shapes the link: netem on a veth
+    /// pair, or the user-space emulator between TUN devices (`shaper`; see [`Shaper`]).
+    pub fn make(link: &LinkSpec, shaper: Shaper) -> Result<Link> {
         let pid = std::process::id();
         let n = next_serial();
-        let me = Link {
+        let user_space = link.shaped()
+            && (shaper == Shaper::UserSpace || (shaper == Shaper::Auto && !netem_available(link)));
+        let mut me = Link {
             client_ns: format!("{PREFIX}{pid}-{n}-c"),
             server_ns: format!("{PREFIX}{pid}-{n}-s"),
             client_if: format!("fsl{pid}{n}c"),
+            shaper: if !link.shaped() {
+                "none"
+            } else if user_space {
+                "user-space"
+            } else {
+                "netem"
+            },
+            header_bytes_per_packet: if user_space { 20 + 32 } else { 14 + 20 + 32 },
+            emulator: None,
             removed: false,
         };
         let server_if = format!("fsl{pid}{n}s");
         ip(&["netns", "add", &me.client_ns])?;
         ip(&["netns", "add", &me.server_ns])?;
+        if user_space {
+            let client = super::emulator::device(&me.client_if)?;
+            let server = super::emulator::device(&server_if)?;
+            for (ns, dev, addr, peer) in [
+                (&me.client_ns, &me.client_if, CLIENT_ADDR, SERVER_ADDR),
+                (&me.server_ns, &server_if, SERVER_ADDR, CLIENT_ADDR),
+            ] {
+                ip(&["link", "set", dev, "netns", ns])?;
+                ip(&["-n", ns, "addr", "add", addr, "peer", peer, "dev", dev])?;
+                ip(&["-n", ns, "link", "set", dev, "up"])?;
+                ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            }
+            me.emulator = Some(super::emulator::Emulator::start(*link, client, server));
+            return Ok(me);
+        }
         ip(&[
             "-n",
             &me.client_ns,
@@ -289,6 +369,8 @@ impl Link {
     }
 
     fn delete(&mut self) {
+        // The TUN devices go with the emulator's handles.
+        self.emulator.take();
         if !self.removed {
             let _ = ip(&["netns", "del", &self.client_ns]);
             let _ = ip(&["netns", "del", &self.server_ns]);
