@@ -71,12 +71,24 @@ impl Flow {
     }
 }
 
-/// A reader's count of distinct records and their ages.
+/// A reader's count of distinct records and their ages. Records are counted in batches (what
+/// one read brought): the clock is read and the shared counters are updated once per batch,
+/// so that counting costs the reader little per record, on every transport alike.
 pub struct Tally {
     flow: Arc<Flow>,
     seen: SeqSet,
     /// Ages of the records at the reader, µs.
     pub latency: Histogram<u64>,
+    batch: Batch,
+}
+
+/// The records of one batch, not yet added to the shared counters.
+#[derive(Default)]
+struct Batch {
+    now_ns: u64,
+    new: u64,
+    age_sum_us: u64,
+    age_max_us: u64,
 }
 
 impl Tally {
@@ -86,28 +98,49 @@ impl Tally {
             flow,
             seen: SeqSet::default(),
             latency: new_histogram(),
+            batch: Batch::default(),
         }
     }
 
-    /// Counts one record (anything else is counted as foreign).
+    /// Starts a batch: the records counted until [`Tally::end_batch`] arrived now.
+    pub fn begin_batch(&mut self) {
+        self.batch = Batch {
+            now_ns: record::now_ns(),
+            ..Batch::default()
+        };
+    }
+
+    /// Counts one record of the batch (anything else is counted as foreign).
     pub fn record(&mut self, bytes: &[u8]) {
-        let s = &self.flow.shared;
         let Some((seq, tin)) = record::decode(bytes, &self.flow.session) else {
-            s.foreign.fetch_add(1, Ordering::Relaxed);
+            self.flow.shared.foreign.fetch_add(1, Ordering::Relaxed);
             return;
         };
         if !self.seen.insert(seq) {
             return;
         }
-        let now = Instant::now();
-        let age_us = record::now_ns().saturating_sub(tin) / 1000;
+        let age_us = self.batch.now_ns.saturating_sub(tin) / 1000;
         let _ = self.latency.record(age_us.max(1));
-        if s.phase() == MEASURE {
-            s.received_measured.fetch_add(1, Ordering::Relaxed);
+        let b = &mut self.batch;
+        b.new += 1;
+        b.age_sum_us += age_us;
+        b.age_max_us = b.age_max_us.max(age_us);
+    }
+
+    /// Adds the batch to the shared counters and windows.
+    pub fn end_batch(&mut self) {
+        let b = std::mem::take(&mut self.batch);
+        if b.new == 0 {
+            return;
         }
-        s.windows.received(now);
-        s.windows.latency(now, age_us, 1);
-        s.add_received(1);
+        let s = &self.flow.shared;
+        let now = Instant::now();
+        if s.phase() == MEASURE {
+            s.received_measured.fetch_add(b.new, Ordering::Relaxed);
+        }
+        s.windows.received_n(now, b.new);
+        s.windows.latencies(now, b.age_sum_us, b.new, b.age_max_us);
+        s.add_received(b.new);
     }
 
     /// Records received more than once.
@@ -280,6 +313,7 @@ async fn read_consumer(
             open = consumer.next_batch(&mut batch, 1024) => open,
             _ = stop.wait_for(|s| *s) => break,
         };
+        tally.begin_batch();
         for item in batch.drain(..) {
             match item {
                 Ok(d) => {
@@ -291,6 +325,7 @@ async fn read_consumer(
                 Err(e) => tally.flow.shared.note_error(e.message),
             }
         }
+        tally.end_batch();
         if !open {
             break;
         }
@@ -330,9 +365,11 @@ pub async fn tcp(flow: Arc<Flow>) -> Result<Running> {
             }
             filled += n;
             let whole = filled - filled % RECORD_LEN;
+            tally.begin_batch();
             for r in buf[..whole].chunks_exact(RECORD_LEN) {
                 tally.record(r);
             }
+            tally.end_batch();
             buf.copy_within(whole..filled, 0);
             filled -= whole;
         }
