@@ -94,6 +94,26 @@ pub async fn snapshot(mgmt: &Management) -> Snapshot {
             "Batches of requests answered.",
             get(&s.requests),
         ),
+        (
+            "ferry_udp_datagrams_received",
+            "Datagrams the datagram ingest read.",
+            get(&s.udp.datagrams_received),
+        ),
+        (
+            "ferry_udp_datagrams_malformed",
+            "Datagrams that did not parse, dropped whole.",
+            get(&s.udp.datagrams_malformed),
+        ),
+        (
+            "ferry_udp_datagrams_dropped",
+            "Well-formed datagrams dropped: the ingest was behind or the publish was refused.",
+            get(&s.udp.datagrams_dropped),
+        ),
+        (
+            "ferry_udp_records_published",
+            "Records the datagram ingest published.",
+            get(&s.udp.records_published),
+        ),
     ];
     let closed = CloseKind::ALL
         .iter()

@@ -310,3 +310,51 @@ async fn per_object_series_can_be_turned_off() {
         m.families.keys()
     );
 }
+
+#[tokio::test]
+async fn the_datagram_ingest_counts_what_it_reads_drops_and_publishes() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let server =
+        ferry_testkit::BinaryServer::start(&["--udp-listen", &listen, "--udp-topic", "monitoring"])
+            .expect("ferry serve starts with the datagram ingest");
+    let api = Api::of(&server);
+    let mut packer = ferry_udp::Packer::new(None, 1400).unwrap();
+    assert!(packer.push(b"first record"));
+    assert!(packer.push(b"second record"));
+    let good = packer.datagram().to_vec();
+    let misses_a_topic = ferry_udp::Packer::new(Some("no-such-topic"), 1400).map(|mut p| {
+        assert!(p.push(b"lost"));
+        p.datagram().to_vec()
+    });
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&good, &listen).await.unwrap();
+    sock.send_to(b"not a datagram of records", &listen)
+        .await
+        .unwrap();
+    sock.send_to(&misses_a_topic.unwrap(), &listen)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let m = loop {
+        let m = parse(&api.text("/metrics").await);
+        if m.value("ferry_udp_datagrams_received_total", &[]) == 3.0
+            && m.value("ferry_udp_datagrams_dropped_total", &[]) == 1.0
+        {
+            break m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the datagrams were never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(m.families["ferry_udp_records_published"], "counter");
+    assert_eq!(m.value("ferry_udp_datagrams_malformed_total", &[]), 1.0);
+    assert_eq!(m.value("ferry_udp_records_published_total", &[]), 2.0);
+    assert_eq!(m.value("ferry_messages_published_total", &[]), 2.0);
+}
