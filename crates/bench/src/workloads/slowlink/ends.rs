@@ -161,8 +161,12 @@ pub struct ClientEnd {
 /// What the client end reports (one JSON line).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct ClientOutcome {
-    /// Seconds from the first request to the last answer (connections included).
+    /// Seconds from the start to the end of the session (connections, the answers'
+    /// subscription and the disconnect included).
     pub total_s: f64,
+    /// Seconds from the first request to the last answer: the calls alone, without setting up
+    /// and ending a session (for `per-call`, whose calls each connect, the same as `total_s`).
+    pub calls_s: f64,
     /// Answers received.
     pub answers: u64,
     /// Answers out of order.
@@ -200,6 +204,7 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
     let started = Instant::now();
     let mut out_of_order = 0;
     let mut answers = 0;
+    let mut calls = (started, None);
     match end.mode {
         Mode::PerCall | Mode::Sync => {
             let mut shared = None;
@@ -208,6 +213,9 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
                     shared = Some(Client::connect(&end.server, &name).await?);
                 }
                 let c = shared.as_ref().ok_or_else(|| anyhow!("no connection"))?;
+                if seq == 0 && end.mode == Mode::Sync {
+                    calls.0 = Instant::now();
+                }
                 // The send and the long poll for its answer go out together: one round trip.
                 let (sent, got) = tokio::join!(c.send(req(seq)), c.receive(take_answer()));
                 sent?;
@@ -216,6 +224,7 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
                     out_of_order += 1;
                 }
                 answers += 1;
+                calls.1 = Some(Instant::now());
                 if end.mode == Mode::PerCall {
                     if let Some(c) = shared.take() {
                         c.disconnect().await?;
@@ -242,6 +251,7 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
             } else {
                 1
             };
+            calls.0 = Instant::now();
             // One task issues the calls in order; `buffered` keeps `window` of them in flight
             // and polls each new one first in that order, so they leave in sequence.
             let sender = {
@@ -299,6 +309,7 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
                     }
                 }
             }
+            calls.1 = Some(Instant::now());
             let failed = sender.await.map_err(|e| anyhow!("sender: {e}"))?;
             if failed > 0 {
                 bail!("{failed} sends failed");
@@ -307,8 +318,10 @@ pub async fn client(end: &ClientEnd) -> Result<ClientOutcome> {
             c.disconnect().await?;
         }
     }
+    let ended = Instant::now();
     Ok(ClientOutcome {
-        total_s: started.elapsed().as_secs_f64(),
+        total_s: (ended - started).as_secs_f64(),
+        calls_s: (calls.1.unwrap_or(ended) - calls.0).as_secs_f64(),
         answers,
         out_of_order,
     })
