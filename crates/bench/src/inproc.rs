@@ -46,6 +46,8 @@ impl InProcessBroker {
             data_dir: dir.clone(),
             workers,
             fsync: fsync_policy,
+            // Nobody serves it here, and a fixed port would clash with any other broker.
+            http_listen: ferry_broker::config::HTTP_OFF.into(),
             ..BrokerConfig::default()
         };
         let mut me = InProcessBroker {
@@ -54,6 +56,26 @@ impl InProcessBroker {
             udp: None,
             dir,
         };
+        match me.start_on(&runtime, config, udp_topic).await {
+            Ok(()) => {
+                me.runtime = Some(runtime);
+                Ok(me)
+            }
+            Err(e) => {
+                // Dropping a runtime blocks, which an async context must not do.
+                runtime.shutdown_background();
+                Err(e)
+            }
+        }
+    }
+
+    async fn start_on(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        config: BrokerConfig,
+        udp_topic: Option<&str>,
+    ) -> Result<()> {
+        let me = self;
         let broker = runtime
             .spawn(Broker::start(config))
             .await
@@ -73,8 +95,7 @@ impl InProcessBroker {
         } else {
             me.broker = Some(broker);
         }
-        me.runtime = Some(runtime);
-        Ok(me)
+        Ok(())
     }
 
     /// The native protocol address.
