@@ -370,3 +370,69 @@ async fn a_run_removes_its_queues_unless_kept() {
     }
     server.shutdown().await;
 }
+
+/// The namespaces `ip netns list` shows for the slowlink run of process `pid`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip runs");
+    let mine = format!("ferrysl-{pid}-");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&mine))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowlink_interrupted_by_a_signal_removes_its_namespaces() {
+    let _one_at_a_time = SLOWLINK.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("interrupted.json");
+    // Long enough to be interrupted mid-run: a thousand synchronous calls over 300 ms.
+    let rest = ["--link", "gprs", "--modes", "sync", "--messages", "1000"];
+    let args = slowlink_args(&out, &rest);
+    if let Some(why) = ferry_bench::workloads::slowlink::unavailable(&args) {
+        println!("slowlink_interrupted_by_a_signal_removes_its_namespaces: skipped: {why}");
+        return;
+    }
+    for signal in ["TERM", "INT"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ferry-bench"))
+            .args(["slowlink", "-q", "--json", out.to_str().unwrap()])
+            .args(rest)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ferry-bench starts");
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while namespaces_of(pid).len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the run made no namespaces in 30 s"
+            );
+            assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        // Let the calls start, then interrupt.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let killed = std::process::Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "SIG{signal}: an interrupted run fails");
+        assert_eq!(
+            namespaces_of(pid),
+            Vec::<String>::new(),
+            "SIG{signal}: namespaces left behind"
+        );
+        assert!(
+            !out.exists(),
+            "SIG{signal}: no result for an interrupted run"
+        );
+    }
+}
