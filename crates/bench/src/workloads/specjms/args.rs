@@ -6,9 +6,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::layout::{CfoLayout, Layout};
-use crate::args::{
-    parse_duration, parse_fsync, parse_window, CommonArgs, TargetArg, DEFAULT_SERVER,
-};
+use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs, TargetArg};
+use crate::drivers::target::DEFAULT_SERVER;
 use crate::drivers::{amqp, nats};
 
 /// How the workload scales.

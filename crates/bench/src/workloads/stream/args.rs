@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs, DEFAULT_SERVER};
+use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs};
+use crate::drivers::target::DEFAULT_SERVER;
 use crate::drivers::{amqp, nats};
 
 /// What carries the records from the writer to the reader.

@@ -29,11 +29,11 @@ use crate::drivers::ferry::FerryDriver;
 use crate::drivers::nats::{NatsDriver, NatsMode};
 use crate::drivers::{Capabilities, Driver};
 use crate::inproc::InProcessBroker;
-use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::report::stream::StreamFigures;
 use crate::report::{rate, BenchReport, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{percentile_curve, LatencySummary, WindowSeries};
+use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::workloads::run::{Shared, WindowLatency, MEASURE, STOP, WARMUP};
 use flows::{Dest, Flow};
 
