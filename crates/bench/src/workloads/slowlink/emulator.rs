@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tun_rs::{AsyncDevice, DeviceBuilder, Layer};
 
-use super::net::LinkSpec;
+use super::spec::LinkSpec;
 
 /// Packets waiting in one direction, at most.
 pub const QUEUE_LIMIT: usize = 1000;

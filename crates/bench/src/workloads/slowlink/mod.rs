@@ -9,12 +9,14 @@
 //! netem for a shaped link, the workload says why and stops before changing anything. The
 //! namespaces are removed at the end, on Ctrl-C or SIGTERM, and (if a run was killed) by the next run.
 //!
-//! Modules: [`net`] (namespaces, veth, netem, counters), [`ends`] (the two ends, run as
-//! `ferry-bench` inside the namespaces).
+//! Modules: [`spec`] (the link's shape and presets), [`net`] (namespaces, veth, netem,
+//! counters), [`emulator`] (the user-space link), [`ends`] (the two ends, run as `ferry-bench`
+//! inside the namespaces).
 
 pub mod emulator;
 pub mod ends;
 pub mod net;
+pub mod spec;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,7 +35,8 @@ use crate::report::{BenchReport, ErrorCounts, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::LatencySummary;
 use ends::{ClientOutcome, Mode, ANSWER_BYTES, REQUEST_BYTES};
-use net::{Link, LinkSpec};
+use net::Link;
+use spec::LinkSpec;
 
 /// Flags of `ferry-bench slowlink`.
 #[derive(Debug, Clone, Args)]
