@@ -186,12 +186,12 @@ fn flood_record(seq: u64, len: usize) -> Vec<u8> {
 #[tokio::test]
 async fn a_flood_beyond_what_the_broker_takes_is_dropped_and_counted_and_what_is_taken_arrives_intact(
 ) {
-    // Persistent records with an fsync per batch, and a queue of 4 datagrams: the reader gets
-    // far ahead of the publisher.
+    // Persistent records with an fsync per batch, and room for 4 datagrams (of 50 records of
+    // 100 bytes): the reader gets far ahead of the publisher.
     let server = TestServer::start().await;
     let gw = gateway(&server, |c| {
         c.persistent = true;
-        c.queue_datagrams = 4;
+        c.queue_bytes = 4 * (50 * (100 + 32) + 256);
     })
     .await;
     let client = server.client("watcher").await;
@@ -300,8 +300,8 @@ async fn the_real_binary_takes_a_flood_of_large_datagrams_with_bounded_memory_an
         s.join().unwrap();
     }
     peak = peak.max(ferry_hostile::rss_bytes(pid).unwrap());
-    // The queue holds at most 512 datagrams of 64 KiB (32 MiB); the socket buffer is the
-    // kernel's.
+    // The ingest holds at most 32 MiB of datagrams, queued or being published, and publishes
+    // 4 MiB at a time; the socket buffer is the kernel's.
     let growth = peak.saturating_sub(before);
     assert!(
         growth < 96 << 20,

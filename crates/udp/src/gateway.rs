@@ -2,12 +2,18 @@
 //! them into batched publishes on an in-process session of the broker.
 //!
 //! Two tasks. The **reader** receives datagrams, counts them, parses them and hands the good
-//! ones to the publisher through a queue of [`UdpConfig::queue_datagrams`] entries; when the
-//! queue is full the datagram is dropped and counted, so a flood costs at most the queue's
-//! memory (plus the socket's receive buffer, which the kernel bounds) and the reader never
-//! waits for the broker. The **publisher** takes every datagram waiting (up to the broker's
-//! batch limit in records) and publishes their records in one batch: one store write and, for
-//! persistent records, one fsync for all of them.
+//! ones to the publisher through a queue. The **publisher** takes the datagrams waiting (up to
+//! the broker's batch limit in records and [`MAX_BATCH_BYTES`]) and publishes their records in
+//! one batch: one store write and, for persistent records, one fsync for all of them.
+//!
+//! Memory: every datagram the ingest holds, queued or in the batch being published, is charged
+//! to one budget of [`UdpConfig::queue_bytes`] until its publish has returned; a datagram that
+//! does not fit is dropped and counted, so a flood costs at most the budget (plus the socket's
+//! receive buffer, which the kernel bounds, and the broker's copy of one batch) and the reader
+//! never waits for the broker. Charging only the queue would not do: the publisher would empty
+//! it into a batch of up to the broker's 10 000 records (a whole queue of large datagrams) and
+//! the reader would fill it again while the batch is stored, holding twice the queue, and the
+//! store's copy of such a batch as much again.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,7 +26,7 @@ use ferry_broker::RunningBroker;
 use ferry_protocol::{ErrorCode, Name, OutgoingMessage, Request, Response};
 use thiserror::Error;
 use tokio::net::UdpSocket;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -29,8 +35,14 @@ use crate::datagram::{self, Datagram, MAX_DATAGRAM};
 
 /// The client name of the ingest's session (the sender of every record it publishes).
 pub const CLIENT_NAME: &str = "ferry-udp-ingest";
-/// Default [`UdpConfig::queue_datagrams`].
-pub const DEFAULT_QUEUE_DATAGRAMS: usize = 512;
+/// Default [`UdpConfig::queue_bytes`]: 32 MiB (512 of the largest datagrams).
+pub const DEFAULT_QUEUE_BYTES: usize = 32 << 20;
+/// Most datagram bytes in one publish, which bounds the broker's copy of a batch: 4 MiB.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
+/// What a queued datagram costs beyond its bytes (its entry, its topic's name), and each of its
+/// records: so that a flood of tiny datagrams is bounded by the budget too.
+const DATAGRAM_OVERHEAD: usize = 128;
+const RECORD_OVERHEAD: usize = std::mem::size_of::<Bytes>();
 /// Default [`UdpConfig::receive_buffer`]: 8 MiB.
 pub const DEFAULT_RECEIVE_BUFFER: usize = 8 << 20;
 /// How often, at most, the gateway logs that it dropped datagrams.
@@ -46,9 +58,10 @@ pub struct UdpConfig {
     pub topic: Option<String>,
     /// Publish records persistent (stored, fsynced as the broker's policy says) or not.
     pub persistent: bool,
-    /// Parsed datagrams waiting for the publisher, at most; beyond that they are dropped. Each
-    /// holds its own bytes, so the queue holds at most this many times 64 KiB.
-    pub queue_datagrams: usize,
+    /// Bytes of datagrams the ingest holds at most, waiting for the publisher or being
+    /// published; a datagram beyond it is dropped (each is charged its bytes, plus a little
+    /// per datagram and per record).
+    pub queue_bytes: usize,
     /// The socket's receive buffer asked of the kernel (it may grant less), which absorbs
     /// bursts while the reader is not scheduled.
     pub receive_buffer: usize,
@@ -61,7 +74,7 @@ impl UdpConfig {
             listen: listen.into(),
             topic,
             persistent: false,
-            queue_datagrams: DEFAULT_QUEUE_DATAGRAMS,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
             receive_buffer: DEFAULT_RECEIVE_BUFFER,
         }
     }
@@ -96,6 +109,8 @@ pub struct UdpGateway {
 struct Parsed {
     topic: Name,
     records: Vec<Bytes>,
+    /// Its charge to the memory budget, given back once its publish has returned.
+    charge: OwnedSemaphorePermit,
 }
 
 impl UdpGateway {
@@ -139,11 +154,16 @@ impl UdpGateway {
         }
         let stats = broker.stats();
         let cancel = CancellationToken::new();
-        let (tx, rx) = mpsc::channel(config.queue_datagrams.max(1));
+        // The budget bounds the queue: it needs no bound of its own.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let budget = Arc::new(Semaphore::new(
+            config.queue_bytes.clamp(1, Semaphore::MAX_PERMITS),
+        ));
         let reader = tokio::spawn(read_loop(
             socket,
             config.topic.clone().map(Name::from),
             tx,
+            budget,
             stats.clone(),
             cancel.clone(),
         ));
@@ -213,7 +233,8 @@ fn bind(addr: &str, receive_buffer: usize) -> std::io::Result<UdpSocket> {
 async fn read_loop(
     socket: UdpSocket,
     topic: Option<Name>,
-    queue: mpsc::Sender<Parsed>,
+    queue: mpsc::UnboundedSender<Parsed>,
+    budget: Arc<Semaphore>,
     stats: Arc<Stats>,
     cancel: CancellationToken,
 ) {
@@ -247,12 +268,12 @@ async fn read_loop(
             continue;
         }
         let data = Bytes::copy_from_slice(buf.get(..n).unwrap_or_default());
-        let parsed = match datagram::parse(&data) {
+        let (topic, records) = match datagram::parse(&data) {
             Ok(Datagram {
                 topic: named,
                 records,
             }) => match named.map(Name::from).or_else(|| topic.clone()) {
-                Some(topic) => Parsed { topic, records },
+                Some(topic) => (topic, records),
                 None => {
                     Stats::add(&u.datagrams_malformed, 1);
                     log.note(&stats, || {
@@ -267,15 +288,21 @@ async fn read_loop(
                 continue;
             }
         };
-        match queue.try_send(parsed) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                Stats::add(&u.datagrams_dropped, 1);
-                log.note(&stats, || {
-                    "the broker is behind: the ingest's queue is full".to_owned()
-                });
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        let cost = u32::try_from(charge(data.len(), records.len())).unwrap_or(u32::MAX);
+        let Ok(charge) = budget.clone().try_acquire_many_owned(cost) else {
+            Stats::add(&u.datagrams_dropped, 1);
+            log.note(&stats, || {
+                "the broker is behind: the ingest's memory budget is spent".to_owned()
+            });
+            continue;
+        };
+        let parsed = Parsed {
+            topic,
+            records,
+            charge,
+        };
+        if queue.send(parsed).is_err() {
+            return;
         }
     }
 }
@@ -283,7 +310,7 @@ async fn read_loop(
 /// Publishes queued datagrams in batches until the queue closes, then ends the session.
 async fn publish_loop(
     session: LocalSession,
-    mut queue: mpsc::Receiver<Parsed>,
+    mut queue: mpsc::UnboundedReceiver<Parsed>,
     persistent: bool,
     max_batch: usize,
     stats: Arc<Stats>,
@@ -298,15 +325,22 @@ async fn publish_loop(
                 None => break,
             },
         };
-        // Datagrams of this batch, with how many records each has.
+        // Datagrams of this batch, with how many records each has; their charges are given
+        // back when `charges` is dropped, after the publish.
         let mut sizes = vec![first.records.len()];
+        let mut bytes = batch_bytes(&first);
         let mut messages = Vec::with_capacity(first.records.len());
-        append(&mut messages, first, persistent);
-        while messages.len() < max_batch {
+        let mut charges = Vec::new();
+        append(&mut messages, &mut charges, first, persistent);
+        while messages.len() < max_batch && bytes < MAX_BATCH_BYTES {
             match queue.try_recv() {
-                Ok(next) if messages.len() + next.records.len() <= max_batch => {
+                Ok(next)
+                    if messages.len() + next.records.len() <= max_batch
+                        && bytes + batch_bytes(&next) <= MAX_BATCH_BYTES =>
+                {
                     sizes.push(next.records.len());
-                    append(&mut messages, next, persistent);
+                    bytes += batch_bytes(&next);
+                    append(&mut messages, &mut charges, next, persistent);
                 }
                 Ok(next) => {
                     pending = Some(next);
@@ -328,6 +362,7 @@ async fn publish_loop(
         } else {
             publish(&session, messages).await
         };
+        drop(charges);
         let mut results = outcome.into_iter();
         for size in sizes {
             let mut failed = None;
@@ -348,8 +383,24 @@ async fn publish_loop(
     session.close().await;
 }
 
-/// The messages for `parsed`'s records.
-fn append(messages: &mut Vec<OutgoingMessage>, parsed: Parsed, persistent: bool) {
+/// What a datagram of `bytes` bytes and `records` records costs the memory budget.
+fn charge(bytes: usize, records: usize) -> usize {
+    bytes + DATAGRAM_OVERHEAD + records * RECORD_OVERHEAD
+}
+
+/// The bytes `parsed`'s records add to a batch.
+fn batch_bytes(parsed: &Parsed) -> usize {
+    parsed.records.iter().map(Bytes::len).sum()
+}
+
+/// The messages for `parsed`'s records; its charge goes to `charges`.
+fn append(
+    messages: &mut Vec<OutgoingMessage>,
+    charges: &mut Vec<OwnedSemaphorePermit>,
+    parsed: Parsed,
+    persistent: bool,
+) {
+    charges.push(parsed.charge);
     for body in parsed.records {
         let mut m = OutgoingMessage::to_topic(parsed.topic.clone(), body);
         m.persistent = persistent;
