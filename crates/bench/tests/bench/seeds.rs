@@ -386,8 +386,35 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// The processes whose parent is `pid`, with their command lines (arguments joined by spaces).
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let ppid = after_name.split_whitespace().nth(1);
+        if ppid == Some(pid.to_string().as_str()) {
+            found.push((child, command_line(child)));
+        }
+    }
+    found
+}
+
+/// The command line of `pid`, empty when it has ended (a zombie's is empty too).
+fn command_line(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn slowlink_interrupted_by_a_signal_removes_its_namespaces() {
+async fn slowlink_interrupted_by_a_signal_removes_its_namespaces_and_ends_its_children() {
     let _one_at_a_time = SLOWLINK.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("interrupted.json");
@@ -418,6 +445,13 @@ async fn slowlink_interrupted_by_a_signal_removes_its_namespaces() {
         }
         // Let the calls start, then interrupt.
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let children = children_of(pid);
+        assert!(
+            children
+                .iter()
+                .any(|(_, cmd)| cmd.contains("slowlink-client")),
+            "SIG{signal}: no client end running to interrupt: {children:?}"
+        );
         let killed = std::process::Command::new("kill")
             .args([format!("-{signal}"), pid.to_string()])
             .status()
@@ -434,5 +468,19 @@ async fn slowlink_interrupted_by_a_signal_removes_its_namespaces() {
             !out.exists(),
             "SIG{signal}: no result for an interrupted run"
         );
+        // Killed children are reaped by whoever inherits them: give that a moment. A pid
+        // reused since has another command line.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let left = loop {
+            let left: Vec<_> = children
+                .iter()
+                .filter(|(child, cmd)| command_line(*child) == *cmd)
+                .collect();
+            if left.is_empty() || std::time::Instant::now() > deadline {
+                break format!("{left:?}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        assert_eq!(left, "[]", "SIG{signal}: children left running");
     }
 }

@@ -7,7 +7,8 @@
 //!
 //! Root is needed (namespaces); without it, or without `ip`/`tc`, or without the kernel's
 //! netem for a shaped link, the workload says why and stops before changing anything. The
-//! namespaces are removed at the end, on Ctrl-C or SIGTERM, and (if a run was killed) by the next run.
+//! namespaces are removed at the end, on Ctrl-C or SIGTERM (which also kill the two ends), and
+//! (if a run was killed) by the next run.
 //!
 //! Modules: [`spec`] (the link's shape and presets), [`net`] (namespaces, veth, netem,
 //! counters), [`emulator`] (the user-space link), [`ends`] (the two ends, run as `ferry-bench`
@@ -145,6 +146,7 @@ pub async fn measure(args: &SlowlinkArgs) -> Result<BenchReport> {
     let (shaper, per_packet) = (link.shaper, link.header_bytes_per_packet);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("watching for SIGTERM")?;
+    // On a signal the modes' future is dropped, which kills both ends (`kill_on_drop`).
     let outcome = tokio::select! {
         r = run_modes(args, &spec, &link, &bench) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted; the namespaces were removed")),
@@ -213,6 +215,9 @@ async fn run_modes(
             .arg("--mode")
             .arg(serde_json::to_value(mode)?.as_str().unwrap_or("sync"))
             .stderr(Stdio::inherit())
+            // Interrupted (SIGTERM, SIGINT sent to this process alone), `measure` drops this
+            // future: the client end is killed with it rather than left running its calls.
+            .kill_on_drop(true)
             .output()
             .await
             .context("running the client end")?;
