@@ -117,7 +117,7 @@ pub struct ReceiveSpec {
 
 /// The storage interface. Implementations are shared between sessions (`Arc<dyn Store>`).
 #[async_trait]
-pub trait Store: crate::admin::Admin + Send + Sync + 'static {
+pub trait Store: crate::admin::Admin + crate::users::Users + Send + Sync + 'static {
     /// Registers a client name permanently; idempotent.
     async fn register_client(&self, name: &str) -> Result<(), StoreError>;
 

@@ -68,6 +68,12 @@ pub enum StoreError {
     /// An argument the store cannot accept.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A named user does not exist.
+    #[error("user '{0}' does not exist")]
+    UserNotFound(String),
+    /// The user exists already.
+    #[error("user '{0}' already exists")]
+    UserExists(String),
     /// The client name has a live session (on this node or another one sharing the store).
     #[error("client '{0}' is already online")]
     AlreadyOnline(String),
@@ -106,6 +112,8 @@ impl StoreError {
             StoreError::MessageNotFound { .. } => ErrorCode::NotFound,
             StoreError::QueueInUse { .. } => ErrorCode::QueueInUse,
             StoreError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            StoreError::UserNotFound(_) => ErrorCode::NotFound,
+            StoreError::UserExists(_) => ErrorCode::InvalidArgument,
             StoreError::AlreadyOnline(_) => ErrorCode::AlreadyOnline,
             StoreError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             StoreError::Unavailable(_) => ErrorCode::StoreUnavailable,

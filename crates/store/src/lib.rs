@@ -11,6 +11,7 @@
 //! - [`direct`]: direct delivery of non-persistent publishes to an idle push consumer;
 //! - [`embedded`]: the default engine, a segmented append-only log with in-memory indexes;
 //! - [`postgres`]: the engine that keeps everything in a PostgreSQL database shared by nodes;
+//! - [`users`]: the users' role of a store (credentials and grants, kept as text);
 //! - [`conformance`]: the suite every engine must pass, written against the trait only (with
 //!   the `testing` feature, as the fault-injecting `FaultyBackend` is).
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -29,6 +30,7 @@ pub mod id_hash;
 pub mod patterns;
 pub mod postgres;
 pub mod select;
+pub mod users;
 
 pub use admin::{
     Admin, BrowseCursor, BrowsePage, BrowseSpec, BrowsedMessage, ClientRecord, EngineStats,
@@ -41,3 +43,4 @@ pub use error::StoreError;
 pub use id_hash::{IdHasher, IdMap};
 pub use patterns::PatternIndex;
 pub use postgres::{PostgresConfig, PostgresStore};
+pub use users::{UserRecord, Users};

@@ -52,3 +52,19 @@ async fn embedded_durable_pattern_subscriptions_survive_restart() {
     .await;
     drop(dir);
 }
+
+#[tokio::test]
+async fn embedded_users_survive_restart() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let path = dir.path().to_owned();
+    conformance::users::users_survive_reopen(Box::new(move || {
+        let path = path.clone();
+        Box::pin(async move {
+            EmbeddedStore::open(EmbeddedConfig::new(&path))
+                .await
+                .unwrap() as Arc<dyn Store>
+        })
+    }))
+    .await;
+    drop(dir);
+}

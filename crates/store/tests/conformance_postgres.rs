@@ -56,3 +56,43 @@ async fn durable_pattern_subscriptions_survive_restart() {
     }))
     .await;
 }
+
+/// Users written through one node are read by another sharing the database, and survive both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_are_shared_by_nodes_and_survive_restart() {
+    let url = tokio::task::spawn_blocking(|| cluster().fresh_database())
+        .await
+        .unwrap();
+    let open = |node: &'static str| {
+        let url = url.clone();
+        async move {
+            let mut cfg = PostgresConfig::new(url);
+            cfg.pool_size = 2;
+            cfg.node = node.into();
+            PostgresStore::open(cfg).await.unwrap() as Arc<dyn Store>
+        }
+    };
+    let (a, b) = (open("node-a").await, open("node-b").await);
+    let record = ferry_store::UserRecord {
+        name: "ops".into(),
+        credential: "SCRAM-SHA-256$4096:c2FsdA==$a:b".into(),
+        grants: vec!["monitor".into()],
+    };
+    a.create_user(&record).await.unwrap();
+    assert_eq!(b.user("ops").await.unwrap(), Some(record));
+    b.set_user_grants("ops", &["admin".into()]).await.unwrap();
+    assert_eq!(a.user("ops").await.unwrap().unwrap().grants, ["admin"]);
+    b.delete_user("ops").await.unwrap();
+    assert_eq!(a.user("ops").await.unwrap(), None);
+    drop((a, b));
+    let url2 = url.clone();
+    conformance::users::users_survive_reopen(Box::new(move || {
+        let url = url2.clone();
+        Box::pin(async move {
+            let mut cfg = PostgresConfig::new(url);
+            cfg.pool_size = 2;
+            PostgresStore::open(cfg).await.unwrap() as Arc<dyn Store>
+        })
+    }))
+    .await;
+}

@@ -257,3 +257,29 @@ impl ferry_store::Admin for FaultInjectingStore {
         self.inner.check_ready().await
     }
 }
+
+/// Users are never faulted: they pass through.
+#[async_trait]
+impl ferry_store::Users for FaultInjectingStore {
+    async fn create_user(&self, user: &ferry_store::UserRecord) -> Result<(), StoreError> {
+        self.inner.create_user(user).await
+    }
+    async fn set_user_credential(&self, name: &str, credential: &str) -> Result<(), StoreError> {
+        self.inner.set_user_credential(name, credential).await
+    }
+    async fn set_user_grants(&self, name: &str, grants: &[String]) -> Result<(), StoreError> {
+        self.inner.set_user_grants(name, grants).await
+    }
+    async fn delete_user(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.delete_user(name).await
+    }
+    async fn user(&self, name: &str) -> Result<Option<ferry_store::UserRecord>, StoreError> {
+        self.inner.user(name).await
+    }
+    async fn list_users(&self) -> Result<Vec<ferry_store::UserRecord>, StoreError> {
+        self.inner.list_users().await
+    }
+    async fn has_users(&self) -> Result<bool, StoreError> {
+        self.inner.has_users().await
+    }
+}

@@ -16,6 +16,7 @@
 //! - [`non_persistent`]: messages kept in memory only, settled like any other;
 //! - [`admin`]: the operator's role: queue figures and settings, purge, delete, move and
 //!   redrive, clients (forgetting one), counters, `QueueInUse`, readiness;
+//! - [`users`]: users, their credentials and grants;
 //! - [`browsing`]: browsing queues and senders by cursor, in order, with selectors.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
@@ -50,6 +51,7 @@ pub mod settling;
 pub mod timing;
 pub mod topics;
 pub mod transactions;
+pub mod users;
 pub mod wildcards;
 
 /// A boxed conformance test.
@@ -78,6 +80,8 @@ macro_rules! for_each_conformance_test {
     ($callback:ident) => {
         $callback!(
             queues::queue_lifecycle,
+            users::user_lifecycle,
+            users::user_changes,
             queues::delete_non_empty_queue,
             queues::forced_delete_keeps_other_queues,
             queues::clients_register_idempotently,

@@ -48,6 +48,7 @@ mod spare_tests;
 mod spares;
 mod state;
 mod store;
+mod users;
 mod writer;
 
 pub use backend::{Backend, BackendFile, DiskSpace, FsBackend};

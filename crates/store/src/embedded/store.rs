@@ -95,6 +95,8 @@ pub struct EmbeddedStore {
     consumers: ConsumerClaims,
     /// The bytes messages take in memory (the state's gauge, read without its lock).
     memory: Arc<AtomicU64>,
+    /// Users and their grants (see [`super::users`]).
+    pub(super) users: super::users::UserFile,
     /// Held for the store's life so no other process writes the same log.
     _dir_lock: Box<dyn Send + Sync>,
 }
@@ -150,6 +152,7 @@ impl EmbeddedStore {
         let dir_lock = backend
             .lock_dir(&cfg.dir)
             .map_err(|e| StoreError::Unavailable(format!("locking {}: {e}", cfg.dir.display())))?;
+        let users = super::users::UserFile::load(backend.clone(), &cfg.dir)?;
         let seg_dir = cfg.dir.join(SEGMENTS_DIR);
         let segment_bytes = cfg.segment_bytes.max(1);
         let recovery_started = std::time::Instant::now();
@@ -220,6 +223,7 @@ impl EmbeddedStore {
             consumers: ConsumerClaims::default(),
             figures,
             recovered_messages,
+            users,
             _dir_lock: dir_lock,
         }))
     }

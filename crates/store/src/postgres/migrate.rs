@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_topic_patterns.sql"),
     include_str!("migrations/0010_client_expiry.sql"),
     include_str!("migrations/0011_queue_figures.sql"),
+    include_str!("migrations/0012_users.sql"),
 ];
 
 /// The advisory lock key that serialises migrations ("ferrymig" in ASCII).

@@ -55,6 +55,7 @@ mod tally;
 mod time;
 mod topics;
 mod tx;
+mod users;
 
 pub use config::{is_postgres_url, PostgresConfig};
 pub use store::PostgresStore;
