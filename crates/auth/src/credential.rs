@@ -71,7 +71,11 @@ pub struct StoredCredential {
 impl fmt::Debug for StoredCredential {
     /// Shows the iteration count only: the keys are secrets.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "StoredCredential(SCRAM-SHA-256, {} iterations)", self.iterations)
+        write!(
+            f,
+            "StoredCredential(SCRAM-SHA-256, {} iterations)",
+            self.iterations
+        )
     }
 }
 
@@ -115,7 +119,10 @@ impl StoredCredential {
         let (iterations, salt) = params.split_once(':').ok_or_else(bad)?;
         let (stored, server) = keys.split_once(':').ok_or_else(bad)?;
         let key = |s: &str| -> Result<[u8; 32], ScramError> {
-            B64.decode(s).ok().and_then(|v| v.try_into().ok()).ok_or_else(bad)
+            B64.decode(s)
+                .ok()
+                .and_then(|v| v.try_into().ok())
+                .ok_or_else(bad)
         };
         Ok(StoredCredential {
             iterations: iterations.parse().map_err(|_| bad())?,
@@ -167,7 +174,12 @@ mod tests {
 
     #[test]
     fn malformed_text_forms_are_refused() {
-        for t in ["", "SCRAM-SHA-256$", "MD5$1:AA==$AA==:AA==", "SCRAM-SHA-256$x:AA==$AA==:AA=="] {
+        for t in [
+            "",
+            "SCRAM-SHA-256$",
+            "MD5$1:AA==$AA==:AA==",
+            "SCRAM-SHA-256$x:AA==$AA==:AA==",
+        ] {
             assert!(StoredCredential::decode(t).is_err(), "{t}");
         }
     }

@@ -119,7 +119,9 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
             },
         }
     }
-    pattern.get(p..).is_some_and(|rest| rest.iter().all(|&c| c == b'*'))
+    pattern
+        .get(p..)
+        .is_some_and(|rest| rest.iter().all(|&c| c == b'*'))
 }
 
 /// One grant.
@@ -333,7 +335,15 @@ mod tests {
 
     #[test]
     fn bad_grants_are_refused_with_the_reason() {
-        for t in ["", "send", "send queue", "write queue x", "send table x", "client", "monitor x"] {
+        for t in [
+            "",
+            "send",
+            "send queue",
+            "write queue x",
+            "send table x",
+            "client",
+            "monitor x",
+        ] {
             assert!(t.parse::<Grant>().is_err(), "{t:?}");
         }
         let e = "read queue x".parse::<Grant>().unwrap_err();

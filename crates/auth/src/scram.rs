@@ -132,7 +132,9 @@ impl ClientFirst {
             .split_once(',')
             .ok_or(ScramError::Malformed("gs2 header"))?;
         if !authzid.is_empty() {
-            return Err(ScramError::Malformed("authorization identity is not supported"));
+            return Err(ScramError::Malformed(
+                "authorization identity is not supported",
+            ));
         }
         let ([user, client_nonce], extensions) = attributes(bare, ['n', 'r'], "client-first")?;
         if !extensions.is_empty() {
@@ -221,8 +223,7 @@ impl ServerExchange {
         let (without_proof, proof) = client_final
             .rsplit_once(",p=")
             .ok_or(ScramError::Malformed("client-final proof"))?;
-        let ([binding, nonce], extensions) =
-            attributes(without_proof, ['c', 'r'], "client-final")?;
+        let ([binding, nonce], extensions) = attributes(without_proof, ['c', 'r'], "client-final")?;
         if !extensions.is_empty() {
             return Err(ScramError::Malformed("client-final extensions"));
         }

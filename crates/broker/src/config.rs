@@ -227,6 +227,20 @@ pub struct BrokerConfig {
     /// Records from datagrams are published persistent (`true`) or kept in memory only
     /// (`false`, the default: a monitoring stream values rate over durability).
     pub udp_persistent: bool,
+    /// Accept unauthenticated sessions from any address while no user exists; without it they
+    /// are accepted from loopback only, and a non-loopback `listen` without users refuses to
+    /// start (see `docs/security.md`).
+    pub allow_anonymous: bool,
+    /// What unauthenticated sessions may do once users exist, as grant lines (empty: nothing,
+    /// every session must authenticate).
+    pub anonymous_grants: Vec<String>,
+    /// How long a failed authentication waits before its answer, in ms.
+    pub auth_failure_delay_ms: u32,
+    /// Failed authentications one IP address may make per minute before its connects are
+    /// refused with `LimitExceeded` (0: no limit).
+    pub max_auth_failures_per_min: u32,
+    /// PBKDF2 iterations of the credentials the broker creates (HTTP API; at least 4096).
+    pub scram_iterations: u32,
 }
 
 impl Default for BrokerConfig {
@@ -262,6 +276,11 @@ impl Default for BrokerConfig {
             udp_listen: None,
             udp_topic: None,
             udp_persistent: false,
+            allow_anonymous: false,
+            anonymous_grants: Vec::new(),
+            auth_failure_delay_ms: 1_000,
+            max_auth_failures_per_min: 20,
+            scram_iterations: ferry_auth::DEFAULT_ITERATIONS,
         }
     }
 }
@@ -402,6 +421,20 @@ impl BrokerConfig {
                 ));
             }
         }
+        if self.scram_iterations < ferry_auth::MIN_ITERATIONS {
+            return Err(invalid(
+                "scram_iterations",
+                self.scram_iterations.to_string(),
+                &format!("must be at least {}", ferry_auth::MIN_ITERATIONS),
+            ));
+        }
+        if let Err(e) = ferry_auth::Grants::parse(&self.anonymous_grants) {
+            return Err(invalid(
+                "anonymous_grants",
+                self.anonymous_grants.join(", "),
+                &e.to_string(),
+            ));
+        }
         if let Some(node) = &self.node {
             if !crate::node::is_valid_name(node) {
                 return Err(invalid(
@@ -412,6 +445,15 @@ impl BrokerConfig {
             }
         }
         Ok(())
+    }
+
+    /// Whether the native listener is on a loopback address only.
+    pub fn listen_is_loopback(&self) -> bool {
+        let host = self
+            .listen
+            .rsplit_once(':')
+            .map_or(self.listen.as_str(), |(h, _)| h);
+        is_loopback_host(host)
     }
 
     /// The HTTP address to bind, `None` when the listener is off.

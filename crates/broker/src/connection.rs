@@ -94,7 +94,7 @@ pub async fn serve(
     let writer = tokio::spawn(writer.run(wr, shared.store.clone(), shared.policy.write_timeout));
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
 
-    let started = match handshake::run(&shared, &mut rd, &mut rbuf, &out, ip).await {
+    let started = match handshake::run(&shared, &mut rd, &mut rbuf, &out, ip, None).await {
         Ok(s) => s,
         Err(reason) => {
             log_close(&shared, &peer, None, &reason);

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ferry_protocol::{ErrorCode, Request, Response};
 
+use crate::authorize;
 use crate::handlers::{queues, receive, send, settle, subscribe, topics, txn};
 use crate::session::Session;
 use crate::shared::Shared;
@@ -18,6 +19,13 @@ pub async fn dispatch(
     request_id: u32,
     request: Request,
 ) -> Option<Response> {
+    if let Err(refused) = authorize::check(shared, session, &request) {
+        // A commit refused for a destination fails, and a failed commit rolls back.
+        if let Request::TxnCommit = request {
+            txn::rollback(shared, session).await;
+        }
+        return Some(refused);
+    }
     if let Request::Subscribe(s) = request {
         return subscribe::subscribe(shared, session, request_id, s).await;
     }
@@ -52,6 +60,10 @@ pub async fn dispatch(
         Request::Connect(_) => Response::error(
             ErrorCode::InvalidArgument,
             "the session is already connected",
+        ),
+        Request::AuthResponse { .. } => Response::error(
+            ErrorCode::InvalidArgument,
+            "the session is already authenticated",
         ),
         Request::Disconnect
         | Request::Subscribe(_)

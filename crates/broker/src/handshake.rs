@@ -2,7 +2,8 @@
 //!
 //! Frames before connect get `Unauthorized` (`Ping` gets `Pong`, `Disconnect` ends the
 //! connection); a refused connect leaves the connection open for another try, except
-//! `UnsupportedVersion`, which closes it. The whole handshake must end within
+//! `UnsupportedVersion`, which closes it, and failed authentications (see
+//! [`crate::authenticate`]). The whole handshake, authentication included, must end within
 //! `handshake_timeout_ms`.
 
 use std::net::IpAddr;
@@ -12,11 +13,15 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferry_protocol::requests::{Connect, CONNECT_EPHEMERAL, CONNECT_FLAGS};
 use ferry_protocol::responses::Connected;
-use ferry_protocol::{split_frame, ErrorCode, Request, Response, WireError, PROTOCOL_VERSION};
+use ferry_protocol::{
+    split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+};
 use ferry_store::Registration;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 
+use crate::access::Principal;
+use crate::authenticate::{authenticate, NextFrame, Refusal};
 use crate::close_reason::CloseReason;
 use crate::config::MIN_KEEPALIVE_MS;
 use crate::handlers::{store_error, validate};
@@ -32,59 +37,105 @@ pub struct Started {
     pub keepalive: Duration,
 }
 
-/// Reads frames until a connect request is accepted, and answers it.
+/// The frames of a connection during its handshake, until its deadline.
+struct Frames<'a> {
+    shared: &'a Shared,
+    rd: &'a mut OwnedReadHalf,
+    rbuf: &'a mut BytesMut,
+    out: &'a Outbound,
+    deadline: tokio::time::Instant,
+}
+
+impl NextFrame for Frames<'_> {
+    async fn next(&mut self) -> Result<RawFrame, CloseReason> {
+        loop {
+            match split_frame(self.rbuf, self.shared.limits.max_frame_bytes) {
+                Ok(Some(f)) => return Ok(f),
+                Ok(None) => {}
+                Err(e) => return Err(CloseReason::Malformed(e)),
+            }
+            tokio::select! {
+                r = self.rd.read_buf(self.rbuf) => match r {
+                    Ok(0) => return Err(CloseReason::PeerClosed),
+                    Ok(_) => {}
+                    Err(e) => return Err(CloseReason::Io(e)),
+                },
+                _ = tokio::time::sleep_until(self.deadline) => return Err(CloseReason::HandshakeTimeout),
+                _ = self.out.closing().cancelled() => {
+                    return Err(self.out.failure().map_or(CloseReason::Shutdown, CloseReason::Write));
+                }
+            }
+        }
+    }
+
+    fn reply(&self, request_id: u32, response: Response) {
+        let mut b = BytesMut::new();
+        response.encode(request_id, &mut b);
+        let _ = self.out.send(b.freeze());
+    }
+}
+
+/// Reads frames until a connect request is accepted, and answers it. `tls_user`: the user a
+/// verified TLS client certificate names, if any.
 pub async fn run(
     shared: &Arc<Shared>,
     rd: &mut OwnedReadHalf,
     rbuf: &mut BytesMut,
     out: &Outbound,
     ip: Option<IpAddr>,
+    tls_user: Option<&str>,
 ) -> Result<Started, CloseReason> {
-    let deadline = tokio::time::Instant::now() + shared.policy.handshake_timeout;
+    let mut frames = Frames {
+        shared,
+        rd,
+        rbuf,
+        out,
+        deadline: tokio::time::Instant::now() + shared.policy.handshake_timeout,
+    };
     loop {
-        let frame = loop {
-            match split_frame(rbuf, shared.limits.max_frame_bytes) {
-                Ok(Some(f)) => break f,
-                Ok(None) => {}
-                Err(e) => return Err(CloseReason::Malformed(e)),
-            }
-            tokio::select! {
-                r = rd.read_buf(rbuf) => match r {
-                    Ok(0) => return Err(CloseReason::PeerClosed),
-                    Ok(_) => {}
-                    Err(e) => return Err(CloseReason::Io(e)),
-                },
-                _ = tokio::time::sleep_until(deadline) => return Err(CloseReason::HandshakeTimeout),
-                _ = out.closing().cancelled() => {
-                    return Err(out.failure().map_or(CloseReason::Shutdown, CloseReason::Write));
-                }
-            }
-        };
+        let frame = frames.next().await?;
         let rid = frame.request_id;
-        let reply = |resp: Response| {
-            let mut b = BytesMut::new();
-            resp.encode(rid, &mut b);
-            let _ = out.send(b.freeze());
-        };
+        let reply = |resp: Response| frames.reply(rid, resp);
         match Request::decode(&frame) {
-            Ok(Request::Connect(c)) => match connect(shared, c, out, ip).await {
-                Ok(started) => {
-                    reply(Response::Connected(Connected {
-                        version: PROTOCOL_VERSION,
-                        client: started.session.client.clone(),
-                        limits: shared.limits,
-                        keepalive_ms: started.keepalive.as_millis() as u32,
-                    }));
-                    return Ok(started);
-                }
-                Err(resp) => {
+            Ok(Request::Connect(c)) => {
+                if let Err(resp) = precheck(shared, &c) {
                     let fatal = matches!(&resp, Response::Error(e) if e.code == ErrorCode::UnsupportedVersion);
                     reply(resp);
                     if fatal {
                         return Err(CloseReason::Refused(ErrorCode::UnsupportedVersion));
                     }
+                    continue;
                 }
-            },
+                let who = match authenticate(shared, &c, rid, &mut frames, ip, tls_user).await {
+                    Ok(who) => who,
+                    Err(Refusal::Answer(id, resp)) => {
+                        frames.reply(id, resp);
+                        continue;
+                    }
+                    Err(Refusal::Close(id, resp)) => {
+                        frames.reply(id, resp);
+                        return Err(CloseReason::Refused(ErrorCode::Unauthorized));
+                    }
+                    Err(Refusal::Ended(reason)) => return Err(reason),
+                };
+                let rid = who.reply_id;
+                match connect(shared, c, out, ip, who.principal).await {
+                    Ok(started) => {
+                        frames.reply(
+                            rid,
+                            Response::Connected(Connected {
+                                version: PROTOCOL_VERSION,
+                                client: started.session.client.clone(),
+                                limits: shared.limits,
+                                keepalive_ms: started.keepalive.as_millis() as u32,
+                                auth: who.server_final,
+                            }),
+                        );
+                        return Ok(started);
+                    }
+                    Err(resp) => frames.reply(rid, resp),
+                }
+            }
             Ok(Request::Disconnect) => {
                 reply(Response::Ok);
                 return Err(CloseReason::Disconnected);
@@ -113,13 +164,8 @@ pub fn granted_keepalive(asked: u32, max: u32) -> Duration {
     Duration::from_millis(u64::from(ms))
 }
 
-/// Checks a connect request and starts the session, or returns the error response.
-async fn connect(
-    shared: &Arc<Shared>,
-    c: Connect,
-    out: &Outbound,
-    ip: Option<IpAddr>,
-) -> Result<Started, Response> {
+/// Checks what a connect request says of itself (version, flags, name) before anything else.
+fn precheck(shared: &Shared, c: &Connect) -> Result<(), Response> {
     if c.version != PROTOCOL_VERSION {
         return Err(Response::error(
             ErrorCode::UnsupportedVersion,
@@ -139,6 +185,30 @@ async fn connect(
         ));
     }
     validate::name("client", &c.client, &shared.limits).map_err(Response::Error)?;
+    Ok(())
+}
+
+/// Binds the client name to `principal` and starts the session, or returns the error response.
+async fn connect(
+    shared: &Arc<Shared>,
+    c: Connect,
+    out: &Outbound,
+    ip: Option<IpAddr>,
+    principal: Principal,
+) -> Result<Started, Response> {
+    if let Principal::User(user) = &principal {
+        let grants = shared.access.grants(&principal);
+        if !grants.allows_client(user, &c.client) {
+            return Err(Response::error(
+                ErrorCode::Unauthorized,
+                format!(
+                    "permission denied: user '{user}' may not open sessions as client '{}' \
+                     (its own name, or a 'client PATTERN' grant)",
+                    c.client
+                ),
+            ));
+        }
+    }
     if let Some(ip) = ip {
         check_new_name_rate(shared, &c.client, ip).await?;
     }
@@ -165,7 +235,13 @@ async fn connect(
         return Err(store_error(&e));
     }
     Ok(Started {
-        session: Arc::new(Session::new(session_id, c.client, out.clone(), ephemeral)),
+        session: Arc::new(Session::new(
+            session_id,
+            c.client,
+            out.clone(),
+            ephemeral,
+            principal,
+        )),
         keepalive: granted_keepalive(c.keepalive_ms, shared.policy.keepalive_ms),
     })
 }

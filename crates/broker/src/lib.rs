@@ -8,7 +8,9 @@
 //!   [`liveness`] its keep-alive and read timeout, [`outbound`] frames out (the writer, which
 //!   settles held auto-ack deliveries);
 //! - [`session`]: one client's session, its unsettled deliveries and subscriptions;
-//! - [`dispatch`]: the `match` from request to handler;
+//! - [`authenticate`]: SCRAM inside the connect handshake; [`access`] users' grants, the
+//!   anonymous policy and the failed-authentication limiter;
+//! - [`dispatch`]: the `match` from request to handler, after [`authorize`]'s permission check;
 //! - [`handlers`]: one handler per operation;
 //! - [`delivery`]: wakers for long-poll receivers and subscriptions;
 //! - [`subscription`]: push subscriptions, [`credit`] their prefetch window, [`direct`] their
@@ -26,7 +28,10 @@
 //!   HTTP API (its own crate) reads and acts through;
 //! - [`clock`]: where the broker's time comes from (tests move it by hand).
 
+pub mod access;
 pub mod admission;
+pub mod authenticate;
+pub mod authorize;
 pub mod clock;
 pub mod close_reason;
 pub mod config;

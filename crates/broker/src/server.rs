@@ -49,6 +49,9 @@ pub enum BrokerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The configuration would expose an unauthenticated broker (see `docs/security.md`).
+    #[error("{0}")]
+    Insecure(String),
     /// The runtime file could not be written.
     #[error("cannot write {path}")]
     RuntimeFile {
@@ -153,6 +156,7 @@ impl Broker {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
     ) -> Result<RunningBroker, BrokerError> {
+        crate::access::check_exposure(&config, &*store).await?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
             path: config.data_dir.clone(),
             what: "cannot create it",
@@ -198,6 +202,7 @@ impl Broker {
                 "the disk is full: serving without a runtime file");
         }
         let shared = Arc::new(Shared::new(store, &config, clock));
+        shared.access.reload(&*shared.store).await?;
         let connections = TaskTracker::new();
         let tasks = vec![
             tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
@@ -210,6 +215,7 @@ impl Broker {
             )),
             tokio::spawn(jobs::cluster::forward_changes(shared.clone())),
             tokio::spawn(crate::jobs::memory::run(shared.clone())),
+            tokio::spawn(crate::access::reload_job(shared.clone())),
         ];
         info!(
             version = env!("CARGO_PKG_VERSION"),

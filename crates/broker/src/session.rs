@@ -68,11 +68,19 @@ pub struct Session {
     next_non_durable: AtomicU64,
     /// The open transaction, if any.
     txn: Mutex<Option<Txn>>,
+    /// Who the session runs as: its permissions are looked up on every request.
+    pub principal: crate::access::Principal,
 }
 
 impl Session {
     /// A new session.
-    pub fn new(id: SessionId, client: String, out: Outbound, ephemeral: bool) -> Session {
+    pub fn new(
+        id: SessionId,
+        client: String,
+        out: Outbound,
+        ephemeral: bool,
+        principal: crate::access::Principal,
+    ) -> Session {
         Session {
             id,
             sender: Arc::from(client.as_str()),
@@ -85,6 +93,7 @@ impl Session {
             topic_consumers: Mutex::new(HashMap::new()),
             next_non_durable: AtomicU64::new(1),
             txn: Mutex::new(None),
+            principal,
         }
     }
 

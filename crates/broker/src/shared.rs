@@ -93,6 +93,8 @@ pub struct Shared {
     pub sessions: Registry,
     /// Rate limit of the per-session log lines (opened, closed).
     pub session_logs: LogLimit,
+    /// Users' grants, the anonymous policy and the failed-authentication limiter.
+    pub access: crate::access::Access,
 }
 
 impl Shared {
@@ -118,6 +120,7 @@ impl Shared {
             delayed_sent: Notify::new(),
             fence: watch::Sender::new(0),
             sessions: Registry::default(),
+            access: crate::access::Access::new(config),
             session_logs: LogLimit::default(),
         }
     }

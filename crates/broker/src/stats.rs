@@ -46,6 +46,12 @@ pub struct Stats {
     pub nacks_dropped: AtomicU64,
     /// Sessions started (a connect accepted).
     pub sessions_opened: AtomicU64,
+    /// Authentications that proved their user.
+    pub auth_succeeded: AtomicU64,
+    /// Authentications that failed (wrong proof, unknown user, malformed or abandoned).
+    pub auth_failed: AtomicU64,
+    /// Authentications refused before starting: the address was over its failure rate.
+    pub auth_refused_rate: AtomicU64,
     /// Connections closed, by reason (see [`CloseKind`]).
     pub closed: [AtomicU64; CloseKind::ALL.len()],
     /// The datagram ingest's counters (`udp_listen`; all 0 without it).

@@ -248,6 +248,7 @@ async fn unsupported_version_closes_the_connection() {
             keepalive_ms: 0,
             flags: 0,
             client: "alice".into(),
+            mechanism: String::new(),
             credentials: String::new(),
         }),
     )

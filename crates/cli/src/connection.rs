@@ -1,5 +1,8 @@
-//! The flags every client command shares (`--server`, `--name`), connecting with them, and
-//! turning client errors into the one-line messages the CLI prints.
+//! The flags every client command shares (`--server`, `--name`, `--user`), connecting with
+//! them, and turning client errors into the one-line messages the CLI prints.
+//!
+//! A password is never a flag (it would show in the process list and shell history): it comes
+//! from `FERRY_PASSWORD` or, on a terminal, from a prompt that does not echo.
 
 use std::io::ErrorKind;
 
@@ -20,13 +23,20 @@ pub struct ConnArgs {
     /// Client name to connect as ([A-Za-z0-9._-]); default: a unique ferry-cli-PID-RANDOM.
     #[arg(long, value_name = "CLIENT", env = "FERRY_NAME")]
     pub name: Option<String>,
+    /// User to authenticate as (SCRAM-SHA-256); the password comes from FERRY_PASSWORD or a
+    /// prompt. With a user and no --name, the client name is the user name.
+    #[arg(long, value_name = "USER", env = "FERRY_USER")]
+    pub user: Option<String>,
 }
 
 impl ConnArgs {
     /// The client name: the one given, or a fresh unique one. A generated name keeps two CLI
     /// invocations from colliding with `AlreadyOnline`.
     pub fn client_name(&self) -> String {
-        self.name.clone().unwrap_or_else(generated_name)
+        self.name
+            .clone()
+            .or_else(|| self.user.clone())
+            .unwrap_or_else(generated_name)
     }
 
     /// Connects as [`ConnArgs::client_name`]. A generated name is connected as ephemeral:
@@ -39,11 +49,25 @@ impl ConnArgs {
     /// line. The client pings while it waits, so that a long wait is not taken for an idle
     /// session.
     pub async fn connect_as(&self, name: &str) -> anyhow::Result<Client> {
-        let options = ConnectOptions::new(self.server.clone(), name).ephemeral(self.name.is_none());
+        let generated = self.name.is_none() && self.user.is_none();
+        let mut options = ConnectOptions::new(self.server.clone(), name).ephemeral(generated);
+        if let Some(user) = &self.user {
+            options = options.user(user.clone(), password(user)?);
+        }
         Client::connect_with(options)
             .await
             .map_err(|e| anyhow!("cannot connect to {}: {}", self.server, connect_reason(&e)))
     }
+}
+
+/// The password of `user`: `FERRY_PASSWORD`, else a prompt on the terminal.
+pub fn password(user: &str) -> anyhow::Result<String> {
+    if let Ok(p) = std::env::var("FERRY_PASSWORD") {
+        return Ok(p);
+    }
+    rpassword::prompt_password(format!("password for {user}: ")).map_err(|e| {
+        anyhow!("no password for user '{user}': set FERRY_PASSWORD or run on a terminal ({e})")
+    })
 }
 
 /// `ferry-cli-<pid>-<6 hex digits>`: valid under `[A-Za-z0-9._-]` and unique enough that
@@ -73,6 +97,7 @@ pub fn describe(e: &ClientError) -> String {
         ClientError::Closed => "the broker closed the connection".to_string(),
         ClientError::Timeout => "the broker did not answer in time".to_string(),
         ClientError::TooLarge(what) => what.clone(),
+        ClientError::Authentication(why) => format!("authentication: {why}"),
         ClientError::Protocol(w) => format!("protocol error: {w}"),
         // A kind of error added to the client later: its own text.
         other => other.to_string(),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ferry_protocol::requests::{outgoing_encoded_len, Connect, Receive, CONNECT_EPHEMERAL};
+use ferry_protocol::requests::{outgoing_encoded_len, Receive};
 use ferry_protocol::{
     Delivery, DeliveryId, ErrorCode, Limits, MessageId, OutgoingMessage, QueueInfo, QueueOptions,
     Request, Response, WireError, HEADER_LEN, PROTOCOL_VERSION,
@@ -66,7 +66,7 @@ fn try_next_node(e: &ClientError) -> bool {
             r.code,
             ErrorCode::ServerFull | ErrorCode::StoreUnavailable | ErrorCode::Internal
         ),
-        ClientError::TooLarge(_) => false,
+        ClientError::TooLarge(_) | ClientError::Authentication(_) => false,
     }
 }
 
@@ -103,7 +103,9 @@ impl Client {
     /// [`ClientError::Timeout`] when it takes too long.
     pub async fn connect_with(opts: ConnectOptions) -> Result<Client, ClientError> {
         check_str("client name", &opts.name)?;
-        check_str("credentials", &opts.credentials)?;
+        if let Some(user) = &opts.user {
+            check_str("user name", user)?;
+        }
         let mut last = ClientError::Io(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "no broker address given",
@@ -124,17 +126,8 @@ impl Client {
             let stream = TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
             let conn = Conn(Shared::start(stream));
-            let reply = conn
-                .0
-                .call(&Request::Connect(Connect {
-                    version: PROTOCOL_VERSION,
-                    client: opts.name.clone(),
-                    credentials: opts.credentials.clone(),
-                    keepalive_ms: u32::try_from(opts.keepalive.as_millis()).unwrap_or(u32::MAX),
-                    flags: if opts.ephemeral { CONNECT_EPHEMERAL } else { 0 },
-                }))
-                .await?;
-            let connected = expect_reply!(reply, Response::Connected(c) => c)?;
+            // On failure `conn` is dropped, which closes the connection.
+            let connected = crate::auth::connect(&conn.0, opts).await?;
             if connected.version != PROTOCOL_VERSION {
                 return Err(ClientError::Protocol(WireError::InvalidValue {
                     field: "protocol version",

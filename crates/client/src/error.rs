@@ -26,6 +26,10 @@ pub enum ClientError {
     /// cannot carry). The text says which.
     #[error("too large: {0}")]
     TooLarge(String),
+    /// The broker failed to prove it knows the user's keys (a SCRAM server signature that
+    /// does not verify, or a broken exchange): the connection is not trusted and is closed.
+    #[error("authentication: {0}")]
+    Authentication(String),
 }
 
 impl ClientError {
@@ -47,6 +51,7 @@ impl ClientError {
             ClientError::Protocol(e) => ClientError::Protocol(e.clone()),
             ClientError::Closed => ClientError::Closed,
             ClientError::Timeout => ClientError::Timeout,
+            ClientError::Authentication(e) => ClientError::Authentication(e.clone()),
             ClientError::TooLarge(s) => ClientError::TooLarge(s.clone()),
         }
     }

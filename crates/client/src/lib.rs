@@ -45,6 +45,7 @@
 //! available whole as [`protocol`].
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod auth;
 mod checks;
 mod client;
 mod connection;
@@ -57,7 +58,7 @@ mod transactions;
 
 pub use client::Client;
 pub use error::ClientError;
-pub use options::ConnectOptions;
+pub use options::{ConnectOptions, Password};
 pub use subscription::Subscription;
 
 pub use ferry_protocol as protocol;

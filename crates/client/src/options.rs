@@ -11,8 +11,11 @@ pub struct ConnectOptions {
     pub addr: String,
     /// The client name: `[A-Za-z0-9._-]`, 1 to 200 characters. One live session per name.
     pub name: String,
-    /// Credentials; empty when the broker needs none.
-    pub credentials: String,
+    /// The user to authenticate as (SCRAM-SHA-256); `None`: no authentication (a broker with
+    /// no users, on loopback, or one granting anonymous sessions something).
+    pub user: Option<String>,
+    /// The user's password. Never sent: SCRAM proves it without it crossing the wire.
+    pub password: Password,
     /// Upper bound for the TCP connect and the handshake together, per address tried.
     pub connect_timeout: Duration,
     /// The keep-alive interval to ask for ([`Duration::ZERO`]: the broker's choice). The
@@ -30,7 +33,8 @@ impl ConnectOptions {
         ConnectOptions {
             addr: addr.into(),
             name: name.into(),
-            credentials: String::new(),
+            user: None,
+            password: Password::default(),
             connect_timeout: Duration::from_secs(10),
             keepalive: Duration::ZERO,
             ephemeral: false,
@@ -53,9 +57,10 @@ impl ConnectOptions {
             .collect()
     }
 
-    /// Sets the credentials.
-    pub fn credentials(mut self, credentials: impl Into<String>) -> Self {
-        self.credentials = credentials.into();
+    /// Authenticates as `user` with `password` (SCRAM-SHA-256).
+    pub fn user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self.password = Password(password.into());
         self
     }
 
@@ -92,5 +97,15 @@ mod tests {
             ConnectOptions::new("a:1, ,b:2,", "n").addrs(),
             vec!["a:1", "b:2"]
         );
+    }
+}
+
+/// A password, shown as `***` by `Debug` so that options can be logged.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Password(pub String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
     }
 }

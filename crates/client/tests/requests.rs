@@ -31,7 +31,7 @@ async fn every_method_maps_to_its_request_and_reply() {
     }];
     let expected_queues = queues.clone();
     let (addr, server) = serve(move |mut peer| async move {
-        // The handshake carries the name, the credentials and this build's version; the reply
+        // The handshake carries the name and this build's version (no user: no mechanism); the reply
         // may rename the session (the client reports what the broker says).
         let (id, req) = peer.expect().await;
         assert_eq!(
@@ -39,7 +39,8 @@ async fn every_method_maps_to_its_request_and_reply() {
             Request::Connect(Connect {
                 version: PROTOCOL_VERSION,
                 client: "app".into(),
-                credentials: "secret".into(),
+                mechanism: String::new(),
+                credentials: String::new(),
                 keepalive_ms: 0,
                 flags: 0,
             })
@@ -54,6 +55,7 @@ async fn every_method_maps_to_its_request_and_reply() {
                     ..Limits::DEFAULT
                 },
                 keepalive_ms: 0,
+                auth: String::new(),
             }),
         )
         .await;
@@ -117,11 +119,9 @@ async fn every_method_maps_to_its_request_and_reply() {
         peer.drain().await
     })
     .await;
-    let client = within(Client::connect_with(
-        ConnectOptions::new(addr, "app").credentials("secret"),
-    ))
-    .await
-    .unwrap();
+    let client = within(Client::connect_with(ConnectOptions::new(addr, "app")))
+        .await
+        .unwrap();
     assert_eq!(client.name(), "app");
     assert_eq!(client.limits().lease_ms, 1234);
     within(client.ping()).await.unwrap();
@@ -170,7 +170,7 @@ fn connect_options_defaults() {
     let o = ConnectOptions::new("localhost:6730", "me");
     assert_eq!(o.addr, "localhost:6730");
     assert_eq!(o.name, "me");
-    assert_eq!(o.credentials, "");
+    assert_eq!(o.user, None);
     assert_eq!(o.connect_timeout, std::time::Duration::from_secs(10));
 }
 

@@ -146,6 +146,7 @@ async fn attack(addr: &str, n: usize, flood: Bytes, repeat: bool) -> (usize, boo
     let hello = ferry_protocol::requests::Connect {
         version: ferry_protocol::PROTOCOL_VERSION,
         client: format!("attacker{n}"),
+        mechanism: String::new(),
         credentials: String::new(),
         keepalive_ms: 0,
         flags: 0,

@@ -37,6 +37,7 @@ fn connect(name: &str, keepalive_ms: u32) -> Connect {
     Connect {
         version: PROTOCOL_VERSION,
         client: name.into(),
+        mechanism: String::new(),
         credentials: String::new(),
         keepalive_ms,
         flags: 0,

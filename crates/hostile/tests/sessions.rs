@@ -292,6 +292,7 @@ async fn pushes_queued_for_a_connection_that_resets_go_back() {
     let hello = ferry_protocol::requests::Connect {
         version: ferry_protocol::PROTOCOL_VERSION,
         client: "slow".into(),
+        mechanism: String::new(),
         credentials: String::new(),
         keepalive_ms: 0,
         flags: 0,
@@ -341,6 +342,7 @@ async fn an_ephemeral_name_is_forgotten_when_its_session_ends() {
         let hello = ferry_protocol::requests::Connect {
             version: ferry_protocol::PROTOCOL_VERSION,
             client: name.into(),
+            mechanism: String::new(),
             credentials: String::new(),
             keepalive_ms: 0,
             flags,

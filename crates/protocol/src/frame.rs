@@ -24,6 +24,8 @@ pub enum FrameKind {
     Disconnect = 0x0002,
     /// Request: liveness check.
     Ping = 0x0003,
+    /// Request: the client's answer to an authentication challenge.
+    AuthResponse = 0x0004,
     /// Request: create a queue.
     CreateQueue = 0x0010,
     /// Request: delete a queue.
@@ -95,11 +97,13 @@ pub enum FrameKind {
     TopicSubscribed = 0x8053,
     /// Reply to commit.
     Committed = 0x8061,
+    /// Reply to connect or to an authentication response: the server's next challenge.
+    AuthChallenge = 0x8005,
 }
 
 impl FrameKind {
     /// Every kind.
-    pub const ALL: [FrameKind; 38] = [
+    pub const ALL: [FrameKind; 40] = [
         FrameKind::Connect,
         FrameKind::Disconnect,
         FrameKind::Ping,
@@ -138,6 +142,8 @@ impl FrameKind {
         FrameKind::Topics,
         FrameKind::TopicSubscribed,
         FrameKind::Committed,
+        FrameKind::AuthResponse,
+        FrameKind::AuthChallenge,
     ];
 
     /// The kind for a wire number, if known.

@@ -20,7 +20,10 @@ pub struct Connect {
     pub version: u16,
     /// The client name (`[A-Za-z0-9._-]`, 1 to 200 characters).
     pub client: String,
-    /// Credentials; empty when the broker needs none.
+    /// The authentication mechanism: empty for none (anonymous), `SCRAM-SHA-256`, or
+    /// `EXTERNAL` (the identity of the TLS client certificate).
+    pub mechanism: String,
+    /// The mechanism's first message (SCRAM's client-first message); empty for none.
     pub credentials: String,
     /// The keep-alive interval the client asks for, in ms: it sends a request (a ping when it
     /// has nothing else to send) at least this often, and the broker may close a session
@@ -243,6 +246,11 @@ pub enum Request {
     Disconnect,
     /// Liveness check, answered with `Pong`.
     Ping,
+    /// The client's answer to an `AuthChallenge` during connect (SCRAM's client-final message).
+    AuthResponse {
+        /// The mechanism's message.
+        data: String,
+    },
     /// Create a queue.
     CreateQueue {
         /// Its name.
@@ -480,6 +488,7 @@ fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
     let version = r.u16()?;
     let rest = (|| {
         let client = r.string("client name")?;
+        let mechanism = r.string("mechanism")?;
         let credentials = r.string("credentials")?;
         let keepalive_ms = r.u32()?;
         let flags = r.u32()?;
@@ -487,6 +496,7 @@ fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
         Ok::<_, WireError>(Connect {
             version,
             client,
+            mechanism,
             credentials,
             keepalive_ms,
             flags,
@@ -497,6 +507,7 @@ fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
         Err(_) if version != PROTOCOL_VERSION => Ok(Request::Connect(Connect {
             version,
             client: String::new(),
+            mechanism: String::new(),
             credentials: String::new(),
             keepalive_ms: 0,
             flags: 0,
@@ -512,6 +523,7 @@ impl Request {
             Request::Connect(_) => FrameKind::Connect,
             Request::Disconnect => FrameKind::Disconnect,
             Request::Ping => FrameKind::Ping,
+            Request::AuthResponse { .. } => FrameKind::AuthResponse,
             Request::CreateQueue { .. } => FrameKind::CreateQueue,
             Request::DeleteQueue { .. } => FrameKind::DeleteQueue,
             Request::ListQueues => FrameKind::ListQueues,
@@ -542,6 +554,7 @@ impl Request {
             Request::Connect(c) => {
                 out.put_u16_le(c.version);
                 put_string(out, &c.client);
+                put_string(out, &c.mechanism);
                 put_string(out, &c.credentials);
                 out.put_u32_le(c.keepalive_ms);
                 out.put_u32_le(c.flags);
@@ -554,6 +567,7 @@ impl Request {
             | Request::TxnBegin
             | Request::TxnCommit
             | Request::TxnRollback => {}
+            Request::AuthResponse { data } => put_string(out, data),
             Request::CreateQueue { name, options } => {
                 put_string(out, name);
                 put_queue_options(out, options);
@@ -646,6 +660,9 @@ impl Request {
             FrameKind::Connect => return decode_connect(&mut r),
             FrameKind::Disconnect => Request::Disconnect,
             FrameKind::Ping => Request::Ping,
+            FrameKind::AuthResponse => Request::AuthResponse {
+                data: r.string("authentication response")?,
+            },
             FrameKind::CreateQueue => Request::CreateQueue {
                 name: r.string("queue name")?,
                 options: read_queue_options(&mut r)?,

@@ -53,6 +53,9 @@ pub struct Connected {
     /// nothing else to send) at least this often; the broker closes a session silent for 1.5
     /// intervals.
     pub keepalive_ms: u32,
+    /// The mechanism's last message (SCRAM's server-final message, which proves the server
+    /// knows the user's keys); empty without authentication.
+    pub auth: String,
 }
 
 /// A reply or push, decoded.
@@ -66,6 +69,12 @@ pub enum Response {
     Error(ErrorReply),
     /// Answer to ping.
     Pong,
+    /// A challenge of the authentication exchange during connect (SCRAM's server-first
+    /// message); the client answers with `AuthResponse`.
+    AuthChallenge {
+        /// The mechanism's message.
+        data: String,
+    },
     /// Queue listing.
     Queues(Vec<QueueInfo>),
     /// A send was stored under this id.
@@ -314,6 +323,7 @@ impl Response {
             Response::Ok => FrameKind::Ok,
             Response::Error(_) => FrameKind::Error,
             Response::Pong => FrameKind::Pong,
+            Response::AuthChallenge { .. } => FrameKind::AuthChallenge,
             Response::Queues(_) => FrameKind::Queues,
             Response::Sent { .. } => FrameKind::Sent,
             Response::BatchSent(_) => FrameKind::BatchSent,
@@ -342,7 +352,9 @@ impl Response {
                 put_string(out, &c.client);
                 put_limits(out, &c.limits);
                 out.put_u32_le(c.keepalive_ms);
+                put_string(out, &c.auth);
             }
+            Response::AuthChallenge { data } => put_string(out, data),
             Response::Ok | Response::Pong => {}
             Response::Error(e) => put_error(out, e),
             Response::Queues(qs) => {
@@ -429,7 +441,11 @@ impl Response {
                 client: r.string("client name")?,
                 limits: read_limits(&mut r)?,
                 keepalive_ms: r.u32()?,
+                auth: r.string("authentication")?,
             }),
+            FrameKind::AuthChallenge => Response::AuthChallenge {
+                data: r.string("authentication challenge")?,
+            },
             FrameKind::Ok => Response::Ok,
             FrameKind::Error => Response::Error(read_error(&mut r)?),
             FrameKind::Pong => Response::Pong,

@@ -173,8 +173,10 @@ impl Tally {
         match r {
             Request::Connect(c) => {
                 self.string(&c.client);
+                self.string(&c.mechanism);
                 self.string(&c.credentials);
             }
+            Request::AuthResponse { data } => self.string(data),
             Request::CreateQueue { name, options } => {
                 self.string(name);
                 self.queue_options(options);
@@ -223,7 +225,11 @@ impl Tally {
 
     fn response(mut self, r: &Response) {
         match r {
-            Response::Connected(c) => self.string(&c.client),
+            Response::Connected(c) => {
+                self.string(&c.client);
+                self.string(&c.auth);
+            }
+            Response::AuthChallenge { data } => self.string(data),
             Response::Error(e) | Response::SubscriptionClosed { error: e, .. } => {
                 self.string(&e.message)
             }

@@ -140,6 +140,7 @@ fn foreign_connect(version: u16) -> Request {
     Request::Connect(Connect {
         version,
         client: String::new(),
+        mechanism: String::new(),
         credentials: String::new(),
         keepalive_ms: 0,
         flags: 0,
@@ -273,6 +274,7 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let req = Request::Connect(Connect {
         version: 4,
         client: "app".into(),
+        mechanism: String::new(),
         credentials: String::new(),
         keepalive_ms: 1000,
         flags: 0,

@@ -80,6 +80,7 @@ impl RawConn {
             &Request::Connect(Connect {
                 version: PROTOCOL_VERSION,
                 client: client.into(),
+                mechanism: String::new(),
                 credentials: String::new(),
                 keepalive_ms: 0,
                 flags: 0,

@@ -84,8 +84,12 @@ fn a_replayed_client_final_fails_against_a_new_server_nonce() {
 fn a_server_without_the_keys_is_detected_by_the_client() {
     let (mut client, first) = ScramClient::new("alice", "s3cret");
     let parsed = ClientFirst::parse(&first).unwrap();
-    let (_, server_first) =
-        ServerExchange::start(parsed, Some(StoredCredential::new("s3cret", 4096)), b"k", 4096);
+    let (_, server_first) = ServerExchange::start(
+        parsed,
+        Some(StoredCredential::new("s3cret", 4096)),
+        b"k",
+        4096,
+    );
     client.respond(&server_first).unwrap();
     assert_eq!(
         client.verify("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="),

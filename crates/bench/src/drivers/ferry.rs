@@ -522,6 +522,7 @@ fn describe(e: &ClientError) -> String {
         ClientError::Closed => "the broker closed the connection".to_string(),
         ClientError::Timeout => "the broker did not answer in time".to_string(),
         ClientError::TooLarge(what) => what.clone(),
+        ClientError::Authentication(why) => format!("authentication: {why}"),
         ClientError::Protocol(w) => format!("protocol error: {w}"),
         // A kind of error added to the client later: its own text.
         other => other.to_string(),

@@ -112,6 +112,40 @@ impl SettingValue for PathBuf {
     }
 }
 
+/// A list of text values: a TOML array in the file, comma-separated in the environment variable
+/// and the flag (so no item may hold a comma). Empty items are dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(transparent)]
+pub struct TextList(pub Vec<String>);
+
+impl std::str::FromStr for TextList {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<TextList, Self::Err> {
+        Ok(TextList(
+            text.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ))
+    }
+}
+
+impl SettingValue for TextList {
+    fn from_env(_key: &'static str, text: &str) -> Result<Self, ConfigError> {
+        Ok(text.parse().unwrap_or_default())
+    }
+    fn shown(&self) -> Shown {
+        let items: Vec<String> = self
+            .0
+            .iter()
+            .map(|item| toml::Value::String(item.clone()).to_string())
+            .collect();
+        Shown::Bare(format!("[{}]", items.join(", ")))
+    }
+}
+
 /// What the documentation and the tools know of one setting.
 #[derive(Debug, Clone, Copy)]
 pub struct Setting {

@@ -31,6 +31,7 @@
 
 use ferry_store::FsyncPolicy;
 
+use super::declare::TextList;
 use super::{BrokerConfig, ConfigError, StoreSetting};
 
 settings! {
@@ -212,4 +213,28 @@ settings! {
     /// publish the datagrams' records as persistent messages
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     udp_persistent: bool, "BOOL" => field(udp_persistent);
+
+    /// accept unauthenticated sessions from any address while no user exists; without it they
+    /// are accepted from loopback only, and a non-loopback `listen` with no users refuses to
+    /// start (see [security](security.md))
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    allow_anonymous: bool, "BOOL" => field(allow_anonymous);
+
+    /// what unauthenticated sessions may do once users exist, as grants (e.g.
+    /// `send queue public-*`): a TOML array, comma-separated in the variable and the flag
+    #[default = "none: every session authenticates once a user exists"]
+    anonymous_grants: TextList, "GRANTS" => custom {
+        get: |c| Some(TextList(c.anonymous_grants.clone())),
+        set: |c, v, _origin| c.anonymous_grants = v.0,
+    };
+
+    /// how long a failed authentication waits before its answer
+    auth_failure_delay_ms: u32, "MS" => field(auth_failure_delay_ms);
+
+    /// failed authentications one IP address may make per minute; past it its connects get
+    /// `LimitExceeded`; 0: no limit
+    max_auth_failures_per_min: u32, "N" => field(max_auth_failures_per_min);
+
+    /// PBKDF2 iterations of the credentials the broker creates (at least 4096)
+    scram_iterations: u32, "N" => field(scram_iterations);
 }

@@ -115,6 +115,7 @@ impl Peer {
                 limits,
                 // No keep-alive: the fake expects only the requests its tests make.
                 keepalive_ms: 0,
+                auth: String::new(),
             }),
         )
         .await;

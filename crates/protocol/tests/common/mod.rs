@@ -144,14 +144,18 @@ pub fn pushed_delivery() -> Delivery {
 pub fn pinned_requests() -> Vec<Request> {
     vec![
         Request::Connect(Connect {
-            version: 3,
+            version: 4,
             client: "app".into(),
-            credentials: "pw".into(),
+            mechanism: "SCRAM-SHA-256".into(),
+            credentials: "n,,n=app,r=abc".into(),
             keepalive_ms: 30_000,
             flags: ferry_protocol::requests::CONNECT_EPHEMERAL,
         }),
         Request::Disconnect,
         Request::Ping,
+        Request::AuthResponse {
+            data: "c=biws,r=abcdef,p=cHJvb2Y=".into(),
+        },
         Request::CreateQueue {
             name: "q1".into(),
             options: ferry_protocol::QueueOptions {
@@ -243,11 +247,15 @@ pub fn pinned_requests() -> Vec<Request> {
 pub fn pinned_responses() -> Vec<Response> {
     vec![
         Response::Connected(Connected {
-            version: 3,
+            version: 4,
             client: "app".into(),
             limits: Limits::DEFAULT,
             keepalive_ms: 30_000,
+            auth: "v=c2ln".into(),
         }),
+        Response::AuthChallenge {
+            data: "r=abcdef,s=c2FsdA==,i=4096".into(),
+        },
         Response::Ok,
         Response::error(ErrorCode::QueueNotFound, "no q"),
         Response::Pong,
@@ -299,6 +307,7 @@ pub fn all_requests() -> Vec<Request> {
         Request::Connect(Connect {
             version: u16::MAX,
             client: String::new(),
+            mechanism: "ünknown".into(),
             credentials: "päss wörd ✓".into(),
             keepalive_ms: u32::MAX,
             flags: u32::MAX,
@@ -385,6 +394,7 @@ pub fn all_responses() -> Vec<Response> {
         Response::Connected(Connected {
             version: 9,
             keepalive_ms: u32::MAX,
+            auth: String::new(),
             client: "ünïcode".into(),
             limits: Limits {
                 max_frame_bytes: u32::MAX,
@@ -563,19 +573,29 @@ fn ack_mode() -> impl Strategy<Value = AckMode> {
 pub fn request() -> impl Strategy<Value = Request> {
     let ids = || prop::collection::vec(any::<u64>(), 0..8);
     prop_oneof![
-        (any::<u16>(), name(), name(), any::<u32>(), any::<u32>()).prop_map(
-            |(version, client, credentials, keepalive_ms, flags)| {
-                Request::Connect(Connect {
-                    version,
-                    client,
-                    credentials,
-                    keepalive_ms,
-                    flags,
-                })
-            }
-        ),
+        (
+            any::<u16>(),
+            name(),
+            name(),
+            name(),
+            any::<u32>(),
+            any::<u32>()
+        )
+            .prop_map(
+                |(version, client, mechanism, credentials, keepalive_ms, flags)| {
+                    Request::Connect(Connect {
+                        version,
+                        client,
+                        mechanism,
+                        credentials,
+                        keepalive_ms,
+                        flags,
+                    })
+                }
+            ),
         Just(Request::Disconnect),
         Just(Request::Ping),
+        name().prop_map(|data| Request::AuthResponse { data }),
         (
             name(),
             any::<u32>(),
@@ -754,16 +774,18 @@ fn limits() -> impl Strategy<Value = Limits> {
 /// Any response.
 pub fn response() -> impl Strategy<Value = Response> {
     prop_oneof![
-        (any::<u16>(), name(), limits(), any::<u32>()).prop_map(
-            |(version, client, limits, keepalive_ms)| {
+        (any::<u16>(), name(), limits(), any::<u32>(), name()).prop_map(
+            |(version, client, limits, keepalive_ms, auth)| {
                 Response::Connected(Connected {
                     version,
                     client,
                     limits,
                     keepalive_ms,
+                    auth,
                 })
             }
         ),
+        name().prop_map(|data| Response::AuthChallenge { data }),
         Just(Response::Ok),
         error_reply().prop_map(Response::Error),
         Just(Response::Pong),
