@@ -19,6 +19,9 @@ use crate::handlers::{queues, topics, validate};
 use crate::shared::Shared;
 use crate::stats::Stats;
 
+mod users;
+pub use users::UserView;
+
 /// One subscription of a live session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionView {
