@@ -20,7 +20,7 @@ use crate::shared::Shared;
 use crate::stats::Stats;
 
 mod users;
-pub use users::UserView;
+pub use users::{HttpAccess, UserView};
 
 /// One subscription of a live session.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -66,7 +66,10 @@ async fn a_wrong_password_and_an_unknown_user_are_refused_alike() {
     assert!(wrong.contains("authentication failed"), "{wrong}");
     assert!(!wrong.contains("guess"));
     let m = s.broker().management();
-    let failed = m.stats().auth_failed.load(std::sync::atomic::Ordering::Relaxed);
+    let failed = m
+        .stats()
+        .auth_failed
+        .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(failed, 2, "both failures are counted");
 }
 

@@ -37,7 +37,8 @@ const AFTER_HELP: &str = "\
 Exit status: 0 on success (also when recv finds no message), 1 when the broker reports an error,
 the connection fails or an argument is invalid, 2 when the command line cannot be parsed, 3 when
 recv --require finds no message, and for a shell script, 1 at its first failing command.
-Environment: FERRY_SERVER (default broker address), FERRY_NAME (default client name).";
+Environment: FERRY_SERVER (default broker address), FERRY_NAME (default client name), FERRY_USER
+and FERRY_PASSWORD (authentication).";
 
 /// Ferry: a persistent message broker.
 #[derive(Debug, Parser)]
@@ -87,6 +88,10 @@ enum Command {
     /// Forget a client's registration, or close its session (HTTP API).
     #[command(after_help = AFTER_HELP)]
     Client(commands::clients::ClientArgs),
+    /// Add, change, delete or list users (in the store of a stopped broker, or PostgreSQL).
+    User(commands::user::UserArgs),
+    /// Grant a user a permission, or revoke it (--revoke).
+    Permit(commands::user::PermitArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -105,6 +110,8 @@ fn main() -> std::process::ExitCode {
         Command::Status(args) => commands::block_on(commands::status::run(args)),
         Command::Clients(args) => commands::block_on(commands::clients::list(args)),
         Command::Client(args) => commands::block_on(commands::clients::run(args)),
+        Command::User(args) => commands::block_on(commands::user::run(args)),
+        Command::Permit(args) => commands::block_on(commands::user::permit(args)),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -163,6 +170,14 @@ mod tests {
             "ferry queue browse q --order time --limit 100 --selector x --all --json",
             "ferry queue move q.dead --to-origin --id 3 --id 4",
             "ferry queue move q --to r --limit 10",
+            "ferry user add alice --grant admin --password-stdin --data-dir d",
+            "ferry user passwd alice --store postgres://u@h/db",
+            "ferry user delete alice",
+            "ferry user list --json",
+            "ferry user show alice",
+            "ferry permit alice send queue orders-*",
+            "ferry permit alice monitor --revoke",
+            "ferry send --queue q --user alice x",
         ] {
             let args = line.split(' ');
             if let Err(e) = Cli::try_parse_from(args) {
@@ -197,6 +212,8 @@ mod tests {
             "ferry queue move q --to r --to-origin",
             "ferry queue browse q --limit 0",
             "ferry client forget",
+            "ferry user add alice --password pw",
+            "ferry permit alice",
         ] {
             assert!(Cli::try_parse_from(line.split(' ')).is_err(), "{line}");
         }

@@ -9,12 +9,14 @@
 //! - [`routes`]: the route table (the one list the OpenAPI test checks) and handlers' wiring;
 //! - [`state`]: what the handlers share, and the listener's bounds ([`HttpLimits`]);
 //! - [`error`]: errors as JSON with the protocol's error codes;
-//! - [`guard`]: refuses DNS-rebinding and cross-site requests;
+//! - [`guard`]: refuses DNS-rebinding and cross-site requests; [`auth`]: users, once any
+//!   exists (basic credentials; `monitor` to read, `admin` to change);
 //! - [`metrics`]: the Prometheus / OpenMetrics exposition;
 //! - [`rates`]: counters sampled every second, for rates over the last minute;
 //! - [`api`]: the JSON endpoints; [`console`]: the embedded web console.
 
 pub mod api;
+pub mod auth;
 pub mod console;
 pub mod error;
 pub mod guard;

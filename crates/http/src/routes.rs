@@ -9,7 +9,7 @@ use axum::routing::{delete, get, post, put};
 use axum::Router;
 use ferry_protocol::ErrorCode;
 
-use crate::api::{clients, definitions, messages, overview, queues, topics};
+use crate::api::{clients, definitions, messages, overview, queues, topics, users};
 use crate::error::ApiError;
 use crate::state::{AppState, HttpLimits};
 use crate::{console, metrics};
@@ -39,6 +39,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/api/topics/{name}"),
     ("POST", "/api/topics/{name}/messages"),
     ("DELETE", "/api/topics/{topic}/subscriptions/{name}"),
+    ("GET", "/api/users"),
+    ("GET", "/api/users/{name}"),
+    ("PUT", "/api/users/{name}"),
+    ("PATCH", "/api/users/{name}"),
+    ("DELETE", "/api/users/{name}"),
     ("GET", "/api/definitions"),
     ("POST", "/api/definitions"),
     ("GET", "/"),
@@ -85,6 +90,14 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
             "/api/topics/{topic}/subscriptions/{name}",
             delete(topics::unsubscribe),
         )
+        .route("/api/users", get(users::list))
+        .route(
+            "/api/users/{name}",
+            get(users::show)
+                .put(users::create)
+                .patch(users::update)
+                .delete(users::remove),
+        )
         .route(
             "/api/definitions",
             get(definitions::export).post(definitions::import),
@@ -99,6 +112,10 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::authenticate,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::guard::guard,

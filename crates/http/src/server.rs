@@ -47,7 +47,11 @@ pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> Joi
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(app.clone());
+            // The peer's address, for the failed-authentication limit per address.
+            let app = app
+                .clone()
+                .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+            let service = TowerToHyperService::new(app);
             let shutdown = shutdown.clone();
             tokio::spawn(async move {
                 let conn = http1::Builder::new()

@@ -42,7 +42,30 @@ fn parse_grants(lines: &[String]) -> Result<Grants, ErrorReply> {
     Grants::parse(lines).map_err(|e| ErrorReply::new(ErrorCode::InvalidArgument, e.to_string()))
 }
 
+/// What a principal may do through the HTTP API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpAccess {
+    /// Read the API and metrics (`monitor`).
+    pub monitor: bool,
+    /// Change anything, users included (`admin`).
+    pub admin: bool,
+}
+
 impl Management {
+    /// Whether callers must prove a user (any user exists).
+    pub fn requires_login(&self) -> bool {
+        self.shared.access.has_users()
+    }
+
+    /// What `principal` may do through the HTTP API now.
+    pub fn http_access(&self, principal: &Principal) -> HttpAccess {
+        let grants = self.shared.access.grants(principal);
+        HttpAccess {
+            monitor: grants.may_monitor(),
+            admin: grants.is_admin(),
+        }
+    }
+
     async fn reload_access(&self) {
         if let Err(e) = self.shared.access.reload(&*self.shared.store).await {
             warn!(error = %e, "cannot reload the users' grants after a change");

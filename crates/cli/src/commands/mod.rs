@@ -8,6 +8,7 @@
 //! - [`subscribe`]: `subscribe` (to a topic; prints like `recv`);
 //! - [`waiting`]: `waiting` (queues with messages addressed to this client);
 //! - [`shell`]: the interactive `shell`;
+//! - [`user`]: `user add | passwd | delete | list | show` and `permit` (straight to the store);
 //! - [`status`], [`clients`]: `status`, `clients`, `client forget | disconnect` (over the HTTP
 //!   API, as are `queue describe | purge | browse | move`).
 //!
@@ -24,6 +25,7 @@ pub mod shell;
 pub mod status;
 pub mod subscribe;
 pub mod topic;
+pub mod user;
 pub mod waiting;
 
 use anyhow::Result;

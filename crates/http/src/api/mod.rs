@@ -7,6 +7,7 @@ pub mod messages;
 pub mod overview;
 pub mod queues;
 pub mod topics;
+pub mod users;
 
 use std::sync::Arc;
 
