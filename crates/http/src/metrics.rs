@@ -114,6 +114,21 @@ pub async fn snapshot(mgmt: &Management) -> Snapshot {
             "Records the datagram ingest published.",
             get(&s.udp.records_published),
         ),
+        (
+            "ferry_auth_succeeded",
+            "Authentications that proved their user (SCRAM, passwords of gateways and the API).",
+            get(&s.auth_succeeded),
+        ),
+        (
+            "ferry_auth_failed",
+            "Authentications that failed: wrong proof or password, unknown user, malformed or abandoned exchange.",
+            get(&s.auth_failed),
+        ),
+        (
+            "ferry_auth_refused_rate",
+            "Authentications refused unstarted: the address was over its failed-attempt rate.",
+            get(&s.auth_refused_rate),
+        ),
     ];
     let closed = CloseKind::ALL
         .iter()

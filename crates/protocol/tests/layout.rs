@@ -12,12 +12,18 @@ use ferry_protocol::{Request, Response};
 /// Pinned bytes of `pinned_requests()`, in the same order.
 const REQUESTS: &[(&str, &str)] = &[
     (
-        "Connect v3 'app' creds 'pw', keep-alive 30 s, ephemeral",
-        "19 00 00 00 | 01 00 | 07 00 00 00 ||
-         03 00 | 03 00 61 70 70 | 02 00 70 77 | 30 75 00 00 | 01 00 00 00",
+        "Connect v4 'app' SCRAM-SHA-256 'n,,n=app,r=abc', keep-alive 30 s, ephemeral",
+        "34 00 00 00 | 01 00 | 07 00 00 00 ||
+         04 00 | 03 00 61 70 70 | 0d 00 53 43 52 41 4d 2d 53 48 41 2d 32 35 36 |
+         0e 00 6e 2c 2c 6e 3d 61 70 70 2c 72 3d 61 62 63 | 30 75 00 00 | 01 00 00 00",
     ),
     ("Disconnect", "06 00 00 00 | 02 00 | 07 00 00 00"),
     ("Ping", "06 00 00 00 | 03 00 | 07 00 00 00"),
+    (
+        "AuthResponse 'c=biws,r=abcdef,p=cHJvb2Y='",
+        "22 00 00 00 | 04 00 | 07 00 00 00 ||
+         1a 00 63 3d 62 69 77 73 2c 72 3d 61 62 63 64 65 66 2c 70 3d 63 48 4a 76 62 32 59 3d",
+    ),
     (
         "CreateQueue 'q1', max deliveries 5, dead-letter queue 'd', no expiry queue",
         "13 00 00 00 | 10 00 | 07 00 00 00 || 02 00 71 31 | 05 00 00 00 | 01 01 00 64 | 00",
@@ -123,12 +129,17 @@ const REQUESTS: &[(&str, &str)] = &[
 /// Pinned bytes of `pinned_responses()`, in the same order.
 const RESPONSES: &[(&str, &str)] = &[
     (
-        "Connected v3 'app' with the default limits, keep-alive 30 s",
-        "37 00 00 00 | 01 80 | 07 00 00 00 ||
-         03 00 | 03 00 61 70 70 |
+        "Connected v4 'app' with the default limits, keep-alive 30 s, server-final 'v=c2ln'",
+        "3f 00 00 00 | 01 80 | 07 00 00 00 ||
+         04 00 | 03 00 61 70 70 |
          00 00 00 01 | 00 00 10 00 | c8 00 | 00 04 00 00 | a0 86 01 00 | a0 86 01 00 |
          00 00 01 00 | 10 27 00 00 | 64 00 | 40 00 | 60 ea 00 00 |
-         30 75 00 00",
+         30 75 00 00 | 06 00 76 3d 63 32 6c 6e",
+    ),
+    (
+        "AuthChallenge 'r=abcdef,s=c2FsdA==,i=4096'",
+        "22 00 00 00 | 05 80 | 07 00 00 00 ||
+         1a 00 72 3d 61 62 63 64 65 66 2c 73 3d 63 32 46 73 64 41 3d 3d 2c 69 3d 34 30 39 36",
     ),
     ("Ok", "06 00 00 00 | 02 80 | 07 00 00 00"),
     (

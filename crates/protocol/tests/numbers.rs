@@ -72,6 +72,8 @@ const FRAME_KINDS: &[(FrameKind, u16)] = &[
     (FrameKind::Topics, 0x8052),
     (FrameKind::TopicSubscribed, 0x8053),
     (FrameKind::Committed, 0x8061),
+    (FrameKind::AuthResponse, 0x0004),
+    (FrameKind::AuthChallenge, 0x8005),
 ];
 
 #[test]
@@ -133,8 +135,8 @@ fn frame_kind_numbers_are_pinned() {
 }
 
 #[test]
-fn protocol_version_is_3() {
-    assert_eq!(PROTOCOL_VERSION, 3);
+fn protocol_version_is_4() {
+    assert_eq!(PROTOCOL_VERSION, 4);
     assert_eq!(ferry_protocol::requests::CONNECT_EPHEMERAL, 1);
     assert_eq!(ferry_protocol::requests::CONNECT_FLAGS, 1);
 }

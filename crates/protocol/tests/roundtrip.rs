@@ -221,7 +221,7 @@ fn requests_and_responses_do_not_decode_as_each_other() {
 
 #[test]
 fn unknown_kinds_are_reported_as_such_whatever_the_payload() {
-    for kind in [0x0000, 0x0004, 0x00ff, 0x7fff, 0x8000, 0x8005, 0xffff] {
+    for kind in [0x0000, 0x0005, 0x00ff, 0x7fff, 0x8000, 0x8006, 0xffff] {
         for payload in [&b""[..], b"\x01\x02\x03", &[0xff; 40]] {
             let frame = RawFrame {
                 kind,
@@ -253,9 +253,9 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("04 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("05 00 | ff ff ff | 01")),
     };
-    assert_eq!(Request::decode(&frame), Ok(foreign_connect(4)));
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(5)));
     // Version 1 and 2 clients (before topics) are refused the same way.
     let frame = RawFrame {
         kind: 0x0001,
@@ -270,9 +270,18 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
         payload: Bytes::from(hex("02 00 | 03 00 61 70 70 | 00 00")),
     };
     assert_eq!(Request::decode(&frame), Ok(foreign_connect(2)));
+    // A version 3 connect (no mechanism) too.
+    let frame = RawFrame {
+        kind: 0x0001,
+        request_id: 1,
+        payload: Bytes::from(hex(
+            "03 00 | 03 00 61 70 70 | 00 00 | 00 00 00 00 | 00 00 00 00",
+        )),
+    };
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(3)));
     // If the rest does have this version's layout it is kept.
     let req = Request::Connect(Connect {
-        version: 4,
+        version: 5,
         client: "app".into(),
         mechanism: String::new(),
         credentials: String::new(),
@@ -284,7 +293,7 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("03 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("04 00 | ff ff ff | 01")),
     };
     assert!(Request::decode(&frame).is_err());
 }
