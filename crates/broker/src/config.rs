@@ -188,8 +188,8 @@ pub struct BrokerConfig {
     /// port 0 picks a free port), or [`HTTP_OFF`]. The broker binds it and records it in the
     /// runtime file; the `ferry` binary serves it (see the `ferry-http` crate).
     pub http_listen: String,
-    /// Allow `http_listen` on an address that is not loopback. The API has no authentication
-    /// yet, so exposing it is an explicit choice.
+    /// Allow `http_listen` on an address that is not loopback. Basic credentials cross the wire
+    /// in clear, so exposing the API is an explicit choice.
     pub http_allow_remote: bool,
     /// Per-queue and per-subscription series in `/metrics`; off for brokers with very many
     /// queues (the global series stay).

@@ -15,6 +15,10 @@ pub struct HttpArgs {
     /// The broker's HTTP address (its http_listen).
     #[arg(long, value_name = "HOST:PORT", env = "FERRY_HTTP", default_value = DEFAULT_HTTP)]
     pub http: String,
+    /// User to authenticate as (HTTP basic; needed once the broker has users); the password
+    /// comes from FERRY_PASSWORD or a prompt.
+    #[arg(long = "http-user", value_name = "USER", env = "FERRY_USER")]
+    pub user: Option<String>,
 }
 
 impl HttpArgs {
@@ -28,6 +32,9 @@ impl HttpArgs {
     ) -> Result<Value> {
         let url = format!("http://{}{path}", self.http);
         let mut req = reqwest::Client::new().request(method, &url);
+        if let Some(user) = &self.user {
+            req = req.basic_auth(user, Some(crate::connection::password(user)?));
+        }
         if let Some(b) = body {
             req = req.json(&b);
         }

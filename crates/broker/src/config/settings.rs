@@ -149,7 +149,8 @@ settings! {
     };
 
     /// serve HTTP on an address that is not loopback, and to host names that are not loopback
-    /// ones; the API has no authentication yet, so put it behind a proxy that has
+    /// ones; once users exist the API needs their basic credentials, which cross the wire in
+    /// clear: put it behind a TLS-terminating proxy
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     http_allow_remote: bool, "BOOL" => field(http_allow_remote);
 
@@ -214,24 +215,24 @@ settings! {
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     udp_persistent: bool, "BOOL" => field(udp_persistent);
 
-    /// accept unauthenticated sessions from any address while no user exists; without it they
-    /// are accepted from loopback only, and a non-loopback `listen` with no users refuses to
-    /// start (see [security](security.md))
+    /// while no user exists, accept unauthenticated sessions from any address, and start on a
+    /// non-loopback `listen` without users (see [security.md](security.md))
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     allow_anonymous: bool, "BOOL" => field(allow_anonymous);
 
-    /// what unauthenticated sessions may do once users exist, as grants (e.g.
-    /// `send queue public-*`): a TOML array, comma-separated in the variable and the flag
-    #[default = "none: every session authenticates once a user exists"]
+    /// grants of unauthenticated sessions once users exist (none: every session
+    /// authenticates); a TOML array in the file, comma-separated in the variable and the flag
+    /// (e.g. `send queue public-*,receive queue public-*`)
+    #[default = "none"]
     anonymous_grants: TextList, "GRANTS" => custom {
         get: |c| Some(TextList(c.anonymous_grants.clone())),
         set: |c, v, _origin| c.anonymous_grants = v.0,
     };
 
-    /// how long a failed authentication waits before its answer
+    /// wait before answering a failed authentication
     auth_failure_delay_ms: u32, "MS" => field(auth_failure_delay_ms);
 
-    /// failed authentications one IP address may make per minute; past it its connects get
+    /// failed authentications per IP address and minute before its connects get
     /// `LimitExceeded`; 0: no limit
     max_auth_failures_per_min: u32, "N" => field(max_auth_failures_per_min);
 
