@@ -208,7 +208,7 @@ async fn fail(
     }
     warn!(
         peer = %ip.map_or_else(|| "unknown".to_owned(), |i| i.to_string()),
-        user = user.unwrap_or("?"),
+        user = %user.unwrap_or("?"),
         reason = %e,
         "authentication failed"
     );
