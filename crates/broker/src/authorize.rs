@@ -17,7 +17,7 @@
 //! names only.
 
 use ferry_auth::{Grants, Object, Permission};
-use ferry_protocol::{ErrorCode, OutgoingMessage, Request, Response, Source};
+use ferry_protocol::{ErrorCode, ErrorReply, OutgoingMessage, Request, Source};
 
 use crate::access::{denied, Principal};
 use crate::session::Session;
@@ -30,18 +30,18 @@ struct Needs<'a> {
 }
 
 impl Needs<'_> {
-    fn on(&self, permission: Permission, object: Object, name: &str) -> Result<(), Response> {
+    fn on(&self, permission: Permission, object: Object, name: &str) -> Result<(), ErrorReply> {
         if self.grants.allows(permission, object, name) {
             Ok(())
         } else {
-            Err(Response::error(
+            Err(ErrorReply::new(
                 ErrorCode::Unauthorized,
                 denied(self.principal, permission, object, name),
             ))
         }
     }
 
-    fn send(&self, m: &OutgoingMessage) -> Result<(), Response> {
+    fn send(&self, m: &OutgoingMessage) -> Result<(), ErrorReply> {
         for q in &m.queues {
             self.on(Permission::Send, Object::Queue, q)?;
         }
@@ -52,8 +52,8 @@ impl Needs<'_> {
     }
 }
 
-/// `Err` with the `Unauthorized` response when the session may not make `request`.
-pub fn check(shared: &Shared, session: &Session, request: &Request) -> Result<(), Response> {
+/// `Err` with the `Unauthorized` reply when the session may not make `request`.
+pub fn check(shared: &Shared, session: &Session, request: &Request) -> Result<(), ErrorReply> {
     let grants = shared.access.grants(&session.principal);
     if grants.is_admin() {
         return Ok(());
@@ -79,7 +79,7 @@ pub fn check(shared: &Shared, session: &Session, request: &Request) -> Result<()
         Request::Receive(r) => match &r.source {
             Source::Queue(q) => needs.on(Permission::Receive, Object::Queue, q),
             Source::Sender(_) if grants.allows_every(Permission::Receive, Object::Queue) => Ok(()),
-            Source::Sender(s) => Err(Response::error(
+            Source::Sender(s) => Err(ErrorReply::new(
                 ErrorCode::Unauthorized,
                 format!(
                     "permission denied: {} lacks 'receive' on every queue ('receive queue *'), \

@@ -24,7 +24,7 @@ pub async fn dispatch(
         if let Request::TxnCommit = request {
             txn::rollback(shared, session).await;
         }
-        return Some(refused);
+        return Some(Response::Error(refused));
     }
     if let Request::Subscribe(s) = request {
         return subscribe::subscribe(shared, session, request_id, s).await;

@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use ferry_protocol::requests::{Connect, CONNECT_EPHEMERAL, CONNECT_FLAGS};
 use ferry_protocol::responses::Connected;
 use ferry_protocol::{
-    split_frame, ErrorCode, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+    split_frame, ErrorCode, ErrorReply, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
 };
 use ferry_store::Registration;
 use tokio::io::AsyncReadExt;
@@ -98,9 +98,9 @@ pub async fn run(
         let reply = |resp: Response| frames.reply(rid, resp);
         match Request::decode(&frame) {
             Ok(Request::Connect(c)) => {
-                if let Err(resp) = precheck(shared, &c) {
-                    let fatal = matches!(&resp, Response::Error(e) if e.code == ErrorCode::UnsupportedVersion);
-                    reply(resp);
+                if let Err(e) = precheck(shared, &c) {
+                    let fatal = e.code == ErrorCode::UnsupportedVersion;
+                    reply(Response::Error(e));
                     if fatal {
                         return Err(CloseReason::Refused(ErrorCode::UnsupportedVersion));
                     }
@@ -165,9 +165,9 @@ pub fn granted_keepalive(asked: u32, max: u32) -> Duration {
 }
 
 /// Checks what a connect request says of itself (version, flags, name) before anything else.
-fn precheck(shared: &Shared, c: &Connect) -> Result<(), Response> {
+fn precheck(shared: &Shared, c: &Connect) -> Result<(), ErrorReply> {
     if c.version != PROTOCOL_VERSION {
-        return Err(Response::error(
+        return Err(ErrorReply::new(
             ErrorCode::UnsupportedVersion,
             format!(
                 "protocol version {} is not supported; this broker speaks version {PROTOCOL_VERSION}",
@@ -176,7 +176,7 @@ fn precheck(shared: &Shared, c: &Connect) -> Result<(), Response> {
         ));
     }
     if c.flags & !CONNECT_FLAGS != 0 {
-        return Err(Response::error(
+        return Err(ErrorReply::new(
             ErrorCode::InvalidArgument,
             format!(
                 "unknown connect flags {:#x}: protocol version {PROTOCOL_VERSION} defines {CONNECT_FLAGS:#x}",
@@ -184,7 +184,7 @@ fn precheck(shared: &Shared, c: &Connect) -> Result<(), Response> {
             ),
         ));
     }
-    validate::name("client", &c.client, &shared.limits).map_err(Response::Error)?;
+    validate::name("client", &c.client, &shared.limits)?;
     Ok(())
 }
 

@@ -16,6 +16,9 @@ use rand::{Rng, SeedableRng};
 
 const PASSWORD: &str = "correct horse";
 
+/// What a hostile client sends after the challenge, given the combined nonce.
+type SecondStep = dyn Fn(&str) -> Request;
+
 /// A broker whose one user is `alice` (admin), started with `extra` flags.
 fn broker(dir: &Path, extra: &[&str]) -> BinaryServer {
     let mut add = Command::new(ferry_bin())
@@ -131,7 +134,7 @@ async fn steps_out_of_order_and_bad_proofs_never_open_a_session() {
     refused(raw.recv().await.unwrap().1, ErrorCode::Unauthorized);
     // After the challenge: another request, a second Connect, a wrong proof, a proof for
     // another nonce.
-    let seconds: Vec<Box<dyn Fn(&str) -> Request>> = vec![
+    let seconds: Vec<Box<SecondStep>> = vec![
         Box::new(|_| Request::ListQueues),
         Box::new(|_| Request::Connect(connect("", String::new()))),
         Box::new(|nonce| Request::AuthResponse {
