@@ -303,7 +303,7 @@ async fn a_version_2_connect_is_refused_with_unsupported_version() {
     };
     assert_eq!(e.code, ErrorCode::UnsupportedVersion);
     assert!(e.message.contains("version 2"), "{}", e.message);
-    assert!(e.message.contains("version 3"), "{}", e.message);
+    assert!(e.message.contains("version 4"), "{}", e.message);
     assert!(raw.closed_by_peer().await);
 }
 
