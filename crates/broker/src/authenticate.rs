@@ -26,7 +26,7 @@ use ferry_protocol::{ErrorCode, RawFrame, Request, Response};
 use tracing::{info, warn};
 
 use crate::access::Principal;
-use crate::connection::CloseReason;
+use crate::close_reason::CloseReason;
 use crate::shared::Shared;
 use crate::stats::Stats;
 

@@ -21,7 +21,7 @@ use base64::Engine;
 use ferry_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::routes::AppState;
+use crate::state::AppState;
 
 fn open_path(path: &str) -> bool {
     path == "/healthz" || path == "/readyz" || path == "/" || path.starts_with("/console/")

@@ -82,7 +82,10 @@ impl Request {
     pub fn encoded_len(&self) -> usize {
         HEADER_LEN
             + match self {
-                Request::Connect(c) => 2 + string(&c.client) + string(&c.credentials) + 4 + 4,
+                Request::Connect(c) => {
+                    2 + string(&c.client) + string(&c.mechanism) + string(&c.credentials) + 4 + 4
+                }
+                Request::AuthResponse { data } => string(data),
                 Request::Disconnect
                 | Request::Ping
                 | Request::ListQueues
@@ -132,7 +135,8 @@ impl Response {
     pub fn encoded_len(&self) -> usize {
         HEADER_LEN
             + match self {
-                Response::Connected(c) => 2 + string(&c.client) + LIMITS_LEN + 4,
+                Response::Connected(c) => 2 + string(&c.client) + LIMITS_LEN + 4 + string(&c.auth),
+                Response::AuthChallenge { data } => string(data),
                 Response::Ok | Response::Pong => 0,
                 Response::Error(e) => error(e),
                 Response::Queues(qs) => {
