@@ -15,7 +15,7 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::scram::ScramError;
+use crate::error::ScramError;
 
 /// The iteration count for new credentials unless configured: the RFC 7677 minimum, as
 /// PostgreSQL uses. Each SCRAM client pays it once per connect.

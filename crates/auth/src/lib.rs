@@ -2,6 +2,7 @@
 //!
 //! - [`credential`]: [`StoredCredential`], the salted SCRAM-SHA-256 keys kept for a user
 //!   (nothing reversible), and [`verify_password`] for gateways that receive a password;
+//! - [`error`]: [`ScramError`], why an exchange or a stored credential failed;
 //! - [`scram`]: the SCRAM-SHA-256 exchange (RFC 5802, RFC 7677), server and client side;
 //! - [`grants`]: [`Grants`], what a user may do (manage, send, receive on name patterns,
 //!   client names, monitor, admin), parsed from and shown as text.
@@ -11,6 +12,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod credential;
+pub mod error;
 pub mod grants;
 pub mod scram;
 

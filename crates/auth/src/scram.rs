@@ -18,7 +18,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use rand::RngCore;
 use subtle::ConstantTimeEq;
-use thiserror::Error;
+
+pub use crate::error::ScramError;
 
 use crate::credential::{
     hmac, salted_password, sha256, StoredCredential, MAX_ITERATIONS, MIN_ITERATIONS, SALT_LEN,
@@ -31,26 +32,6 @@ pub const MECHANISM: &str = "SCRAM-SHA-256";
 const NONCE_BYTES: usize = 18;
 /// The longest SCRAM message accepted; real ones are under 200 bytes.
 pub const MAX_MESSAGE: usize = 1024;
-
-/// Why an exchange failed. The messages name the step, never a secret.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ScramError {
-    /// A message that does not follow RFC 5802's grammar; names the part at fault.
-    #[error("malformed SCRAM message: {0}")]
-    Malformed(&'static str),
-    /// The client's proof is wrong: wrong password or unknown user (not told apart).
-    #[error("authentication failed")]
-    InvalidProof,
-    /// The server's signature is wrong: it does not hold this user's keys.
-    #[error("the server's SCRAM signature is wrong: it does not know this user's keys")]
-    InvalidServerSignature,
-    /// The server answered with an error (`e=...`).
-    #[error("the server refused authentication: {0}")]
-    ServerError(String),
-    /// An iteration count outside what a client accepts.
-    #[error("SCRAM iteration count {0} is out of range")]
-    Iterations(u32),
-}
 
 fn nonce() -> String {
     let mut b = [0u8; NONCE_BYTES];

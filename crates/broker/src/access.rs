@@ -220,36 +220,6 @@ pub fn denied(principal: &Principal, permission: Permission, object: Object, nam
     )
 }
 
-/// Refuses to serve a non-loopback native listener to anyone without credentials: no users,
-/// and anonymous access not explicitly allowed.
-pub async fn check_exposure(
-    config: &BrokerConfig,
-    store: &dyn Store,
-) -> Result<(), crate::server::BrokerError> {
-    if config.listen_is_loopback() || config.allow_anonymous || store.has_users().await? {
-        return Ok(());
-    }
-    Err(crate::server::BrokerError::Insecure(format!(
-        "refusing to listen on {} with no users: anyone who reaches it could read and delete \
-         every message. Create a user first (`ferry user add NAME --data-dir DIR` or \
-         `--store URL`), or pass --allow-anonymous to accept unauthenticated clients anyway",
-        config.listen
-    )))
-}
-
-/// Runs until shutdown: reloads the grants every [`RELOAD_EVERY`].
-pub async fn reload_job(shared: Arc<crate::shared::Shared>) {
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(RELOAD_EVERY) => {}
-            _ = shared.shutdown.cancelled() => return,
-        }
-        if let Err(e) = shared.access.reload(&*shared.store).await {
-            warn!(error = %e, "cannot read the users' grants; keeping the last ones read");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

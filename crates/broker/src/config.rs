@@ -9,6 +9,7 @@
 #[macro_use]
 pub mod declare;
 pub mod settings;
+pub mod text_list;
 
 pub use settings::{ConfigLayer, SETTINGS};
 

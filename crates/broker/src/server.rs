@@ -156,7 +156,7 @@ impl Broker {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
     ) -> Result<RunningBroker, BrokerError> {
-        crate::access::check_exposure(&config, &*store).await?;
+        check_exposure(&config, &*store).await?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
             path: config.data_dir.clone(),
             what: "cannot create it",
@@ -215,7 +215,7 @@ impl Broker {
             )),
             tokio::spawn(jobs::cluster::forward_changes(shared.clone())),
             tokio::spawn(crate::jobs::memory::run(shared.clone())),
-            tokio::spawn(crate::access::reload_job(shared.clone())),
+            tokio::spawn(crate::jobs::grants::run(shared.clone())),
         ];
         info!(
             version = env!("CARGO_PKG_VERSION"),
@@ -390,4 +390,18 @@ async fn refuse_full(mut stream: TcpStream, max_frame: u32, why: String) {
     Response::error(ErrorCode::ServerFull, why).encode(request_id, &mut out);
     let _ = stream.write_all(&out).await;
     let _ = stream.shutdown().await;
+}
+
+/// Refuses to serve a non-loopback native listener to anyone without credentials: no users,
+/// and anonymous access not explicitly allowed.
+async fn check_exposure(config: &BrokerConfig, store: &dyn Store) -> Result<(), BrokerError> {
+    if config.listen_is_loopback() || config.allow_anonymous || store.has_users().await? {
+        return Ok(());
+    }
+    Err(BrokerError::Insecure(format!(
+        "refusing to listen on {} with no users: anyone who reaches it could read and delete \
+         every message. Create a user first (`ferry user add NAME --data-dir DIR` or \
+         `--store URL`), or pass --allow-anonymous to accept unauthenticated clients anyway",
+        config.listen
+    )))
 }

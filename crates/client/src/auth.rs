@@ -10,9 +10,8 @@ use ferry_protocol::requests::{Connect, CONNECT_EPHEMERAL};
 use ferry_protocol::responses::Connected;
 use ferry_protocol::{Request, Response, PROTOCOL_VERSION};
 
-use crate::client::expect_reply;
 use crate::connection::Shared;
-use crate::error::ClientError;
+use crate::error::{expect_reply, ClientError};
 use crate::options::ConnectOptions;
 
 /// Sends `Connect` (and the authentication exchange) and returns the broker's `Connected`.

@@ -70,16 +70,7 @@ fn try_next_node(e: &ClientError) -> bool {
     }
 }
 
-/// Fails unless the reply is the expected kind.
-macro_rules! expect_reply {
-    ($resp:expr, $pat:pat => $out:expr) => {
-        match $resp {
-            $pat => Ok($out),
-            other => Err($crate::error::ClientError::unexpected(other.kind())),
-        }
-    };
-}
-pub(crate) use expect_reply;
+pub(crate) use crate::error::expect_reply;
 
 impl Client {
     /// Connects to `addr` (`host:port`) as client `name`, without credentials.

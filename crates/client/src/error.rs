@@ -64,3 +64,14 @@ impl ClientError {
         })
     }
 }
+
+/// Fails unless the reply is the expected kind (a [`ClientError::unexpected`] otherwise).
+macro_rules! expect_reply {
+    ($resp:expr, $pat:pat => $out:expr) => {
+        match $resp {
+            $pat => Ok($out),
+            other => Err($crate::error::ClientError::unexpected(other.kind())),
+        }
+    };
+}
+pub(crate) use expect_reply;

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use super::text_list::TextList;
 use super::{BrokerConfig, ConfigError};
 
 /// A value type a setting can have: read from an environment variable, shown as TOML.
@@ -109,26 +110,6 @@ impl SettingValue for PathBuf {
     }
     fn shown(&self) -> Shown {
         Shown::Text(self.display().to_string())
-    }
-}
-
-/// A list of text values: a TOML array in the file, comma-separated in the environment variable
-/// and the flag (so no item may hold a comma). Empty items are dropped.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(transparent)]
-pub struct TextList(pub Vec<String>);
-
-impl std::str::FromStr for TextList {
-    type Err = std::convert::Infallible;
-
-    fn from_str(text: &str) -> Result<TextList, Self::Err> {
-        Ok(TextList(
-            text.split(',')
-                .map(str::trim)
-                .filter(|item| !item.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        ))
     }
 }
 

@@ -31,7 +31,7 @@
 
 use ferry_store::FsyncPolicy;
 
-use super::declare::TextList;
+use super::text_list::TextList;
 use super::{BrokerConfig, ConfigError, StoreSetting};
 
 settings! {

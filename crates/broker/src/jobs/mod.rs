@@ -1,4 +1,4 @@
-//! Background jobs: lease expiry, the memory watcher, store upkeep (compaction, expired messages, the disk's free
+//! Background jobs: lease expiry, reloading the users' grants, the memory watcher, store upkeep (compaction, expired messages, the disk's free
 //! space), waking waiters
 //! when delayed messages become due, and the cluster jobs (heartbeats,
 //! change reports from other nodes).
@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod delayed;
 pub mod disk;
+pub mod grants;
 pub mod leases;
 pub mod maintenance;
 pub mod memory;

@@ -48,6 +48,7 @@ mod spare_tests;
 mod spares;
 mod state;
 mod store;
+mod user_file;
 mod users;
 mod writer;
 

@@ -95,8 +95,8 @@ pub struct EmbeddedStore {
     consumers: ConsumerClaims,
     /// The bytes messages take in memory (the state's gauge, read without its lock).
     memory: Arc<AtomicU64>,
-    /// Users and their grants (see [`super::users`]).
-    pub(super) users: super::users::UserFile,
+    /// Users and their grants (see [`super::user_file`]).
+    pub(super) users: super::user_file::UserFile,
     /// Held for the store's life so no other process writes the same log.
     _dir_lock: Box<dyn Send + Sync>,
 }
@@ -152,7 +152,7 @@ impl EmbeddedStore {
         let dir_lock = backend
             .lock_dir(&cfg.dir)
             .map_err(|e| StoreError::Unavailable(format!("locking {}: {e}", cfg.dir.display())))?;
-        let users = super::users::UserFile::load(backend.clone(), &cfg.dir)?;
+        let users = super::user_file::UserFile::load(backend.clone(), &cfg.dir)?;
         let seg_dir = cfg.dir.join(SEGMENTS_DIR);
         let segment_bytes = cfg.segment_bytes.max(1);
         let recovery_started = std::time::Instant::now();
