@@ -445,3 +445,62 @@ fn udp_settings_come_from_any_layer_and_are_checked() {
         assert!(err.to_string().contains(key), "{err}");
     }
 }
+
+#[test]
+fn anonymous_grants_are_a_list_in_the_file_and_comma_separated_elsewhere() {
+    let file: ConfigLayer =
+        toml::from_str("anonymous_grants = [\"send queue public-*\", \"monitor\"]").unwrap();
+    let cfg = from_file(&file);
+    assert_eq!(cfg.anonymous_grants, ["send queue public-*", "monitor"]);
+    let toml = cfg.to_toml();
+    assert!(
+        toml.contains("\nanonymous_grants = [\"send queue public-*\", \"monitor\"]\n"),
+        "{toml}"
+    );
+    let again: ConfigLayer = toml::from_str(&toml).unwrap();
+    assert_eq!(from_file(&again), cfg, "--check-config's list reads back");
+
+    let env = ConfigLayer::from_env([(
+        "FERRY_ANONYMOUS_GRANTS".to_owned(),
+        " receive queue public-* , ,monitor".to_owned(),
+    )])
+    .unwrap();
+    let cfg = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.anonymous_grants, ["receive queue public-*", "monitor"]);
+
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        settings: ConfigLayer,
+    }
+    let flags = <Flags as clap::Parser>::try_parse_from([
+        "serve",
+        "--anonymous-grants",
+        "send queue a,receive queue b",
+        "--allow-anonymous",
+    ])
+    .unwrap()
+    .settings;
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
+    assert_eq!(cfg.anonymous_grants, ["send queue a", "receive queue b"]);
+    assert!(cfg.allow_anonymous, "the flag alone means true");
+}
+
+#[test]
+fn bad_grants_and_weak_iteration_counts_are_refused_naming_the_setting() {
+    let env = ConfigLayer::from_env([(
+        "FERRY_ANONYMOUS_GRANTS".to_owned(),
+        "fly queue x".to_owned(),
+    )])
+    .unwrap();
+    let err = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap_err();
+    assert!(err.to_string().contains("anonymous_grants"), "{err}");
+    let file: ConfigLayer = toml::from_str("scram_iterations = 4095").unwrap();
+    let err = BrokerConfig::resolve(
+        Some(&file),
+        &ConfigLayer::default(),
+        &ConfigLayer::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("scram_iterations"), "{err}");
+}
