@@ -37,6 +37,9 @@ pub enum Principal {
     Anonymous,
     /// A user proven by SCRAM (or a TLS client certificate).
     User(Arc<str>),
+    /// A gateway inside the broker that the operator configured (the datagram ingest): it
+    /// may do what its settings tell it to, whoever sent the datagrams.
+    Operator,
 }
 
 impl Principal {
@@ -45,6 +48,7 @@ impl Principal {
         match self {
             Principal::Anonymous => "anonymous session".to_owned(),
             Principal::User(u) => format!("user '{u}'"),
+            Principal::Operator => "the broker's own gateway".to_owned(),
         }
     }
 }
@@ -136,6 +140,7 @@ impl Access {
     pub fn grants(&self, principal: &Principal) -> Arc<Grants> {
         match principal {
             Principal::Anonymous => self.anonymous_grants(),
+            Principal::Operator => self.all.clone(),
             Principal::User(name) => self
                 .grants
                 .read()

@@ -57,7 +57,13 @@ impl LocalSession {
         }
         let (out, writer) = outbound::channel(shared.policy.max_outbound_bytes, &shared.shutdown);
         Ok(LocalSession {
-            session: Arc::new(Session::new(id, client.to_owned(), out, true)),
+            session: Arc::new(Session::new(
+                id,
+                client.to_owned(),
+                out,
+                true,
+                crate::access::Principal::Operator,
+            )),
             shared,
             _writer: writer,
         })
