@@ -76,6 +76,8 @@ pub async fn serve(end: &ServeEnd) -> Result<()> {
         listen: end.listen.clone(),
         data_dir: dir.clone(),
         fsync: ferry_store::embedded::FsyncPolicy::Never,
+        // Inside the workload's own network namespace, reached only by its client end.
+        allow_anonymous: true,
         ..ferry_broker::BrokerConfig::default()
     };
     let broker = ferry_broker::Broker::start(config)
