@@ -9,6 +9,9 @@
 //!
 //! The challenge answers the `Connect`'s request id; the outcome answers the `AuthResponse`'s.
 //!
+//! `EXTERNAL` takes the user from the TLS client certificate verified during the TLS
+//! handshake (the common name of its subject); the user must exist.
+//!
 //! An address over its failed-authentication rate is refused before any work
 //! (`LimitExceeded`). A failed exchange (wrong proof, unknown user, a malformed message, any
 //! frame other than `AuthResponse`) is counted for its address, logged with the user name and
@@ -85,20 +88,7 @@ pub async fn authenticate<F: NextFrame + Send>(
                 Response::error(ErrorCode::Unauthorized, why),
             )),
         },
-        EXTERNAL => match tls_user {
-            Some(user) => Ok(Authenticated {
-                reply_id: rid,
-                principal: Principal::User(Arc::from(user)),
-                server_final: String::new(),
-            }),
-            None => Err(Refusal::Answer(
-                rid,
-                Response::error(
-                    ErrorCode::Unauthorized,
-                    "EXTERNAL authentication needs a verified TLS client certificate",
-                ),
-            )),
-        },
+        EXTERNAL => external(shared, rid, ip, tls_user).await,
         MECHANISM => scram(shared, c, rid, frames, ip).await,
         other => Err(Refusal::Answer(
             rid,
@@ -108,6 +98,60 @@ pub async fn authenticate<F: NextFrame + Send>(
                     "unknown authentication mechanism '{other}'; this broker offers {MECHANISM}"
                 ),
             ),
+        )),
+    }
+}
+
+/// `EXTERNAL`: the user is the common name of the verified TLS client certificate's subject,
+/// and must exist. The certificate was verified during the TLS handshake; a connection without
+/// one, or whose subject names no user, is refused like a failed password.
+async fn external(
+    shared: &Arc<Shared>,
+    rid: u32,
+    ip: Option<IpAddr>,
+    tls_user: Option<&str>,
+) -> Result<Authenticated, Refusal> {
+    let Some(user) = tls_user else {
+        return Err(Refusal::Answer(
+            rid,
+            Response::error(
+                ErrorCode::Unauthorized,
+                "EXTERNAL authentication needs a verified TLS client certificate with a \
+                 common name (CN) in its subject",
+            ),
+        ));
+    };
+    match shared.store.user(user).await {
+        Ok(Some(_)) => {
+            Stats::add(&shared.stats.auth_succeeded, 1);
+            Ok(Authenticated {
+                reply_id: rid,
+                principal: Principal::User(Arc::from(user)),
+                server_final: String::new(),
+            })
+        }
+        Ok(None) => {
+            Stats::add(&shared.stats.auth_failed, 1);
+            if let Some(ip) = ip {
+                shared.access.record_failure(ip);
+            }
+            warn!(
+                peer = %ip.map_or_else(|| "unknown".to_owned(), |i| i.to_string()),
+                user = %user,
+                "EXTERNAL authentication failed: the certificate's subject names no user"
+            );
+            tokio::time::sleep(shared.access.failure_delay).await;
+            Err(Refusal::Close(
+                rid,
+                Response::error(
+                    ErrorCode::Unauthorized,
+                    format!("authentication failed: the client certificate names user '{user}', who does not exist"),
+                ),
+            ))
+        }
+        Err(e) => Err(Refusal::Answer(
+            rid,
+            Response::error(e.code(), format!("cannot read users: {e}")),
         )),
     }
 }

@@ -242,6 +242,13 @@ pub struct BrokerConfig {
     pub max_auth_failures_per_min: u32,
     /// PBKDF2 iterations of the credentials the broker creates (HTTP API; at least 4096).
     pub scram_iterations: u32,
+    /// PEM certificate chain of the native and HTTP listeners; with [`Self::tls_key`] they
+    /// speak TLS only (see [`BrokerConfig::tls_files`]).
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of [`Self::tls_cert`].
+    pub tls_key: Option<std::path::PathBuf>,
+    /// PEM CA certificates whose client certificates are required (mutual TLS).
+    pub tls_client_ca: Option<std::path::PathBuf>,
 }
 
 impl Default for BrokerConfig {
@@ -282,6 +289,9 @@ impl Default for BrokerConfig {
             auth_failure_delay_ms: 1_000,
             max_auth_failures_per_min: 20,
             scram_iterations: ferry_auth::DEFAULT_ITERATIONS,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
         }
     }
 }
@@ -436,6 +446,30 @@ impl BrokerConfig {
                 &e.to_string(),
             ));
         }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => {
+                return Err(invalid(
+                    "tls_cert",
+                    "set".into(),
+                    "tls_key must be set with it",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(invalid(
+                    "tls_key",
+                    "set".into(),
+                    "tls_cert must be set with it",
+                ))
+            }
+            (None, None) if self.tls_client_ca.is_some() => {
+                return Err(invalid(
+                    "tls_client_ca",
+                    "set".into(),
+                    "client certificates need TLS: set tls_cert and tls_key",
+                ))
+            }
+            _ => {}
+        }
         if let Some(node) = &self.node {
             if !crate::node::is_valid_name(node) {
                 return Err(invalid(
@@ -455,6 +489,15 @@ impl BrokerConfig {
             .rsplit_once(':')
             .map_or(self.listen.as_str(), |(h, _)| h);
         is_loopback_host(host)
+    }
+
+    /// The TLS files of the listeners, `None` when they speak plain TCP.
+    pub fn tls_files(&self) -> Option<ferry_tls::ServerFiles> {
+        Some(ferry_tls::ServerFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+            client_ca: self.tls_client_ca.clone(),
+        })
     }
 
     /// The HTTP address to bind, `None` when the listener is off.

@@ -39,8 +39,6 @@ use ferry_store::SessionId;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -55,6 +53,7 @@ use crate::outbound;
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
+use crate::wire::{Wire, WireRead};
 
 /// The bytes a pending request is charged for each byte of its selector: the selector's text
 /// and its parsed form live as long as the request.
@@ -74,36 +73,41 @@ struct Parked {
     until: Instant,
 }
 
-/// Serves one accepted connection until it closes. `_permit` holds a connection slot,
-/// `_address` the slot of its address.
+/// Serves one accepted connection (plain or TLS, see [`Wire`]) until it closes. `_permit`
+/// holds a connection slot, `_address` the slot of its address.
 pub async fn serve(
     shared: Arc<Shared>,
-    stream: TcpStream,
+    wire: Wire,
     _permit: tokio::sync::OwnedSemaphorePermit,
     _address: Option<AddressSlot>,
 ) {
-    let peer_addr = stream.peer_addr().ok();
+    let peer_addr = wire.peer;
     let peer = peer_addr.map_or_else(|| "unknown".into(), |a| a.to_string());
     let ip: Option<IpAddr> = peer_addr.map(|a| a.ip());
-    let _ = stream.set_nodelay(true);
     // Watched from before the handshake: a session started before a fence must end with it.
     let mut fence = shared.watch_fence();
-    let (mut rd, wr) = stream.into_split();
+    let Wire {
+        mut rd,
+        wr,
+        tls_user,
+        ..
+    } = wire;
     let (out, writer) = outbound::channel(shared.policy.max_outbound_bytes, &shared.shutdown);
     shared.memory.register(out.probe());
     let writer = tokio::spawn(writer.run(wr, shared.store.clone(), shared.policy.write_timeout));
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
 
-    let started = match handshake::run(&shared, &mut rd, &mut rbuf, &out, ip, None).await {
-        Ok(s) => s,
-        Err(reason) => {
-            log_close(&shared, &peer, None, &reason);
-            out.close();
-            drop(out);
-            let _ = writer.await;
-            return;
-        }
-    };
+    let started =
+        match handshake::run(&shared, &mut rd, &mut rbuf, &out, ip, tls_user.as_deref()).await {
+            Ok(s) => s,
+            Err(reason) => {
+                log_close(&shared, &peer, None, &reason);
+                out.close();
+                drop(out);
+                let _ = writer.await;
+                return;
+            }
+        };
     let session = started.session;
     out.enable_holds(session.hold_id());
     Stats::add(&shared.stats.sessions_opened, 1);
@@ -152,7 +156,7 @@ struct Ends<'a> {
 async fn run_session(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
-    rd: &mut OwnedReadHalf,
+    rd: &mut WireRead,
     rbuf: &mut BytesMut,
     ends: Ends<'_>,
     keepalive: Duration,

@@ -18,7 +18,6 @@ use ferry_protocol::{
 };
 use ferry_store::Registration;
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
 
 use crate::access::Principal;
 use crate::authenticate::{authenticate, NextFrame, Refusal};
@@ -28,6 +27,7 @@ use crate::handlers::{store_error, validate};
 use crate::session::{Outbound, Session};
 use crate::shared::Shared;
 use crate::stats::Stats;
+use crate::wire::WireRead;
 
 /// A session that has started, with the keep-alive interval it was granted.
 pub struct Started {
@@ -40,7 +40,7 @@ pub struct Started {
 /// The frames of a connection during its handshake, until its deadline.
 struct Frames<'a> {
     shared: &'a Shared,
-    rd: &'a mut OwnedReadHalf,
+    rd: &'a mut WireRead,
     rbuf: &'a mut BytesMut,
     out: &'a Outbound,
     deadline: tokio::time::Instant,
@@ -79,7 +79,7 @@ impl NextFrame for Frames<'_> {
 /// verified TLS client certificate names, if any.
 pub async fn run(
     shared: &Arc<Shared>,
-    rd: &mut OwnedReadHalf,
+    rd: &mut WireRead,
     rbuf: &mut BytesMut,
     out: &Outbound,
     ip: Option<IpAddr>,

@@ -60,6 +60,7 @@ pub mod shutdown;
 pub mod stats;
 pub mod subscription;
 pub mod txn;
+pub mod wire;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{BrokerConfig, ConfigError, ConfigLayer, StoreSetting};

@@ -59,6 +59,7 @@ pub struct Management {
     metrics_per_object: bool,
     http_allow_remote: bool,
     settings: Arc<str>,
+    tls: Option<ferry_tls::Acceptor>,
 }
 
 fn reply(r: Response) -> Result<(), ErrorReply> {
@@ -74,7 +75,11 @@ fn store_reply(e: &StoreError) -> ErrorReply {
 
 impl Management {
     /// The facade over a started broker's shared state.
-    pub fn new(shared: Arc<Shared>, config: &BrokerConfig) -> Management {
+    pub fn new(
+        shared: Arc<Shared>,
+        config: &BrokerConfig,
+        tls: Option<ferry_tls::Acceptor>,
+    ) -> Management {
         let started_at_ms = shared.now_ms();
         Management {
             shared,
@@ -88,7 +93,14 @@ impl Management {
             metrics_per_object: config.metrics_per_object,
             http_allow_remote: config.http_allow_remote,
             settings: Arc::from(config.to_toml().as_str()),
+            tls,
         }
+    }
+
+    /// The listeners' TLS acceptor when they speak TLS: the HTTP server wraps its
+    /// connections with it (a reload of the broker's reaches it too).
+    pub fn tls(&self) -> Option<&ferry_tls::Acceptor> {
+        self.tls.as_ref()
     }
 
     /// The store (read its figures with [`ferry_store::Admin`]).

@@ -32,12 +32,12 @@ use bytes::{Buf, Bytes, BytesMut};
 use ferry_protocol::{DeliveryId, Response};
 use ferry_store::{SessionId, Store, StoreError};
 use futures::FutureExt;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
+
+use crate::wire::WireWrite;
 
 /// Writer batches are cut at about this size.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
@@ -343,7 +343,7 @@ impl Writer {
     /// Writes everything queued until every [`Outbound`] is dropped, settling held deliveries
     /// in `store` on the way (see the module docs). A write that makes no progress for
     /// `write_timeout` gives up: the connection closes.
-    pub async fn run(self, mut wr: OwnedWriteHalf, store: Arc<dyn Store>, write_timeout: Duration) {
+    pub async fn run(self, mut wr: WireWrite, store: Arc<dyn Store>, write_timeout: Duration) {
         let Writer { mut rx, link } = self;
         let mut items: Vec<Outgoing> = Vec::new();
         let mut held: Vec<DeliveryId> = Vec::new();
@@ -404,13 +404,13 @@ impl Writer {
                 return;
             }
         }
-        let _ = wr.shutdown().await;
+        wr.shutdown().await;
     }
 }
 
 /// Settles held deliveries `ids` (removes them from their queues) unless the connection is
 /// closing or its socket has ended; whether they may be written.
-async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId], wr: &OwnedWriteHalf) -> bool {
+async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId], wr: &WireWrite) -> bool {
     let gate = link.gate.lock().await;
     if !*gate || link.closed.load(Ordering::Relaxed) || link.closing.is_cancelled() {
         return false;
@@ -436,25 +436,27 @@ async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId], wr: &OwnedWr
 
 /// Why the socket can no longer deliver, if the kernel knows already: a reset or error
 /// (`SO_ERROR`), or the client's end of stream (it closed its side and may be gone).
-fn socket_ended(wr: &OwnedWriteHalf) -> Option<String> {
-    let stream: &tokio::net::TcpStream = wr.as_ref();
-    match stream.take_error() {
+fn socket_ended(wr: &WireWrite) -> Option<String> {
+    match wr.take_error() {
         Ok(Some(e)) => return Some(format!("socket error: {e}")),
         Err(e) => return Some(format!("socket error: {e}")),
         Ok(None) => {}
     }
-    let interest = tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE;
-    match stream.ready(interest).now_or_never() {
-        Some(Ok(r)) if r.is_read_closed() || r.is_write_closed() || r.is_error() => {
-            return Some("the client closed the connection".into());
+    if let WireWrite::Tcp(w) = wr {
+        let stream: &tokio::net::TcpStream = w.as_ref();
+        let interest = tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE;
+        match stream.ready(interest).now_or_never() {
+            Some(Ok(r)) if r.is_read_closed() || r.is_write_closed() || r.is_error() => {
+                return Some("the client closed the connection".into());
+            }
+            Some(Err(e)) => return Some(format!("socket error: {e}")),
+            _ => {}
         }
-        Some(Err(e)) => return Some(format!("socket error: {e}")),
-        _ => {}
     }
     // The runtime's readiness is only as fresh as its last look at the kernel, which on a busy
     // machine can be long after the client's end of stream arrived: ask the kernel itself.
     // `RDHUP` is reported even while requests the reader has not taken yet sit unread.
-    let mut fds = [PollFd::new(stream, PollFlags::RDHUP)];
+    let mut fds = [PollFd::from_borrowed_fd(wr.fd(), PollFlags::RDHUP)];
     let now = rustix::event::Timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -485,10 +487,14 @@ fn gather(small: &mut BytesMut, chunks: &mut VecDeque<Bytes>, frame: Bytes) {
 /// Writes every chunk, in order, with as few system calls as the socket allows. Fails with
 /// `TimedOut` when the socket accepts nothing for `timeout`.
 async fn write_chunks(
-    wr: &mut OwnedWriteHalf,
+    wr: &mut WireWrite,
     chunks: &mut VecDeque<Bytes>,
     timeout: Duration,
 ) -> std::io::Result<()> {
+    let wr = match wr {
+        WireWrite::Tcp(w) => w,
+        WireWrite::Tls { io, .. } => return write_chunks_tls(io, chunks, timeout).await,
+    };
     while !chunks.is_empty() {
         let attempt = {
             let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
@@ -513,21 +519,58 @@ async fn write_chunks(
             }
             Err(e) => return Err(e),
         };
-        let mut left = written;
-        while left > 0 {
-            let Some(front) = chunks.front_mut() else {
-                break;
-            };
-            if front.len() <= left {
-                left -= front.len();
-                chunks.pop_front();
-            } else {
-                front.advance(left);
-                left = 0;
-            }
-        }
+        consume(chunks, written);
     }
     Ok(())
+}
+
+/// Drops the first `written` bytes of `chunks`.
+fn consume(chunks: &mut VecDeque<Bytes>, written: usize) {
+    let mut left = written;
+    while left > 0 {
+        let Some(front) = chunks.front_mut() else {
+            break;
+        };
+        if front.len() <= left {
+            left -= front.len();
+            chunks.pop_front();
+        } else {
+            front.advance(left);
+            left = 0;
+        }
+    }
+}
+
+/// As [`write_chunks`], through TLS: each write encrypts what it takes into records, which
+/// the flush pushes out. A write or flush that makes no progress for `timeout` fails.
+async fn write_chunks_tls(
+    io: &mut tokio::io::WriteHalf<ferry_tls::server::TlsStream<tokio::net::TcpStream>>,
+    chunks: &mut VecDeque<Bytes>,
+    timeout: Duration,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let timed_out = || std::io::Error::from(std::io::ErrorKind::TimedOut);
+    while !chunks.is_empty() {
+        let written = {
+            let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+            let mut n = 0;
+            for (slot, chunk) in iov.iter_mut().zip(chunks.iter()) {
+                *slot = IoSlice::new(chunk);
+                n += 1;
+            }
+            let iov = iov.get(..n).unwrap_or_default();
+            tokio::time::timeout(timeout, io.write_vectored(iov))
+                .await
+                .map_err(|_| timed_out())??
+        };
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        consume(chunks, written);
+    }
+    tokio::time::timeout(timeout, io.flush())
+        .await
+        .map_err(|_| timed_out())?
 }
 
 #[cfg(test)]
@@ -596,6 +639,7 @@ mod tests {
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
         let (_rd, wr) = server.into_split();
+        let wr = crate::wire::WireWrite::Tcp(wr);
         let (out, writer) = channel(1 << 20, &CancellationToken::new());
         out.enable_holds(HOLDER);
         let task = tokio::spawn(writer.run(wr, store, Duration::from_secs(5)));
@@ -694,6 +738,7 @@ mod tests {
                 .expect("connect");
             let (server, _) = listener.accept().await.expect("accept");
             let (_rd, wr) = server.into_split();
+            let wr = crate::wire::WireWrite::Tcp(wr);
             assert!(socket_ended(&wr).is_none(), "an open connection");
             // No await from here on: the runtime does not look at the kernel meanwhile.
             (&client).write_all(b"requests nobody read").expect("write");

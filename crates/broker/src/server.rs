@@ -16,12 +16,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{BrokerConfig, StoreSetting};
 use crate::shared::Shared;
 use crate::stats::{CloseKind, Stats};
+use crate::wire::Wire;
 use crate::{connection, jobs, runtime_file};
 
 /// Why the broker could not start or stop cleanly.
@@ -52,6 +53,9 @@ pub enum BrokerError {
     /// The configuration would expose an unauthenticated broker (see `docs/security.md`).
     #[error("{0}")]
     Insecure(String),
+    /// The TLS certificate, key or client CA could not be loaded.
+    #[error("TLS: {0}")]
+    Tls(#[from] ferry_tls::TlsError),
     /// The runtime file could not be written.
     #[error("cannot write {path}")]
     RuntimeFile {
@@ -78,6 +82,7 @@ pub struct RunningBroker {
     http: std::sync::Mutex<Option<TcpListener>>,
     http_addr: Option<SocketAddr>,
     management: crate::manage::Management,
+    tls: Option<ferry_tls::Acceptor>,
 }
 
 fn lock_data_dir(dir: &std::path::Path) -> Result<File, BrokerError> {
@@ -157,6 +162,10 @@ impl Broker {
         clock: Arc<dyn Clock>,
     ) -> Result<RunningBroker, BrokerError> {
         check_exposure(&config, &*store).await?;
+        let tls = config
+            .tls_files()
+            .map(ferry_tls::Acceptor::load)
+            .transpose()?;
         std::fs::create_dir_all(&config.data_dir).map_err(|e| BrokerError::DataDir {
             path: config.data_dir.clone(),
             what: "cannot create it",
@@ -205,7 +214,12 @@ impl Broker {
         shared.access.reload(&*shared.store).await?;
         let connections = TaskTracker::new();
         let tasks = vec![
-            tokio::spawn(accept_loop(listener, shared.clone(), connections.clone())),
+            tokio::spawn(accept_loop(
+                listener,
+                shared.clone(),
+                connections.clone(),
+                tls.clone(),
+            )),
             tokio::spawn(jobs::leases::run(shared.clone())),
             tokio::spawn(jobs::maintenance::run(shared.clone(), config.client_expiry)),
             tokio::spawn(jobs::delayed::run(shared.clone())),
@@ -220,6 +234,8 @@ impl Broker {
         info!(
             version = env!("CARGO_PKG_VERSION"),
             %addr,
+            tls = tls.is_some(),
+            mtls = config.tls_client_ca.is_some(),
             http = %http_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
             data_dir = %config.data_dir.display(),
             store = %config.store.redacted(),
@@ -231,7 +247,7 @@ impl Broker {
             workers = tokio::runtime::Handle::current().metrics().num_workers(),
             "ferry broker listening"
         );
-        let management = crate::manage::Management::new(shared.clone(), &config);
+        let management = crate::manage::Management::new(shared.clone(), &config, tls.clone());
         Ok(RunningBroker {
             addr,
             shared,
@@ -243,6 +259,7 @@ impl Broker {
             http: std::sync::Mutex::new(http.map(|(l, _)| l)),
             http_addr,
             management,
+            tls,
         })
     }
 }
@@ -283,6 +300,26 @@ impl RunningBroker {
         self.http.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
+    /// The TLS acceptor of the listeners, when they speak TLS: the HTTP server wraps its
+    /// connections with it, and [`RunningBroker::reload_tls`] reloads it.
+    pub fn tls(&self) -> Option<&ferry_tls::Acceptor> {
+        self.tls.as_ref()
+    }
+
+    /// Reads the TLS certificate, key and client CA files again (on SIGHUP): handshakes
+    /// after it use them, connections already open keep theirs. On error the previous ones
+    /// stay in force. `Ok(false)` when TLS is off.
+    pub fn reload_tls(&self) -> Result<bool, ferry_tls::TlsError> {
+        match &self.tls {
+            Some(t) => {
+                t.reload()?;
+                info!(cert = %t.files().cert.display(), "TLS certificates reloaded");
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// The management facade: what the HTTP API reads and does.
     pub fn management(&self) -> crate::manage::Management {
         self.management.clone()
@@ -316,7 +353,12 @@ impl RunningBroker {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: TaskTracker) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    connections: TaskTracker,
+    tls: Option<ferry_tls::Acceptor>,
+) {
     let slots = Arc::new(Semaphore::new(shared.limits.max_connections as usize));
     let mut backoff = Duration::from_millis(1);
     loop {
@@ -334,7 +376,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
                         "the broker is at its limit of {} connections",
                         shared.limits.max_connections
                     );
-                    connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, why));
+                    refuse(&connections, stream, &shared, why, tls.is_some());
                     continue;
                 };
                 let Some(address) = shared.admission.connect(peer.ip()) else {
@@ -346,16 +388,31 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
                         shared.admission.max_per_address()
                     );
                     drop(permit);
-                    connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, why));
+                    refuse(&connections, stream, &shared, why, tls.is_some());
                     continue;
                 };
                 Stats::add(&shared.stats.connections_accepted, 1);
-                connections.spawn(connection::serve(
-                    shared.clone(),
-                    stream,
-                    permit,
-                    Some(address),
-                ));
+                let shared = shared.clone();
+                match &tls {
+                    None => {
+                        connections.spawn(connection::serve(
+                            shared,
+                            Wire::plain(stream),
+                            permit,
+                            Some(address),
+                        ));
+                    }
+                    Some(tls) => {
+                        let tls = tls.clone();
+                        connections.spawn(async move {
+                            // Holds its slots while the handshake runs: a flood of
+                            // handshakes is bounded like one of connections.
+                            if let Some(wire) = tls_handshake(&shared, &tls, stream, peer).await {
+                                connection::serve(shared, wire, permit, Some(address)).await;
+                            }
+                        });
+                    }
+                }
             }
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
@@ -363,6 +420,43 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, connections: Ta
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
+        }
+    }
+}
+
+/// Turns away a connection over a limit: a plain one is answered `ServerFull` saying `why`;
+/// a TLS one is closed at once (an answer would cost a handshake when the broker is busiest).
+fn refuse(connections: &TaskTracker, stream: TcpStream, shared: &Shared, why: String, tls: bool) {
+    if tls {
+        drop(stream);
+    } else {
+        connections.spawn(refuse_full(stream, shared.limits.max_frame_bytes, why));
+    }
+}
+
+/// Runs the TLS handshake of an accepted connection within the handshake timeout; `None`
+/// (the socket closed) when it fails. A client that speaks anything but TLS is closed on its
+/// first bytes: rustls reads one record header, finds no TLS record, and gives up without
+/// buffering what follows.
+async fn tls_handshake(
+    shared: &Shared,
+    tls: &ferry_tls::Acceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> Option<Wire> {
+    let (stream, socket) = match crate::wire::duplicate(stream) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!(%peer, error = %e, "cannot duplicate the socket for TLS");
+            return None;
+        }
+    };
+    match tls.accept(stream, shared.policy.handshake_timeout).await {
+        Ok(accepted) => Some(Wire::tls(accepted, socket)),
+        Err(e) => {
+            Stats::add(&shared.stats.tls_handshakes_failed, 1);
+            debug!(%peer, error = %e, "TLS handshake failed");
+            None
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct Stats {
     pub auth_failed: AtomicU64,
     /// Authentications refused before starting: the address was over its failure rate.
     pub auth_refused_rate: AtomicU64,
+    /// TLS handshakes that failed or timed out (plaintext clients, refused certificates,
+    /// clients that vanished mid-handshake).
+    pub tls_handshakes_failed: AtomicU64,
     /// Connections closed, by reason (see [`CloseKind`]).
     pub closed: [AtomicU64; CloseKind::ALL.len()],
     /// The datagram ingest's counters (`udp_listen`; all 0 without it).

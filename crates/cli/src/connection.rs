@@ -1,4 +1,5 @@
-//! The flags every client command shares (`--server`, `--name`, `--user`), connecting with
+//! The flags every client command shares (`--server`, `--name`, `--user`, `--tls`, `--ca`,
+//! `--cert`, `--key`), connecting with
 //! them, and turning client errors into the one-line messages the CLI prints.
 //!
 //! A password is never a flag (it would show in the process list and shell history): it comes
@@ -27,6 +28,21 @@ pub struct ConnArgs {
     /// prompt. With a user and no --name, the client name is the user name.
     #[arg(long, value_name = "USER", env = "FERRY_USER")]
     pub user: Option<String>,
+    /// Connect over TLS, verifying the broker's certificate for the host of --server
+    /// (implied by --ca and --cert).
+    #[arg(long, env = "FERRY_TLS", num_args = 0..=1, default_missing_value = "true")]
+    pub tls: Option<bool>,
+    /// PEM file of the CA that signed the broker's certificate (default: the system's
+    /// trusted roots).
+    #[arg(long, value_name = "FILE", env = "FERRY_CA")]
+    pub ca: Option<std::path::PathBuf>,
+    /// PEM client certificate for a broker that asks for one (mutual TLS); without --user it
+    /// authenticates as the user its subject's CN names.
+    #[arg(long, value_name = "FILE", env = "FERRY_CERT", requires = "key")]
+    pub cert: Option<std::path::PathBuf>,
+    /// PEM private key of --cert.
+    #[arg(long, value_name = "FILE", env = "FERRY_KEY", requires = "cert")]
+    pub key: Option<std::path::PathBuf>,
 }
 
 impl ConnArgs {
@@ -36,10 +52,22 @@ impl ConnArgs {
         self.name
             .clone()
             .or_else(|| self.user.clone())
+            .or_else(|| self.client_tls()?.certificate_user())
             .unwrap_or_else(generated_name)
     }
 
-    /// Connects as [`ConnArgs::client_name`]. A generated name is connected as ephemeral:
+    /// The TLS options, when --tls, --ca or --cert ask for TLS.
+    pub fn client_tls(&self) -> Option<ferry_client::ClientTls> {
+        let wanted = self.tls.unwrap_or(false) || self.ca.is_some() || self.cert.is_some();
+        wanted.then(|| ferry_client::ClientTls {
+            ca: self.ca.clone(),
+            identity: self.cert.clone().zip(self.key.clone()),
+            server_name: None,
+        })
+    }
+
+    /// Connects as [`ConnArgs::client_name`] (with a client certificate and no --user, the
+    /// certificate's user). A generated name is connected as ephemeral:
     /// the broker need not keep it registered once the command ends.
     pub async fn connect(&self) -> anyhow::Result<Client> {
         self.connect_as(&self.client_name()).await
@@ -49,10 +77,13 @@ impl ConnArgs {
     /// line. The client pings while it waits, so that a long wait is not taken for an idle
     /// session.
     pub async fn connect_as(&self, name: &str) -> anyhow::Result<Client> {
-        let generated = self.name.is_none() && self.user.is_none();
+        let generated = self.name.is_none() && self.user.is_none() && self.cert.is_none();
         let mut options = ConnectOptions::new(self.server.clone(), name).ephemeral(generated);
         if let Some(user) = &self.user {
             options = options.user(user.clone(), password(user)?);
+        }
+        if let Some(tls) = self.client_tls() {
+            options = options.tls(tls);
         }
         Client::connect_with(options)
             .await

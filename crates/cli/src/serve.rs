@@ -92,7 +92,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 ferry_http::HttpLimits::default(),
             )
         });
+        let reload = broker
+            .tls()
+            .cloned()
+            .map(|tls| tokio::spawn(shutdown::reload_tls_on_hangup(tls)));
         shutdown::signal().await;
+        if let Some(r) = reload {
+            r.abort();
+        }
         if let Some(gateway) = udp {
             gateway.stop().await;
         }

@@ -1,7 +1,8 @@
 //! The connect handshake, with SCRAM-SHA-256 when the options name a user:
 //! `Connect` (client-first) → `AuthChallenge` (server-first) → `AuthResponse` (client-final,
 //! the proof) → `Connected` (server-final, which the client checks: a broker that does not
-//! hold the user's keys cannot produce it).
+//! hold the user's keys cannot produce it). Without a user but with a TLS client certificate,
+//! `EXTERNAL`: the broker takes the user from the certificate.
 
 use std::sync::Arc;
 
@@ -11,6 +12,9 @@ use ferry_protocol::responses::Connected;
 use ferry_protocol::{Request, Response, PROTOCOL_VERSION};
 
 use crate::connection::Shared;
+
+/// The mechanism that takes the user from the TLS client certificate.
+const EXTERNAL: &str = "EXTERNAL";
 use crate::error::{expect_reply, ClientError};
 use crate::options::ConnectOptions;
 
@@ -28,6 +32,10 @@ pub(crate) async fn connect(
         flags: if opts.ephemeral { CONNECT_EPHEMERAL } else { 0 },
     };
     let Some(user) = &opts.user else {
+        if opts.tls.as_ref().is_some_and(|t| t.identity.is_some()) {
+            // The certificate the TLS handshake presented proves who the client is.
+            connect.mechanism = EXTERNAL.to_owned();
+        }
         let reply = conn.call(&Request::Connect(connect)).await?;
         return expect_reply!(reply, Response::Connected(c) => c);
     };

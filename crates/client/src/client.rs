@@ -78,8 +78,9 @@ impl Client {
         Client::connect_with(ConnectOptions::new(addr, name)).await
     }
 
-    /// Connects with explicit options: TCP connect (TCP_NODELAY on), then the `Connect`
-    /// handshake with [`PROTOCOL_VERSION`], both within `connect_timeout`.
+    /// Connects with explicit options: TCP connect (TCP_NODELAY on), the TLS handshake when
+    /// [`ConnectOptions::tls`] is set, then the `Connect` handshake with
+    /// [`PROTOCOL_VERSION`], all within `connect_timeout`.
     ///
     /// With several addresses (nodes of one cluster, see [`ConnectOptions::addr`]) they are
     /// tried in order: a node that cannot be reached, times out, is full or has lost its store
@@ -88,6 +89,10 @@ impl Client {
     /// when its node goes away: in-flight and later calls fail with [`ClientError::Closed`] (or
     /// an I/O error), and the application connects again with the same options, which fails
     /// over to the next node that answers.
+    ///
+    /// A TLS handshake that fails (a certificate from a CA not trusted, or not for the name
+    /// connected to) is an [`ClientError::Io`] error naming the reason; so are unreadable TLS
+    /// files.
     ///
     /// Fails with [`ClientError::Server`] when the broker refuses the session (`AlreadyOnline`,
     /// `ServerFull`, `Unauthorized`, `UnsupportedVersion`, `InvalidArgument` for a bad name),
@@ -101,8 +106,14 @@ impl Client {
             std::io::ErrorKind::InvalidInput,
             "no broker address given",
         ));
+        let tls = match &opts.tls {
+            Some(t) => Some(t.connector().map_err(|e| {
+                ClientError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+            })?),
+            None => None,
+        };
         for addr in opts.addrs() {
-            match Client::connect_one(addr, &opts).await {
+            match Client::connect_one(addr, &opts, tls.as_ref()).await {
                 Ok(c) => return Ok(c),
                 Err(e) if try_next_node(&e) => last = e,
                 Err(e) => return Err(e),
@@ -112,11 +123,25 @@ impl Client {
     }
 
     /// One connect attempt to one address.
-    async fn connect_one(addr: &str, opts: &ConnectOptions) -> Result<Client, ClientError> {
+    async fn connect_one(
+        addr: &str,
+        opts: &ConnectOptions,
+        tls: Option<&ferry_tls::Connector>,
+    ) -> Result<Client, ClientError> {
         let handshake = async {
             let stream = TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
-            let conn = Conn(Shared::start(stream));
+            let conn = match tls {
+                None => {
+                    let (rd, wr) = stream.into_split();
+                    Conn(Shared::start(Box::new(rd), Box::new(wr)))
+                }
+                Some(tls) => {
+                    let stream = tls.connect(stream, addr).await?;
+                    let (rd, wr) = tokio::io::split(stream);
+                    Conn(Shared::start(Box::new(rd), Box::new(wr)))
+                }
+            };
             // On failure `conn` is dropped, which closes the connection.
             let connected = crate::auth::connect(&conn.0, opts).await?;
             if connected.version != PROTOCOL_VERSION {

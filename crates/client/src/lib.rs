@@ -58,6 +58,7 @@ mod transactions;
 
 pub use client::Client;
 pub use error::ClientError;
+pub use ferry_tls::ClientTls;
 pub use options::{ConnectOptions, Password};
 pub use subscription::Subscription;
 

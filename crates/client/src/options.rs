@@ -25,6 +25,11 @@ pub struct ConnectOptions {
     /// The name is made up for this session alone (the CLI's generated names): the broker
     /// need not keep it registered once the session ends.
     pub ephemeral: bool,
+    /// Connect over TLS: which CA to trust (the system's roots by default), a client
+    /// certificate to present, and the name to verify the broker's certificate against (the
+    /// host of the address by default). `None`: plain TCP. A client certificate with no
+    /// [`ConnectOptions::user`] authenticates as the certificate's user (`EXTERNAL`).
+    pub tls: Option<ferry_tls::ClientTls>,
 }
 
 impl ConnectOptions {
@@ -38,6 +43,7 @@ impl ConnectOptions {
             connect_timeout: Duration::from_secs(10),
             keepalive: Duration::ZERO,
             ephemeral: false,
+            tls: None,
         }
     }
 
@@ -73,6 +79,12 @@ impl ConnectOptions {
     /// Asks for a keep-alive interval (see [`ConnectOptions::keepalive`]).
     pub fn keepalive(mut self, interval: Duration) -> Self {
         self.keepalive = interval;
+        self
+    }
+
+    /// Connects over TLS as `tls` says (see [`ConnectOptions::tls`]).
+    pub fn tls(mut self, tls: ferry_tls::ClientTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 

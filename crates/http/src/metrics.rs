@@ -129,6 +129,11 @@ pub async fn snapshot(mgmt: &Management) -> Snapshot {
             "Authentications refused unstarted: the address was over its failed-attempt rate.",
             get(&s.auth_refused_rate),
         ),
+        (
+            "ferry_tls_handshakes_failed",
+            "TLS handshakes that failed or timed out: not TLS, a refused certificate, a client gone mid-handshake.",
+            get(&s.tls_handshakes_failed),
+        ),
     ];
     let closed = CloseKind::ALL
         .iter()

@@ -1,6 +1,8 @@
 //! The accept loop: at most [`HttpLimits::max_connections`] connections at once (one more is
 //! closed at once), a deadline for a request's headers (slow clients), keep-alive, and a
-//! graceful end when the broker shuts down.
+//! graceful end when the broker shuts down. When the broker's listeners speak TLS
+//! ([`Management::tls`]), so does this one: each connection's TLS handshake must end within
+//! the header deadline, and a failed one closes the connection.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,14 +20,19 @@ use crate::routes;
 use crate::state::{AppState, HttpLimits};
 use crate::Management;
 
+/// A connection's byte stream: a TCP socket or TLS over one.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
+
 /// Serves the HTTP API on `listener` until the broker shuts down.
 pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> JoinHandle<()> {
     let rates = Rates::start(mgmt.clone());
     let app = routes::router(AppState::new(mgmt.clone(), rates, limits), limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shutdown = mgmt.shutdown_token();
+    let tls = mgmt.tls().cloned();
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "HTTP API, metrics and console listening");
+        info!(%addr, tls = tls.is_some(), "HTTP API, metrics and console listening");
     }
     tokio::spawn(async move {
         loop {
@@ -53,13 +60,24 @@ pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> Joi
                 .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
             let service = TowerToHyperService::new(app);
             let shutdown = shutdown.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
+                let io: Box<dyn Io> = match tls {
+                    None => Box::new(stream),
+                    Some(tls) => match tls.accept(stream, limits.header_timeout).await {
+                        Ok(accepted) => Box::new(accepted.stream),
+                        Err(e) => {
+                            debug!(%peer, error = %e, "HTTP connection's TLS handshake failed");
+                            return;
+                        }
+                    },
+                };
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(limits.header_timeout)
                     .keep_alive(true)
                     .max_buf_size(64 * 1024)
-                    .serve_connection(TokioIo::new(stream), service);
+                    .serve_connection(TokioIo::new(io), service);
                 tokio::pin!(conn);
                 tokio::select! {
                     r = conn.as_mut() => {

@@ -275,6 +275,13 @@ impl std::fmt::Debug for Connector {
 }
 
 impl ClientTls {
+    /// The user the client certificate names (its subject's CN), if there is one and it
+    /// reads.
+    pub fn certificate_user(&self) -> Option<String> {
+        let (cert, _) = self.identity.as_ref()?;
+        subject_user(load_certs(cert).ok()?.first()?)
+    }
+
     /// Loads the files into a [`Connector`].
     pub fn connector(&self) -> Result<Connector, TlsError> {
         let roots = match &self.ca {

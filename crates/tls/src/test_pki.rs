@@ -54,7 +54,13 @@ impl TestPki {
         self.dir.join(format!("{}-ca.pem", self.stem))
     }
 
-    fn issue(&self, file: &str, cn: &str, names: &[&str], purpose: ExtendedKeyUsagePurpose) -> Issued {
+    fn issue(
+        &self,
+        file: &str,
+        cn: &str,
+        names: &[&str],
+        purpose: ExtendedKeyUsagePurpose,
+    ) -> Issued {
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         let mut params = CertificateParams::new(names).expect("params");
         params.distinguished_name.push(DnType::CommonName, cn);

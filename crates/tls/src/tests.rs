@@ -106,7 +106,10 @@ async fn mutual_tls_names_the_user_of_the_client_certificate_and_refuses_clients
         ..ClientTls::default()
     };
     let (s, _) = handshake(&acceptor, &without, "localhost:1").await;
-    assert!(matches!(s, Err(HandshakeError::Failed(_))), "no certificate accepted");
+    assert!(
+        matches!(s, Err(HandshakeError::Failed(_))),
+        "no certificate accepted"
+    );
 
     let other = TestPki::new(dir.path(), "other");
     let mallory = other.client("mallory", "alice");
@@ -158,11 +161,17 @@ async fn plaintext_is_refused_on_its_first_bytes_and_silence_times_out() {
         .await
         .expect("write");
     let r = acceptor.accept(s, TIMEOUT).await;
-    assert!(matches!(r, Err(HandshakeError::Failed(_))), "plaintext accepted");
+    assert!(
+        matches!(r, Err(HandshakeError::Failed(_))),
+        "plaintext accepted"
+    );
 
     let (_c, s) = tokio::io::duplex(1024);
     let r = acceptor.accept(s, Duration::from_millis(50)).await;
-    assert!(matches!(r, Err(HandshakeError::Timeout(_))), "silence accepted");
+    assert!(
+        matches!(r, Err(HandshakeError::Timeout(_))),
+        "silence accepted"
+    );
 }
 
 #[test]

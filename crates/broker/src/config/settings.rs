@@ -238,4 +238,27 @@ settings! {
 
     /// PBKDF2 iterations of the credentials the broker creates (at least 4096)
     scram_iterations: u32, "N" => field(scram_iterations);
+
+    /// PEM certificate chain (leaf first): with `tls_key`, the native and HTTP listeners
+    /// speak TLS only; reloaded on SIGHUP (see [security.md](security.md#tls))
+    #[default = "unset (plain TCP)"]
+    tls_cert: std::path::PathBuf, "FILE" => custom {
+        get: |c| c.tls_cert.clone(),
+        set: |c, v, origin| c.tls_cert = Some(v),
+    };
+
+    /// PEM private key of `tls_cert`
+    #[default = "unset"]
+    tls_key: std::path::PathBuf, "FILE" => custom {
+        get: |c| c.tls_key.clone(),
+        set: |c, v, origin| c.tls_key = Some(v),
+    };
+
+    /// PEM CA certificates: every client must present a certificate they signed (mutual
+    /// TLS), which may authenticate it as the user its subject's CN names (`EXTERNAL`)
+    #[default = "unset (no client certificates)"]
+    tls_client_ca: std::path::PathBuf, "FILE" => custom {
+        get: |c| c.tls_client_ca.clone(),
+        set: |c, v, origin| c.tls_client_ca = Some(v),
+    };
 }

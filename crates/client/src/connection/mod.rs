@@ -41,7 +41,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ferry_protocol::{ErrorReply, Limits, Request, SubscriptionId, WireError};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -126,10 +125,14 @@ pub(crate) struct Shared {
     wrote: AtomicBool,
 }
 
+/// The reading half of a connection.
+pub(crate) type ReadSide = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+/// The writing half of a connection.
+pub(crate) type WriteSide = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
 impl Shared {
-    /// Starts the reader and writer tasks on `stream`.
-    pub(crate) fn start(stream: TcpStream) -> Arc<Shared> {
-        let (rd, wr) = stream.into_split();
+    /// Starts the reader and writer tasks on a connection's halves (plain TCP or TLS).
+    pub(crate) fn start(rd: ReadSide, wr: WriteSide) -> Arc<Shared> {
         let (out, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),

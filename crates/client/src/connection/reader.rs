@@ -7,7 +7,6 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use ferry_protocol::{frames_in, split_frames};
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
 
 use super::{CloseReason, Shared};
 use crate::pushes::{decode_push, PushBatches};
@@ -26,7 +25,7 @@ fn make_room(buf: &mut BytesMut) {
     buf.reserve(READ_CHUNK.saturating_sub(buf.len()).max(READ_CHUNK / 4));
 }
 
-pub(super) async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf) {
+pub(super) async fn read_loop(shared: Arc<Shared>, mut rd: super::ReadSide) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut pushes = PushBatches::default();
     let reason = 'conn: loop {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use ferry_protocol::HEADER_LEN;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
 use super::coalesce::SendRun;
@@ -18,7 +17,7 @@ const MAX_WRITE_BATCH: usize = 256 * 1024;
 
 pub(super) async fn write_loop(
     shared: Arc<Shared>,
-    mut wr: OwnedWriteHalf,
+    mut wr: super::WriteSide,
     mut rx: mpsc::UnboundedReceiver<Out>,
 ) {
     let mut batch = BytesMut::new();
@@ -91,6 +90,11 @@ pub(super) async fn write_loop(
                 batch.clear();
                 r
             }
+        };
+        // TLS keeps what it could not write yet in its buffer until flushed (a no-op on TCP).
+        let result = match result {
+            Ok(()) => wr.flush().await,
+            e => e,
         };
         if let Err(e) = result {
             tracing::debug!("write failed: {e}");
