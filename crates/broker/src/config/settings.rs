@@ -150,7 +150,7 @@ settings! {
 
     /// serve HTTP on an address that is not loopback, and to host names that are not loopback
     /// ones; once users exist the API needs their basic credentials, which cross the wire in
-    /// clear: put it behind a TLS-terminating proxy
+    /// clear unless `tls_cert` is set
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     http_allow_remote: bool, "BOOL" => field(http_allow_remote);
 

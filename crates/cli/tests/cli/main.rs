@@ -12,5 +12,6 @@ mod send_recv;
 mod shell;
 mod support;
 mod time;
+mod tls;
 mod topics;
 mod wildcards;
