@@ -198,3 +198,18 @@ fn the_host_is_cut_from_the_address() {
     assert_eq!(host_of("broker"), "broker");
     assert_eq!(host_of("::1"), "::1");
 }
+
+#[tokio::test]
+async fn a_record_header_announcing_too_much_is_refused_without_waiting_for_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pki = TestPki::new(dir.path(), "t");
+    let acceptor = Acceptor::load(server_files(&pki, false)).expect("acceptor");
+    let (mut c, s) = tokio::io::duplex(1 << 20);
+    let mut junk = vec![22u8, 3, 1, 0xff, 0xff];
+    junk.extend((0..100_000u32).map(|i| (i * 7919 % 251) as u8));
+    c.write_all(&junk).await.expect("write");
+    let start = std::time::Instant::now();
+    let r = acceptor.accept(s, TIMEOUT).await;
+    eprintln!("{:?} after {:?}", r.as_ref().err(), start.elapsed());
+    assert!(matches!(r, Err(HandshakeError::Failed(_))), "accepted");
+}
