@@ -26,6 +26,7 @@ pub mod stats;
 pub mod workloads;
 
 pub use workloads::compare::CompareArgs;
+pub use workloads::connect::ConnectArgs;
 pub use workloads::fanout::FanoutArgs;
 pub use workloads::ftab::FtabArgs;
 pub use workloads::latency::LatencyArgs;

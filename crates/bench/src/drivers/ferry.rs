@@ -93,7 +93,7 @@ impl Driver for FerryDriver {
     }
 
     async fn connect(&self, client_name: &str) -> Result<Box<dyn Connection>, DriverError> {
-        let client = Client::connect(&self.server, client_name)
+        let client = Client::connect_with(connect_options(&self.server, client_name))
             .await
             .map_err(|e| DriverError {
                 message: format!("cannot connect to {}: {}", self.server, connect_reason(&e)),
@@ -101,6 +101,22 @@ impl Driver for FerryDriver {
             })?;
         Ok(Box::new(FerryConnection { client }))
     }
+}
+
+/// Options for `client_name` at `server`: over TLS trusting `FERRY_CA` when it is set, as
+/// `FERRY_USER` with `FERRY_PASSWORD` (SCRAM) when it is set, as the CLI reads them.
+fn connect_options(server: &str, client_name: &str) -> ferry_client::ConnectOptions {
+    let mut o = ferry_client::ConnectOptions::new(server, client_name);
+    if let Some(ca) = std::env::var_os("FERRY_CA") {
+        o = o.tls(ferry_client::ClientTls {
+            ca: Some(ca.into()),
+            ..ferry_client::ClientTls::default()
+        });
+    }
+    if let Ok(user) = std::env::var("FERRY_USER") {
+        o = o.user(user, std::env::var("FERRY_PASSWORD").unwrap_or_default());
+    }
+    o
 }
 
 /// One `ferry_client::Client`; concurrent calls pipeline on its connection.

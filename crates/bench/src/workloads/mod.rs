@@ -12,12 +12,14 @@
 //!   bytes on the wire per message;
 //! - [`stream`]: a monitoring-record stream over brokers, TCP and the datagram ingest:
 //!   records per second and loss;
+//! - [`connect`]: time to get a session (TLS, SCRAM), one at a time and a crowd at once;
 //! - [`compare`]: one workload against several targets in alternating rounds;
 //! - [`workload`]: the [`Workload`] trait they implement and [`run()`], the one way each runs;
 //! - [`run`](mod@run): the phase and counters one run's tasks share; [`consumer`]: the consumer
 //!   task both workloads use; [`setup`]: connecting and queue set-up.
 
 pub mod compare;
+pub mod connect;
 pub mod consumer;
 pub mod fanout;
 pub mod ftab;

@@ -25,7 +25,8 @@ Exit status: 0 on success, 1 when a run fails (a target cannot be reached, a dri
 workload, a file cannot be written), 2 when the command line cannot be parsed.
 Environment: FERRY_SERVER, FERRY_NAME, FERRY_NATS_URL, FERRY_AMQP_URL, FERRY_POSTGRES_URL
 (where each target is), FERRY_WORKERS (the worker threads of a broker the harness starts),
-FERRY_BIN (the ferry binary that --own-broker runs). Method and figures: docs/benchmarks.md.";
+FERRY_BIN (the ferry binary that --own-broker runs); for the ferry target FERRY_CA (TLS
+trusting that CA), FERRY_USER and FERRY_PASSWORD (SCRAM), as the ferry CLI reads them. Method and figures: docs/benchmarks.md.";
 
 /// `--target` of the pub/sub workloads, which run on Ferry and NATS only (the RabbitMQ and
 /// PostgreSQL flags are left out of their help).
@@ -102,6 +103,10 @@ enum Workload {
     /// The client end of slowlink, inside its namespace (run by slowlink).
     #[command(hide = true)]
     SlowlinkClient(ferry_bench::workloads::slowlink::ends::ClientEnd),
+    /// Time to get a session (TCP, TLS with --ca, SCRAM with --user), one client at a time
+    /// and --clients at once.
+    #[command(after_help = AFTER_HELP)]
+    Connect(ferry_bench::ConnectArgs),
     /// One workload against several targets in alternating rounds, with ratios to Ferry
     /// (starts a broker of its own for the ferry target unless --server is given).
     #[command(after_help = AFTER_HELP)]
@@ -126,6 +131,9 @@ fn run_cli(cli: Cli) -> Result<()> {
     let ferry = || Some(ferry_binary(cli.ferry_bin.clone()));
     match cli.workload {
         Workload::Throughput(a) => ferry_bench::block_on(threads, run(a)),
+        Workload::Connect(a) => {
+            ferry_bench::block_on(threads, ferry_bench::workloads::connect::run(a))
+        }
         Workload::Latency(a) => ferry_bench::block_on(threads, run(a)),
         Workload::Ftab(a) => ferry_bench::block_on(threads, run(a)),
         Workload::Fanout(mut a) => {
