@@ -298,3 +298,33 @@ async fn a_reload_serves_new_connections_the_new_certificate_while_open_ones_con
     let got = take(&before, "q").await.expect("a message");
     assert_eq!(&got.message.body[..], b"still here");
 }
+
+#[tokio::test]
+async fn a_missing_certificate_stops_the_start_naming_the_file() {
+    let d = dir();
+    let mut config = ferry_testkit::test_config(d.path());
+    config.tls_cert = Some(d.path().join("absent.pem"));
+    config.tls_key = Some(d.path().join("absent.key"));
+    let e = ferry_broker::Broker::start(config)
+        .await
+        .err()
+        .expect("started");
+    assert!(e.to_string().contains("absent.pem"), "{e}");
+}
+
+#[tokio::test]
+async fn tls_does_not_let_a_broker_without_users_listen_beyond_loopback() {
+    let d = dir();
+    let pki = TestPki::new(d.path(), "t");
+    let server = pki.server("server", &["localhost"]);
+    let mut config = ferry_testkit::test_config(&d.path().join("data"));
+    config.listen = "0.0.0.0:0".into();
+    config.tls_cert = Some(server.cert);
+    config.tls_key = Some(server.key);
+    config.tls_client_ca = Some(pki.ca_path());
+    let e = ferry_broker::Broker::start(config)
+        .await
+        .err()
+        .expect("started");
+    assert!(e.to_string().contains("with no users"), "{e}");
+}

@@ -504,3 +504,44 @@ fn bad_grants_and_weak_iteration_counts_are_refused_naming_the_setting() {
     .unwrap_err();
     assert!(err.to_string().contains("scram_iterations"), "{err}");
 }
+
+#[test]
+fn tls_files_come_in_pairs_and_client_cas_need_them() {
+    let cfg = |text: &str| {
+        let file: ConfigLayer = toml::from_str(text).unwrap();
+        BrokerConfig::resolve(
+            Some(&file),
+            &ConfigLayer::default(),
+            &ConfigLayer::default(),
+        )
+    };
+    let ok = cfg("tls_cert = \"s.pem\"\ntls_key = \"s.key\"\ntls_client_ca = \"ca.pem\"").unwrap();
+    let files = ok.tls_files().expect("TLS on");
+    assert_eq!(files.cert, std::path::Path::new("s.pem"));
+    assert_eq!(
+        files.client_ca.as_deref(),
+        Some(std::path::Path::new("ca.pem"))
+    );
+    assert!(
+        cfg("").unwrap().tls_files().is_none(),
+        "plain TCP by default"
+    );
+    for (text, key) in [
+        ("tls_cert = \"s.pem\"", "tls_cert"),
+        ("tls_key = \"s.key\"", "tls_key"),
+        ("tls_client_ca = \"ca.pem\"", "tls_client_ca"),
+    ] {
+        let err = cfg(text).unwrap_err();
+        assert!(err.to_string().contains(key), "{text}: {err}");
+    }
+    let env = ConfigLayer::from_env([
+        ("FERRY_TLS_CERT".to_owned(), "e.pem".to_owned()),
+        ("FERRY_TLS_KEY".to_owned(), "e.key".to_owned()),
+    ])
+    .unwrap();
+    let from_env = BrokerConfig::resolve(None, &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(
+        from_env.tls_key.as_deref(),
+        Some(std::path::Path::new("e.key"))
+    );
+}
