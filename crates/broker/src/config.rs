@@ -228,6 +228,9 @@ pub struct BrokerConfig {
     /// Records from datagrams are published persistent (`true`) or kept in memory only
     /// (`false`, the default: a monitoring stream values rate over durability).
     pub udp_persistent: bool,
+    /// The user the datagram ingest publishes as (its grants confine it); `None`: the
+    /// broker's operator, with every permission.
+    pub udp_user: Option<String>,
     /// Accept unauthenticated sessions from any address while no user exists; without it they
     /// are accepted from loopback only, and a non-loopback `listen` without users refuses to
     /// start (see `docs/security.md`).
@@ -284,6 +287,7 @@ impl Default for BrokerConfig {
             udp_listen: None,
             udp_topic: None,
             udp_persistent: false,
+            udp_user: None,
             allow_anonymous: false,
             anonymous_grants: Vec::new(),
             auth_failure_delay_ms: 1_000,

@@ -34,12 +34,43 @@ impl RunningBroker {
     /// Starts an in-process session as client `client` (see [`LocalSession`]).
     /// `AlreadyOnline` when the name has a live session, `InvalidArgument` for a bad name.
     pub async fn local_session(&self, client: &str) -> Result<LocalSession, ErrorReply> {
-        LocalSession::open(self.shared().clone(), client).await
+        LocalSession::open(
+            self.shared().clone(),
+            client,
+            crate::access::Principal::Operator,
+        )
+        .await
+    }
+
+    /// As [`RunningBroker::local_session`], acting as `user` with that user's grants (a
+    /// gateway confined by its settings) instead of the operator. `Unauthorized` when the user
+    /// does not exist.
+    pub async fn local_session_as(
+        &self,
+        client: &str,
+        user: &str,
+    ) -> Result<LocalSession, ErrorReply> {
+        match self.shared().store.user(user).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return Err(ErrorReply::new(
+                    ErrorCode::Unauthorized,
+                    format!("user '{user}' does not exist"),
+                ))
+            }
+            Err(e) => return Err(ErrorReply::new(e.code(), e.to_string())),
+        }
+        let principal = crate::access::Principal::User(Arc::from(user));
+        LocalSession::open(self.shared().clone(), client, principal).await
     }
 }
 
 impl LocalSession {
-    async fn open(shared: Arc<Shared>, client: &str) -> Result<LocalSession, ErrorReply> {
+    async fn open(
+        shared: Arc<Shared>,
+        client: &str,
+        principal: crate::access::Principal,
+    ) -> Result<LocalSession, ErrorReply> {
         validate::name("client", client, &shared.limits)?;
         let Some(id) = shared.claim_client(client) else {
             return Err(ErrorReply::new(
@@ -57,13 +88,7 @@ impl LocalSession {
         }
         let (out, writer) = outbound::channel(shared.policy.max_outbound_bytes, &shared.shutdown);
         Ok(LocalSession {
-            session: Arc::new(Session::new(
-                id,
-                client.to_owned(),
-                out,
-                true,
-                crate::access::Principal::Operator,
-            )),
+            session: Arc::new(Session::new(id, client.to_owned(), out, true, principal)),
             shared,
             _writer: writer,
         })

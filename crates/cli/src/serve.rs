@@ -72,6 +72,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let udp = config.udp_listen.clone().map(|listen| {
             let mut udp = UdpConfig::new(listen, config.udp_topic.clone());
             udp.persistent = config.udp_persistent;
+            udp.user = config.udp_user.clone();
             udp
         });
         let broker = Broker::start(config).await?;

@@ -65,6 +65,9 @@ pub struct UdpConfig {
     /// The socket's receive buffer asked of the kernel (it may grant less), which absorbs
     /// bursts while the reader is not scheduled.
     pub receive_buffer: usize,
+    /// Publish as this user, with its grants: a datagram naming a topic the user may not
+    /// send to is refused and dropped. `None`: the broker's operator, with every permission.
+    pub user: Option<String>,
 }
 
 impl UdpConfig {
@@ -76,6 +79,7 @@ impl UdpConfig {
             persistent: false,
             queue_bytes: DEFAULT_QUEUE_BYTES,
             receive_buffer: DEFAULT_RECEIVE_BUFFER,
+            user: None,
         }
     }
 }
@@ -126,10 +130,11 @@ impl UdpGateway {
             addr: config.listen.clone(),
             source,
         })?;
-        let session = broker
-            .local_session(CLIENT_NAME)
-            .await
-            .map_err(|e| UdpError::Broker(e.message))?;
+        let session = match &config.user {
+            Some(user) => broker.local_session_as(CLIENT_NAME, user).await,
+            None => broker.local_session(CLIENT_NAME).await,
+        }
+        .map_err(|e| UdpError::Broker(e.message))?;
         if let Some(topic) = &config.topic {
             match session
                 .request(Request::CreateTopic {

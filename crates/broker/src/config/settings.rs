@@ -215,6 +215,14 @@ settings! {
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     udp_persistent: bool, "BOOL" => field(udp_persistent);
 
+    /// publish the datagrams' records as this user, with its grants: a datagram naming a topic
+    /// it may not send to is dropped (see [security.md](security.md#not-protected-yet))
+    #[default = "unset (the broker's own gateway, every permission)"]
+    udp_user: String, "USER" => custom {
+        get: |c| c.udp_user.clone(),
+        set: |c, v, origin| c.udp_user = Some(v),
+    };
+
     /// while no user exists, accept unauthenticated sessions from any address, and start on a
     /// non-loopback `listen` without users (see [security.md](security.md))
     #[arg(num_args = 0..=1, default_missing_value = "true")]
