@@ -115,8 +115,7 @@ async fn a_plaintext_client_is_closed_on_its_first_bytes_without_a_session() {
     // A Ferry client speaking plain TCP: its Connect is not a TLS record.
     let e = Client::connect(&s.addr_string(), "alice")
         .await
-        .err()
-        .expect("a plaintext connect succeeded");
+        .expect_err("a plaintext connect succeeded");
     assert!(
         matches!(
             e,
@@ -185,8 +184,7 @@ async fn mutual_tls_authenticates_the_user_the_certificate_names() {
         .tls(with_cert(&pki, &alice));
     let e = Client::connect_with(opts)
         .await
-        .err()
-        .expect("alice as admin");
+        .expect_err("alice as admin");
     assert_eq!(e.code(), Some(ErrorCode::Unauthorized), "{e:?}");
 }
 
@@ -201,8 +199,7 @@ async fn mutual_tls_refuses_unknown_subjects_other_cas_and_clients_without_a_cer
     let opts = ConnectOptions::new(addr.clone(), "mallory").tls(with_cert(&pki, &mallory));
     let e = Client::connect_with(opts)
         .await
-        .err()
-        .expect("unknown subject");
+        .expect_err("unknown subject");
     assert_eq!(e.code(), Some(ErrorCode::Unauthorized), "{e:?}");
     assert!(e.to_string().contains("mallory"), "{e}");
     // A certificate naming alice from another CA: refused in the TLS handshake.
@@ -211,8 +208,7 @@ async fn mutual_tls_refuses_unknown_subjects_other_cas_and_clients_without_a_cer
     let opts = ConnectOptions::new(addr.clone(), "alice").tls(with_cert(&pki, &forged));
     let e = Client::connect_with(opts)
         .await
-        .err()
-        .expect("forged certificate");
+        .expect_err("forged certificate");
     assert!(
         matches!(e, ClientError::Io(_) | ClientError::Closed),
         "{e:?}"
@@ -220,8 +216,7 @@ async fn mutual_tls_refuses_unknown_subjects_other_cas_and_clients_without_a_cer
     // No certificate at all, even with the right password: mutual TLS requires one.
     let e = alice_over(&s, trusting(&pki), "localhost")
         .await
-        .err()
-        .expect("no cert");
+        .expect_err("no cert");
     assert!(
         matches!(e, ClientError::Io(_) | ClientError::Closed),
         "{e:?}"
@@ -245,8 +240,7 @@ async fn external_without_a_client_certificate_is_refused() {
         .tls(with_cert(&pki, &alice));
     let e = Client::connect_with(opts)
         .await
-        .err()
-        .expect("EXTERNAL without mTLS");
+        .expect_err("EXTERNAL without mTLS");
     assert_eq!(e.code(), Some(ErrorCode::Unauthorized), "{e:?}");
     assert!(e.to_string().contains("EXTERNAL"), "{e}");
 }

@@ -85,9 +85,17 @@ impl ConnArgs {
         if let Some(tls) = self.client_tls() {
             options = options.tls(tls);
         }
-        Client::connect_with(options)
-            .await
-            .map_err(|e| anyhow!("cannot connect to {}: {}", self.server, connect_reason(&e)))
+        let tls = options.tls.is_some();
+        Client::connect_with(options).await.map_err(|e| {
+            let hint = match (&e, tls) {
+                (ClientError::Closed, false) => " (does it speak TLS? then give --ca or --tls)",
+                (ClientError::Closed, true) => {
+                    " (does it want a client certificate? then give --cert and --key)"
+                }
+                _ => "",
+            };
+            anyhow!("cannot connect to {}: {}{hint}", self.server, connect_reason(&e))
+        })
     }
 }
 

@@ -219,8 +219,7 @@ async fn sighup_reloads_the_certificate_for_new_connections_while_open_ones_cont
         .expect("the connection opened before the reload continues");
     let e = connect(port, &old.ca_path(), "late")
         .await
-        .err()
-        .expect("old cert served");
+        .expect_err("old cert served");
     assert!(e.to_string().contains("UnknownIssuer"), "{e}");
 }
 
