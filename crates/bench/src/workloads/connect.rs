@@ -5,7 +5,8 @@
 //! before the next), for the latency of one connect on an idle broker; then `--clients N`
 //! clients start connecting at the same instant and stay connected until all are in, for how
 //! long a crowd takes to get in. The figures are the connect times' percentiles and, for the
-//! crowd, the time until the last one was in. The password comes from `FERRY_PASSWORD`.
+//! crowd, the time until the last one was in. The password comes from `FERRY_PASSWORD`. Its
+//! JSON is its own (it names its `command`), not the harness's result schema.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -117,7 +118,7 @@ pub async fn run(args: ConnectArgs) -> Result<()> {
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let result = json!({
-        "workload": "connect",
+        "benchmark": "connect",
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "server": args.server,
         "tls": args.ca.is_some(),
