@@ -94,7 +94,11 @@ impl ConnArgs {
                 }
                 _ => "",
             };
-            anyhow!("cannot connect to {}: {}{hint}", self.server, connect_reason(&e))
+            anyhow!(
+                "cannot connect to {}: {}{hint}",
+                self.server,
+                connect_reason(&e)
+            )
         })
     }
 }
