@@ -20,7 +20,8 @@
 //!
 //! **Clients.** [`ClientTls`] says which CA to trust (the system's roots by default), which
 //! certificate to present, and under which name to verify the server (the host connected to
-//! by default); [`ClientTls::connect`] runs the handshake over a connected socket.
+//! by default); [`ClientTls::connector`] loads them, and [`Connector::connect`] runs the
+//! handshake over a connected socket.
 
 use std::io;
 use std::path::{Path, PathBuf};
