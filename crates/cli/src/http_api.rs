@@ -2,6 +2,8 @@
 //! `client`, `queue describe | purge | browse | move`): the `--http` flag and one JSON request
 //! at a time, an error answer turned into the API's own message.
 
+use std::path::PathBuf;
+
 use anyhow::{anyhow, Result};
 use clap::Args;
 use serde_json::Value;
@@ -19,6 +21,21 @@ pub struct HttpArgs {
     /// comes from FERRY_PASSWORD or a prompt.
     #[arg(long = "http-user", value_name = "USER", env = "FERRY_USER")]
     pub user: Option<String>,
+    /// Reach the HTTP API over TLS (https), verifying the broker's certificate for the host of
+    /// --http (implied by --http-ca and --http-cert). The broker serves HTTP with the same
+    /// certificate as its native listener, so the native flags' variables apply here too.
+    #[arg(long = "http-tls", env = "FERRY_TLS", num_args = 0..=1, default_missing_value = "true")]
+    pub tls: Option<bool>,
+    /// PEM file of the CA that signed the broker's certificate (default: the system's trusted
+    /// roots).
+    #[arg(long = "http-ca", value_name = "FILE", env = "FERRY_CA")]
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate for a broker that asks for one (mutual TLS).
+    #[arg(long = "http-cert", value_name = "FILE", env = "FERRY_CERT", requires = "http_key")]
+    pub http_cert: Option<PathBuf>,
+    /// PEM private key of --http-cert.
+    #[arg(long = "http-key", value_name = "FILE", env = "FERRY_KEY", requires = "http_cert")]
+    pub http_key: Option<PathBuf>,
 }
 
 impl HttpArgs {
@@ -30,8 +47,9 @@ impl HttpArgs {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value> {
-        let url = format!("http://{}{path}", self.http);
-        let mut req = reqwest::Client::new().request(method, &url);
+        let (scheme, client) = self.client()?;
+        let url = format!("{scheme}://{}{path}", self.http);
+        let mut req = client.request(method, &url);
         if let Some(user) = &self.user {
             req = req.basic_auth(user, Some(crate::connection::password(user)?));
         }
@@ -61,6 +79,28 @@ impl HttpArgs {
             Some(m) => Err(anyhow!("{m}")),
             None => Err(anyhow!("HTTP API at {}: {v}", self.http)),
         }
+    }
+
+    /// The URL scheme and an HTTP client: plain, or TLS with the configured trust and
+    /// identity when --http-tls, --http-ca or --http-cert ask for it.
+    fn client(&self) -> Result<(&'static str, reqwest::Client)> {
+        let wanted = self.tls.unwrap_or(false) || self.ca.is_some() || self.http_cert.is_some();
+        if !wanted {
+            return Ok(("http", reqwest::Client::new()));
+        }
+        let tls = ferry_client::ClientTls {
+            ca: self.ca.clone(),
+            identity: self.http_cert.clone().zip(self.http_key.clone()),
+            server_name: None,
+        };
+        let config = tls
+            .client_config()
+            .map_err(|e| anyhow!("TLS for the HTTP API: {e}"))?;
+        let client = reqwest::Client::builder()
+            .use_preconfigured_tls(config)
+            .build()
+            .map_err(|e| anyhow!("TLS for the HTTP API: {e}"))?;
+        Ok(("https", client))
     }
 
     /// A GET.

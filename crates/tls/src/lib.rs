@@ -285,6 +285,16 @@ impl ClientTls {
 
     /// Loads the files into a [`Connector`].
     pub fn connector(&self) -> Result<Connector, TlsError> {
+        Ok(Connector {
+            inner: Arc::new(self.client_config()?).into(),
+            server_name: self.server_name.clone(),
+        })
+    }
+
+    /// Loads the files into a rustls client configuration, for clients that bring their own
+    /// connection handling (the CLI's HTTPS requests). The server's name is checked by
+    /// whoever connects with it.
+    pub fn client_config(&self) -> Result<ClientConfig, TlsError> {
         let roots = match &self.ca {
             Some(ca) => load_roots(ca)?,
             None => {
@@ -307,10 +317,7 @@ impl ClientTls {
                 .map_err(config_error)?,
             None => builder.with_no_client_auth(),
         };
-        Ok(Connector {
-            inner: Arc::new(config).into(),
-            server_name: self.server_name.clone(),
-        })
+        Ok(config)
     }
 }
 

@@ -260,3 +260,39 @@ async fn the_http_api_speaks_tls_with_the_same_certificate() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn the_admin_commands_reach_the_http_api_over_tls_with_http_ca() {
+    let d = tempfile::tempdir().unwrap();
+    let pki = TestPki::new(d.path(), "t");
+    let s = start(&tls_args(&pki.server("server", &["localhost"])));
+    let http = format!("localhost:{}", s.http_addr().expect("http on").port());
+    let status = |extra: &[&str]| {
+        let out = Command::new(ferry_path())
+            .args(["status", "--http", &http])
+            .args(extra)
+            .env_remove("FERRY_TLS")
+            .env_remove("FERRY_CA")
+            .env_remove("FERRY_HTTP")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run ferry status");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let ca = pki.ca_path().display().to_string();
+    let (ok, out) = status(&["--http-ca", &ca]);
+    assert!(ok, "status over https with the CA: {out}");
+    assert!(out.contains("queues"), "{out}");
+    // Plain HTTP against the TLS listener, and TLS trusting only the system roots, both fail.
+    let (ok, out) = status(&[]);
+    assert!(!ok, "plain HTTP must not reach a TLS listener: {out}");
+    let (ok, out) = status(&["--http-tls"]);
+    assert!(!ok, "an unknown CA must be refused: {out}");
+}
