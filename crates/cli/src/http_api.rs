@@ -31,10 +31,20 @@ pub struct HttpArgs {
     #[arg(long = "http-ca", value_name = "FILE", env = "FERRY_CA")]
     pub ca: Option<PathBuf>,
     /// PEM client certificate for a broker that asks for one (mutual TLS).
-    #[arg(long = "http-cert", value_name = "FILE", env = "FERRY_CERT", requires = "http_key")]
+    #[arg(
+        long = "http-cert",
+        value_name = "FILE",
+        env = "FERRY_CERT",
+        requires = "http_key"
+    )]
     pub http_cert: Option<PathBuf>,
     /// PEM private key of --http-cert.
-    #[arg(long = "http-key", value_name = "FILE", env = "FERRY_KEY", requires = "http_cert")]
+    #[arg(
+        long = "http-key",
+        value_name = "FILE",
+        env = "FERRY_KEY",
+        requires = "http_cert"
+    )]
     pub http_key: Option<PathBuf>,
 }
 
