@@ -80,6 +80,7 @@ impl LocalSession {
         };
         if let Err(e) = shared
             .store
+            .sessions()
             .claim_session(client, id, Registration::Ephemeral)
             .await
         {

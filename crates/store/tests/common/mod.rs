@@ -72,6 +72,7 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
 pub async fn peek_all(store: &EmbeddedStore, queue: &str) -> Vec<Delivery> {
     use ferry_store::Store;
     store
+        .queues()
         .receive(
             &spec(queue, ReceiveMode::Peek, AckMode::Auto, 0),
             usize::MAX,
@@ -115,7 +116,11 @@ pub async fn outlive(store: &dyn ferry_store::Store, timeout_ms: u64) -> Vec<Str
     let mut returned = Vec::new();
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_millis(3 * timeout_ms) {
-        let beat = store.heartbeat(timeout_ms).await.expect("heartbeat");
+        let beat = store
+            .sessions()
+            .heartbeat(timeout_ms)
+            .await
+            .expect("heartbeat");
         assert!(!beat.was_taken_for_dead, "the surviving node was alive");
         returned.extend(beat.returned);
         tokio::time::sleep(std::time::Duration::from_millis(timeout_ms / 10)).await;
