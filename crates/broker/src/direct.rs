@@ -112,7 +112,7 @@ impl Attached {
 }
 
 impl Attached {
-    /// The attached consumer, to pass to [`Queues::receive_with`] as its taker.
+    /// The attached consumer, to pass to [`Queues::receive_with`](ferry_store::Queues::receive_with) as its taker.
     pub fn consumer(&self) -> &dyn DirectConsumer {
         &*self.consumer
     }

@@ -149,6 +149,44 @@ pub trait Store: Send + Sync + 'static {
     fn users(&self) -> &dyn Users;
 }
 
+/// Implements [`Store`] for an engine that plays every role itself (each accessor returns
+/// `self`): `ferry_store::engine_store!(MyEngine);` once the engine implements [`Queues`],
+/// [`Topics`], [`Transactions`], [`Sessions`], [`Upkeep`], [`Admin`] and [`Users`].
+#[macro_export]
+macro_rules! engine_store {
+    ($engine:ty) => {
+        impl $crate::Store for $engine {
+            fn queues(&self) -> &dyn $crate::Queues {
+                self
+            }
+
+            fn topics(&self) -> &dyn $crate::Topics {
+                self
+            }
+
+            fn transactions(&self) -> &dyn $crate::Transactions {
+                self
+            }
+
+            fn sessions(&self) -> &dyn $crate::Sessions {
+                self
+            }
+
+            fn upkeep(&self) -> &dyn $crate::Upkeep {
+                self
+            }
+
+            fn admin(&self) -> &dyn $crate::Admin {
+                self
+            }
+
+            fn users(&self) -> &dyn $crate::Users {
+                self
+            }
+        }
+    };
+}
+
 /// Queues and their messages: create, delete and list queues; send, receive and settle.
 #[async_trait]
 pub trait Queues: Send + Sync {

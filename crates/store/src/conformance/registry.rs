@@ -3,7 +3,7 @@
 //! subscription of their own) or have a session stay.
 //!
 //! Session ends are stamped by the store's own clock ([`wall_ms`]); the tests pass times around
-//! it to [`Upkeep::expire_clients`], so none of them waits.
+//! it to [`Upkeep::expire_clients`](crate::Upkeep::expire_clients), so none of them waits.
 
 use std::sync::Arc;
 

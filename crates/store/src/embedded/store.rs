@@ -1,4 +1,4 @@
-//! [`EmbeddedStore`]: the [`Store`] implementation of the embedded engine.
+//! [`EmbeddedStore`]: the [`Store`](crate::Store) implementation of the embedded engine.
 //!
 //! Every call follows the same shape: lock the state, change it and encode the records into the
 //! log buffer, take the batch's ticket, unlock, then wait for the ticket (group commit). The
@@ -34,14 +34,12 @@ use super::state::messages::BatchMemo;
 use super::state::State;
 use super::writer::{self, Files, Log};
 use super::SEGMENTS_DIR;
-use crate::admin::Admin;
 use crate::api::{
-    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Store, Topics,
+    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Topics,
     Transactions, Upkeep,
 };
 use crate::direct::DirectConsumer;
 use crate::error::StoreError;
-use crate::users::Users;
 
 /// What a writing call does to the log's size, for its admission on a full disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -376,36 +374,8 @@ impl Drop for EmbeddedStore {
     }
 }
 
-/// Every role is played by the engine itself.
-impl Store for EmbeddedStore {
-    fn queues(&self) -> &dyn Queues {
-        self
-    }
-
-    fn topics(&self) -> &dyn Topics {
-        self
-    }
-
-    fn transactions(&self) -> &dyn Transactions {
-        self
-    }
-
-    fn sessions(&self) -> &dyn Sessions {
-        self
-    }
-
-    fn upkeep(&self) -> &dyn Upkeep {
-        self
-    }
-
-    fn admin(&self) -> &dyn Admin {
-        self
-    }
-
-    fn users(&self) -> &dyn Users {
-        self
-    }
-}
+// Every role is played by the engine itself.
+crate::engine_store!(EmbeddedStore);
 
 #[async_trait]
 impl Queues for EmbeddedStore {

@@ -1,4 +1,4 @@
-//! [`PostgresStore`]: the [`Store`] implementation over PostgreSQL.
+//! [`PostgresStore`]: the [`Store`](crate::Store) implementation over PostgreSQL.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -19,13 +19,11 @@ use super::gather::{self, Gathers};
 use super::inner::Inner;
 use super::publish::Selectors;
 use super::{listen, migrate};
-use crate::admin::Admin;
 use crate::api::{
-    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Store, Topics,
+    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Topics,
     Transactions, Upkeep,
 };
 use crate::error::StoreError;
-use crate::users::Users;
 
 /// Change reports buffered per subscriber; one that lags further is told "anything changed".
 const CHANGES_CAPACITY: usize = 1024;
@@ -155,36 +153,8 @@ impl PostgresStore {
     }
 }
 
-/// Every role is played by the engine itself.
-impl Store for PostgresStore {
-    fn queues(&self) -> &dyn Queues {
-        self
-    }
-
-    fn topics(&self) -> &dyn Topics {
-        self
-    }
-
-    fn transactions(&self) -> &dyn Transactions {
-        self
-    }
-
-    fn sessions(&self) -> &dyn Sessions {
-        self
-    }
-
-    fn upkeep(&self) -> &dyn Upkeep {
-        self
-    }
-
-    fn admin(&self) -> &dyn Admin {
-        self
-    }
-
-    fn users(&self) -> &dyn Users {
-        self
-    }
-}
+// Every role is played by the engine itself.
+crate::engine_store!(PostgresStore);
 
 #[async_trait]
 impl Queues for PostgresStore {
