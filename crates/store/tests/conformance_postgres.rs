@@ -1,5 +1,7 @@
 //! The conformance suite against the PostgreSQL engine, on a real PostgreSQL started for this
 //! test binary ([`PgCluster`]), each test on a fresh database of its own.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::{Arc, OnceLock};
 

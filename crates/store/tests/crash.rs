@@ -5,6 +5,8 @@
 //! - nothing whose removal (auto-ack take, ack, drop) was acknowledged comes back;
 //! - messages leased with client ack and not settled come back flagged redelivered;
 //! - a send still in flight at the crash is on all of its queues or on none.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

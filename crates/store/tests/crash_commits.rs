@@ -7,6 +7,8 @@
 //! - a commit in flight at the crash is there entirely or not at all (its acked messages then
 //!   back on their queue, redelivered);
 //! - leased messages nobody acked come back redelivered.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //! run or after a restart), everything that frees space goes on in the space reserve, the
 //! store opens on the full disk and serves the drain, and once space returns, sends work again
 //! by themselves.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 

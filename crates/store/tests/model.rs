@@ -4,6 +4,8 @@
 //! so that rolling and compaction run all the time. After every operation the queue depths
 //! must agree; after every reopen and at the end, every queue's full content (ids and
 //! delivery counts) must agree.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

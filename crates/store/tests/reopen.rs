@@ -1,5 +1,7 @@
 //! Reopening a store keeps its state: clients, queues, messages (all fields), delivery counts,
 //! the next message id, across several segments, on the real filesystem.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 

@@ -3,6 +3,8 @@
 //! non-durable subscriptions and non-persistent messages are gone (the latter never reach the
 //! log), and a committed transaction is there entirely or, when its records are torn, not at
 //! all.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

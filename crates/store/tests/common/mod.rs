@@ -1,5 +1,7 @@
 //! Helpers shared by the engine tests.
 #![allow(dead_code)]
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
