@@ -121,7 +121,7 @@ async fn external(
             ),
         ));
     };
-    match shared.store.user(user).await {
+    match shared.store.users().user(user).await {
         Ok(Some(_)) => {
             Stats::add(&shared.stats.auth_succeeded, 1);
             Ok(Authenticated {

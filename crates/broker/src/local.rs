@@ -50,7 +50,7 @@ impl RunningBroker {
         client: &str,
         user: &str,
     ) -> Result<LocalSession, ErrorReply> {
-        match self.shared().store.user(user).await {
+        match self.shared().store.users().user(user).await {
             Ok(Some(_)) => {}
             Ok(None) => {
                 return Err(ErrorReply::new(
