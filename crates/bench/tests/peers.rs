@@ -6,6 +6,8 @@
 //! `scripts/test` runs them when `scripts/peers status` finds every peer up; it never starts
 //! peers itself. Peer URLs come from the drivers' defaults (the ports `scripts/peers` uses) or
 //! `FERRY_NATS_URL`, `FERRY_AMQP_URL`, `FERRY_POSTGRES_URL`.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 #[path = "bench/schema.rs"]
 mod schema;

@@ -102,7 +102,7 @@ impl Access {
     /// Reads every user's grants from the store. Grant lines that do not parse (written by a
     /// newer build, say) are skipped with a warning: they grant nothing.
     pub async fn reload(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let users = store.list_users().await?;
+        let users = store.users().list_users().await?;
         let mut map = HashMap::with_capacity(users.len());
         for u in users {
             let name = &u.name;

@@ -121,7 +121,7 @@ async fn external(
             ),
         ));
     };
-    match shared.store.user(user).await {
+    match shared.store.users().user(user).await {
         Ok(Some(_)) => {
             Stats::add(&shared.stats.auth_succeeded, 1);
             Ok(Authenticated {
@@ -181,7 +181,7 @@ async fn scram<F: NextFrame + Send>(
         Ok(f) => f,
         Err(e) => return Err(fail(shared, ip, None, rid, &e).await),
     };
-    let credential = match shared.store.user(first.user()).await {
+    let credential = match shared.store.users().user(first.user()).await {
         Ok(Some(u)) => match StoredCredential::decode(&u.credential) {
             Ok(c) => Some(c),
             Err(_) => {

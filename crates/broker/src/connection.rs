@@ -455,7 +455,7 @@ pub(crate) async fn end_session(shared: &Arc<Shared>, session: &Session) {
         holders.push(session.hold_id());
     }
     for holder in holders {
-        match shared.store.release_session(holder).await {
+        match shared.store.sessions().release_session(holder).await {
             Ok(queues) => shared.wakers.notify(&queues),
             Err(e) => {
                 warn!(client = %session.client, error = %e, "could not release the session's deliveries; client-ack ones return when their leases expire, auto-ack ones when the broker restarts")
@@ -471,7 +471,7 @@ pub(crate) async fn end_session(shared: &Arc<Shared>, session: &Session) {
 /// Frees the client name in the store, then locally. When the store cannot be reached, a task
 /// keeps trying (with backoff, until shutdown) so that the name does not stay claimed.
 async fn free_name(shared: &Arc<Shared>, client: &str, session: SessionId) {
-    if let Err(e) = shared.store.end_session(client, session).await {
+    if let Err(e) = shared.store.sessions().end_session(client, session).await {
         warn!(%client, error = %e, "could not end the session in the store; retrying in the background");
         let shared = shared.clone();
         let client = client.to_owned();
@@ -482,7 +482,13 @@ async fn free_name(shared: &Arc<Shared>, client: &str, session: SessionId) {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shared.shutdown.cancelled() => return,
                 }
-                if shared.store.end_session(&client, session).await.is_ok() {
+                if shared
+                    .store
+                    .sessions()
+                    .end_session(&client, session)
+                    .await
+                    .is_ok()
+                {
                     shared.release_client(&client, session);
                     return;
                 }

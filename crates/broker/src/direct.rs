@@ -102,6 +102,7 @@ impl Attached {
         consumer: Arc<dyn DirectConsumer>,
     ) -> Option<Attached> {
         store
+            .topics()
             .attach_direct(queue, consumer.clone())
             .then(|| Attached {
                 store: store.clone(),
@@ -111,7 +112,7 @@ impl Attached {
 }
 
 impl Attached {
-    /// The attached consumer, to pass to [`Store::receive_with`] as its taker.
+    /// The attached consumer, to pass to [`Queues::receive_with`](ferry_store::Queues::receive_with) as its taker.
     pub fn consumer(&self) -> &dyn DirectConsumer {
         &*self.consumer
     }
@@ -119,6 +120,6 @@ impl Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        self.store.detach_direct(&self.consumer);
+        self.store.topics().detach_direct(&self.consumer);
     }
 }

@@ -228,6 +228,7 @@ async fn connect(
     };
     if let Err(e) = shared
         .store
+        .sessions()
         .claim_session(&c.client, session_id, registration)
         .await
     {
@@ -253,7 +254,7 @@ async fn check_new_name_rate(shared: &Shared, client: &str, ip: IpAddr) -> Resul
     if !admission.limits_new_clients() {
         return Ok(());
     }
-    match shared.store.client_exists(client).await {
+    match shared.store.sessions().client_exists(client).await {
         Ok(true) => Ok(()),
         Ok(false) if admission.allow_new_client(ip) => Ok(()),
         Ok(false) => {

@@ -50,7 +50,7 @@ impl RunningBroker {
         client: &str,
         user: &str,
     ) -> Result<LocalSession, ErrorReply> {
-        match self.shared().store.user(user).await {
+        match self.shared().store.users().user(user).await {
             Ok(Some(_)) => {}
             Ok(None) => {
                 return Err(ErrorReply::new(
@@ -80,6 +80,7 @@ impl LocalSession {
         };
         if let Err(e) = shared
             .store
+            .sessions()
             .claim_session(client, id, Registration::Ephemeral)
             .await
         {

@@ -255,6 +255,7 @@ impl Management {
         }
         self.shared
             .store
+            .admin()
             .set_queue_options(name, options)
             .await
             .map_err(|e| store_reply(&e))
@@ -272,6 +273,7 @@ impl Management {
         let report = self
             .shared
             .store
+            .admin()
             .move_messages(from, target, ids, limit)
             .await
             .map_err(|e| store_reply(&e))?;
@@ -300,6 +302,7 @@ impl Management {
         }
         let store = &self.shared.store;
         store
+            .sessions()
             .register_client(sender)
             .await
             .map_err(|e| store_reply(&e))?;
@@ -309,6 +312,7 @@ impl Management {
         let topic = m.topic.clone();
         let delayed = m.delay_ms > 0;
         let id = store
+            .queues()
             .send(NewMessage {
                 queues: m.queues,
                 topic: m.topic,

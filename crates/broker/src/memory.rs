@@ -1,7 +1,7 @@
 //! The broker-wide memory budget (`max_memory`).
 //!
 //! What is counted: the message data the store keeps in the broker's memory
-//! ([`ferry_store::Store::memory_bytes`]: the embedded engine keeps every message it holds),
+//! ([`ferry_store::Queues::memory_bytes`]: the embedded engine keeps every message it holds),
 //! every connection's outbound bytes not yet written and every connection's pending requests
 //! (see [`crate::outbound::Probe`]). As a safety net for what is not counted (buffers,
 //! indexes, fragmentation), the process's resident size is read too: at the budget it counts

@@ -423,7 +423,7 @@ async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId], wr: &WireWri
         return false;
     }
     let session = link.hold_session.load(Ordering::Relaxed);
-    match store.ack(session, ids).await {
+    match store.queues().ack(session, ids).await {
         // Unknown ones left with their queue (a forced delete): delivered all the same.
         Ok(()) | Err(StoreError::DeliveriesNotFound(_)) => true,
         Err(e) => {
@@ -592,9 +592,10 @@ mod tests {
         let store: Arc<dyn Store> = EmbeddedStore::open(EmbeddedConfig::new(dir))
             .await
             .expect("store");
-        store.register_client("c").await.expect("client");
-        store.create_queue("q").await.expect("queue");
+        store.sessions().register_client("c").await.expect("client");
+        store.queues().create_queue("q").await.expect("queue");
         store
+            .queues()
             .send(NewMessage {
                 queues: vec!["q".into()],
                 topic: None,
@@ -623,7 +624,12 @@ mod tests {
             selector: None,
             now_ms: 1,
         };
-        let d = store.receive(&spec, 1).await.expect("taken").remove(0);
+        let d = store
+            .queues()
+            .receive(&spec, 1)
+            .await
+            .expect("taken")
+            .remove(0);
         (store, d)
     }
 
@@ -675,7 +681,7 @@ mod tests {
         let (rid, resp) = read_reply(&mut client).await;
         assert_eq!(rid, 7);
         assert!(matches!(resp, Response::Received(Some(_))), "{resp:?}");
-        let q = &store.list_queues().await.expect("list")[0];
+        let q = &store.queues().list_queues().await.expect("list")[0];
         assert_eq!((q.ready, q.in_flight), (0, 0), "the take is final");
         drop(out);
         task.await.expect("writer");
@@ -692,14 +698,18 @@ mod tests {
         let (rid, resp) = read_reply(&mut client).await;
         assert_eq!((rid, resp), (7, Response::Received(None)));
         assert!(out.stop_settling().await, "a take was held");
-        let q = &store.list_queues().await.expect("list")[0];
+        let q = &store.queues().list_queues().await.expect("list")[0];
         assert_eq!(
             (q.ready, q.in_flight),
             (0, 1),
             "still held, for the teardown"
         );
-        store.release_session(HOLDER).await.expect("released");
-        let q = &store.list_queues().await.expect("list")[0];
+        store
+            .sessions()
+            .release_session(HOLDER)
+            .await
+            .expect("released");
+        let q = &store.queues().list_queues().await.expect("list")[0];
         assert_eq!((q.ready, q.in_flight), (1, 0));
         drop(out);
         task.await.expect("writer");
@@ -719,7 +729,7 @@ mod tests {
         task.await.expect("the writer gives up");
         assert!(out.failure().is_some());
         assert!(out.is_closed());
-        let q = &store.list_queues().await.expect("list")[0];
+        let q = &store.queues().list_queues().await.expect("list")[0];
         assert_eq!((q.ready, q.in_flight), (0, 1), "not settled: still held");
     }
 

@@ -343,10 +343,10 @@ impl RunningBroker {
             let _ = t.await;
         }
         // The heartbeat job is stopped: nothing re-adds this node once it has left.
-        if let Err(e) = self.shared.store.leave().await {
+        if let Err(e) = self.shared.store.sessions().leave().await {
             warn!(error = %e, "could not leave the cluster; the other nodes free this node after its heartbeat timeout");
         }
-        self.shared.store.flush().await?;
+        self.shared.store.upkeep().flush().await?;
         let _ = std::fs::remove_file(runtime_file::path(&self.data_dir));
         info!("ferry broker stopped");
         Ok(())
@@ -489,7 +489,7 @@ async fn refuse_full(mut stream: TcpStream, max_frame: u32, why: String) {
 /// Refuses to serve a non-loopback native listener to anyone without credentials: no users,
 /// and anonymous access not explicitly allowed.
 async fn check_exposure(config: &BrokerConfig, store: &dyn Store) -> Result<(), BrokerError> {
-    if config.listen_is_loopback() || config.allow_anonymous || store.has_users().await? {
+    if config.listen_is_loopback() || config.allow_anonymous || store.users().has_users().await? {
         return Ok(());
     }
     Err(BrokerError::Insecure(format!(

@@ -176,6 +176,7 @@ async fn run(
         // once the batch is on its way (see credit.rs).
         match shared
             .store
+            .queues()
             .receive_with(&spec, max, taker, &mut sink)
             .await
         {
@@ -233,6 +234,7 @@ async fn run(
                     shared.consumers.detach(&consumer.queue);
                     let _ = shared
                         .store
+                        .topics()
                         .detach_consumer(&consumer.topic, &consumer.name, consumer.session)
                         .await;
                 }

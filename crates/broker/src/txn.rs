@@ -1,7 +1,7 @@
 //! A session's open transaction: what it sent and acked, held back until commit.
 //!
 //! Sends and publishes are validated when they are made (so a bad message is refused at once)
-//! but reach the store only at commit, in one [`ferry_store::Store::commit`] call that applies
+//! but reach the store only at commit, in one [`ferry_store::Transactions::commit`] call that applies
 //! them with the held acks atomically. Acked deliveries stay leased to the session until then,
 //! so a rollback (or a disconnect, or a crash) returns them to their queues.
 

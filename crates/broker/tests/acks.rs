@@ -1,4 +1,6 @@
 //! Client-ack deliveries: ack, nack, lease expiry, disconnect; subscriptions with credit.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

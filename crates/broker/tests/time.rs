@@ -1,5 +1,7 @@
 //! Delayed delivery, time to live and dead-lettering through the broker, on both engines, with
 //! the broker's clock moved by hand (a [`ManualClock`]): nothing here sleeps to let time pass.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

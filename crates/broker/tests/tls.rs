@@ -3,6 +3,8 @@
 //! on its first bytes, mutual TLS mapping a certificate to a user (`EXTERNAL`), and a
 //! certificate reload seen by new connections while an open one continues.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
 mod common;
 
 use std::path::Path;

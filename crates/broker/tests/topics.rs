@@ -2,6 +2,8 @@
 //! (backlog kept across disconnects and restarts), shared subscriptions as competing consumers,
 //! exclusive durable subscriptions, non-durable subscriptions that live with their consumer,
 //! pulling from a subscription's queue, and non-persistent messages.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

@@ -3,6 +3,8 @@
 //! inside a transaction are settled by the commit; a failed commit changes nothing; a
 //! disconnect rolls back; transaction requests out of order get `TransactionState`.
 //! Atomicity across `kill -9` is in `crash_transactions.rs`.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

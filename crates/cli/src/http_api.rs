@@ -85,7 +85,7 @@ impl HttpArgs {
         if ok {
             return Ok(v);
         }
-        match v["message"].as_str() {
+        match v.get("message").and_then(Value::as_str) {
             Some(m) => Err(anyhow!("{m}")),
             None => Err(anyhow!("HTTP API at {}: {v}", self.http)),
         }

@@ -37,7 +37,7 @@ pub fn topic_table(topics: &[TopicInfo]) -> String {
     }
     let width = |i: usize, title: &str| {
         rows.iter()
-            .map(|r| r[i].len())
+            .map(|r| r.get(i).map_or(0, String::len))
             .chain(std::iter::once(title.len()))
             .max()
             .unwrap_or(title.len())

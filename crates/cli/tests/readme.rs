@@ -5,6 +5,8 @@
 //!
 //! The tour's default addresses (`127.0.0.1:6730`, `127.0.0.1:6731`) are replaced with the test
 //! broker's; commands that build or start Ferry itself are left to the test.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

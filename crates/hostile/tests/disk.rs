@@ -7,6 +7,8 @@
 //! The real binary runs on a small tmpfs (mounting one needs root: without the right, the
 //! scenario says why and is skipped); the same scenario runs in process on the store's
 //! fault-injecting backend with a capacity, which needs nothing.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

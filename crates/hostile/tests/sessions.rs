@@ -6,6 +6,8 @@
 //! The one window auto ack cannot close (bytes already in the kernel's buffers of a connection
 //! that dies) is bounded by the last test: what the broker had queued for a reset connection
 //! beyond those buffers goes back to the queue.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::time::{Duration, Instant};
 

@@ -139,7 +139,12 @@ pub async fn snapshot(mgmt: &Management) -> Snapshot {
         .iter()
         .map(|k| (k.label(), s.closed(*k)))
         .collect();
-    let details = mgmt.store().queue_details().await.unwrap_or_default();
+    let details = mgmt
+        .store()
+        .admin()
+        .queue_details()
+        .await
+        .unwrap_or_default();
     let mut consumers: HashMap<String, u64> = HashMap::new();
     for session in mgmt.sessions() {
         for sub in session.subscriptions {
@@ -156,7 +161,7 @@ pub async fn snapshot(mgmt: &Management) -> Snapshot {
             .count() as u64,
         queues: mgmt.metrics_per_object().then_some(details),
         consumers,
-        engine: mgmt.store().engine_stats(),
+        engine: mgmt.store().admin().engine_stats(),
         now_ms: mgmt.now_ms(),
         uptime: mgmt.uptime_secs(),
         rss: process_rss(),

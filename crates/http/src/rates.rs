@@ -101,7 +101,7 @@ impl Rates {
 
     /// Takes one sample now.
     pub async fn sample(&self, mgmt: &Management) {
-        let details = mgmt.store().queue_details().await.ok();
+        let details = mgmt.store().admin().queue_details().await.ok();
         let stats = mgmt.stats();
         let now = mgmt.now_ms();
         let mut s = Sample {

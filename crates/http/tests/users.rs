@@ -1,6 +1,8 @@
 //! Users through the HTTP API of the real binary: the API is open until the first user
 //! exists, then needs basic credentials (`monitor` to read, `admin` to change and for users);
 //! users survive `kill -9`; a user made over HTTP authenticates on the native protocol.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

@@ -9,153 +9,100 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::numbered::numbered_enum;
 use crate::wire::WireError;
 
 /// Bytes before the payload: length (4), kind (2), request id (4).
 pub const HEADER_LEN: usize = 10;
 
-/// Every frame kind. Requests have the high bit clear, responses and pushes have it set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u16)]
-pub enum FrameKind {
-    /// Request: open a session.
-    Connect = 0x0001,
-    /// Request: end the session.
-    Disconnect = 0x0002,
-    /// Request: liveness check.
-    Ping = 0x0003,
-    /// Request: the client's answer to an authentication challenge.
-    AuthResponse = 0x0004,
-    /// Request: create a queue.
-    CreateQueue = 0x0010,
-    /// Request: delete a queue.
-    DeleteQueue = 0x0011,
-    /// Request: list queues.
-    ListQueues = 0x0012,
-    /// Request: send one message.
-    Send = 0x0020,
-    /// Request: send many messages, each on its own.
-    SendBatch = 0x0021,
-    /// Request: receive one message.
-    Receive = 0x0030,
-    /// Request: settle client-ack deliveries.
-    Ack = 0x0031,
-    /// Request: return or drop client-ack deliveries.
-    Nack = 0x0032,
-    /// Request: which queues hold messages for me.
-    WaitingQueues = 0x0033,
-    /// Request: start a push subscription.
-    Subscribe = 0x0040,
-    /// Request: grant a subscription more credit.
-    Credit = 0x0041,
-    /// Request: end a subscription.
-    Cancel = 0x0042,
-    /// Request: create a topic.
-    CreateTopic = 0x0050,
-    /// Request: delete a topic.
-    DeleteTopic = 0x0051,
-    /// Request: list topics with their subscriptions.
-    ListTopics = 0x0052,
-    /// Request: subscribe to a topic (creating or attaching to a subscription) with push
-    /// delivery.
-    SubscribeTopic = 0x0053,
-    /// Request: remove a durable subscription and its backlog.
-    Unsubscribe = 0x0054,
-    /// Request: begin a transaction.
-    TxnBegin = 0x0060,
-    /// Request: commit the transaction.
-    TxnCommit = 0x0061,
-    /// Request: roll the transaction back.
-    TxnRollback = 0x0062,
-    /// Reply to connect.
-    Connected = 0x8001,
-    /// Reply: success without data.
-    Ok = 0x8002,
-    /// Reply: failure.
-    Error = 0x8003,
-    /// Reply to ping.
-    Pong = 0x8004,
-    /// Reply to list queues.
-    Queues = 0x8012,
-    /// Reply to send.
-    Sent = 0x8020,
-    /// Reply to send batch.
-    BatchSent = 0x8021,
-    /// Reply to receive.
-    Received = 0x8030,
-    /// Reply to waiting queues.
-    WaitingQueuesList = 0x8033,
-    /// Reply to subscribe.
-    Subscribed = 0x8040,
-    /// Push: a delivery on a subscription (request id 0).
-    Deliver = 0x8041,
-    /// Push: the broker ended a subscription (request id 0).
-    SubscriptionClosed = 0x8042,
-    /// Reply to list topics.
-    Topics = 0x8052,
-    /// Reply to subscribe topic.
-    TopicSubscribed = 0x8053,
-    /// Reply to commit.
-    Committed = 0x8061,
-    /// Reply to connect or to an authentication response: the server's next challenge.
-    AuthChallenge = 0x8005,
+numbered_enum! {
+    /// Every frame kind. Requests have the high bit clear, responses and pushes have it set.
+    pub enum FrameKind {
+        /// Request: open a session.
+        Connect = 0x0001,
+        /// Request: end the session.
+        Disconnect = 0x0002,
+        /// Request: liveness check.
+        Ping = 0x0003,
+        /// Request: the client's answer to an authentication challenge.
+        AuthResponse = 0x0004,
+        /// Request: create a queue.
+        CreateQueue = 0x0010,
+        /// Request: delete a queue.
+        DeleteQueue = 0x0011,
+        /// Request: list queues.
+        ListQueues = 0x0012,
+        /// Request: send one message.
+        Send = 0x0020,
+        /// Request: send many messages, each on its own.
+        SendBatch = 0x0021,
+        /// Request: receive one message.
+        Receive = 0x0030,
+        /// Request: settle client-ack deliveries.
+        Ack = 0x0031,
+        /// Request: return or drop client-ack deliveries.
+        Nack = 0x0032,
+        /// Request: which queues hold messages for me.
+        WaitingQueues = 0x0033,
+        /// Request: start a push subscription.
+        Subscribe = 0x0040,
+        /// Request: grant a subscription more credit.
+        Credit = 0x0041,
+        /// Request: end a subscription.
+        Cancel = 0x0042,
+        /// Request: create a topic.
+        CreateTopic = 0x0050,
+        /// Request: delete a topic.
+        DeleteTopic = 0x0051,
+        /// Request: list topics with their subscriptions.
+        ListTopics = 0x0052,
+        /// Request: subscribe to a topic (creating or attaching to a subscription) with push
+        /// delivery.
+        SubscribeTopic = 0x0053,
+        /// Request: remove a durable subscription and its backlog.
+        Unsubscribe = 0x0054,
+        /// Request: begin a transaction.
+        TxnBegin = 0x0060,
+        /// Request: commit the transaction.
+        TxnCommit = 0x0061,
+        /// Request: roll the transaction back.
+        TxnRollback = 0x0062,
+        /// Reply to connect.
+        Connected = 0x8001,
+        /// Reply: success without data.
+        Ok = 0x8002,
+        /// Reply: failure.
+        Error = 0x8003,
+        /// Reply to ping.
+        Pong = 0x8004,
+        /// Reply to list queues.
+        Queues = 0x8012,
+        /// Reply to send.
+        Sent = 0x8020,
+        /// Reply to send batch.
+        BatchSent = 0x8021,
+        /// Reply to receive.
+        Received = 0x8030,
+        /// Reply to waiting queues.
+        WaitingQueuesList = 0x8033,
+        /// Reply to subscribe.
+        Subscribed = 0x8040,
+        /// Push: a delivery on a subscription (request id 0).
+        Deliver = 0x8041,
+        /// Push: the broker ended a subscription (request id 0).
+        SubscriptionClosed = 0x8042,
+        /// Reply to list topics.
+        Topics = 0x8052,
+        /// Reply to subscribe topic.
+        TopicSubscribed = 0x8053,
+        /// Reply to commit.
+        Committed = 0x8061,
+        /// Reply to connect or to an authentication response: the server's next challenge.
+        AuthChallenge = 0x8005,
+    }
 }
 
 impl FrameKind {
-    /// Every kind.
-    pub const ALL: [FrameKind; 40] = [
-        FrameKind::Connect,
-        FrameKind::Disconnect,
-        FrameKind::Ping,
-        FrameKind::CreateQueue,
-        FrameKind::DeleteQueue,
-        FrameKind::ListQueues,
-        FrameKind::Send,
-        FrameKind::SendBatch,
-        FrameKind::Receive,
-        FrameKind::Ack,
-        FrameKind::Nack,
-        FrameKind::WaitingQueues,
-        FrameKind::Subscribe,
-        FrameKind::Credit,
-        FrameKind::Cancel,
-        FrameKind::CreateTopic,
-        FrameKind::DeleteTopic,
-        FrameKind::ListTopics,
-        FrameKind::SubscribeTopic,
-        FrameKind::Unsubscribe,
-        FrameKind::TxnBegin,
-        FrameKind::TxnCommit,
-        FrameKind::TxnRollback,
-        FrameKind::Connected,
-        FrameKind::Ok,
-        FrameKind::Error,
-        FrameKind::Pong,
-        FrameKind::Queues,
-        FrameKind::Sent,
-        FrameKind::BatchSent,
-        FrameKind::Received,
-        FrameKind::WaitingQueuesList,
-        FrameKind::Subscribed,
-        FrameKind::Deliver,
-        FrameKind::SubscriptionClosed,
-        FrameKind::Topics,
-        FrameKind::TopicSubscribed,
-        FrameKind::Committed,
-        FrameKind::AuthResponse,
-        FrameKind::AuthChallenge,
-    ];
-
-    /// The kind for a wire number, if known.
-    pub fn from_u16(n: u16) -> Option<FrameKind> {
-        FrameKind::ALL.iter().copied().find(|k| *k as u16 == n)
-    }
-
-    /// The wire number.
-    pub fn as_u16(self) -> u16 {
-        self as u16
-    }
-
     /// Whether a client sends this kind (high bit clear) rather than the broker (high bit set).
     pub fn is_request(self) -> bool {
         self.as_u16() & 0x8000 == 0

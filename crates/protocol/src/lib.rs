@@ -12,7 +12,8 @@
 //! - [`limits`]: the server limits advertised in the connect reply;
 //! - [`name`]: [`Name`], the shared queue and sender names of received messages;
 //! - [`topic`]: topic names and the wildcard patterns subscriptions may name;
-//! - [`version`]: the protocol version negotiated in the handshake.
+//! - [`version`]: the protocol version negotiated in the handshake;
+//! - `numbered`: the macro that declares the enums of wire numbers (codes, frame kinds).
 //!
 //! The byte layout of every frame is drawn in `docs/protocol.md`.
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -22,6 +23,7 @@ pub mod codes;
 pub mod frame;
 pub mod limits;
 pub mod name;
+mod numbered;
 pub mod requests;
 pub mod responses;
 pub mod size;

@@ -1,6 +1,8 @@
 //! The byte examples in `docs/protocol.md` are real frames: each one splits, decodes and
 //! re-encodes to the very same bytes, and together they show every frame kind. (The layouts
 //! themselves are pinned in `layout.rs`.)
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::HashSet;
 

@@ -1,5 +1,7 @@
 //! Bad selectors: each is refused with the byte position of the problem and a message saying
 //! what is wrong. Also the limits on length and nesting.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use ferry_selector::{Selector, MAX_DEPTH, MAX_SELECTOR_LEN};
 

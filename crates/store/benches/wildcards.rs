@@ -61,18 +61,20 @@ fn publish(i: u64) -> NewMessage {
 
 /// Makes the topic, its one exact subscription and `patterns` pattern subscriptions.
 async fn prepare(store: &Arc<dyn Store>, patterns: usize) {
-    store.register_client("p").await.unwrap();
-    store.create_topic(TOPIC).await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.topics().create_topic(TOPIC).await.unwrap();
     let durable = SubscriptionOptions {
         durable: true,
         ..SubscriptionOptions::default()
     };
     store
+        .topics()
         .subscribe_topic(TOPIC, "exact", &durable, "c")
         .await
         .unwrap();
     for i in 0..patterns {
         store
+            .topics()
             .subscribe_topic(&pattern(i), "s", &durable, "c")
             .await
             .unwrap();
@@ -84,7 +86,7 @@ async fn prepare(store: &Arc<dyn Store>, patterns: usize) {
 async fn round(store: &Arc<dyn Store>, n: u64) -> f64 {
     let started = Instant::now();
     for i in 0..n {
-        store.send(publish(i)).await.unwrap();
+        store.queues().send(publish(i)).await.unwrap();
     }
     let us = started.elapsed().as_secs_f64() * 1e6 / n as f64;
     let spec = ReceiveSpec {
@@ -101,7 +103,7 @@ async fn round(store: &Arc<dyn Store>, n: u64) -> f64 {
     };
     let mut left = n as usize;
     while left > 0 {
-        let got = store.receive(&spec, 1000).await.unwrap();
+        let got = store.queues().receive(&spec, 1000).await.unwrap();
         assert!(
             !got.is_empty(),
             "every publish reached the exact subscription"

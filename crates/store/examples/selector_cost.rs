@@ -61,12 +61,16 @@ async fn fresh(n: i64) -> Arc<EmbeddedStore> {
     cfg.backend = Arc::new(FaultyBackend::new());
     cfg.fsync = FsyncPolicy::Never;
     let store = EmbeddedStore::open(cfg).await.expect("open");
-    store.register_client("shop").await.expect("client");
-    store.create_queue("q").await.expect("queue");
+    store
+        .sessions()
+        .register_client("shop")
+        .await
+        .expect("client");
+    store.queues().create_queue("q").await.expect("queue");
     let mut i = 0;
     while i < n {
         let batch: Vec<_> = (i..(i + 1000).min(n)).map(message).collect();
-        for r in store.send_batch(batch).await {
+        for r in store.queues().send_batch(batch).await {
             r.expect("send");
         }
         i += 1000;
@@ -91,7 +95,7 @@ async fn drain(store: &EmbeddedStore, selector: Option<&str>) -> (usize, f64) {
     let started = Instant::now();
     let mut taken = 0;
     loop {
-        let got = store.receive(&spec, BATCH).await.expect("receive");
+        let got = store.queues().receive(&spec, BATCH).await.expect("receive");
         if got.is_empty() {
             break;
         }

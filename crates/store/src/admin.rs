@@ -238,7 +238,7 @@ pub trait Admin: Send + Sync {
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError>;
 
     /// Forgets the registration of offline client `name` at once, as expiry would once its
-    /// time comes (see [`crate::Store::expire_clients`]). `ClientNotFound`; `AlreadyOnline`
+    /// time comes (see [`crate::Upkeep::expire_clients`]). `ClientNotFound`; `AlreadyOnline`
     /// while a session holds the name (on any node); `InvalidArgument` while stored messages
     /// were sent by it or are addressed to it, or it owns a durable subscription.
     async fn forget_client(&self, name: &str) -> Result<(), StoreError>;

@@ -1,4 +1,9 @@
-//! The [`Store`] trait: what every storage engine offers the broker, in queue operations.
+//! The [`Store`] trait: what every storage engine offers the broker, in queue operations, split
+//! by role: [`Queues`] (queues and their messages), [`Topics`] (topics and subscriptions),
+//! [`Transactions`], [`Sessions`] (clients, sessions, nodes), [`Upkeep`] (timers and background
+//! work), with [`Admin`] (the operator's) and [`Users`]. A caller asks the store for the role it
+//! needs (`store.queues().send(msg)`); a wrapper that changes one role (fault injection, say)
+//! implements that one and hands out the inner store's others.
 //!
 //! The trait speaks in queue operations rather than bytes because the PostgreSQL engine keeps its
 //! state in the database, shared by every node, while the embedded engine keeps indexes in memory
@@ -18,8 +23,10 @@ use ferry_protocol::{
 };
 use ferry_selector::Selector;
 
+use crate::admin::Admin;
 use crate::direct::DirectConsumer;
 use crate::error::StoreError;
+use crate::users::Users;
 
 /// The names of a dead-lettered message's history (moved to the crate root; kept here for callers).
 pub use crate::dead_letter;
@@ -28,11 +35,11 @@ pub use crate::dead_letter;
 /// broker runs (engines shared by several nodes qualify it with the node).
 pub type SessionId = u64;
 
-/// How a session's client name is registered by [`Store::claim_session`].
+/// How a session's client name is registered by [`Sessions::claim_session`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Registration {
     /// The name stays registered after the session ends, until it expires (see
-    /// [`Store::expire_clients`]). A name registered ephemerally before becomes permanent.
+    /// [`Upkeep::expire_clients`]). A name registered ephemerally before becomes permanent.
     #[default]
     Permanent,
     /// The name is forgotten when its session ends, as soon as it holds nothing (no stored
@@ -92,8 +99,8 @@ pub struct ReceiveSpec {
     /// Auto-ack takes only: *hold* the taken messages for `session` instead of removing them.
     /// A held message is invisible to every other receive, nothing is written for it and its
     /// delivery count does not change; each gets a delivery id. The caller then settles it
-    /// with [`Store::ack`] (the removal an auto-ack take would have made) once the delivery is
-    /// on its way to the client, or hands it back unchanged with [`Store::release_session`]
+    /// with [`Queues::ack`] (the removal an auto-ack take would have made) once the delivery is
+    /// on its way to the client, or hands it back unchanged with [`Sessions::release_session`]
     /// when it cannot be delivered (no `redelivered` flag, no dead-lettering: it never left).
     /// Held messages have no lease deadline: they stay held until one of those, or until the
     /// store restarts (nothing was written, so they are ready again). Engines that cannot hold
@@ -115,23 +122,74 @@ pub struct ReceiveSpec {
     pub now_ms: u64,
 }
 
-/// The storage interface. Implementations are shared between sessions (`Arc<dyn Store>`).
+/// The storage interface, by role: each accessor returns the part of the engine that plays
+/// it. Implementations are shared between sessions (`Arc<dyn Store>`); an engine implements every
+/// role on itself and returns `self` from each accessor, while a wrapper (fault injection, say)
+/// implements only the roles it changes and hands out the inner store's for the others.
+pub trait Store: Send + Sync + 'static {
+    /// Queues and their messages.
+    fn queues(&self) -> &dyn Queues;
+
+    /// Topics and their subscriptions.
+    fn topics(&self) -> &dyn Topics;
+
+    /// Transactions.
+    fn transactions(&self) -> &dyn Transactions;
+
+    /// Clients, sessions and nodes.
+    fn sessions(&self) -> &dyn Sessions;
+
+    /// Timers and background work.
+    fn upkeep(&self) -> &dyn Upkeep;
+
+    /// The operator's role: figures, browsing, purge, move, settings.
+    fn admin(&self) -> &dyn Admin;
+
+    /// Users and their grants.
+    fn users(&self) -> &dyn Users;
+}
+
+/// Implements [`Store`] for an engine that plays every role itself (each accessor returns
+/// `self`): `ferry_store::engine_store!(MyEngine);` once the engine implements [`Queues`],
+/// [`Topics`], [`Transactions`], [`Sessions`], [`Upkeep`], [`Admin`] and [`Users`].
+#[macro_export]
+macro_rules! engine_store {
+    ($engine:ty) => {
+        impl $crate::Store for $engine {
+            fn queues(&self) -> &dyn $crate::Queues {
+                self
+            }
+
+            fn topics(&self) -> &dyn $crate::Topics {
+                self
+            }
+
+            fn transactions(&self) -> &dyn $crate::Transactions {
+                self
+            }
+
+            fn sessions(&self) -> &dyn $crate::Sessions {
+                self
+            }
+
+            fn upkeep(&self) -> &dyn $crate::Upkeep {
+                self
+            }
+
+            fn admin(&self) -> &dyn $crate::Admin {
+                self
+            }
+
+            fn users(&self) -> &dyn $crate::Users {
+                self
+            }
+        }
+    };
+}
+
+/// Queues and their messages: create, delete and list queues; send, receive and settle.
 #[async_trait]
-pub trait Store: crate::admin::Admin + crate::users::Users + Send + Sync + 'static {
-    /// Registers a client name permanently; idempotent.
-    async fn register_client(&self, name: &str) -> Result<(), StoreError>;
-
-    /// Whether a client name is registered (and was not forgotten since).
-    async fn client_exists(&self, name: &str) -> Result<bool, StoreError>;
-
-    /// Forgets the registered names that hold nothing (no stored message sent by them or
-    /// addressed to them, no durable subscription they own) and have no session: ephemeral
-    /// ones whatever their age, permanent ones whose last session ended (or, for names of an
-    /// earlier run of the embedded engine, whose store opened) at `now_ms - idle_ms` or
-    /// earlier. Returns how many went. A forgotten name is registered again by its next
-    /// session; until then messages cannot be addressed to it (`ClientNotFound`).
-    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError>;
-
+pub trait Queues: Send + Sync {
     /// Creates a queue with default settings. `QueueExists` if it does.
     async fn create_queue(&self, name: &str) -> Result<(), StoreError> {
         self.create_queue_with(name, &QueueOptions::default()).await
@@ -165,13 +223,13 @@ pub trait Store: crate::admin::Admin + crate::users::Users + Send + Sync + 'stat
     /// `QueueNotFound` for an unknown queue; `ClientNotFound` for an unknown sender.
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError>;
 
-    /// [`Store::receive`], passing each delivery, borrowed and in order, to `sink` instead of
+    /// [`Queues::receive`], passing each delivery, borrowed and in order, to `sink` instead of
     /// returning owned ones, with how many deliveries this receive hands out in all (to size
     /// buffers); returns that number. Engines that hold messages in memory
     /// override it so that a push subscription encodes deliveries without building them first.
     ///
     /// `taker` is the push subscription's consumer if the engine took it with
-    /// [`Store::attach_direct`]: the engine then calls its [`DirectConsumer::begin_take`] under
+    /// [`Topics::attach_direct`]: the engine then calls its [`DirectConsumer::begin_take`] under
     /// the same lock that picks the batch, picks at most the credit that returns, and calls
     /// [`DirectConsumer::end_take`]`(0)` itself when it picks nothing. The caller calls
     /// `end_take` once a batch it got is on its way to the client. Engines that never take the
@@ -197,7 +255,7 @@ pub trait Store: crate::admin::Admin + crate::users::Users + Send + Sync + 'stat
 
     /// Returns deliveries held by `session` to their queues in their old position, flagged
     /// redelivered (`requeue`), or drops them (`!requeue`). Returns the queues that got messages
-    /// back. Unknown ids as for [`Store::ack`].
+    /// back. Unknown ids as for [`Queues::ack`].
     async fn nack(
         &self,
         session: SessionId,
@@ -205,8 +263,175 @@ pub trait Store: crate::admin::Admin + crate::users::Users + Send + Sync + 'stat
         requeue: bool,
     ) -> Result<Vec<String>, StoreError>;
 
+    /// Names of the queues holding ready messages addressed to `client`, sorted. A delayed
+    /// message counts once it is due at `now_ms`.
+    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError>;
+
+    /// About the bytes of message data this engine keeps in the broker's memory (bodies,
+    /// properties, per-message overhead), for the broker's memory budget. Read often: it must
+    /// not block. 0 for engines that keep messages elsewhere (the default).
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// Topics and their subscriptions: create, delete and list topics; subscribe and unsubscribe;
+/// who consumes a subscription; direct delivery of non-persistent publishes.
+#[async_trait]
+pub trait Topics: Send + Sync {
+    /// Creates a topic. `TopicExists` if it does.
+    async fn create_topic(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Deletes a topic with all of its subscriptions. `TopicNotFound`; `TopicNotEmpty` when a
+    /// subscription holds ready or in-flight messages and `force` is false.
+    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError>;
+
+    /// Every topic with its subscriptions (and their depths), sorted by name.
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError>;
+
+    /// Creates subscription `name` on `topic`, or checks that the existing one has the same
+    /// `durable`, `shared` and `selector` (`InvalidArgument` naming the difference otherwise:
+    /// nothing is dropped implicitly). `TopicNotFound`. Returns the name of its queue
+    /// ([`ferry_protocol::subscription_queue`]), which receives, acks and leases use like any
+    /// queue; `options.queue` sets that queue's maximum delivery count and dead-letter and
+    /// expiry queues (`QueueNotFound` when those do not exist).
+    ///
+    /// A subscription is placed only messages published after it exists. A non-durable one
+    /// belongs to `owner` (a client): the broker removes it with [`Topics::unsubscribe`] when
+    /// its consumer ends, and an engine removes it by itself when the owner's session ends
+    /// without that (crash recovery, a dead node's claims being freed). Creating a non-durable
+    /// subscription under a name that exists replaces it.
+    async fn subscribe_topic(
+        &self,
+        topic: &str,
+        name: &str,
+        options: &SubscriptionOptions,
+        owner: &str,
+    ) -> Result<String, StoreError>;
+
+    /// Removes a subscription and its messages (in-flight deliveries of it become unknown).
+    /// `TopicNotFound`, `SubscriptionNotFound`, `SubscriptionInUse` while a session consumes it
+    /// (see [`Topics::attach_consumer`]).
+    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError>;
+
+    /// Records that `session` consumes subscription `name` of `topic`. A subscription that is
+    /// not shared has one consumer at a time, across every node sharing the store:
+    /// `SubscriptionInUse` when it has one already, or when any consumer or this one is not
+    /// shared. `SubscriptionNotFound` (or `TopicNotFound`) when it does not exist. The record
+    /// ends with [`Topics::detach_consumer`], with the session ([`Sessions::release_session`]), or
+    /// with its node (taken for dead, or leaving).
+    async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError>;
+
+    /// Ends one consumer of subscription `name` of `topic` by `session` (a no-op when there is
+    /// none, or no such subscription or topic). A shared non-durable subscription whose last
+    /// consumer this was is removed with its messages.
+    async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError>;
+
+    /// Offers `consumer`, the one push consumer of subscription queue `queue` (`topic:name`)
+    /// on this session, for direct delivery of non-persistent publishes (see
+    /// [`crate::direct`]). Returns whether the engine took the offer; the default ignores it,
+    /// and messages go through the queue. A taken consumer stays attached until
+    /// [`Topics::detach_direct`] or until the queue is deleted.
+    fn attach_direct(&self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
+        let _ = (queue, consumer);
+        false
+    }
+
+    /// Takes back a consumer given to [`Topics::attach_direct`]; once this returns, no publish
+    /// hands it anything more.
+    fn detach_direct(&self, consumer: &Arc<dyn DirectConsumer>) {
+        let _ = consumer;
+    }
+}
+
+/// Transactions: a session's sends, publishes and acks committed all or nothing.
+#[async_trait]
+pub trait Transactions: Send + Sync {
+    /// Commits a transaction of `session`: stores every message of `msgs` (sends and
+    /// publishes, in order) and settles every delivery of `acks` (held by `session`), all or
+    /// nothing, atomically also across a crash. Returns the ids of `msgs` in order. Any error
+    /// (`QueueNotFound`, `TopicNotFound`, `ClientNotFound`, `DeliveriesNotFound` for an ack of
+    /// a delivery the session does not hold, ...) leaves everything unchanged.
+    async fn commit(
+        &self,
+        session: SessionId,
+        msgs: Vec<NewMessage>,
+        acks: &[DeliveryId],
+    ) -> Result<Vec<MessageId>, StoreError>;
+}
+
+/// Clients, sessions and the nodes sharing the store: client names, the one live session per
+/// name, what a session holds, and the heartbeat between nodes.
+#[async_trait]
+pub trait Sessions: Send + Sync {
+    /// Registers a client name permanently; idempotent.
+    async fn register_client(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Whether a client name is registered (and was not forgotten since).
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError>;
+
     /// Returns every delivery `session` holds to its queue (disconnect). Returns those queues.
     async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError>;
+
+    /// Registers `client` as `registration` says and claims it for `session`: one live
+    /// session per client name, across every node sharing the store. `AlreadyOnline` when
+    /// another session holds it; claiming again for the session holding it succeeds.
+    /// Connecting a known name writes nothing, so it works on a full disk; registering a new
+    /// permanent one is refused there (`ResourceExhausted`).
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError>;
+
+    /// Frees the claim on `client` if `session` holds it (a no-op otherwise), and drops the
+    /// non-durable subscriptions the client made that nobody consumes (left by a failure: the
+    /// broker removes its own as their consumers end; on the embedded engine none are left).
+    /// An ephemeral name that holds nothing is forgotten; any other starts counting towards
+    /// its expiry.
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
+
+    /// Tells the other nodes sharing the store that this one is alive, and frees what nodes
+    /// silent for longer than `node_timeout_ms` held: their claims end and their leased
+    /// deliveries return to their queues, flagged redelivered. Reports those queues, and
+    /// whether this node itself had been taken for dead. A no-op for an engine that only one
+    /// node uses.
+    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError>;
+
+    /// A clean stop (after every session ended): frees whatever this node still holds and
+    /// takes it out of the nodes the others watch, so they need not wait for its heartbeat to
+    /// time out. A no-op for an engine that only one node uses.
+    async fn leave(&self) -> Result<(), StoreError>;
+
+    /// Queues that other nodes changed (messages arrived or came back), as they are reported;
+    /// an empty list means "anything may have changed" (e.g. after reconnecting). `None` for an
+    /// engine that only one node uses.
+    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>>;
+}
+
+/// Work the broker's timers and background jobs do: expiry of leases, messages and client
+/// names, delayed messages coming due, compaction, and flushing at shutdown.
+#[async_trait]
+pub trait Upkeep: Send + Sync {
+    /// Forgets the registered names that hold nothing (no stored message sent by them or
+    /// addressed to them, no durable subscription they own) and have no session: ephemeral
+    /// ones whatever their age, permanent ones whose last session ended (or, for names of an
+    /// earlier run of the embedded engine, whose store opened) at `now_ms - idle_ms` or
+    /// earlier. Returns how many went. A forgotten name is registered again by its next
+    /// session; until then messages cannot be addressed to it (`ClientNotFound`).
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError>;
 
     /// Returns every delivery whose lease ended at or before `now_ms`. Returns those queues.
     async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError>;
@@ -229,148 +454,14 @@ pub trait Store: crate::admin::Admin + crate::users::Users + Send + Sync + 'stat
     /// entries went.
     async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError>;
 
-    /// Names of the queues holding ready messages addressed to `client`, sorted. A delayed
-    /// message counts once it is due at `now_ms`.
-    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError>;
-
-    /// About the bytes of message data this engine keeps in the broker's memory (bodies,
-    /// properties, per-message overhead), for the broker's memory budget. Read often: it must
-    /// not block. 0 for engines that keep messages elsewhere (the default).
-    fn memory_bytes(&self) -> u64 {
-        0
-    }
-
     /// Background upkeep (compaction of dead log space and the like); cheap when there is none.
     async fn maintain(&self) -> Result<(), StoreError>;
 
     /// Makes everything written so far durable, whatever the fsync policy (shutdown).
     async fn flush(&self) -> Result<(), StoreError>;
-
-    /// Creates a topic. `TopicExists` if it does.
-    async fn create_topic(&self, name: &str) -> Result<(), StoreError>;
-
-    /// Deletes a topic with all of its subscriptions. `TopicNotFound`; `TopicNotEmpty` when a
-    /// subscription holds ready or in-flight messages and `force` is false.
-    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError>;
-
-    /// Every topic with its subscriptions (and their depths), sorted by name.
-    async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError>;
-
-    /// Creates subscription `name` on `topic`, or checks that the existing one has the same
-    /// `durable`, `shared` and `selector` (`InvalidArgument` naming the difference otherwise:
-    /// nothing is dropped implicitly). `TopicNotFound`. Returns the name of its queue
-    /// ([`ferry_protocol::subscription_queue`]), which receives, acks and leases use like any
-    /// queue; `options.queue` sets that queue's maximum delivery count and dead-letter and
-    /// expiry queues (`QueueNotFound` when those do not exist).
-    ///
-    /// A subscription is placed only messages published after it exists. A non-durable one
-    /// belongs to `owner` (a client): the broker removes it with [`Store::unsubscribe`] when
-    /// its consumer ends, and an engine removes it by itself when the owner's session ends
-    /// without that (crash recovery, a dead node's claims being freed). Creating a non-durable
-    /// subscription under a name that exists replaces it.
-    async fn subscribe_topic(
-        &self,
-        topic: &str,
-        name: &str,
-        options: &SubscriptionOptions,
-        owner: &str,
-    ) -> Result<String, StoreError>;
-
-    /// Removes a subscription and its messages (in-flight deliveries of it become unknown).
-    /// `TopicNotFound`, `SubscriptionNotFound`, `SubscriptionInUse` while a session consumes it
-    /// (see [`Store::attach_consumer`]).
-    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError>;
-
-    /// Commits a transaction of `session`: stores every message of `msgs` (sends and
-    /// publishes, in order) and settles every delivery of `acks` (held by `session`), all or
-    /// nothing, atomically also across a crash. Returns the ids of `msgs` in order. Any error
-    /// (`QueueNotFound`, `TopicNotFound`, `ClientNotFound`, `DeliveriesNotFound` for an ack of
-    /// a delivery the session does not hold, ...) leaves everything unchanged.
-    async fn commit(
-        &self,
-        session: SessionId,
-        msgs: Vec<NewMessage>,
-        acks: &[DeliveryId],
-    ) -> Result<Vec<MessageId>, StoreError>;
-
-    /// Registers `client` as `registration` says and claims it for `session`: one live
-    /// session per client name, across every node sharing the store. `AlreadyOnline` when
-    /// another session holds it; claiming again for the session holding it succeeds.
-    /// Connecting a known name writes nothing, so it works on a full disk; registering a new
-    /// permanent one is refused there (`ResourceExhausted`).
-    async fn claim_session(
-        &self,
-        client: &str,
-        session: SessionId,
-        registration: Registration,
-    ) -> Result<(), StoreError>;
-
-    /// Frees the claim on `client` if `session` holds it (a no-op otherwise), and drops the
-    /// non-durable subscriptions the client made that nobody consumes (left by a failure: the
-    /// broker removes its own as their consumers end; on the embedded engine none are left).
-    /// An ephemeral name that holds nothing is forgotten; any other starts counting towards
-    /// its expiry.
-    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError>;
-
-    /// Records that `session` consumes subscription `name` of `topic`. A subscription that is
-    /// not shared has one consumer at a time, across every node sharing the store:
-    /// `SubscriptionInUse` when it has one already, or when any consumer or this one is not
-    /// shared. `SubscriptionNotFound` (or `TopicNotFound`) when it does not exist. The record
-    /// ends with [`Store::detach_consumer`], with the session ([`Store::release_session`]), or
-    /// with its node (taken for dead, or leaving).
-    async fn attach_consumer(
-        &self,
-        topic: &str,
-        name: &str,
-        session: SessionId,
-        shared: bool,
-    ) -> Result<(), StoreError>;
-
-    /// Ends one consumer of subscription `name` of `topic` by `session` (a no-op when there is
-    /// none, or no such subscription or topic). A shared non-durable subscription whose last
-    /// consumer this was is removed with its messages.
-    async fn detach_consumer(
-        &self,
-        topic: &str,
-        name: &str,
-        session: SessionId,
-    ) -> Result<(), StoreError>;
-
-    /// Tells the other nodes sharing the store that this one is alive, and frees what nodes
-    /// silent for longer than `node_timeout_ms` held: their claims end and their leased
-    /// deliveries return to their queues, flagged redelivered. Reports those queues, and
-    /// whether this node itself had been taken for dead. A no-op for an engine that only one
-    /// node uses.
-    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError>;
-
-    /// A clean stop (after every session ended): frees whatever this node still holds and
-    /// takes it out of the nodes the others watch, so they need not wait for its heartbeat to
-    /// time out. A no-op for an engine that only one node uses.
-    async fn leave(&self) -> Result<(), StoreError>;
-
-    /// Queues that other nodes changed (messages arrived or came back), as they are reported;
-    /// an empty list means "anything may have changed" (e.g. after reconnecting). `None` for an
-    /// engine that only one node uses.
-    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>>;
-
-    /// Offers `consumer`, the one push consumer of subscription queue `queue` (`topic:name`)
-    /// on this session, for direct delivery of non-persistent publishes (see
-    /// [`crate::direct`]). Returns whether the engine took the offer; the default ignores it,
-    /// and messages go through the queue. A taken consumer stays attached until
-    /// [`Store::detach_direct`] or until the queue is deleted.
-    fn attach_direct(&self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
-        let _ = (queue, consumer);
-        false
-    }
-
-    /// Takes back a consumer given to [`Store::attach_direct`]; once this returns, no publish
-    /// hands it anything more.
-    fn detach_direct(&self, consumer: &Arc<dyn DirectConsumer>) {
-        let _ = consumer;
-    }
 }
 
-/// What a [`Store::heartbeat`] found.
+/// What a [`Sessions::heartbeat`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Heartbeat {
     /// Queues whose deliveries came back from nodes taken for dead (their waiters should wake).

@@ -4,7 +4,7 @@
 //! consumer's push task. The store hands over data ([`DeliveryView`]s); the consumer (the
 //! broker's push subscription, a protocol gateway's) encodes them in its own wire format.
 //!
-//! The broker offers a consumer with [`Store::attach_direct`](crate::Store::attach_direct) when
+//! The broker offers a consumer with [`Topics::attach_direct`](crate::Topics::attach_direct) when
 //! it can take messages that way: auto ack, no selector of its own. An engine that has no use
 //! for it (the PostgreSQL engine) ignores the offer, and everything goes through the queue as
 //! before. The embedded engine hands a message over only when all of these hold, and queues it

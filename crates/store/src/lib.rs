@@ -1,7 +1,7 @@
 //! Ferry's storage: the [`Store`] trait, spoken in queue operations, and its engines.
 //!
 //! Modules:
-//! - [`api`]: the trait, its argument and result types;
+//! - [`api`]: the trait and its roles, their argument and result types;
 //! - [`admin`]: the operator's role of a store (figures, browse, purge, move, settings);
 //! - [`error`]: [`StoreError`] and its mapping to the wire's error codes;
 //! - [`dead_letter`]: the history a dead-lettered message carries as properties;

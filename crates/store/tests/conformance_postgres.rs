@@ -1,5 +1,7 @@
 //! The conformance suite against the PostgreSQL engine, on a real PostgreSQL started for this
 //! test binary ([`PgCluster`]), each test on a fresh database of its own.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::{Arc, OnceLock};
 
@@ -78,12 +80,18 @@ async fn users_are_shared_by_nodes_and_survive_restart() {
         credential: "SCRAM-SHA-256$4096:c2FsdA==$a:b".into(),
         grants: vec!["monitor".into()],
     };
-    a.create_user(&record).await.unwrap();
-    assert_eq!(b.user("ops").await.unwrap(), Some(record));
-    b.set_user_grants("ops", &["admin".into()]).await.unwrap();
-    assert_eq!(a.user("ops").await.unwrap().unwrap().grants, ["admin"]);
-    b.delete_user("ops").await.unwrap();
-    assert_eq!(a.user("ops").await.unwrap(), None);
+    a.users().create_user(&record).await.unwrap();
+    assert_eq!(b.users().user("ops").await.unwrap(), Some(record));
+    b.users()
+        .set_user_grants("ops", &["admin".into()])
+        .await
+        .unwrap();
+    assert_eq!(
+        a.users().user("ops").await.unwrap().unwrap().grants,
+        ["admin"]
+    );
+    b.users().delete_user("ops").await.unwrap();
+    assert_eq!(a.users().user("ops").await.unwrap(), None);
     drop((a, b));
     let url2 = url.clone();
     conformance::users::users_survive_reopen(Box::new(move || {

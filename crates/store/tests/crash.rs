@@ -5,6 +5,8 @@
 //! - nothing whose removal (auto-ack take, ack, drop) was acknowledged comes back;
 //! - messages leased with client ack and not settled come back flagged redelivered;
 //! - a send still in flight at the crash is on all of its queues or on none.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -36,10 +38,10 @@ async fn run_case(seed: u64) {
     let disk = FaultyBackend::new();
     let segment_bytes = if rng.gen_bool(0.5) { 300 } else { 1 << 20 };
     let store = open(&disk, segment_bytes).await.unwrap();
-    store.register_client("p").await.unwrap();
-    store.register_client("c").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
     for q in QUEUES {
-        store.create_queue(q).await.unwrap();
+        store.queues().create_queue(q).await.unwrap();
     }
     let mut m = Model::default();
     let ops = rng.gen_range(1..120);
@@ -54,7 +56,11 @@ async fn run_case(seed: u64) {
                 if qs.is_empty() {
                     qs.push(QUEUES[rng.gen_range(0..3)]);
                 }
-                let id = store.send(msg(&qs, &format!("s{i}"))).await.unwrap();
+                let id = store
+                    .queues()
+                    .send(msg(&qs, &format!("s{i}")))
+                    .await
+                    .unwrap();
                 for q in qs {
                     m.present.insert((id, q.to_string()), 0);
                 }
@@ -69,6 +75,7 @@ async fn run_case(seed: u64) {
                 };
                 let n = rng.gen_range(1..4);
                 for d in store
+                    .queues()
                     .receive(&spec(q, ReceiveMode::Take, ack, 1), n)
                     .await
                     .unwrap()
@@ -90,21 +97,21 @@ async fn run_case(seed: u64) {
                 };
                 let key = m.leased.remove(&did).unwrap();
                 match rng.gen_range(0..3) {
-                    0 => store.ack(1, &[did]).await.unwrap(),
+                    0 => store.queues().ack(1, &[did]).await.unwrap(),
                     1 => {
-                        store.nack(1, &[did], false).await.unwrap();
+                        store.queues().nack(1, &[did], false).await.unwrap();
                     }
                     _ => {
-                        store.nack(1, &[did], true).await.unwrap();
+                        store.queues().nack(1, &[did], true).await.unwrap();
                         continue;
                     }
                 }
                 m.present.remove(&key).unwrap();
                 m.removed.insert(key);
             }
-            8 => store.maintain().await.unwrap(),
+            8 => store.upkeep().maintain().await.unwrap(),
             _ => {
-                store.release_session(1).await.unwrap();
+                store.sessions().release_session(1).await.unwrap();
                 m.leased.clear();
             }
         }
@@ -116,6 +123,7 @@ async fn run_case(seed: u64) {
         let store: Arc<EmbeddedStore> = store.clone();
         inflight.push(tokio::spawn(async move {
             store
+                .queues()
                 .send(msg(&["q0", "q2"], &format!("inflight{j}")))
                 .await
         }));
@@ -185,7 +193,7 @@ async fn run_case(seed: u64) {
         );
     }
     // The recovered store works and a second reopen agrees with it.
-    store.send(msg(&["q1"], "after")).await.unwrap();
+    store.queues().send(msg(&["q1"], "after")).await.unwrap();
     let before: Vec<_> = peek_all(&store, "q1")
         .await
         .iter()

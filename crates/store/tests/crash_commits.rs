@@ -7,6 +7,8 @@
 //! - a commit in flight at the crash is there entirely or not at all (its acked messages then
 //!   back on their queue, redelivered);
 //! - leased messages nobody acked come back redelivered.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -100,31 +102,38 @@ async fn run_case(seed: u64) -> (usize, usize) {
     let segment_bytes = if rng.gen_bool(0.5) { 300 } else { 1 << 20 };
     let store = open(&disk, segment_bytes).await.unwrap();
     for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
+        store.sessions().register_client(c).await.unwrap();
     }
-    store.create_queue("q0").await.unwrap();
-    store.create_queue("q1").await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.queues().create_queue("q0").await.unwrap();
+    store.queues().create_queue("q1").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let sub = |selector: &str| SubscriptionOptions {
         durable: true,
         selector: selector.into(),
         ..SubscriptionOptions::default()
     };
     store
+        .topics()
         .subscribe_topic("t", "a", &sub(""), "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "b", &sub("k = 1"), "c")
         .await
         .unwrap();
     // Messages on q0 leased by session 1, for the commits to ack.
     let held_count = rng.gen_range(0..12);
     for j in 0..held_count {
-        store.send(msg(&["q0"], &format!("h{j}"))).await.unwrap();
+        store
+            .queues()
+            .send(msg(&["q0"], &format!("h{j}")))
+            .await
+            .unwrap();
     }
     let mut held: Vec<(u64, String)> = if held_count > 0 {
         store
+            .queues()
             .receive(
                 &spec("q0", ReceiveMode::Take, AckMode::Client, 1),
                 held_count,
@@ -151,7 +160,7 @@ async fn run_case(seed: u64) -> (usize, usize) {
         let acks: Vec<(u64, String)> = held.drain(..take).collect();
         let (c, msgs, ids) = Commit::random(&mut rng, n, acks);
         n += 1;
-        store.commit(1, msgs, &ids).await.unwrap();
+        store.transactions().commit(1, msgs, &ids).await.unwrap();
         done.push(c);
     }
     // Commits still in flight when the crash comes.
@@ -164,7 +173,7 @@ async fn run_case(seed: u64) -> (usize, usize) {
         let store: Arc<EmbeddedStore> = store.clone();
         inflight.push((
             c,
-            tokio::spawn(async move { store.commit(1, msgs, &ids).await }),
+            tokio::spawn(async move { store.transactions().commit(1, msgs, &ids).await }),
         ));
     }
     // A random moment: before, during or after the in-flight commits' writes.

@@ -6,6 +6,8 @@
 //!   non-durable subscriptions are gone;
 //! - each durable subscription holds exactly its acknowledged messages, in order;
 //! - a publish in flight at the crash is on every subscription it matches or on none.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -58,13 +60,13 @@ async fn step(store: &EmbeddedStore, model: &mut Model, rng: &mut StdRng, i: usi
     match rng.gen_range(0..10) {
         0 => {
             if !model.contains_key(topic) {
-                store.create_topic(topic).await.unwrap();
+                store.topics().create_topic(topic).await.unwrap();
                 model.insert(topic.into(), BTreeMap::new());
             }
         }
         1 => {
             if model.remove(topic).is_some() {
-                store.delete_topic(topic, true).await.unwrap();
+                store.topics().delete_topic(topic, true).await.unwrap();
             }
         }
         2 | 3 => {
@@ -88,6 +90,7 @@ async fn step(store: &EmbeddedStore, model: &mut Model, rng: &mut StdRng, i: usi
                 ..SubscriptionOptions::default()
             };
             store
+                .topics()
                 .subscribe_topic(topic, sub, &options, "c")
                 .await
                 .unwrap();
@@ -98,7 +101,7 @@ async fn step(store: &EmbeddedStore, model: &mut Model, rng: &mut StdRng, i: usi
                 return;
             };
             if subs.remove(sub).is_some() {
-                store.unsubscribe(topic, sub).await.unwrap();
+                store.topics().unsubscribe(topic, sub).await.unwrap();
             }
         }
         5..=7 => {
@@ -107,7 +110,7 @@ async fn step(store: &EmbeddedStore, model: &mut Model, rng: &mut StdRng, i: usi
             };
             let k = rng.gen_range(0..2);
             let body = format!("m{i}");
-            store.send(publish(topic, &body, k)).await.unwrap();
+            store.queues().send(publish(topic, &body, k)).await.unwrap();
             for s in subs.values_mut().filter(|s| s.matches(k)) {
                 s.messages.push(body.clone());
             }
@@ -118,6 +121,7 @@ async fn step(store: &EmbeddedStore, model: &mut Model, rng: &mut StdRng, i: usi
             };
             let queue = format!("{topic}:{sub}");
             let got = store
+                .queues()
                 .receive(&spec(&queue, ReceiveMode::Take, AckMode::Auto, 1), 1)
                 .await
                 .unwrap();
@@ -140,17 +144,18 @@ async fn run_case(seed: u64) -> (usize, usize, usize) {
     let segment_bytes = if rng.gen_bool(0.5) { 300 } else { 1 << 20 };
     let store = open(&disk, segment_bytes).await.unwrap();
     for c in ["p", "c"] {
-        store.register_client(c).await.unwrap();
+        store.sessions().register_client(c).await.unwrap();
     }
     let mut model = Model::new();
     // Every topic with one subscription to start with, so that publishes land somewhere.
     for topic in TOPICS {
-        store.create_topic(topic).await.unwrap();
+        store.topics().create_topic(topic).await.unwrap();
         let state = Sub {
             k: None,
             messages: Vec::new(),
         };
         store
+            .topics()
             .subscribe_topic(
                 topic,
                 "s0",
@@ -167,7 +172,7 @@ async fn run_case(seed: u64) -> (usize, usize, usize) {
     for i in 0..rng.gen_range(1..120) {
         step(&store, &mut model, &mut rng, i).await;
         if rng.gen_range(0..40) == 0 {
-            store.maintain().await.unwrap();
+            store.upkeep().maintain().await.unwrap();
         }
     }
     // Publishes in flight at the crash: (topic, body, k).
@@ -184,7 +189,7 @@ async fn run_case(seed: u64) -> (usize, usize, usize) {
                 topic,
                 body,
                 k,
-                tokio::spawn(async move { store.send(m).await }),
+                tokio::spawn(async move { store.queues().send(m).await }),
             ));
         }
     }
@@ -215,7 +220,7 @@ async fn run_case(seed: u64) -> (usize, usize, usize) {
     for subs in model.values_mut() {
         subs.retain(|name, _| !name.starts_with('~'));
     }
-    let listed = store.list_topics().await.unwrap();
+    let listed = store.topics().list_topics().await.unwrap();
     let got: Vec<(String, Vec<(String, String)>)> = listed
         .iter()
         .map(|t| {

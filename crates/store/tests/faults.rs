@@ -25,23 +25,27 @@ fn unavailable(r: Result<impl std::fmt::Debug, StoreError>) -> String {
 async fn failed_fsync_poisons_until_reopened() {
     let disk = FaultyBackend::new();
     let store = open(&disk, BIG).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
-    store.send(msg(&["q"], "acknowledged")).await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "acknowledged"))
+        .await
+        .unwrap();
     disk.fail_syncs(1, FaultKind::Io);
-    let why = unavailable(store.send(msg(&["q"], "unlucky")).await);
+    let why = unavailable(store.queues().send(msg(&["q"], "unlucky")).await);
     assert!(why.contains("fsync"), "{why}");
     // Later writes fail although fsync works again: the store is poisoned.
-    let why = unavailable(store.send(msg(&["q"], "later")).await);
+    let why = unavailable(store.queues().send(msg(&["q"], "later")).await);
     assert!(why.contains("reopened"), "{why}");
-    unavailable(store.create_queue("r").await);
-    unavailable(store.register_client("d").await);
-    unavailable(store.flush().await);
-    unavailable(store.maintain().await);
+    unavailable(store.queues().create_queue("r").await);
+    unavailable(store.sessions().register_client("d").await);
+    unavailable(store.upkeep().flush().await);
+    unavailable(store.upkeep().maintain().await);
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
-    unavailable(store.receive(&take, 1).await);
+    unavailable(store.queues().receive(&take, 1).await);
     // Reads of settled state still work.
-    assert_eq!(store.list_queues().await.unwrap().len(), 1);
+    assert_eq!(store.queues().list_queues().await.unwrap().len(), 1);
 
     // What was acknowledged is still there after a crash and a reopen.
     let image = disk.crash(CrashMode::Machine { seed: 7 });
@@ -50,24 +54,28 @@ async fn failed_fsync_poisons_until_reopened() {
     let got = bodies(&peek_all(&store, "q").await);
     assert_eq!(got.first().map(String::as_str), Some("acknowledged"));
     assert!(!got.contains(&"later".to_string()));
-    store.send(msg(&["q"], "after reopen")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "after reopen"))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn failed_write_fails_the_batch_then_writes_resume() {
     let disk = FaultyBackend::new();
     let store = open(&disk, BIG).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
-    store.send(msg(&["q"], "one")).await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store.queues().send(msg(&["q"], "one")).await.unwrap();
     disk.fail_writes(1, FaultKind::NoSpace);
-    let why = unavailable(store.send(msg(&["q"], "two")).await);
+    let why = unavailable(store.queues().send(msg(&["q"], "two")).await);
     assert!(
         why.contains("os error 28") || why.to_lowercase().contains("space"),
         "{why}"
     );
     // The disk has room again: the next write goes through by itself.
-    store.send(msg(&["q"], "three")).await.unwrap();
+    store.queues().send(msg(&["q"], "three")).await.unwrap();
     let visible = bodies(&peek_all(&store, "q").await);
     // Memory and disk agree after a crash: nothing half-written, nothing acknowledged lost.
     let image = disk.crash(CrashMode::Machine { seed: 3 });
@@ -82,24 +90,30 @@ async fn failed_write_fails_the_batch_then_writes_resume() {
 async fn failing_writes_refuse_new_writes_until_a_retry_succeeds() {
     let disk = FaultyBackend::new();
     let store = open(&disk, BIG).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
-    store.send(msg(&["q"], "kept")).await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store.queues().send(msg(&["q"], "kept")).await.unwrap();
     disk.fail_writes(4, FaultKind::NoSpace);
     for i in 0..4 {
-        unavailable(store.send(msg(&["q"], &format!("refused {i}"))).await);
+        unavailable(
+            store
+                .queues()
+                .send(msg(&["q"], &format!("refused {i}")))
+                .await,
+        );
     }
     // Refused sends after the first did not change the state (no pile-up of unknown outcomes);
     // the first one's outcome is unknown: it may be there.
     let during = bodies(&peek_all(&store, "q").await);
     assert!(during.len() <= 2, "{during:?}");
     let take = spec("q", ReceiveMode::Take, AckMode::Client, 1);
-    let d = store.receive(&take, 10).await.unwrap();
+    let d = store.queues().receive(&take, 10).await.unwrap();
     store
+        .queues()
         .ack(1, &d.iter().map(|d| d.delivery_id).collect::<Vec<_>>())
         .await
         .unwrap();
-    store.send(msg(&["q"], "back")).await.unwrap();
+    store.queues().send(msg(&["q"], "back")).await.unwrap();
     drop(store);
     let store = open(&disk, BIG).await.unwrap();
     assert_eq!(bodies(&peek_all(&store, "q").await), vec!["back"]);
@@ -109,14 +123,19 @@ async fn failing_writes_refuse_new_writes_until_a_retry_succeeds() {
 async fn failed_segment_roll_is_retried() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 150).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let mut acked = Vec::new();
     for i in 0..30 {
         if i % 7 == 3 {
             disk.fail_writes(1, FaultKind::NoSpace);
         }
-        if store.send(msg(&["q"], &format!("m{i}"))).await.is_ok() {
+        if store
+            .queues()
+            .send(msg(&["q"], &format!("m{i}")))
+            .await
+            .is_ok()
+        {
             acked.push(format!("m{i}"));
         }
     }
@@ -146,10 +165,14 @@ async fn interval_and_never_policies_lose_nothing_on_process_kill() {
         let mut cfg = common::config(&disk, 300);
         cfg.fsync = policy;
         let store = ferry_store::EmbeddedStore::open(cfg).await.unwrap();
-        store.register_client("c").await.unwrap();
-        store.create_queue("q").await.unwrap();
+        store.sessions().register_client("c").await.unwrap();
+        store.queues().create_queue("q").await.unwrap();
         for i in 0..20 {
-            store.send(msg(&["q"], &format!("m{i}"))).await.unwrap();
+            store
+                .queues()
+                .send(msg(&["q"], &format!("m{i}")))
+                .await
+                .unwrap();
         }
         let image = disk.crash(CrashMode::Process);
         if policy == FsyncPolicy::Never {
@@ -157,7 +180,7 @@ async fn interval_and_never_policies_lose_nothing_on_process_kill() {
             assert!(common::segments(&disk)
                 .iter()
                 .any(|(p, _)| disk.unsynced_bytes(p) > 0));
-            store.flush().await.unwrap();
+            store.upkeep().flush().await.unwrap();
             assert!(common::segments(&disk)
                 .iter()
                 .all(|(p, _)| disk.unsynced_bytes(p) == 0));
@@ -176,8 +199,8 @@ async fn interval_policy_syncs_by_itself() {
     let mut cfg = common::config(&disk, BIG);
     cfg.fsync = FsyncPolicy::Interval(Duration::from_millis(20));
     let store = ferry_store::EmbeddedStore::open(cfg).await.unwrap();
-    store.create_queue("q").await.unwrap();
-    store.send(msg(&["q"], "x")).await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store.queues().send(msg(&["q"], "x")).await.unwrap();
     let (path, _) = common::segments(&disk).pop().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while disk.unsynced_bytes(&path) > 0 {

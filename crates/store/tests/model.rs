@@ -4,6 +4,8 @@
 //! so that rolling and compaction run all the time. After every operation the queue depths
 //! must agree; after every reopen and at the end, every queue's full content (ids and
 //! delivery counts) must agree.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,6 +87,7 @@ static SEGMENTS_DELETED: AtomicUsize = AtomicUsize::new(0);
 
 async fn check_depths(store: &EmbeddedStore, m: &Model) {
     let got: Vec<(String, u64, u64)> = store
+        .queues()
         .list_queues()
         .await
         .unwrap()
@@ -122,11 +125,11 @@ async fn check_contents(store: &EmbeddedStore, m: &Model) {
 async fn run(segment_bytes: u64, ops: Vec<Op>) {
     let mut disk = FaultyBackend::new();
     let mut store = open(&disk, segment_bytes).await.unwrap();
-    store.register_client("p").await.unwrap();
-    store.register_client("c").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
     let mut m = Model::default();
     for q in QUEUES {
-        store.create_queue(q).await.unwrap();
+        store.queues().create_queue(q).await.unwrap();
         m.queues.insert(q.into(), BTreeMap::new());
     }
     for op in ops {
@@ -142,7 +145,7 @@ async fn run(segment_bytes: u64, ops: Vec<Op>) {
                     .collect();
                 let mut message = msg(&qs, &"x".repeat(body_len));
                 message.priority = priority;
-                let result = store.send(message).await;
+                let result = store.queues().send(message).await;
                 match qs.iter().find(|q| !m.queues.contains_key(**q)) {
                     Some(missing) => {
                         assert_eq!(result, Err(StoreError::QueueNotFound(missing.to_string())))
@@ -184,7 +187,7 @@ async fn run(segment_bytes: u64, ops: Vec<Op>) {
                 } else {
                     Order::Time
                 };
-                let result = store.receive(&s, max).await;
+                let result = store.queues().receive(&s, max).await;
                 let Some(msgs) = m.queues.get_mut(q) else {
                     assert_eq!(result, Err(StoreError::QueueNotFound(q.into())));
                     continue;
@@ -229,32 +232,40 @@ async fn run(segment_bytes: u64, ops: Vec<Op>) {
                 let msgs = m.queues.get_mut(&q).unwrap();
                 match how {
                     0 => {
-                        store.ack(1, &[did]).await.unwrap();
+                        store.queues().ack(1, &[did]).await.unwrap();
                         msgs.remove(&id);
                     }
                     1 => {
-                        assert!(store.nack(1, &[did], false).await.unwrap().is_empty());
+                        assert!(store
+                            .queues()
+                            .nack(1, &[did], false)
+                            .await
+                            .unwrap()
+                            .is_empty());
                         msgs.remove(&id);
                     }
                     _ => {
-                        assert_eq!(store.nack(1, &[did], true).await.unwrap(), vec![q.clone()]);
+                        assert_eq!(
+                            store.queues().nack(1, &[did], true).await.unwrap(),
+                            vec![q.clone()]
+                        );
                         msgs.get_mut(&id).unwrap().leased = false;
                     }
                 }
                 assert_eq!(
-                    store.ack(1, &[did]).await,
+                    store.queues().ack(1, &[did]).await,
                     Err(StoreError::DeliveriesNotFound(vec![did]))
                 );
             }
             Op::Release => {
-                store.release_session(1).await.unwrap();
+                store.sessions().release_session(1).await.unwrap();
                 for (_, (id, q)) in std::mem::take(&mut m.leases) {
                     m.queues.get_mut(&q).unwrap().get_mut(&id).unwrap().leased = false;
                 }
             }
             Op::Create { queue } => {
                 let q = QUEUES[queue];
-                let result = store.create_queue(q).await;
+                let result = store.queues().create_queue(q).await;
                 if m.queues.contains_key(q) {
                     assert_eq!(result, Err(StoreError::QueueExists(q.into())));
                 } else {
@@ -264,7 +275,7 @@ async fn run(segment_bytes: u64, ops: Vec<Op>) {
             }
             Op::Delete { queue, force } => {
                 let q = QUEUES[queue];
-                let result = store.delete_queue(q, force).await;
+                let result = store.queues().delete_queue(q, force).await;
                 match m.queues.get(q) {
                     None => assert_eq!(result, Err(StoreError::QueueNotFound(q.into()))),
                     Some(msgs) if !msgs.is_empty() && !force => assert_eq!(
@@ -283,7 +294,7 @@ async fn run(segment_bytes: u64, ops: Vec<Op>) {
             }
             Op::Maintain => {
                 let before = store.segments().len();
-                store.maintain().await.unwrap();
+                store.upkeep().maintain().await.unwrap();
                 let after = store.segments().len();
                 SEGMENTS_DELETED.fetch_add(before.saturating_sub(after), Ordering::Relaxed);
             }
@@ -303,11 +314,11 @@ async fn run(segment_bytes: u64, ops: Vec<Op>) {
     }
     check_contents(&store, &m).await;
     // Compaction keeps exactly the live messages, and a reopen after it agrees.
-    store.maintain().await.unwrap();
+    store.upkeep().maintain().await.unwrap();
     check_contents(&store, &m).await;
     drop(store);
     let store = open(&disk, segment_bytes).await.unwrap();
-    store.release_session(1).await.unwrap();
+    store.sessions().release_session(1).await.unwrap();
     for (_, (id, q)) in std::mem::take(&mut m.leases) {
         m.queues.get_mut(&q).unwrap().get_mut(&id).unwrap().leased = false;
     }

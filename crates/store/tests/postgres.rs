@@ -2,6 +2,8 @@
 //! concurrency through the batcher and `SKIP LOCKED`, message rows removed with their last
 //! queue row, leases of a previous run returned, and `Unavailable` then recovery when the
 //! database stops and starts again.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
@@ -52,7 +54,7 @@ async fn migrations_are_idempotent_and_safe_when_opens_race() {
         o.await.unwrap().expect("every racing open succeeds");
     }
     let again = open(&url).await;
-    again.create_queue("q").await.unwrap();
+    again.queues().create_queue("q").await.unwrap();
     let versions = cluster()
         .psql(
             &db_name(&url),
@@ -80,7 +82,12 @@ async fn concurrent_sends_and_takes_deliver_each_message_once() {
     let sends: Vec<_> = (0..200)
         .map(|i| {
             let store = store.clone();
-            tokio::spawn(async move { store.send(msg(&["q", "r"], "p", &format!("{i}"))).await })
+            tokio::spawn(async move {
+                store
+                    .queues()
+                    .send(msg(&["q", "r"], "p", &format!("{i}")))
+                    .await
+            })
         })
         .collect();
     let mut ids = HashSet::new();
@@ -93,7 +100,7 @@ async fn concurrent_sends_and_takes_deliver_each_message_once() {
             tokio::spawn(async move {
                 let mut got = Vec::new();
                 loop {
-                    let d = store.receive(&take("q", "c"), 7).await.unwrap();
+                    let d = store.queues().receive(&take("q", "c"), 7).await.unwrap();
                     if d.is_empty() {
                         return got;
                     }
@@ -118,13 +125,13 @@ async fn concurrent_sends_and_takes_deliver_each_message_once() {
         "messages still on queue r are kept"
     );
     // Settle the copies on r through client acks, concurrently.
-    let d = store.receive(&lease("r", "c"), 500).await.unwrap();
+    let d = store.queues().receive(&lease("r", "c"), 500).await.unwrap();
     let acks: Vec<_> = d
         .chunks(10)
         .map(|chunk| {
             let store = store.clone();
             let ids: Vec<_> = chunk.iter().map(|d| d.delivery_id).collect();
-            tokio::spawn(async move { store.ack(1, &ids).await })
+            tokio::spawn(async move { store.queues().ack(1, &ids).await })
         })
         .collect();
     for a in acks {
@@ -159,7 +166,7 @@ async fn concurrent_client_ack_takes_share_the_queue_in_order() {
         });
     }
     let mut ids = HashSet::new();
-    for r in store.send_batch(batch).await {
+    for r in store.queues().send_batch(batch).await {
         assert!(ids.insert(r.unwrap()));
     }
     let takers: Vec<_> = (0..12u64)
@@ -171,7 +178,7 @@ async fn concurrent_client_ack_takes_share_the_queue_in_order() {
                 spec.session = 100 + session;
                 let mut got = Vec::new();
                 loop {
-                    let ds = store.receive(&spec, 9).await.unwrap();
+                    let ds = store.queues().receive(&spec, 9).await.unwrap();
                     if ds.is_empty() {
                         return (session, client, got);
                     }
@@ -192,7 +199,11 @@ async fn concurrent_client_ack_takes_share_the_queue_in_order() {
                         assert_eq!(d.message.sender, "p");
                     }
                     got.extend(ds.iter().map(|d| d.message.id));
-                    store.ack(100 + session, &delivery_ids).await.unwrap();
+                    store
+                        .queues()
+                        .ack(100 + session, &delivery_ids)
+                        .await
+                        .unwrap();
                 }
             })
         })
@@ -220,16 +231,16 @@ async fn reopening_returns_the_previous_runs_leases() {
     let url = fresh_url().await;
     let store = open(&url).await;
     setup(&store, &["p", "c"], &["q"]).await;
-    store.send(msg(&["q"], "p", "x")).await.unwrap();
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    store.queues().send(msg(&["q"], "p", "x")).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     drop(store);
     let store = open(&url).await;
     assert_eq!(
-        store.ack(1, &[d[0].delivery_id]).await,
+        store.queues().ack(1, &[d[0].delivery_id]).await,
         Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id])),
         "a lease of the previous run is gone"
     );
-    let d = store.receive(&take("q", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&take("q", "c"), 1).await.unwrap();
     assert!(d[0].message.redelivered());
 }
 
@@ -241,26 +252,32 @@ async fn unavailable_while_database_is_down_then_recovers_losing_nothing() {
     setup(&store, &["p", "c"], &["q"]).await;
     let mut acknowledged = Vec::new();
     for i in 0..20 {
-        acknowledged.push(store.send(msg(&["q"], "p", &format!("{i}"))).await.unwrap());
+        acknowledged.push(
+            store
+                .queues()
+                .send(msg(&["q"], "p", &format!("{i}")))
+                .await
+                .unwrap(),
+        );
     }
     pg.stop().unwrap();
-    match store.send(msg(&["q"], "p", "down")).await {
+    match store.queues().send(msg(&["q"], "p", "down")).await {
         Err(StoreError::Unavailable(m)) => assert!(!m.is_empty()),
         other => panic!("a send with the database down is Unavailable, got {other:?}"),
     }
     assert!(matches!(
-        store.receive(&take("q", "c"), 1).await,
+        store.queues().receive(&take("q", "c"), 1).await,
         Err(StoreError::Unavailable(_))
     ));
     assert!(matches!(
-        store.list_queues().await,
+        store.queues().list_queues().await,
         Err(StoreError::Unavailable(_))
     ));
     pg.start_again().unwrap();
     // The pool reconnects by itself; the first calls may still hit dead connections.
     let deadline = Instant::now() + Duration::from_secs(30);
     let after = loop {
-        match store.send(msg(&["q"], "p", "after")).await {
+        match store.queues().send(msg(&["q"], "p", "after")).await {
             Ok(id) => break id,
             Err(StoreError::Unavailable(_)) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -271,7 +288,7 @@ async fn unavailable_while_database_is_down_then_recovers_losing_nothing() {
     acknowledged.push(after);
     let mut got = Vec::new();
     loop {
-        let d = store.receive(&take("q", "c"), 100).await.unwrap();
+        let d = store.queues().receive(&take("q", "c"), 100).await.unwrap();
         if d.is_empty() {
             break;
         }
@@ -304,33 +321,47 @@ async fn a_node_taken_for_dead_hears_it_from_its_next_heartbeat() {
     let url = fresh_url().await;
     let a = open_as(&url, "a").await;
     let b = open_as(&url, "b").await;
-    assert!(!a.heartbeat(60_000).await.unwrap().was_taken_for_dead);
-    a.claim_session("alice", 1, Registration::Permanent)
+    assert!(
+        !a.sessions()
+            .heartbeat(60_000)
+            .await
+            .unwrap()
+            .was_taken_for_dead
+    );
+    a.sessions()
+        .claim_session("alice", 1, Registration::Permanent)
         .await
         .unwrap();
     // a stays silent; b takes it for dead once the timeout has passed.
     // b's first heartbeat comes after a timeout of a's silence, but b has only just reached
     // the database itself (as after an outage): it judges nobody yet.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    b.heartbeat(100).await.unwrap();
+    b.sessions().heartbeat(100).await.unwrap();
     assert!(
         matches!(
-            b.claim_session("alice", 7, Registration::Permanent).await,
+            b.sessions()
+                .claim_session("alice", 7, Registration::Permanent)
+                .await,
             Err(StoreError::AlreadyOnline(_))
         ),
         "a node just in contact judges nobody yet"
     );
     common::outlive(b.as_ref(), 100).await;
-    b.claim_session("alice", 7, Registration::Permanent)
+    b.sessions()
+        .claim_session("alice", 7, Registration::Permanent)
         .await
         .expect("a's claim on alice ended with a");
-    let back = a.heartbeat(60_000).await.unwrap();
+    let back = a.sessions().heartbeat(60_000).await.unwrap();
     assert!(
         back.was_taken_for_dead,
         "a must learn it was taken for dead"
     );
     assert!(
-        !a.heartbeat(60_000).await.unwrap().was_taken_for_dead,
+        !a.sessions()
+            .heartbeat(60_000)
+            .await
+            .unwrap()
+            .was_taken_for_dead,
         "said once, by the first heartbeat after it"
     );
 }
@@ -340,20 +371,24 @@ async fn a_node_that_leaves_frees_its_sessions_and_its_nodes_row() {
     let url = fresh_url().await;
     let a = open_as(&url, "a").await;
     let b = open_as(&url, "b").await;
-    a.heartbeat(60_000).await.unwrap();
-    b.heartbeat(60_000).await.unwrap();
-    a.claim_session("alice", 1, Registration::Permanent)
+    a.sessions().heartbeat(60_000).await.unwrap();
+    b.sessions().heartbeat(60_000).await.unwrap();
+    a.sessions()
+        .claim_session("alice", 1, Registration::Permanent)
         .await
         .unwrap();
     assert_eq!(node_rows(&url).await, vec!["a", "b"]);
     assert!(matches!(
-        b.claim_session("alice", 7, Registration::Permanent).await,
+        b.sessions()
+            .claim_session("alice", 7, Registration::Permanent)
+            .await,
         Err(StoreError::AlreadyOnline(_))
     ));
 
-    a.leave().await.unwrap();
+    a.sessions().leave().await.unwrap();
     assert_eq!(node_rows(&url).await, vec!["b"], "a's row is gone at once");
-    b.claim_session("alice", 7, Registration::Permanent)
+    b.sessions()
+        .claim_session("alice", 7, Registration::Permanent)
         .await
         .expect("the name is free without waiting for a's heartbeat to time out");
 }
@@ -371,19 +406,31 @@ async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
         dead_letter_queue: Some("dead".into()),
         expiry_queue: None,
     };
-    a.create_queue_with("work", &options).await.unwrap();
-    a.send(msg(&["work"], "p", "poison")).await.unwrap();
-    a.claim_session("c", 1, Registration::Permanent)
+    a.queues()
+        .create_queue_with("work", &options)
         .await
         .unwrap();
-    let got = a.receive(&lease("work", "c"), 1).await.unwrap();
+    a.queues()
+        .send(msg(&["work"], "p", "poison"))
+        .await
+        .unwrap();
+    a.sessions()
+        .claim_session("c", 1, Registration::Permanent)
+        .await
+        .unwrap();
+    let got = a.queues().receive(&lease("work", "c"), 1).await.unwrap();
     assert_eq!(got.len(), 1, "leased once: its one allowed delivery");
     // Node a stops beating; b takes it for dead once the timeout has passed.
     drop(a);
     let queues = common::outlive(b.as_ref(), 100).await;
     assert!(queues.contains(&"dead".to_string()), "{queues:?}");
-    assert!(b.receive(&take("work", "c"), 1).await.unwrap().is_empty());
-    let dead = b.receive(&take("dead", "c"), 1).await.unwrap();
+    assert!(b
+        .queues()
+        .receive(&take("work", "c"), 1)
+        .await
+        .unwrap()
+        .is_empty());
+    let dead = b.queues().receive(&take("dead", "c"), 1).await.unwrap();
     assert_eq!(dead.len(), 1, "the message is on the dead-letter queue");
     assert_eq!(dead[0].message.body.as_ref(), b"poison");
 }

@@ -1,6 +1,8 @@
 //! The operator's figures on the PostgreSQL engine across nodes sharing one database: every
 //! node shows the whole cluster's queue flows (each node's counts reach the others with its
 //! heartbeat) and the node each online client is on.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::{Arc, OnceLock};
 
@@ -21,6 +23,7 @@ async fn open_as(url: &str, node: &str) -> Arc<dyn Store> {
 
 async fn figures(store: &Arc<dyn Store>, queue: &str) -> QueueDetails {
     store
+        .admin()
         .queue_details()
         .await
         .unwrap()
@@ -43,32 +46,41 @@ async fn every_node_shows_the_whole_clusters_queue_flows_and_clients() {
     let b = open_as(&url, "node-b").await;
     setup(&a, &["p", "c"], &["q"]).await;
     for i in 0..5 {
-        a.send(msg(&["q"], "p", &format!("m{i}"))).await.unwrap();
+        a.queues()
+            .send(msg(&["q"], "p", &format!("m{i}")))
+            .await
+            .unwrap();
     }
-    assert_eq!(b.receive(&take("q", "c"), 3).await.unwrap().len(), 3);
+    assert_eq!(
+        b.queues().receive(&take("q", "c"), 3).await.unwrap().len(),
+        3
+    );
     // Each node knows its own counts at once...
     assert_eq!(flows(&a, "q").await, (Some(5), Some(0)));
     assert_eq!(flows(&b, "q").await, (Some(0), Some(3)));
     // ... and the others' after their heartbeats.
-    a.heartbeat(60_000).await.unwrap();
-    b.heartbeat(60_000).await.unwrap();
+    a.sessions().heartbeat(60_000).await.unwrap();
+    b.sessions().heartbeat(60_000).await.unwrap();
     assert_eq!(flows(&a, "q").await, (Some(5), Some(3)));
     assert_eq!(flows(&b, "q").await, (Some(5), Some(3)));
     // Written once: more heartbeats add nothing.
-    a.heartbeat(60_000).await.unwrap();
+    a.sessions().heartbeat(60_000).await.unwrap();
     assert_eq!(flows(&b, "q").await, (Some(5), Some(3)));
     let q = figures(&b, "q").await;
     assert_eq!((q.ready, q.ready_bytes), (2, Some(4)));
 
     // Clients name the node their session is on, seen from either node.
-    a.claim_session("alice", 1, Registration::Permanent)
+    a.sessions()
+        .claim_session("alice", 1, Registration::Permanent)
         .await
         .unwrap();
-    b.claim_session("bob", 1, Registration::Permanent)
+    b.sessions()
+        .claim_session("bob", 1, Registration::Permanent)
         .await
         .unwrap();
     for store in [&a, &b] {
         let nodes: Vec<(String, Option<String>)> = store
+            .admin()
             .list_clients()
             .await
             .unwrap()
@@ -87,7 +99,7 @@ async fn every_node_shows_the_whole_clusters_queue_flows_and_clients() {
     }
 
     // A deleted queue takes its counters with it; one made again under its name starts at 0.
-    b.delete_queue("q", true).await.unwrap();
-    b.create_queue("q").await.unwrap();
+    b.queues().delete_queue("q", true).await.unwrap();
+    b.queues().create_queue("q").await.unwrap();
     assert_eq!(flows(&a, "q").await, (Some(0), Some(0)));
 }

@@ -3,6 +3,8 @@
 //! publishes and conflicts across nodes; a restarted node drops the non-durable subscriptions
 //! of the clients its previous run held; non-persistent messages are shared like any other; a
 //! commit settles only its own node's deliveries.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::{Arc, OnceLock};
 
@@ -48,7 +50,7 @@ fn numbered(n: i64) -> NewMessage {
 
 /// Names of the subscriptions of `topic`, as `store` lists them.
 async fn subscription_names(store: &PostgresStore, topic: &str) -> Vec<String> {
-    let topics = store.list_topics().await.unwrap();
+    let topics = store.topics().list_topics().await.unwrap();
     topics
         .iter()
         .find(|t| t.name == topic)
@@ -63,7 +65,7 @@ async fn subscription_names(store: &PostgresStore, topic: &str) -> Vec<String> {
 async fn take_all(store: &PostgresStore, queue: &str) -> Vec<String> {
     let mut spec = take(queue, "c");
     spec.order = ferry_protocol::Order::Time;
-    bodies(&store.receive(&spec, 1000).await.unwrap())
+    bodies(&store.queues().receive(&spec, 1000).await.unwrap())
 }
 
 /// A subscription made on one node gets what another node publishes from then on, with its
@@ -75,67 +77,81 @@ async fn a_subscription_remade_on_one_node_applies_at_once_on_another() {
     let a = node(&url, "a").await;
     let b = node(&url, "b").await;
     for c in ["p", "c"] {
-        a.register_client(c).await.unwrap();
+        a.sessions().register_client(c).await.unwrap();
     }
-    a.create_topic("t").await.unwrap();
-    b.send(numbered(0)).await.unwrap();
-    a.subscribe_topic("t", "s", &durable("n > 1"), "c")
+    a.topics().create_topic("t").await.unwrap();
+    b.queues().send(numbered(0)).await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "s", &durable("n > 1"), "c")
         .await
         .unwrap();
     for n in 1..=3 {
-        b.send(numbered(n)).await.unwrap();
+        b.queues().send(numbered(n)).await.unwrap();
     }
     assert_eq!(subscription_names(&b, "t").await, vec!["s"]);
     assert_eq!(take_all(&b, "t:s").await, vec!["m2", "m3"]);
-    a.unsubscribe("t", "s").await.unwrap();
-    a.subscribe_topic("t", "s", &durable("n < 5"), "c")
+    a.topics().unsubscribe("t", "s").await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "s", &durable("n < 5"), "c")
         .await
         .unwrap();
     for n in 4..=6 {
-        b.send(numbered(n)).await.unwrap();
+        b.queues().send(numbered(n)).await.unwrap();
     }
     assert_eq!(
         take_all(&a, "t:s").await,
         vec!["m4"],
         "the other node applies the new subscription's selector"
     );
-    b.subscribe_topic("t", "s", &durable("n < 5"), "c")
+    b.topics()
+        .subscribe_topic("t", "s", &durable("n < 5"), "c")
         .await
         .expect("the same settings from the other node");
-    match b.subscribe_topic("t", "s", &durable("n > 1"), "c").await {
+    match b
+        .topics()
+        .subscribe_topic("t", "s", &durable("n > 1"), "c")
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => {
             panic!("the old selector from the other node: expected InvalidArgument, got {other:?}")
         }
     }
-    b.delete_topic("t", true).await.unwrap();
+    b.topics().delete_topic("t", true).await.unwrap();
     assert_eq!(
-        a.send(numbered(7)).await,
+        a.queues().send(numbered(7)).await,
         Err(StoreError::TopicNotFound("t".into()))
     );
-    assert!(a.list_topics().await.unwrap().is_empty());
+    assert!(a.topics().list_topics().await.unwrap().is_empty());
 }
 
 /// Sets up topic `t` with a durable subscription and non-durable ones owned by alice (claimed
 /// on `a`) and bob (claimed on `b`), each holding one message.
 async fn owned_subscriptions(a: &PostgresStore, b: &PostgresStore) {
-    a.register_client("p").await.unwrap();
-    a.claim_session("alice", 1, Registration::Permanent)
+    a.sessions().register_client("p").await.unwrap();
+    a.sessions()
+        .claim_session("alice", 1, Registration::Permanent)
         .await
         .unwrap();
-    b.claim_session("bob", 2, Registration::Permanent)
+    b.sessions()
+        .claim_session("bob", 2, Registration::Permanent)
         .await
         .unwrap();
-    a.create_topic("t").await.unwrap();
-    a.subscribe_topic("t", "keep", &durable(""), "alice")
+    a.topics().create_topic("t").await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "keep", &durable(""), "alice")
         .await
         .unwrap();
     let nd = SubscriptionOptions::default();
-    a.subscribe_topic("t", "~alice.1", &nd, "alice")
+    a.topics()
+        .subscribe_topic("t", "~alice.1", &nd, "alice")
         .await
         .unwrap();
-    b.subscribe_topic("t", "~bob.1", &nd, "bob").await.unwrap();
-    b.send(publish("t", "p", "x")).await.unwrap();
+    b.topics()
+        .subscribe_topic("t", "~bob.1", &nd, "bob")
+        .await
+        .unwrap();
+    b.queues().send(publish("t", "p", "x")).await.unwrap();
     assert_eq!(
         subscription_names(b, "t").await,
         vec!["keep", "~alice.1", "~bob.1"]
@@ -163,24 +179,29 @@ async fn non_persistent_messages_are_shared_between_nodes() {
     let a = node(&url, "a").await;
     let b = node(&url, "b").await;
     for c in ["p", "c"] {
-        a.register_client(c).await.unwrap();
+        a.sessions().register_client(c).await.unwrap();
     }
-    a.create_queue("q").await.unwrap();
-    a.create_topic("t").await.unwrap();
-    a.subscribe_topic("t", "s", &durable(""), "c")
+    a.queues().create_queue("q").await.unwrap();
+    a.topics().create_topic("t").await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     let transient = |m: NewMessage| NewMessage {
         persistent: false,
         ..m
     };
-    a.send(transient(msg(&["q"], "p", "np"))).await.unwrap();
-    a.send(transient(publish("t", "p", "np-pub")))
+    a.queues()
+        .send(transient(msg(&["q"], "p", "np")))
         .await
         .unwrap();
-    let d = b.receive(&lease("q", "c"), 1).await.unwrap();
+    a.queues()
+        .send(transient(publish("t", "p", "np-pub")))
+        .await
+        .unwrap();
+    let d = b.queues().receive(&lease("q", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["np"]);
-    b.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
+    b.queues().ack(SESSION, &[d[0].delivery_id]).await.unwrap();
     assert_eq!(take_all(&b, "t:s").await, vec!["np-pub"]);
 }
 
@@ -192,20 +213,22 @@ async fn a_commit_settles_only_its_own_nodes_deliveries() {
     let a = node(&url, "a").await;
     let b = node(&url, "b").await;
     for c in ["p", "c"] {
-        a.register_client(c).await.unwrap();
+        a.sessions().register_client(c).await.unwrap();
     }
-    a.create_queue("q").await.unwrap();
-    a.create_queue("out").await.unwrap();
-    a.send(msg(&["q"], "p", "held")).await.unwrap();
-    let d = a.receive(&lease("q", "c"), 1).await.unwrap();
+    a.queues().create_queue("q").await.unwrap();
+    a.queues().create_queue("out").await.unwrap();
+    a.queues().send(msg(&["q"], "p", "held")).await.unwrap();
+    let d = a.queues().receive(&lease("q", "c"), 1).await.unwrap();
     let id = d[0].delivery_id;
     assert_eq!(
-        b.commit(SESSION, vec![msg(&["out"], "p", "from b")], &[id])
+        b.transactions()
+            .commit(SESSION, vec![msg(&["out"], "p", "from b")], &[id])
             .await,
         Err(StoreError::DeliveriesNotFound(vec![id]))
     );
     assert!(take_all(&a, "out").await.is_empty());
     let ids = a
+        .transactions()
         .commit(SESSION, vec![msg(&["out"], "p", "from a")], &[id])
         .await
         .unwrap();

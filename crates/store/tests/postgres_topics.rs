@@ -2,6 +2,8 @@
 //! database (a subscription made on one node gets what another publishes, and its waiters are
 //! told), non-durable subscriptions dropped when their owner's node leaves or dies, publishes
 //! racing unsubscribes without leaving rows behind, and non-persistent transactions.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
@@ -64,18 +66,19 @@ async fn a_subscription_made_on_one_node_gets_what_another_publishes() {
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     let b = open_node(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["p", "c"], &[]).await;
-    a.create_topic("t").await.unwrap();
+    a.topics().create_topic("t").await.unwrap();
     // Node a publishes once before b subscribes, so anything it might have kept about the
     // topic's subscriptions would be stale afterwards.
-    a.send(publish("t", "p", "before")).await.unwrap();
-    let mut changes = a.subscribe_changes().unwrap();
-    b.subscribe_topic("t", "s", &options(true, "n > 1"), "c")
+    a.queues().send(publish("t", "p", "before")).await.unwrap();
+    let mut changes = a.sessions().subscribe_changes().unwrap();
+    b.topics()
+        .subscribe_topic("t", "s", &options(true, "n > 1"), "c")
         .await
         .unwrap();
     for n in [1, 2] {
         let mut m = publish("t", "p", &format!("n{n}"));
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
-        b.send(m).await.unwrap();
+        b.queues().send(m).await.unwrap();
     }
     let heard = tokio::time::timeout(Duration::from_secs(10), changes.recv())
         .await
@@ -84,8 +87,8 @@ async fn a_subscription_made_on_one_node_gets_what_another_publishes() {
     assert_eq!(heard, vec!["t:s".to_owned()]);
     let mut m = publish("t", "p", "n3");
     m.properties = vec![("n".into(), PropertyValue::Int(3))];
-    a.send(m).await.unwrap();
-    let got = a.receive(&take("t:s", "c"), 10).await.unwrap();
+    a.queues().send(m).await.unwrap();
+    let got = a.queues().receive(&take("t:s", "c"), 10).await.unwrap();
     assert_eq!(bodies(&got), vec!["n2", "n3"]);
 }
 
@@ -96,27 +99,32 @@ async fn non_durable_subscriptions_go_when_their_owner_node_leaves() {
     let b = open_node(&url, "b").await;
     let (sa, sb) = (a.clone() as Arc<dyn Store>, b.clone() as Arc<dyn Store>);
     setup(&sa, &["p"], &[]).await;
-    sa.create_topic("t").await.unwrap();
-    sa.claim_session("c", 1, Registration::Permanent)
+    sa.topics().create_topic("t").await.unwrap();
+    sa.sessions()
+        .claim_session("c", 1, Registration::Permanent)
         .await
         .unwrap();
-    sb.claim_session("d", 1, Registration::Permanent)
+    sb.sessions()
+        .claim_session("d", 1, Registration::Permanent)
         .await
         .unwrap();
-    sa.subscribe_topic("t", "~c.1", &options(false, ""), "c")
+    sa.topics()
+        .subscribe_topic("t", "~c.1", &options(false, ""), "c")
         .await
         .unwrap();
-    sa.subscribe_topic("t", "keep", &options(true, ""), "c")
+    sa.topics()
+        .subscribe_topic("t", "keep", &options(true, ""), "c")
         .await
         .unwrap();
-    sb.subscribe_topic("t", "~d.1", &options(false, ""), "d")
+    sb.topics()
+        .subscribe_topic("t", "~d.1", &options(false, ""), "d")
         .await
         .unwrap();
-    sa.send(publish("t", "p", "x")).await.unwrap();
-    let leased = sa.receive(&lease("t:~c.1", "c"), 1).await.unwrap();
+    sa.queues().send(publish("t", "p", "x")).await.unwrap();
+    let leased = sa.queues().receive(&lease("t:~c.1", "c"), 1).await.unwrap();
     assert_eq!(leased.len(), 1);
-    sa.leave().await.unwrap();
-    let subs: Vec<String> = sb.list_topics().await.unwrap()[0]
+    sa.sessions().leave().await.unwrap();
+    let subs: Vec<String> = sb.topics().list_topics().await.unwrap()[0]
         .subscriptions
         .iter()
         .map(|s| s.name.clone())
@@ -133,11 +141,11 @@ async fn non_durable_subscriptions_go_when_their_owner_node_leaves() {
     );
     // The message stays on the other two subscriptions.
     assert_eq!(
-        bodies(&sb.receive(&take("t:~d.1", "d"), 10).await.unwrap()),
+        bodies(&sb.queues().receive(&take("t:~d.1", "d"), 10).await.unwrap()),
         vec!["x"]
     );
     assert_eq!(
-        bodies(&sb.receive(&take("t:keep", "d"), 10).await.unwrap()),
+        bodies(&sb.queues().receive(&take("t:keep", "d"), 10).await.unwrap()),
         vec!["x"]
     );
 }
@@ -148,31 +156,35 @@ async fn non_durable_subscriptions_go_when_their_owner_node_dies() {
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     let b = open_node(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["p"], &[]).await;
-    a.create_topic("t").await.unwrap();
-    a.claim_session("c", 1, Registration::Permanent)
+    a.topics().create_topic("t").await.unwrap();
+    a.sessions()
+        .claim_session("c", 1, Registration::Permanent)
         .await
         .unwrap();
-    a.subscribe_topic("t", "~c.1", &options(false, ""), "c")
+    a.topics()
+        .subscribe_topic("t", "~c.1", &options(false, ""), "c")
         .await
         .unwrap();
-    b.claim_session("d", 1, Registration::Permanent)
+    b.sessions()
+        .claim_session("d", 1, Registration::Permanent)
         .await
         .unwrap();
-    b.subscribe_topic("t", "~d.1", &options(false, ""), "d")
+    b.topics()
+        .subscribe_topic("t", "~d.1", &options(false, ""), "d")
         .await
         .unwrap();
     // Node a stops beating; b takes it for dead once the timeout has passed.
     drop(a);
     common::outlive(b.as_ref(), 100).await;
-    let subs: Vec<String> = b.list_topics().await.unwrap()[0]
+    let subs: Vec<String> = b.topics().list_topics().await.unwrap()[0]
         .subscriptions
         .iter()
         .map(|s| s.name.clone())
         .collect();
     assert_eq!(subs, vec!["~d.1"]);
-    b.send(publish("t", "p", "y")).await.unwrap();
+    b.queues().send(publish("t", "p", "y")).await.unwrap();
     assert_eq!(
-        bodies(&b.receive(&take("t:~d.1", "d"), 10).await.unwrap()),
+        bodies(&b.queues().receive(&take("t:~d.1", "d"), 10).await.unwrap()),
         vec!["y"]
     );
 }
@@ -185,11 +197,15 @@ async fn a_subscription_has_one_exclusive_consumer_across_nodes_until_its_node_g
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     let b = open_node(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["c", "d"], &[]).await;
-    a.create_topic("t").await.unwrap();
-    a.subscribe_topic("t", "d1", &options(true, ""), "c")
+    a.topics().create_topic("t").await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "d1", &options(true, ""), "c")
         .await
         .unwrap();
-    a.attach_consumer("t", "d1", 1, false).await.unwrap();
+    a.topics()
+        .attach_consumer("t", "d1", 1, false)
+        .await
+        .unwrap();
     let in_use = |r: Result<(), ferry_store::StoreError>| {
         assert!(
             matches!(r, Err(ferry_store::StoreError::SubscriptionInUse(_))),
@@ -197,21 +213,30 @@ async fn a_subscription_has_one_exclusive_consumer_across_nodes_until_its_node_g
         )
     };
     // Session 1 on b is another session than session 1 on a.
-    in_use(b.attach_consumer("t", "d1", 1, false).await);
-    in_use(b.unsubscribe("t", "d1").await);
-    a.detach_consumer("t", "d1", 1).await.unwrap();
-    b.attach_consumer("t", "d1", 1, false).await.unwrap();
-    in_use(a.attach_consumer("t", "d1", 2, false).await);
+    in_use(b.topics().attach_consumer("t", "d1", 1, false).await);
+    in_use(b.topics().unsubscribe("t", "d1").await);
+    a.topics().detach_consumer("t", "d1", 1).await.unwrap();
+    b.topics()
+        .attach_consumer("t", "d1", 1, false)
+        .await
+        .unwrap();
+    in_use(a.topics().attach_consumer("t", "d1", 2, false).await);
     // Node b stops beating; a takes it for dead, and with it b's consumer.
     drop(b);
     common::outlive(a.as_ref(), 100).await;
-    a.attach_consumer("t", "d1", 2, false).await.unwrap();
+    a.topics()
+        .attach_consumer("t", "d1", 2, false)
+        .await
+        .unwrap();
     // A node that leaves takes its consumers with it too.
-    a.leave().await.unwrap();
+    a.sessions().leave().await.unwrap();
     let c = open_node(&url, "c").await as Arc<dyn Store>;
-    c.attach_consumer("t", "d1", 1, false).await.unwrap();
-    c.detach_consumer("t", "d1", 1).await.unwrap();
-    c.unsubscribe("t", "d1").await.unwrap();
+    c.topics()
+        .attach_consumer("t", "d1", 1, false)
+        .await
+        .unwrap();
+    c.topics().detach_consumer("t", "d1", 1).await.unwrap();
+    c.topics().unsubscribe("t", "d1").await.unwrap();
     assert_eq!(
         psql(&url, "SELECT count(*) FROM subscription_consumers"),
         "0",
@@ -227,17 +252,20 @@ async fn a_shared_non_durable_subscription_goes_with_the_node_of_its_last_consum
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     let b = open_node(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["c", "d"], &[]).await;
-    a.create_topic("t").await.unwrap();
+    a.topics().create_topic("t").await.unwrap();
     let pool = SubscriptionOptions {
         shared: true,
         ..options(false, "")
     };
     // Made by c on a; consumed only by d on b.
-    a.subscribe_topic("t", "w", &pool, "c").await.unwrap();
-    b.attach_consumer("t", "w", 1, true).await.unwrap();
-    a.detach_consumer("t", "w", 1).await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "w", &pool, "c")
+        .await
+        .unwrap();
+    b.topics().attach_consumer("t", "w", 1, true).await.unwrap();
+    a.topics().detach_consumer("t", "w", 1).await.unwrap();
     let names = |s: Arc<dyn Store>| async move {
-        s.list_topics().await.unwrap()[0]
+        s.topics().list_topics().await.unwrap()[0]
             .subscriptions
             .iter()
             .map(|x| x.name.clone())
@@ -255,8 +283,9 @@ async fn publishes_racing_unsubscribes_leave_no_rows_behind() {
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     let b = open_node(&url, "b").await as Arc<dyn Store>;
     setup(&a, &["p", "c"], &[]).await;
-    a.create_topic("t").await.unwrap();
-    a.subscribe_topic("t", "stay", &options(true, ""), "c")
+    a.topics().create_topic("t").await.unwrap();
+    a.topics()
+        .subscribe_topic("t", "stay", &options(true, ""), "c")
         .await
         .unwrap();
     let publisher = {
@@ -267,7 +296,7 @@ async fn publishes_racing_unsubscribes_leave_no_rows_behind() {
                 let batch: Vec<NewMessage> = (0..4)
                     .map(|j| publish("t", "p", &format!("{i}.{j}")))
                     .collect();
-                for r in a.send_batch(batch).await {
+                for r in a.queues().send_batch(batch).await {
                     r.unwrap();
                     n += 1;
                 }
@@ -277,11 +306,12 @@ async fn publishes_racing_unsubscribes_leave_no_rows_behind() {
     };
     for round in 0..30 {
         let name = format!("s{round}");
-        b.subscribe_topic("t", &name, &options(true, ""), "c")
+        b.topics()
+            .subscribe_topic("t", &name, &options(true, ""), "c")
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
-        b.unsubscribe("t", &name).await.unwrap();
+        b.topics().unsubscribe("t", &name).await.unwrap();
     }
     let published = publisher.await.unwrap();
     assert_eq!(published, 600);
@@ -303,7 +333,7 @@ async fn publishes_racing_unsubscribes_leave_no_rows_behind() {
         "0",
         "no message left on no queue"
     );
-    let listed = a.list_topics().await.unwrap();
+    let listed = a.topics().list_topics().await.unwrap();
     let subs = &listed[0].subscriptions;
     assert_eq!(subs.len(), 1);
     assert_eq!(
@@ -319,13 +349,21 @@ async fn non_persistent_transactions_commit_and_roll_back() {
     setup(&a, &["p", "c"], &["q"]).await;
     let mut m = msg(&["q"], "p", "fast");
     m.persistent = false;
-    let ids = a.commit(7, vec![m.clone(), m.clone()], &[]).await.unwrap();
+    let ids = a
+        .transactions()
+        .commit(7, vec![m.clone(), m.clone()], &[])
+        .await
+        .unwrap();
     assert_eq!(ids.len(), 2);
     assert!(ids[0] < ids[1]);
     let mut missing = m.clone();
     missing.queues = vec!["nope".into()];
-    assert!(a.commit(7, vec![m.clone(), missing], &[]).await.is_err());
-    let got = a.receive(&take("q", "c"), 10).await.unwrap();
+    assert!(a
+        .transactions()
+        .commit(7, vec![m.clone(), missing], &[])
+        .await
+        .is_err());
+    let got = a.queues().receive(&take("q", "c"), 10).await.unwrap();
     assert_eq!(
         bodies(&got),
         vec!["fast", "fast"],
@@ -338,8 +376,9 @@ async fn ending_a_session_drops_the_non_durable_subscriptions_its_client_left_un
     let url = fresh_url().await;
     let a = open_node(&url, "a").await as Arc<dyn Store>;
     setup(&a, &["c", "d"], &[]).await;
-    a.create_topic("t").await.unwrap();
-    a.claim_session("c", 7, Registration::Permanent)
+    a.topics().create_topic("t").await.unwrap();
+    a.sessions()
+        .claim_session("c", 7, Registration::Permanent)
         .await
         .unwrap();
     let pool = SubscriptionOptions {
@@ -348,18 +387,29 @@ async fn ending_a_session_drops_the_non_durable_subscriptions_its_client_left_un
     };
     // What a failure leaves: a shared subscription made but never attached to (the database
     // went away in between), and a plain one whose removal failed.
-    a.subscribe_topic("t", "orphan", &pool, "c").await.unwrap();
-    a.subscribe_topic("t", "left", &options(false, ""), "c")
+    a.topics()
+        .subscribe_topic("t", "orphan", &pool, "c")
+        .await
+        .unwrap();
+    a.topics()
+        .subscribe_topic("t", "left", &options(false, ""), "c")
         .await
         .unwrap();
     // What must stay: a shared one another session consumes, and a durable one.
-    a.subscribe_topic("t", "used", &pool, "c").await.unwrap();
-    a.attach_consumer("t", "used", 9, true).await.unwrap();
-    a.subscribe_topic("t", "kept", &options(true, ""), "c")
+    a.topics()
+        .subscribe_topic("t", "used", &pool, "c")
+        .await
+        .unwrap();
+    a.topics()
+        .attach_consumer("t", "used", 9, true)
+        .await
+        .unwrap();
+    a.topics()
+        .subscribe_topic("t", "kept", &options(true, ""), "c")
         .await
         .unwrap();
     let names = || async {
-        let mut n: Vec<String> = a.list_topics().await.unwrap()[0]
+        let mut n: Vec<String> = a.topics().list_topics().await.unwrap()[0]
             .subscriptions
             .iter()
             .map(|x| x.name.clone())
@@ -368,8 +418,8 @@ async fn ending_a_session_drops_the_non_durable_subscriptions_its_client_left_un
         n
     };
     // Ending a session that does not hold the name changes nothing.
-    a.end_session("c", 8).await.unwrap();
+    a.sessions().end_session("c", 8).await.unwrap();
     assert_eq!(names().await, ["kept", "left", "orphan", "used"]);
-    a.end_session("c", 7).await.unwrap();
+    a.sessions().end_session("c", 7).await.unwrap();
     assert_eq!(names().await, ["kept", "used"]);
 }

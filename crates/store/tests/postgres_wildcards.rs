@@ -2,6 +2,8 @@
 //! subscription made on one node gets what another node publishes, at once; pattern rows go
 //! with their last subscription (also when subscribes and unsubscribes of one pattern race);
 //! and the publish statement walks an index rather than every pattern.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::{Arc, OnceLock};
 
@@ -52,14 +54,25 @@ async fn a_pattern_subscription_made_on_one_node_gets_what_another_publishes() {
     let a = open_node(&url, "a").await;
     let b = open_node(&url, "b").await;
     setup(&a, &["p", "c"], &[]).await;
-    a.create_topic("prices.eu.fish").await.unwrap();
+    a.topics().create_topic("prices.eu.fish").await.unwrap();
     // Node a publishes before b subscribes: nothing it may have kept about patterns helps.
-    a.send(publish("prices.eu.fish", "before")).await.unwrap();
-    b.subscribe_topic("prices.*.fish", "s", &durable(), "c")
+    a.queues()
+        .send(publish("prices.eu.fish", "before"))
         .await
         .unwrap();
-    a.send(publish("prices.eu.fish", "after")).await.unwrap();
-    let got = b.receive(&take("prices.*.fish:s", "c"), 10).await.unwrap();
+    b.topics()
+        .subscribe_topic("prices.*.fish", "s", &durable(), "c")
+        .await
+        .unwrap();
+    a.queues()
+        .send(publish("prices.eu.fish", "after"))
+        .await
+        .unwrap();
+    let got = b
+        .queues()
+        .receive(&take("prices.*.fish:s", "c"), 10)
+        .await
+        .unwrap();
     assert_eq!(bodies(&got), vec!["after"]);
 }
 
@@ -68,9 +81,10 @@ async fn a_pattern_row_goes_with_its_last_subscription() {
     let url = fresh_url().await;
     let a = open_node(&url, "a").await;
     setup(&a, &["p", "c"], &[]).await;
-    a.create_topic("t.x").await.unwrap();
+    a.topics().create_topic("t.x").await.unwrap();
     for name in ["s1", "s2"] {
-        a.subscribe_topic("t.>", name, &durable(), "c")
+        a.topics()
+            .subscribe_topic("t.>", name, &durable(), "c")
             .await
             .unwrap();
     }
@@ -80,9 +94,9 @@ async fn a_pattern_row_goes_with_its_last_subscription() {
         "1",
         "one row for the pattern, whatever its subscriptions"
     );
-    a.unsubscribe("t.>", "s1").await.unwrap();
+    a.topics().unsubscribe("t.>", "s1").await.unwrap();
     assert_eq!(patterns(), "1", "kept while a subscription is left");
-    a.unsubscribe("t.>", "s2").await.unwrap();
+    a.topics().unsubscribe("t.>", "s2").await.unwrap();
     assert_eq!(patterns(), "0", "gone with the last one");
     assert_eq!(
         psql(&url, "SELECT count(*) FROM topics"),
@@ -99,15 +113,16 @@ async fn racing_subscribes_and_unsubscribes_of_one_pattern_keep_its_row() {
     let a = open_node(&url, "a").await;
     let b = open_node(&url, "b").await;
     setup(&a, &["p", "c"], &[]).await;
-    a.create_topic("t.x").await.unwrap();
+    a.topics().create_topic("t.x").await.unwrap();
     let churn = |store: Arc<dyn Store>, name: &'static str| {
         tokio::spawn(async move {
             for _ in 0..30 {
                 store
+                    .topics()
                     .subscribe_topic("t.*", name, &durable(), "c")
                     .await
                     .unwrap();
-                store.unsubscribe("t.*", name).await.unwrap();
+                store.topics().unsubscribe("t.*", name).await.unwrap();
             }
         })
     };
@@ -123,12 +138,13 @@ async fn racing_subscribes_and_unsubscribes_of_one_pattern_keep_its_row() {
         "0",
         "no subscription outlives its pattern's row"
     );
-    a.subscribe_topic("t.*", "z", &durable(), "c")
+    a.topics()
+        .subscribe_topic("t.*", "z", &durable(), "c")
         .await
         .unwrap();
-    b.send(publish("t.x", "m")).await.unwrap();
+    b.queues().send(publish("t.x", "m")).await.unwrap();
     assert_eq!(
-        bodies(&a.receive(&take("t.*:z", "c"), 10).await.unwrap()),
+        bodies(&a.queues().receive(&take("t.*:z", "c"), 10).await.unwrap()),
         vec!["m"]
     );
 }
@@ -140,13 +156,14 @@ async fn publishes_probe_the_pattern_index_instead_of_reading_every_pattern() {
     let url = fresh_url().await;
     let a = open_node(&url, "a").await;
     setup(&a, &["p", "c"], &[]).await;
-    a.create_topic("prices.eu.fish").await.unwrap();
+    a.topics().create_topic("prices.eu.fish").await.unwrap();
     psql(
         &url,
         "INSERT INTO topics (name, is_pattern) \
          SELECT 'other' || i || '.*.>', true FROM generate_series(1, 5000) i",
     );
-    a.subscribe_topic("prices.>", "s", &durable(), "c")
+    a.topics()
+        .subscribe_topic("prices.>", "s", &durable(), "c")
         .await
         .unwrap();
     // The statement's walk, as the engine runs it, reads the patterns' index only.
@@ -158,9 +175,17 @@ async fn publishes_probe_the_pattern_index_instead_of_reading_every_pattern() {
            AND t.name COLLATE \"C\" >= 'prices.' AND t.name COLLATE \"C\" < 'prices/'",
     );
     assert!(plan.contains("topics_patterns"), "{plan}");
-    a.send(publish("prices.eu.fish", "m")).await.unwrap();
+    a.queues()
+        .send(publish("prices.eu.fish", "m"))
+        .await
+        .unwrap();
     assert_eq!(
-        bodies(&a.receive(&take("prices.>:s", "c"), 10).await.unwrap()),
+        bodies(
+            &a.queues()
+                .receive(&take("prices.>:s", "c"), 10)
+                .await
+                .unwrap()
+        ),
         vec!["m"]
     );
 }

@@ -1,5 +1,7 @@
 //! Recovery from damaged logs: a torn or corrupt tail of the last segment is truncated; damage
 //! anywhere else refuses to open with a clear error.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::PathBuf;
 
@@ -16,13 +18,17 @@ const BIG: u64 = 1 << 30;
 async fn five_then_one() -> (std::path::PathBuf, Vec<u8>, usize) {
     let disk = FaultyBackend::new();
     let store = open(&disk, BIG).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     for i in 0..5 {
-        store.send(msg(&["q"], &format!("m{i}"))).await.unwrap();
+        store
+            .queues()
+            .send(msg(&["q"], &format!("m{i}")))
+            .await
+            .unwrap();
     }
     let (path, before) = segments(&disk).pop().unwrap();
-    store.send(msg(&["q"], "m5")).await.unwrap();
+    store.queues().send(msg(&["q"], "m5")).await.unwrap();
     drop(store);
     let bytes = disk.file(&path).unwrap();
     assert!(bytes.len() > before);
@@ -35,7 +41,7 @@ async fn reopen_with(path: &std::path::Path, bytes: Vec<u8>) -> Result<Vec<Strin
     let store = open(&disk, BIG).await?;
     let got = bodies(&peek_all(&store, "q").await);
     // The repaired log takes new records and replays them.
-    store.send(msg(&["q"], "new")).await.unwrap();
+    store.queues().send(msg(&["q"], "new")).await.unwrap();
     drop(store);
     let store = open(&disk, BIG).await.unwrap();
     let again = bodies(&peek_all(&store, "q").await);
@@ -86,10 +92,11 @@ async fn garbage_after_the_last_record_is_truncated() {
 async fn several_segments() -> FaultyBackend {
     let disk = FaultyBackend::new();
     let store = open(&disk, 200).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     for i in 0..20 {
         store
+            .queues()
             .send(msg(&["q"], &format!("message {i}")))
             .await
             .unwrap();
@@ -204,14 +211,18 @@ async fn a_sealed_segment_holding_another_segments_header_is_corruption() {
 async fn leased_messages_come_back_redelivered_after_a_crash() {
     let disk = FaultyBackend::new();
     let store = open(&disk, BIG).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
-    store.send(msg(&["q"], "a")).await.unwrap();
-    store.send(msg(&["q"], "b")).await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store.queues().send(msg(&["q"], "a")).await.unwrap();
+    store.queues().send(msg(&["q"], "b")).await.unwrap();
     let lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
-    let d = store.receive(&lease, 1).await.unwrap();
-    store.nack(1, &[d[0].delivery_id], true).await.unwrap();
-    store.receive(&lease, 2).await.unwrap();
+    let d = store.queues().receive(&lease, 1).await.unwrap();
+    store
+        .queues()
+        .nack(1, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
+    store.queues().receive(&lease, 2).await.unwrap();
     let image = disk.crash(ferry_store::embedded::CrashMode::Machine { seed: 1 });
     let store2 = open(&image, BIG).await.unwrap();
     let got = peek_all(&store2, "q").await;

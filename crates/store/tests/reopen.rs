@@ -1,5 +1,7 @@
 //! Reopening a store keeps its state: clients, queues, messages (all fields), delivery counts,
 //! the next message id, across several segments, on the real filesystem.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 
@@ -19,44 +21,59 @@ async fn open(dir: &std::path::Path) -> Arc<EmbeddedStore> {
 async fn reopen_keeps_everything() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;
-    store.register_client("p").await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.register_client("r").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.sessions().register_client("r").await.unwrap();
     for q in ["a", "b", "gone"] {
-        store.create_queue(q).await.unwrap();
+        store.queues().create_queue(q).await.unwrap();
     }
-    store.delete_queue("gone", false).await.unwrap();
+    store.queues().delete_queue("gone", false).await.unwrap();
     let mut rich = msg(&["a", "b"], "rich");
     rich.receiver = Some("r".into());
     rich.priority = 8;
     rich.context = 99;
     rich.created_at = 123_456;
     rich.properties = vec![("k".into(), PropertyValue::Str("v".into()))];
-    let rich_id = store.send(rich.clone()).await.unwrap();
+    let rich_id = store.queues().send(rich.clone()).await.unwrap();
     let mut last = 0;
     for i in 0..20 {
-        last = store.send(msg(&["a"], &format!("m{i}"))).await.unwrap();
+        last = store
+            .queues()
+            .send(msg(&["a"], &format!("m{i}")))
+            .await
+            .unwrap();
     }
     // m0 taken (auto ack), m1 leased and acked, m2 leased and not acked, m3 nacked and requeued.
     let take = spec("a", ReceiveMode::Take, AckMode::Auto, 1);
     let lease = spec("a", ReceiveMode::Take, AckMode::Client, 1);
-    assert_eq!(bodies(&store.receive(&take, 1).await.unwrap()), vec!["m0"]);
-    let d = store.receive(&lease, 3).await.unwrap();
+    assert_eq!(
+        bodies(&store.queues().receive(&take, 1).await.unwrap()),
+        vec!["m0"]
+    );
+    let d = store.queues().receive(&lease, 3).await.unwrap();
     assert_eq!(bodies(&d), vec!["m1", "m2", "m3"]);
-    store.ack(1, &[d[0].delivery_id]).await.unwrap();
-    store.nack(1, &[d[2].delivery_id], true).await.unwrap();
+    store.queues().ack(1, &[d[0].delivery_id]).await.unwrap();
+    store
+        .queues()
+        .nack(1, &[d[2].delivery_id], true)
+        .await
+        .unwrap();
     // The rich message left queue b only.
     let mut rb = spec("b", ReceiveMode::Take, AckMode::Auto, 1);
     rb.client = "r".into();
-    assert_eq!(store.receive(&rb, 1).await.unwrap()[0].message.id, rich_id);
+    assert_eq!(
+        store.queues().receive(&rb, 1).await.unwrap()[0].message.id,
+        rich_id
+    );
     let segments_before = store.segments().len();
     assert!(segments_before > 2, "the test should span several segments");
     drop(store);
 
     let store = open(dir.path()).await;
-    assert!(store.client_exists("p").await.unwrap());
-    assert!(store.client_exists("r").await.unwrap());
+    assert!(store.sessions().client_exists("p").await.unwrap());
+    assert!(store.sessions().client_exists("r").await.unwrap());
     let names: Vec<String> = store
+        .queues()
         .list_queues()
         .await
         .unwrap()
@@ -80,7 +97,7 @@ async fn reopen_keeps_everything() {
     assert!(peek_all(&store, "b").await.is_empty());
     let mut ra = spec("a", ReceiveMode::Peek, AckMode::Auto, 1);
     ra.client = "r".into();
-    let got = store.receive(&ra, 1).await.unwrap();
+    let got = store.queues().receive(&ra, 1).await.unwrap();
     let m = &got[0].message;
     assert_eq!(
         (m.id, m.priority, m.context, m.created_at),
@@ -89,10 +106,10 @@ async fn reopen_keeps_everything() {
     assert_eq!(m.receiver.as_deref(), Some("r"));
     assert_eq!(m.properties, rich.properties);
     assert_eq!(
-        store.waiting_queues("r", u64::MAX).await.unwrap(),
+        store.queues().waiting_queues("r", u64::MAX).await.unwrap(),
         vec!["a"]
     );
-    let next = store.send(msg(&["a"], "after")).await.unwrap();
+    let next = store.queues().send(msg(&["a"], "after")).await.unwrap();
     assert!(next > last, "ids are never reused: {next} after {last}");
     // A second reopen after more work still agrees.
     drop(store);
@@ -124,30 +141,34 @@ async fn a_locked_directory_is_refused() {
 async fn ids_survive_compaction_of_every_old_segment() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;
-    store.register_client("p").await.unwrap();
-    store.create_queue("a").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.queues().create_queue("a").await.unwrap();
     let take = spec("a", ReceiveMode::Take, AckMode::Auto, 1);
     let mut last = 0;
     for i in 0..50 {
-        last = store.send(msg(&["a"], &format!("m{i}"))).await.unwrap();
-        store.receive(&take, 1).await.unwrap();
+        last = store
+            .queues()
+            .send(msg(&["a"], &format!("m{i}")))
+            .await
+            .unwrap();
+        store.queues().receive(&take, 1).await.unwrap();
     }
-    store.maintain().await.unwrap();
-    store.maintain().await.unwrap();
+    store.upkeep().maintain().await.unwrap();
+    store.upkeep().maintain().await.unwrap();
     assert!(store.segments().len() <= 2, "{:?}", store.segments());
     drop(store);
     let store = open(dir.path()).await;
-    let next = store.send(msg(&["a"], "x")).await.unwrap();
+    let next = store.queues().send(msg(&["a"], "x")).await.unwrap();
     assert!(next > last);
-    assert!(store.client_exists("p").await.unwrap());
+    assert!(store.sessions().client_exists("p").await.unwrap());
 }
 
 #[tokio::test]
 async fn reopen_keeps_delivery_and_expiry_times() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let mut later = msg(&["q"], "later");
     later.deliver_at_ms = 1_000;
     let mut short = msg(&["q"], "short");
@@ -156,7 +177,7 @@ async fn reopen_keeps_delivery_and_expiry_times() {
     both.deliver_at_ms = 200;
     both.expires_at_ms = 2_000;
     for m in [later, short, both, msg(&["q"], "plain")] {
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
     }
     drop(store);
 
@@ -168,14 +189,14 @@ async fn reopen_keeps_delivery_and_expiry_times() {
     };
     let peek = |store: Arc<EmbeddedStore>, now_ms| {
         let s = at(now_ms);
-        async move { bodies(&store.receive(&s, 10).await.unwrap()) }
+        async move { bodies(&store.queues().receive(&s, 10).await.unwrap()) }
     };
     assert_eq!(peek(store.clone(), 1).await, vec!["short", "plain"]);
     assert_eq!(
         peek(store.clone(), 200).await,
         vec!["short", "both", "plain"]
     );
-    let got = store.receive(&at(499), 10).await.unwrap();
+    let got = store.queues().receive(&at(499), 10).await.unwrap();
     assert_eq!(got[0].message.expires_at, 500);
     assert_eq!(got[1].message.expires_at, 2_000);
     // At 500 "short" has expired: the receive passes over it and removes it for good.
@@ -200,16 +221,20 @@ async fn reopen_keeps_delivery_and_expiry_times() {
 async fn reopen_keeps_queue_settings_also_after_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;
-    store.register_client("p").await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("dlq").await.unwrap();
-    store.create_queue("exp").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("dlq").await.unwrap();
+    store.queues().create_queue("exp").await.unwrap();
     let options = ferry_protocol::QueueOptions {
         max_deliveries: 1,
         dead_letter_queue: Some("dlq".into()),
         expiry_queue: Some("exp".into()),
     };
-    store.create_queue_with("q", &options).await.unwrap();
+    store
+        .queues()
+        .create_queue_with("q", &options)
+        .await
+        .unwrap();
     let lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
     let take_dead = spec("dlq", ReceiveMode::Take, AckMode::Auto, 1);
@@ -218,19 +243,23 @@ async fn reopen_keeps_queue_settings_also_after_compaction() {
         let (lease, take_dead) = (lease.clone(), take_dead.clone());
         let take_expired = take_expired.clone();
         async move {
-            store.send(msg(&["q"], body)).await.unwrap();
-            let d = store.receive(&lease, 1).await.unwrap();
-            store.nack(1, &[d[0].delivery_id], true).await.unwrap();
+            store.queues().send(msg(&["q"], body)).await.unwrap();
+            let d = store.queues().receive(&lease, 1).await.unwrap();
+            store
+                .queues()
+                .nack(1, &[d[0].delivery_id], true)
+                .await
+                .unwrap();
             assert_eq!(
-                bodies(&store.receive(&take_dead, 1).await.unwrap()),
+                bodies(&store.queues().receive(&take_dead, 1).await.unwrap()),
                 vec![body]
             );
             let mut short = msg(&["q"], body);
             short.expires_at_ms = 5;
-            store.send(short).await.unwrap();
-            assert_eq!(store.purge_expired(10).await.unwrap(), 1);
+            store.queues().send(short).await.unwrap();
+            assert_eq!(store.upkeep().purge_expired(10).await.unwrap(), 1);
             assert_eq!(
-                bodies(&store.receive(&take_expired, 1).await.unwrap()),
+                bodies(&store.queues().receive(&take_expired, 1).await.unwrap()),
                 vec![body]
             );
         }
@@ -242,11 +271,15 @@ async fn reopen_keeps_queue_settings_also_after_compaction() {
     // Fill and empty segments so that compaction deletes the one holding the settings.
     let first = store.segments()[0];
     for i in 0..50 {
-        store.send(msg(&["q"], &format!("m{i}"))).await.unwrap();
-        store.receive(&take, 1).await.unwrap();
+        store
+            .queues()
+            .send(msg(&["q"], &format!("m{i}")))
+            .await
+            .unwrap();
+        store.queues().receive(&take, 1).await.unwrap();
     }
-    store.maintain().await.unwrap();
-    store.maintain().await.unwrap();
+    store.upkeep().maintain().await.unwrap();
+    store.upkeep().maintain().await.unwrap();
     assert!(!store.segments().contains(&first), "{:?}", store.segments());
     drop(store);
     let store = open(dir.path()).await;

@@ -35,18 +35,23 @@ async fn a_pattern_subscription_without_topics_survives_compaction_and_reopen() 
         ..SubscriptionOptions::default()
     };
     store
+        .topics()
         .subscribe_topic("prices.>", "all", &durable, "c")
         .await
         .unwrap();
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     // Enough traffic to roll many segments, all of it taken so compaction drops them.
     for i in 0..200 {
-        store.send(msg(&["q"], &format!("m{i}"))).await.unwrap();
-        store.receive(&take("q"), 1).await.unwrap();
+        store
+            .queues()
+            .send(msg(&["q"], &format!("m{i}")))
+            .await
+            .unwrap();
+        store.queues().receive(&take("q"), 1).await.unwrap();
     }
     let before = store.segments().len();
     for _ in 0..20 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     assert!(
         store.segments().len() * 2 < before,
@@ -54,14 +59,18 @@ async fn a_pattern_subscription_without_topics_survives_compaction_and_reopen() 
     );
     drop(store);
     let store = open(&disk, 512).await.unwrap() as Arc<dyn Store>;
-    let listed = store.list_topics().await.unwrap();
+    let listed = store.topics().list_topics().await.unwrap();
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0].name, "prices.>");
     assert_eq!(listed[0].subscriptions[0].name, "all");
-    store.create_topic("prices.eu").await.unwrap();
+    store.topics().create_topic("prices.eu").await.unwrap();
     let mut m = msg(&[], "x");
     m.topic = Some("prices.eu".into());
-    store.send(m).await.unwrap();
-    let got = store.receive(&take("prices.>:all"), 10).await.unwrap();
+    store.queues().send(m).await.unwrap();
+    let got = store
+        .queues()
+        .receive(&take("prices.>:all"), 10)
+        .await
+        .unwrap();
     assert_eq!(got.len(), 1, "the pattern goes on matching");
 }

@@ -3,6 +3,8 @@
 //! non-durable subscriptions and non-persistent messages are gone (the latter never reach the
 //! log), and a committed transaction is there entirely or, when its records are torn, not at
 //! all.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -99,19 +101,24 @@ impl World<'_> {
     /// Builds this world in `store`.
     async fn build(&self, store: &EmbeddedStore) {
         for c in ["p", "c"].iter().chain(self.more_clients) {
-            store.register_client(c).await.unwrap();
+            store.sessions().register_client(c).await.unwrap();
         }
         for q in self.queues {
-            store.create_queue(q).await.unwrap();
+            store.queues().create_queue(q).await.unwrap();
         }
         for q in self.once_queues {
-            store.create_queue_with(q, &once_to_dlq()).await.unwrap();
+            store
+                .queues()
+                .create_queue_with(q, &once_to_dlq())
+                .await
+                .unwrap();
         }
         for t in self.topics {
-            store.create_topic(t).await.unwrap();
+            store.topics().create_topic(t).await.unwrap();
         }
         for (topic, name, options) in &self.subscriptions {
             store
+                .topics()
                 .subscribe_topic(topic, name, options, "c")
                 .await
                 .unwrap();
@@ -172,7 +179,7 @@ async fn subscriptions(
     store: &EmbeddedStore,
     topic: &str,
 ) -> Vec<(String, bool, bool, String, u64, u64)> {
-    let topics = store.list_topics().await.unwrap();
+    let topics = store.topics().list_topics().await.unwrap();
     let t = topics
         .iter()
         .find(|t| t.name == topic)
@@ -202,20 +209,21 @@ async fn durable_subscription_backlog_survives_reopen() {
     let mut last = 0;
     for (i, region) in ["eu", "us", "eu", "us", "eu"].iter().enumerate() {
         last = store
+            .queues()
             .send(in_region(publish("t", &format!("m{i}")), region))
             .await
             .unwrap();
     }
-    store.unsubscribe("t", "dropped").await.unwrap();
-    store.delete_topic("gone", true).await.unwrap();
+    store.topics().unsubscribe("t", "dropped").await.unwrap();
+    store.topics().delete_topic("gone", true).await.unwrap();
     // eu: m0 leased and not settled, m2 taken; all: m0 leased and acked.
     let lease = |q: &str| spec(q, ReceiveMode::Take, AckMode::Client, 1);
-    let d = store.receive(&lease("t:eu"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("t:eu"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["m0"]);
     let take = spec("t:eu", ReceiveMode::Take, AckMode::Auto, 1);
-    store.receive(&take, 1).await.unwrap();
-    let d = store.receive(&lease("t:all"), 1).await.unwrap();
-    store.ack(1, &[d[0].delivery_id]).await.unwrap();
+    store.queues().receive(&take, 1).await.unwrap();
+    let d = store.queues().receive(&lease("t:all"), 1).await.unwrap();
+    store.queues().ack(1, &[d[0].delivery_id]).await.unwrap();
     assert!(
         store.segments().len() > 1,
         "the test should span several segments"
@@ -223,6 +231,7 @@ async fn durable_subscription_backlog_survives_reopen() {
 
     let store = reopen(store, &disk, SMALL).await;
     let names: Vec<String> = store
+        .topics()
         .list_topics()
         .await
         .unwrap()
@@ -247,22 +256,28 @@ async fn durable_subscription_backlog_survives_reopen() {
     assert_eq!(ready(&store, "t:all").await, vec!["m1", "m2", "m3", "m4"]);
     // The selector still applies to new publishes; ids go on above the old ones.
     let id = store
+        .queues()
         .send(in_region(publish("t", "after-eu"), "eu"))
         .await
         .unwrap();
     assert!(id > last, "new id {id} above {last}");
     store
+        .queues()
         .send(in_region(publish("t", "after-us"), "us"))
         .await
         .unwrap();
     assert_eq!(ready(&store, "t:eu").await, vec!["m0", "m4", "after-eu"]);
     // The queue options still apply: one delivery, then the dead-letter queue.
-    let d = store.receive(&lease("t:all"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("t:all"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["m1"]);
-    store.nack(1, &[d[0].delivery_id], true).await.unwrap();
+    store
+        .queues()
+        .nack(1, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
     assert_eq!(ready(&store, "dlq").await, vec!["m1"]);
     assert_eq!(
-        store.create_topic("t").await,
+        store.topics().create_topic("t").await,
         Err(StoreError::TopicExists("t".into()))
     );
 }
@@ -281,13 +296,19 @@ async fn non_durable_subscriptions_are_gone_after_reopen() {
     .open(&disk, SMALL)
     .await;
     store
+        .topics()
         .subscribe_topic("t", "~d.1", &non_durable(), "d")
         .await
         .unwrap();
     for i in 0..3 {
-        store.send(publish("t", &format!("m{i}"))).await.unwrap();
+        store
+            .queues()
+            .send(publish("t", &format!("m{i}")))
+            .await
+            .unwrap();
     }
     store
+        .queues()
         .receive(&spec("t:~c.1", ReceiveMode::Take, AckMode::Client, 1), 1)
         .await
         .unwrap();
@@ -301,17 +322,18 @@ async fn non_durable_subscriptions_are_gone_after_reopen() {
     );
     let take = spec("t:~c.1", ReceiveMode::Take, AckMode::Auto, 1);
     assert_eq!(
-        store.receive(&take, 10).await,
+        store.queues().receive(&take, 10).await,
         Err(StoreError::QueueNotFound("t:~c.1".into())),
         "the non-durable subscription's queue is gone"
     );
     assert_eq!(
-        store.unsubscribe("t", "~d.1").await,
+        store.topics().unsubscribe("t", "~d.1").await,
         Err(StoreError::SubscriptionNotFound("t:~d.1".into()))
     );
     // Its name is free again, for an empty subscription; and it stays gone after one more
     // reopen.
     store
+        .topics()
         .subscribe_topic("t", "~c.1", &non_durable(), "c")
         .await
         .unwrap();
@@ -319,7 +341,7 @@ async fn non_durable_subscriptions_are_gone_after_reopen() {
     let store = reopen(store, &disk, SMALL).await;
     assert_eq!(subscriptions(&store, "t").await.len(), 1);
     assert_eq!(
-        store.delete_topic("t", false).await,
+        store.topics().delete_topic("t", false).await,
         Err(StoreError::TopicNotEmpty {
             name: "t".into(),
             depth: 3
@@ -338,23 +360,47 @@ async fn non_persistent_messages_are_gone_after_reopen() {
     }
     .open(&disk, SMALL)
     .await;
-    store.send(msg(&["q"], "p1")).await.unwrap();
-    store.send(transient(msg(&["q", "r"], "n1"))).await.unwrap();
-    store.send(msg(&["q", "r"], "p2")).await.unwrap();
-    store.send(transient(msg(&["q"], "n2"))).await.unwrap();
-    store.send(transient(msg(&["q"], "n3"))).await.unwrap();
-    store.send(transient(publish("t", "n-pub"))).await.unwrap();
-    store.send(publish("t", "p-pub")).await.unwrap();
+    store.queues().send(msg(&["q"], "p1")).await.unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q", "r"], "n1")))
+        .await
+        .unwrap();
+    store.queues().send(msg(&["q", "r"], "p2")).await.unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "n2")))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "n3")))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(transient(publish("t", "n-pub")))
+        .await
+        .unwrap();
+    store.queues().send(publish("t", "p-pub")).await.unwrap();
     // n1 leased and unsettled; n2 nacked over the maximum into dlq; n3 left ready.
     let lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
-    let d = store.receive(&lease, 2).await.unwrap();
+    let d = store.queues().receive(&lease, 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["p1", "n1"]);
-    store.ack(1, &[d[0].delivery_id]).await.unwrap();
+    store.queues().ack(1, &[d[0].delivery_id]).await.unwrap();
     let n2 = spec("q", ReceiveMode::Take, AckMode::Client, 2);
-    let d = store.receive(&n2, 2).await.unwrap();
+    let d = store.queues().receive(&n2, 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["p2", "n2"]);
-    store.nack(2, &[d[0].delivery_id], true).await.unwrap();
-    store.nack(2, &[d[1].delivery_id], true).await.unwrap();
+    store
+        .queues()
+        .nack(2, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
+    store
+        .queues()
+        .nack(2, &[d[1].delivery_id], true)
+        .await
+        .unwrap();
     expect_ready(
         &store,
         &[
@@ -379,6 +425,7 @@ async fn non_persistent_messages_are_gone_after_reopen() {
     )
     .await;
     let depths: BTreeMap<String, (u64, u64)> = store
+        .queues()
         .list_queues()
         .await
         .unwrap()
@@ -410,34 +457,50 @@ async fn non_persistent_messages_write_nothing_to_the_log() {
     let writes = disk.write_count();
     for i in 0..4 {
         store
+            .queues()
             .send(transient(msg(&["q"], &format!("n{i}"))))
             .await
             .unwrap();
     }
     let batch = vec![transient(msg(&["q"], "b1")), transient(publish("t", "b2"))];
-    for r in store.send_batch(batch).await {
+    for r in store.queues().send_batch(batch).await {
         r.unwrap();
     }
-    store.send(transient(publish("t", "pub"))).await.unwrap();
+    store
+        .queues()
+        .send(transient(publish("t", "pub")))
+        .await
+        .unwrap();
     let mut lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
     lease.lease_until_ms = 1_000;
-    let d = store.receive(&lease, 4).await.unwrap();
+    let d = store.queues().receive(&lease, 4).await.unwrap();
     assert_eq!(bodies(&d), vec!["n0", "n1", "n2", "n3"]);
-    store.ack(1, &[d[0].delivery_id]).await.unwrap();
-    store.nack(1, &[d[1].delivery_id], false).await.unwrap();
-    store.nack(1, &[d[2].delivery_id], true).await.unwrap(); // over the maximum: to dlq
-    store.expire_leases(1_000).await.unwrap(); // n3 too
+    store.queues().ack(1, &[d[0].delivery_id]).await.unwrap();
+    store
+        .queues()
+        .nack(1, &[d[1].delivery_id], false)
+        .await
+        .unwrap();
+    store
+        .queues()
+        .nack(1, &[d[2].delivery_id], true)
+        .await
+        .unwrap(); // over the maximum: to dlq
+    store.upkeep().expire_leases(1_000).await.unwrap(); // n3 too
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
-    assert_eq!(bodies(&store.receive(&take, 10).await.unwrap()), vec!["b1"]);
+    assert_eq!(
+        bodies(&store.queues().receive(&take, 10).await.unwrap()),
+        vec!["b1"]
+    );
     let sub = spec("t:s", ReceiveMode::Take, AckMode::Client, 2);
-    let d = store.receive(&sub, 10).await.unwrap();
+    let d = store.queues().receive(&sub, 10).await.unwrap();
     assert_eq!(bodies(&d), vec!["b2", "pub"]);
-    store.ack(2, &[d[0].delivery_id]).await.unwrap();
-    store.release_session(2).await.unwrap();
+    store.queues().ack(2, &[d[0].delivery_id]).await.unwrap();
+    store.sessions().release_session(2).await.unwrap();
     assert_eq!(ready(&store, "dlq").await, vec!["n2", "n3"]);
     let dlq = spec("dlq", ReceiveMode::Take, AckMode::Auto, 1);
-    store.receive(&dlq, 10).await.unwrap();
-    store.purge_expired(u64::MAX / 2).await.unwrap();
+    store.queues().receive(&dlq, 10).await.unwrap();
+    store.upkeep().purge_expired(u64::MAX / 2).await.unwrap();
     assert_eq!(
         disk.files(),
         before,
@@ -458,6 +521,7 @@ async fn committed_transaction_is_entirely_there_after_reopen() {
     assert_eq!(state(&store).await, committed_state(h, &ids));
     assert_eq!(
         store
+            .queues()
             .list_queues()
             .await
             .unwrap()
@@ -484,9 +548,10 @@ async fn transaction_setup(store: &EmbeddedStore) -> ((u64, u64), (u64, u64)) {
         ..World::default()
     };
     world.build(store).await;
-    let h1 = store.send(msg(&["q1"], "h1")).await.unwrap();
-    let h2 = store.send(msg(&["q1"], "h2")).await.unwrap();
+    let h1 = store.queues().send(msg(&["q1"], "h1")).await.unwrap();
+    let h2 = store.queues().send(msg(&["q1"], "h2")).await.unwrap();
     let d = store
+        .queues()
         .receive(&spec("q1", ReceiveMode::Take, AckMode::Client, 1), 2)
         .await
         .unwrap();
@@ -497,6 +562,7 @@ async fn transaction_setup(store: &EmbeddedStore) -> ((u64, u64), (u64, u64)) {
 /// Commits sends, publishes and the ack of the first held delivery; returns the ids.
 async fn commit(store: &EmbeddedStore, held: (u64, u64)) -> Vec<u64> {
     let ids = store
+        .transactions()
         .commit(
             1,
             vec![
@@ -630,20 +696,20 @@ async fn topics_survive_compaction_and_reopen() {
         let kept = i % 25 == 0;
         let mut m = in_region(publish("t", &format!("m{i}")), region);
         m.priority = if kept { 1 } else { 9 };
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
         if !kept {
-            store.receive(&take("t:all"), 1).await.unwrap();
+            store.queues().receive(&take("t:all"), 1).await.unwrap();
             if region == "eu" {
-                store.receive(&take("t:eu"), 1).await.unwrap();
+                store.queues().receive(&take("t:eu"), 1).await.unwrap();
             }
         }
         if i == 100 {
-            store.unsubscribe("t", "dropped").await.unwrap();
-            store.delete_topic("gone", true).await.unwrap();
+            store.topics().unsubscribe("t", "dropped").await.unwrap();
+            store.topics().delete_topic("gone", true).await.unwrap();
         }
     }
     let before = store.segments().len();
-    let listed = store.list_topics().await.unwrap();
+    let listed = store.topics().list_topics().await.unwrap();
     let kept_all = ready(&store, "t:all").await;
     let kept_eu = ready(&store, "t:eu").await;
     assert_eq!(
@@ -652,24 +718,25 @@ async fn topics_survive_compaction_and_reopen() {
     );
     assert_eq!(kept_eu, vec!["m0", "m50", "m100", "m150"]);
     for _ in 0..20 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     let after = store.segments().len();
     assert!(
         after * 2 < before,
         "compaction should drop segments: {before} before, {after} after"
     );
-    assert_eq!(store.list_topics().await.unwrap(), listed);
+    assert_eq!(store.topics().list_topics().await.unwrap(), listed);
 
     let store = reopen(store, &disk, 512).await;
     assert_eq!(
-        store.list_topics().await.unwrap(),
+        store.topics().list_topics().await.unwrap(),
         listed,
         "topics, subscriptions and their depths after compaction and reopen"
     );
     assert_eq!(ready(&store, "t:all").await, kept_all);
     assert_eq!(ready(&store, "t:eu").await, kept_eu);
     store
+        .queues()
         .send(in_region(publish("t", "new-us"), "us"))
         .await
         .unwrap();
@@ -679,10 +746,15 @@ async fn topics_survive_compaction_and_reopen() {
         "the selector still applies"
     );
     let d = store
+        .queues()
         .receive(&spec("t:all", ReceiveMode::Take, AckMode::Client, 1), 1)
         .await
         .unwrap();
-    store.nack(1, &[d[0].delivery_id], true).await.unwrap();
+    store
+        .queues()
+        .nack(1, &[d[0].delivery_id], true)
+        .await
+        .unwrap();
     assert_eq!(
         ready(&store, "dlq").await,
         vec!["m0"],
@@ -696,14 +768,20 @@ async fn topics_survive_compaction_and_reopen() {
 async fn committed_non_persistent_messages_are_gone_after_reopen() {
     let disk = FaultyBackend::new();
     let store = one_subscription(&["q"]).open(&disk, SMALL).await;
-    store.send(msg(&["q"], "held-p")).await.unwrap();
-    store.send(transient(msg(&["q"], "held-n"))).await.unwrap();
+    store.queues().send(msg(&["q"], "held-p")).await.unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "held-n")))
+        .await
+        .unwrap();
     let d = store
+        .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 1), 2)
         .await
         .unwrap();
     assert_eq!(bodies(&d), vec!["held-p", "held-n"]);
     let ids = store
+        .transactions()
         .commit(
             1,
             vec![
@@ -730,6 +808,7 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
     let disk = FaultyBackend::new();
     let store = one_subscription(&["q", "r"]).open(&disk, SMALL).await;
     let results = store
+        .queues()
         .send_batch(vec![
             msg(&["q", "r"], "p1"),
             transient(msg(&["q", "r"], "n1")),
@@ -743,7 +822,7 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
     let persistent_max = [ids[0], ids[3], ids[4]].into_iter().max().unwrap();
     // The copy of n1 on r is taken; the one on q stays.
     let take = spec("r", ReceiveMode::Take, AckMode::Auto, 1);
-    let got = store.receive(&take, 2).await.unwrap();
+    let got = store.queues().receive(&take, 2).await.unwrap();
     assert_eq!(bodies(&got), vec!["p1", "n1"]);
 
     let store = reopen(store, &disk, SMALL).await;
@@ -752,7 +831,7 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
         &[("q", &["p1", "p2"]), ("r", &[]), ("t:s", &["p-pub"])],
     )
     .await;
-    let id = store.send(msg(&["q"], "after")).await.unwrap();
+    let id = store.queues().send(msg(&["q"], "after")).await.unwrap();
     assert!(
         id > persistent_max,
         "new id {id} must be above the persistent {persistent_max}"
@@ -765,18 +844,30 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
 async fn compaction_does_not_persist_non_persistent_messages() {
     let disk = FaultyBackend::new();
     let store = one_subscription(&["q", "churn"]).open(&disk, 512).await;
-    store.send(msg(&["q"], "p-old")).await.unwrap();
-    store.send(transient(msg(&["q"], "n-old"))).await.unwrap();
-    store.send(transient(publish("t", "n-pub"))).await.unwrap();
-    store.send(publish("t", "p-pub")).await.unwrap();
+    store.queues().send(msg(&["q"], "p-old")).await.unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "n-old")))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(transient(publish("t", "n-pub")))
+        .await
+        .unwrap();
+    store.queues().send(publish("t", "p-pub")).await.unwrap();
     let take = spec("churn", ReceiveMode::Take, AckMode::Auto, 1);
     for i in 0..200 {
-        store.send(msg(&["churn"], &format!("c{i}"))).await.unwrap();
-        store.receive(&take, 1).await.unwrap();
+        store
+            .queues()
+            .send(msg(&["churn"], &format!("c{i}")))
+            .await
+            .unwrap();
+        store.queues().receive(&take, 1).await.unwrap();
     }
     let before = store.segments().len();
     for _ in 0..20 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     assert!(
         store.segments().len() * 2 < before,

@@ -1,6 +1,8 @@
 //! Reused segment files on the real filesystem: a copy of the data directory taken while the
 //! store runs (what `kill -9` leaves) holds old records past the active segment's end, and
 //! opening it gives back exactly what was acknowledged; a clean close cuts them off.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::fs;
 use std::path::Path;
@@ -49,25 +51,25 @@ fn copy_dir(from: &Path, to: &Path) {
 async fn a_running_stores_copy_replays_only_the_new_records_of_a_reused_file() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(config(dir.path())).await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     for i in 0..200 {
-        store.send(msg(&["q"], &body(i))).await.unwrap();
+        store.queues().send(msg(&["q"], &body(i))).await.unwrap();
     }
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
-    while !store.receive(&take, 100).await.unwrap().is_empty() {}
+    while !store.queues().receive(&take, 100).await.unwrap().is_empty() {}
     for _ in 0..10 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     let spares = files(dir.path(), ".spare");
     assert!(!spares.is_empty(), "compaction kept no spare");
     // Roll onto a reused file, then write a little into it.
     let mut i = 1000;
     while files(dir.path(), ".spare") == spares {
-        store.send(msg(&["q"], &body(i))).await.unwrap();
+        store.queues().send(msg(&["q"], &body(i))).await.unwrap();
         i += 1;
     }
-    store.send(msg(&["q"], &body(i))).await.unwrap();
+    store.queues().send(msg(&["q"], &body(i))).await.unwrap();
     let expected: Vec<String> = (1000..=i).map(body).collect();
     let head = files(dir.path(), ".log").pop().unwrap();
     let written = fs::metadata(dir.path().join("segments").join(&head))

@@ -18,9 +18,9 @@ async fn producer_and_consumer_move_every_message() {
     let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
         .await
         .unwrap();
-    store.register_client("p").await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let body = Bytes::from(vec![7u8; 128]);
     let started = Instant::now();
 
@@ -44,7 +44,7 @@ async fn producer_and_consumer_move_every_message() {
                         expires_at_ms: 0,
                     })
                     .collect();
-                for r in store.send_batch(batch).await {
+                for r in store.queues().send_batch(batch).await {
                     r.unwrap();
                 }
             }
@@ -68,7 +68,7 @@ async fn producer_and_consumer_move_every_message() {
             let mut got = 0;
             let mut last = 0;
             while got < MESSAGES {
-                let ds = store.receive(&spec, BATCH).await.unwrap();
+                let ds = store.queues().receive(&spec, BATCH).await.unwrap();
                 if ds.is_empty() {
                     tokio::time::sleep(Duration::from_micros(200)).await;
                     continue;
@@ -78,7 +78,7 @@ async fn producer_and_consumer_move_every_message() {
                     last = d.message.id;
                 }
                 let ids: Vec<_> = ds.iter().map(|d| d.delivery_id).collect();
-                store.ack(1, &ids).await.unwrap();
+                store.queues().ack(1, &ids).await.unwrap();
                 got += ds.len();
             }
         })

@@ -6,10 +6,15 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferry_protocol::{Delivery, DeliveryId, MessageId, QueueInfo};
-use ferry_store::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store, StoreError};
+use ferry_store::{
+    Admin, NewMessage, Queues, ReceiveSpec, SessionId, Sessions, Store, StoreError, Topics,
+    Transactions, Upkeep, Users,
+};
 
 /// Delegates to an inner store, except that while a fault is set every data operation (send,
-/// receive, ack, nack, queue changes) fails with it.
+/// receive, ack, nack, queue and topic changes, commits, the operator's changes) fails with it.
+/// It plays only the roles it faults (queues, topics, transactions, admin); the inner store
+/// plays the others.
 pub struct FaultInjectingStore {
     inner: Arc<dyn Store>,
     fault: Mutex<Option<StoreError>>,
@@ -38,53 +43,51 @@ impl FaultInjectingStore {
 }
 
 #[async_trait]
-impl Store for FaultInjectingStore {
-    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
-        self.inner.register_client(name).await
-    }
+impl Queues for FaultInjectingStore {
     fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
+        self.inner.queues().memory_bytes()
     }
 
-    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
-        self.inner.client_exists(name).await
-    }
-    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
-        self.inner.expire_clients(now_ms, idle_ms).await
-    }
     async fn create_queue_with(
         &self,
         name: &str,
         options: &ferry_protocol::QueueOptions,
     ) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.create_queue_with(name, options).await
+        self.inner.queues().create_queue_with(name, options).await
     }
+
     async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.delete_queue(name, force).await
+        self.inner.queues().delete_queue(name, force).await
     }
+
     async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
-        self.inner.list_queues().await
+        self.inner.queues().list_queues().await
     }
+
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
         self.check()?;
-        self.inner.send(msg).await
+        self.inner.queues().send(msg).await
     }
+
     async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
         if let Err(e) = self.check() {
             return msgs.iter().map(|_| Err(e.clone())).collect();
         }
-        self.inner.send_batch(msgs).await
+        self.inner.queues().send_batch(msgs).await
     }
+
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
         self.check()?;
-        self.inner.receive(spec, max).await
+        self.inner.queues().receive(spec, max).await
     }
+
     async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.ack(session, ids).await
+        self.inner.queues().ack(session, ids).await
     }
+
     async fn nack(
         &self,
         session: SessionId,
@@ -92,60 +95,30 @@ impl Store for FaultInjectingStore {
         requeue: bool,
     ) -> Result<Vec<String>, StoreError> {
         self.check()?;
-        self.inner.nack(session, ids, requeue).await
+        self.inner.queues().nack(session, ids, requeue).await
     }
-    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        self.inner.release_session(session).await
-    }
-    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.inner.expire_leases(now_ms).await
-    }
-    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
-        self.inner.next_lease_deadline().await
-    }
-    async fn delayed_due(
-        &self,
-        after_ms: u64,
-        until_ms: u64,
-    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
-        self.inner.delayed_due(after_ms, until_ms).await
-    }
-    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
-        self.inner.purge_expired(now_ms).await
-    }
+
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.inner.waiting_queues(client, now_ms).await
+        self.inner.queues().waiting_queues(client, now_ms).await
     }
-    async fn maintain(&self) -> Result<(), StoreError> {
-        self.inner.maintain().await
-    }
-    async fn flush(&self) -> Result<(), StoreError> {
-        self.inner.flush().await
-    }
-    async fn claim_session(
-        &self,
-        client: &str,
-        session: SessionId,
-        registration: Registration,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .claim_session(client, session, registration)
-            .await
-    }
-    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        self.inner.end_session(client, session).await
-    }
+}
+
+#[async_trait]
+impl Topics for FaultInjectingStore {
     async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.create_topic(name).await
+        self.inner.topics().create_topic(name).await
     }
+
     async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.delete_topic(name, force).await
+        self.inner.topics().delete_topic(name, force).await
     }
+
     async fn list_topics(&self) -> Result<Vec<ferry_protocol::TopicInfo>, StoreError> {
-        self.inner.list_topics().await
+        self.inner.topics().list_topics().await
     }
+
     async fn subscribe_topic(
         &self,
         topic: &str,
@@ -155,22 +128,16 @@ impl Store for FaultInjectingStore {
     ) -> Result<String, StoreError> {
         self.check()?;
         self.inner
+            .topics()
             .subscribe_topic(topic, name, options, owner)
             .await
     }
+
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.unsubscribe(topic, name).await
+        self.inner.topics().unsubscribe(topic, name).await
     }
-    async fn commit(
-        &self,
-        session: SessionId,
-        msgs: Vec<NewMessage>,
-        acks: &[DeliveryId],
-    ) -> Result<Vec<MessageId>, StoreError> {
-        self.check()?;
-        self.inner.commit(session, msgs, acks).await
-    }
+
     async fn attach_consumer(
         &self,
         topic: &str,
@@ -180,9 +147,11 @@ impl Store for FaultInjectingStore {
     ) -> Result<(), StoreError> {
         self.check()?;
         self.inner
+            .topics()
             .attach_consumer(topic, name, session, shared)
             .await
     }
+
     async fn detach_consumer(
         &self,
         topic: &str,
@@ -190,24 +159,31 @@ impl Store for FaultInjectingStore {
         session: SessionId,
     ) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.detach_consumer(topic, name, session).await
+        self.inner
+            .topics()
+            .detach_consumer(topic, name, session)
+            .await
     }
-    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
-        self.inner.heartbeat(node_timeout_ms).await
-    }
-    async fn leave(&self) -> Result<(), StoreError> {
-        self.inner.leave().await
-    }
-    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
-        self.inner.subscribe_changes()
+}
+
+#[async_trait]
+impl Transactions for FaultInjectingStore {
+    async fn commit(
+        &self,
+        session: SessionId,
+        msgs: Vec<NewMessage>,
+        acks: &[DeliveryId],
+    ) -> Result<Vec<MessageId>, StoreError> {
+        self.check()?;
+        self.inner.transactions().commit(session, msgs, acks).await
     }
 }
 
 /// The operator's role goes to the inner store; the fault applies to what writes.
 #[async_trait]
-impl ferry_store::Admin for FaultInjectingStore {
+impl Admin for FaultInjectingStore {
     async fn queue_details(&self) -> Result<Vec<ferry_store::QueueDetails>, StoreError> {
-        self.inner.queue_details().await
+        self.inner.admin().queue_details().await
     }
     async fn set_queue_options(
         &self,
@@ -215,22 +191,22 @@ impl ferry_store::Admin for FaultInjectingStore {
         options: &ferry_protocol::QueueOptions,
     ) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.set_queue_options(name, options).await
+        self.inner.admin().set_queue_options(name, options).await
     }
     async fn purge_queue(&self, name: &str) -> Result<u64, StoreError> {
         self.check()?;
-        self.inner.purge_queue(name).await
+        self.inner.admin().purge_queue(name).await
     }
     async fn browse(
         &self,
         spec: &ferry_store::BrowseSpec,
     ) -> Result<ferry_store::BrowsePage, StoreError> {
         self.check()?;
-        self.inner.browse(spec).await
+        self.inner.admin().browse(spec).await
     }
     async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.delete_message(queue, id).await
+        self.inner.admin().delete_message(queue, id).await
     }
     async fn move_messages(
         &self,
@@ -240,46 +216,54 @@ impl ferry_store::Admin for FaultInjectingStore {
         limit: usize,
     ) -> Result<ferry_store::MoveReport, StoreError> {
         self.check()?;
-        self.inner.move_messages(from, target, ids, limit).await
+        self.inner
+            .admin()
+            .move_messages(from, target, ids, limit)
+            .await
     }
     async fn list_clients(&self) -> Result<Vec<ferry_store::ClientRecord>, StoreError> {
-        self.inner.list_clients().await
+        self.inner.admin().list_clients().await
     }
     async fn forget_client(&self, name: &str) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.forget_client(name).await
+        self.inner.admin().forget_client(name).await
     }
     fn engine_stats(&self) -> ferry_store::EngineStats {
-        self.inner.engine_stats()
+        self.inner.admin().engine_stats()
     }
     async fn check_ready(&self) -> Result<(), StoreError> {
         self.check()?;
-        self.inner.check_ready().await
+        self.inner.admin().check_ready().await
     }
 }
 
-/// Users are never faulted: they pass through.
-#[async_trait]
-impl ferry_store::Users for FaultInjectingStore {
-    async fn create_user(&self, user: &ferry_store::UserRecord) -> Result<(), StoreError> {
-        self.inner.create_user(user).await
+/// Sessions, upkeep and users are never faulted: the inner store plays those roles.
+impl Store for FaultInjectingStore {
+    fn queues(&self) -> &dyn Queues {
+        self
     }
-    async fn set_user_credential(&self, name: &str, credential: &str) -> Result<(), StoreError> {
-        self.inner.set_user_credential(name, credential).await
+
+    fn topics(&self) -> &dyn Topics {
+        self
     }
-    async fn set_user_grants(&self, name: &str, grants: &[String]) -> Result<(), StoreError> {
-        self.inner.set_user_grants(name, grants).await
+
+    fn transactions(&self) -> &dyn Transactions {
+        self
     }
-    async fn delete_user(&self, name: &str) -> Result<(), StoreError> {
-        self.inner.delete_user(name).await
+
+    fn sessions(&self) -> &dyn Sessions {
+        self.inner.sessions()
     }
-    async fn user(&self, name: &str) -> Result<Option<ferry_store::UserRecord>, StoreError> {
-        self.inner.user(name).await
+
+    fn upkeep(&self) -> &dyn Upkeep {
+        self.inner.upkeep()
     }
-    async fn list_users(&self) -> Result<Vec<ferry_store::UserRecord>, StoreError> {
-        self.inner.list_users().await
+
+    fn admin(&self) -> &dyn Admin {
+        self
     }
-    async fn has_users(&self) -> Result<bool, StoreError> {
-        self.inner.has_users().await
+
+    fn users(&self) -> &dyn Users {
+        self.inner.users()
     }
 }

@@ -82,7 +82,9 @@ pub struct Datagram {
 pub fn parse(data: &Bytes) -> Result<Datagram, Malformed> {
     let b = data.as_ref();
     let header = b.get(..HEADER_LEN).ok_or(Malformed::Short(b.len()))?;
-    let [m0, m1, version, flags] = [header[0], header[1], header[2], header[3]];
+    let &[m0, m1, version, flags, ..] = header else {
+        return Err(Malformed::Short(b.len()));
+    };
     if [m0, m1] != MAGIC {
         return Err(Malformed::Magic(u16::from_be_bytes([m0, m1])));
     }
@@ -123,7 +125,10 @@ pub fn parse(data: &Bytes) -> Result<Datagram, Malformed> {
         let prefix = b
             .get(at..at + RECORD_PREFIX)
             .ok_or_else(|| record("length prefix cut short"))?;
-        let len = usize::from(u16::from_be_bytes([prefix[0], prefix[1]]));
+        let &[hi, lo] = prefix else {
+            return Err(record("length prefix cut short"));
+        };
+        let len = usize::from(u16::from_be_bytes([hi, lo]));
         if len == 0 {
             return Err(record("length 0"));
         }

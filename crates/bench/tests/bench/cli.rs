@@ -1,6 +1,8 @@
 //! The `ferry-bench` binary itself: each subcommand runs briefly as a subprocess against a
 //! test broker (or a broker of its own) and prints and writes its figures; errors end in one
 //! `ferry-bench: ...` line and exit status 1.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

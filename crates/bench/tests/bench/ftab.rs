@@ -1,5 +1,7 @@
 //! The ftab workload and `compare` run for about two seconds against a real broker and write
 //! a JSON report valid against the schema, with per-operation results.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use clap::Parser;
 use ferry_bench::workloads::compare::broker::{BoxFuture, BrokerLauncher, OwnBroker};

@@ -1,6 +1,8 @@
 //! The workloads of the seed documents, each for a few seconds against a real broker, their
 //! JSON checked against the schema: `stream` (Ferry, TCP and the datagram ingest; the peers'
 //! transports run in tests/peers.rs).
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use clap::Parser;
 use ferry_bench::StreamArgs;

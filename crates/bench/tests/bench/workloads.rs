@@ -1,5 +1,7 @@
 //! Each workload runs for about two seconds against a real broker and writes a JSON report
 //! that validates against the schema and a CSV of its windows.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use clap::Parser;
 use ferry_bench::{FanoutArgs, LatencyArgs, SelectorArgs, ThroughputArgs};

@@ -20,7 +20,7 @@ pub async fn create(shared: &Shared, name: String, options: QueueOptions) -> Res
             return Response::Error(e);
         }
     }
-    match shared.store.list_queues().await {
+    match shared.store.queues().list_queues().await {
         Ok(qs) if qs.len() >= shared.limits.max_queues as usize => {
             return Response::error(
                 ErrorCode::LimitExceeded,
@@ -33,7 +33,12 @@ pub async fn create(shared: &Shared, name: String, options: QueueOptions) -> Res
         Ok(_) => {}
         Err(e) => return store_error(&e),
     }
-    match shared.store.create_queue_with(&name, &options).await {
+    match shared
+        .store
+        .queues()
+        .create_queue_with(&name, &options)
+        .await
+    {
         Ok(()) => Response::Ok,
         Err(e) => store_error(&e),
     }
@@ -45,7 +50,7 @@ pub async fn delete(shared: &Shared, name: String, force: bool) -> Response {
     if let Err(e) = validate::name("queue", &name, &shared.limits) {
         return Response::Error(e);
     }
-    match shared.store.delete_queue(&name, force).await {
+    match shared.store.queues().delete_queue(&name, force).await {
         Ok(()) => {
             shared.wakers.remove(&name);
             Response::Ok
@@ -56,7 +61,7 @@ pub async fn delete(shared: &Shared, name: String, force: bool) -> Response {
 
 /// list_queues.
 pub async fn list(shared: &Shared) -> Response {
-    match shared.store.list_queues().await {
+    match shared.store.queues().list_queues().await {
         Ok(qs) => Response::Queues(qs),
         Err(e) => store_error(&e),
     }
@@ -66,6 +71,7 @@ pub async fn list(shared: &Shared) -> Response {
 pub async fn waiting(shared: &Shared, session: &Session) -> Response {
     match shared
         .store
+        .queues()
         .waiting_queues(&session.client, shared.now_ms())
         .await
     {

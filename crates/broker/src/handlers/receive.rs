@@ -96,7 +96,7 @@ pub async fn receive(
         }
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + u64::from(shared.limits.lease_ms);
-        match shared.store.receive(&spec, 1).await {
+        match shared.store.queues().receive(&spec, 1).await {
             Ok(mut ds) => {
                 if let Some(mut d) = ds.pop() {
                     if hold && d.delivery_id != 0 {
@@ -127,7 +127,12 @@ pub async fn receive(
                         if !held {
                             // The transaction ended while this receive waited: settle the
                             // take as the auto ack it was asked as.
-                            if let Err(e) = shared.store.ack(session.id, &[d.delivery_id]).await {
+                            if let Err(e) = shared
+                                .store
+                                .queues()
+                                .ack(session.id, &[d.delivery_id])
+                                .await
+                            {
                                 return Some(store_error(&e));
                             }
                             session.settled(&[d.delivery_id]);

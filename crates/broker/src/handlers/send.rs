@@ -22,7 +22,12 @@ pub async fn send(shared: &Shared, session: &Session, m: OutgoingMessage) -> Res
     let queues = m.queues.clone();
     let topic = m.topic.clone();
     let delayed = m.delay_ms > 0;
-    match shared.store.send(to_new(m, session, shared.now_ms())).await {
+    match shared
+        .store
+        .queues()
+        .send(to_new(m, session, shared.now_ms()))
+        .await
+    {
         Ok(id) => {
             Stats::add(&shared.stats.messages_sent, 1);
             if topic.is_some() {
@@ -104,7 +109,7 @@ pub async fn send_batch(
     let stored = if valid.is_empty() {
         Vec::new()
     } else {
-        shared.store.send_batch(valid).await
+        shared.store.queues().send_batch(valid).await
     };
     let mut stored = stored.into_iter();
     let mut ok = 0u64;

@@ -21,7 +21,7 @@ pub async fn ack(shared: &Shared, session: &Session, ids: Vec<DeliveryId>) -> Re
     if let Some(held) = super::txn::hold_acks(shared, session, &ids) {
         return held;
     }
-    let result = shared.store.ack(session.id, &ids).await;
+    let result = shared.store.queues().ack(session.id, &ids).await;
     let unknown = match &result {
         Err(StoreError::DeliveriesNotFound(u)) => u.len(),
         Err(_) => ids.len(),
@@ -44,7 +44,7 @@ pub async fn nack(
     if ids.is_empty() {
         return empty();
     }
-    let result = shared.store.nack(session.id, &ids, requeue).await;
+    let result = shared.store.queues().nack(session.id, &ids, requeue).await;
     if result.is_ok() {
         let counter = if requeue {
             &shared.stats.nacks_requeued

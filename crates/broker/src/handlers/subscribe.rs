@@ -52,7 +52,7 @@ async fn check(shared: &Shared, sub: &Subscribe) -> Result<Option<Arc<Selector>>
         ));
     }
     check_prefetch(shared, sub.prefetch).map_err(Response::Error)?;
-    match shared.store.list_queues().await {
+    match shared.store.queues().list_queues().await {
         Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => Ok(selector),
         Ok(_) => fail(store_error(&ferry_store::StoreError::QueueNotFound(
             sub.queue.clone(),
@@ -129,15 +129,19 @@ pub async fn subscribe_topic(
     if sub.prefetch == 0 {
         return Some(
             match store
+                .topics()
                 .subscribe_topic(&sub.topic, &name, &sub.options, &session.client)
                 .await
             {
                 Ok(queue) => {
                     if !sub.options.durable && sub.options.shared {
                         // Lives while it has consumers: gone again unless others consume it.
-                        let _ = store.detach_consumer(&sub.topic, &name, session.id).await;
+                        let _ = store
+                            .topics()
+                            .detach_consumer(&sub.topic, &name, session.id)
+                            .await;
                     } else if !sub.options.durable {
-                        let _ = store.unsubscribe(&sub.topic, &name).await;
+                        let _ = store.topics().unsubscribe(&sub.topic, &name).await;
                     }
                     Response::TopicSubscribed {
                         subscription: 0,
@@ -202,9 +206,11 @@ async fn attach(
     loop {
         tries += 1;
         store
+            .topics()
             .subscribe_topic(&sub.topic, name, &sub.options, &session.client)
             .await?;
         match store
+            .topics()
             .attach_consumer(&sub.topic, name, session.id, sub.options.shared)
             .await
         {
@@ -217,9 +223,12 @@ async fn attach(
                 if !sub.options.durable {
                     // Made for this consumer: not left behind without one.
                     let _ = if sub.options.shared {
-                        store.detach_consumer(&sub.topic, name, session.id).await
+                        store
+                            .topics()
+                            .detach_consumer(&sub.topic, name, session.id)
+                            .await
                     } else {
-                        store.unsubscribe(&sub.topic, name).await
+                        store.topics().unsubscribe(&sub.topic, name).await
                     };
                 }
                 return Err(e);
@@ -235,6 +244,7 @@ pub async fn end_topic_consumer(shared: &Shared, consumer: TopicConsumer) {
     shared.consumers.detach(&consumer.queue);
     if let Err(e) = shared
         .store
+        .topics()
         .detach_consumer(&consumer.topic, &consumer.name, consumer.session)
         .await
     {
@@ -246,6 +256,7 @@ pub async fn end_topic_consumer(shared: &Shared, consumer: TopicConsumer) {
     }
     match shared
         .store
+        .topics()
         .unsubscribe(&consumer.topic, &consumer.name)
         .await
     {

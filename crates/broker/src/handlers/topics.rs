@@ -10,7 +10,7 @@ pub async fn create(shared: &Shared, name: String) -> Response {
     if let Err(e) = validate::topic(&name, &shared.limits) {
         return Response::Error(e);
     }
-    match shared.store.create_topic(&name).await {
+    match shared.store.topics().create_topic(&name).await {
         Ok(()) => Response::Ok,
         Err(e) => store_error(&e),
     }
@@ -22,7 +22,7 @@ pub async fn delete(shared: &Shared, name: String, force: bool) -> Response {
     if let Err(e) = validate::topic(&name, &shared.limits) {
         return Response::Error(e);
     }
-    match shared.store.delete_topic(&name, force).await {
+    match shared.store.topics().delete_topic(&name, force).await {
         Ok(()) => {
             shared.wakers.notify_topic(&name);
             Response::Ok
@@ -33,7 +33,7 @@ pub async fn delete(shared: &Shared, name: String, force: bool) -> Response {
 
 /// list_topics.
 pub async fn list(shared: &Shared) -> Response {
-    match shared.store.list_topics().await {
+    match shared.store.topics().list_topics().await {
         Ok(ts) => Response::Topics(ts),
         Err(e) => store_error(&e),
     }
@@ -57,7 +57,7 @@ pub async fn unsubscribe(shared: &Shared, topic: String, name: String) -> Respon
             format!("subscription '{queue}' has consumers; cancel them first"),
         );
     }
-    match shared.store.unsubscribe(&topic, &name).await {
+    match shared.store.topics().unsubscribe(&topic, &name).await {
         Ok(()) => {
             shared.wakers.remove(&queue);
             Response::Ok

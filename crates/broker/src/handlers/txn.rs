@@ -96,7 +96,12 @@ pub async fn commit(shared: &Shared, session: &Session) -> Response {
     let (queues, topics) = txn.destinations();
     let delayed = txn.msgs.iter().any(|m| m.deliver_at_ms > 0);
     let sent = txn.msgs.len() as u64;
-    match shared.store.commit(session.id, txn.msgs, &txn.acks).await {
+    match shared
+        .store
+        .transactions()
+        .commit(session.id, txn.msgs, &txn.acks)
+        .await
+    {
         Ok(ids) => {
             session.settled(&txn.acks);
             Stats::add(&shared.stats.messages_sent, sent);
@@ -129,7 +134,7 @@ async fn return_deliveries(shared: &Shared, session: &Session, ids: &[DeliveryId
     if ids.is_empty() {
         return;
     }
-    match shared.store.nack(session.id, ids, true).await {
+    match shared.store.queues().nack(session.id, ids, true).await {
         Ok(queues) => shared.wakers.notify(&queues),
         // Some were returned already (lease expiry); the others are back.
         Err(StoreError::DeliveriesNotFound(_)) => shared.wakers.notify_all(),

@@ -22,7 +22,12 @@ pub async fn heartbeat(shared: Arc<Shared>, node_timeout_ms: u32) {
     let tick = heartbeat_tick(node_timeout_ms);
     let mut failing = false;
     loop {
-        match shared.store.heartbeat(u64::from(node_timeout_ms)).await {
+        match shared
+            .store
+            .sessions()
+            .heartbeat(u64::from(node_timeout_ms))
+            .await
+        {
             Ok(beat) => {
                 if failing {
                     tracing::info!("heartbeat: the store is reachable again");
@@ -53,7 +58,7 @@ pub async fn heartbeat(shared: Arc<Shared>, node_timeout_ms: u32) {
 /// Wakes local waiters for what other nodes changed, until shutdown (or at once, for a store
 /// no other node shares).
 pub async fn forward_changes(shared: Arc<Shared>) {
-    let Some(mut changes) = shared.store.subscribe_changes() else {
+    let Some(mut changes) = shared.store.sessions().subscribe_changes() else {
         return;
     };
     loop {

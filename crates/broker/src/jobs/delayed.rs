@@ -28,7 +28,7 @@ pub async fn run(shared: Arc<Shared>) {
         // that look with a delivery time already behind it is still found (a waiter woken for
         // nothing looks again and goes back to waiting).
         let from = after.saturating_sub(SLACK_MS);
-        let next = match shared.store.delayed_due(from, now).await {
+        let next = match shared.store.upkeep().delayed_due(from, now).await {
             Ok((queues, next)) => {
                 shared.wakers.notify(&queues);
                 after = now;

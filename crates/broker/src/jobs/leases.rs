@@ -21,7 +21,7 @@ pub async fn run(shared: Arc<Shared>) {
             _ = tokio::time::sleep(tick) => {}
             _ = shared.shutdown.cancelled() => return,
         }
-        match shared.store.next_lease_deadline().await {
+        match shared.store.upkeep().next_lease_deadline().await {
             Ok(Some(deadline)) if deadline <= shared.now_ms() => {}
             Ok(_) => continue,
             Err(e) => {
@@ -29,7 +29,7 @@ pub async fn run(shared: Arc<Shared>) {
                 continue;
             }
         }
-        match shared.store.expire_leases(shared.now_ms()).await {
+        match shared.store.upkeep().expire_leases(shared.now_ms()).await {
             Ok(queues) => shared.wakers.notify(&queues),
             Err(e) => warn!(error = %e, "lease expiry failed; will retry"),
         }

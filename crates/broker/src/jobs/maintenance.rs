@@ -58,26 +58,26 @@ pub async fn run(shared: Arc<Shared>, client_expiry: Option<Duration>) {
         tokio::select! {
             biased;
             _ = shared.shutdown.cancelled() => return,
-            _ = expiry.tick() => match shared.store.purge_expired(shared.now_ms()).await {
+            _ = expiry.tick() => match shared.store.upkeep().purge_expired(shared.now_ms()).await {
                 // Expired messages may have gone to expiry queues: wake whoever waits anywhere.
                 Ok(n) if n > 0 => shared.wakers.notify_all(),
                 Ok(_) => {}
                 Err(e) => warn!(error = %e, "removing expired messages failed; will retry"),
             },
             _ = disk.tick() => {
-                let e = shared.store.engine_stats();
+                let e = shared.store.admin().engine_stats();
                 let space = e.disk_free_bytes.zip(e.disk_total_bytes);
                 if let Some(event) = watch.observe(space, std::time::Instant::now()) {
                     super::disk::log(event);
                 }
             }
             _ = compaction.tick() => {
-                if let Err(e) = shared.store.maintain().await {
+                if let Err(e) = shared.store.upkeep().maintain().await {
                     warn!(error = %e, "store upkeep failed; will retry");
                 }
             }
             _ = clients.tick() => {
-                if let Err(e) = shared.store.expire_clients(shared.now_ms(), idle_ms).await {
+                if let Err(e) = shared.store.upkeep().expire_clients(shared.now_ms(), idle_ms).await {
                     warn!(error = %e, "client name expiry failed; will retry");
                 }
             }

@@ -18,7 +18,9 @@ pub async fn run(shared: Arc<Shared>) {
             _ = shared.shutdown.cancelled() => return,
         }
         let budget = &shared.memory;
-        if let Some(pressure) = budget.update(shared.store.memory_bytes(), resident_bytes()) {
+        if let Some(pressure) =
+            budget.update(shared.store.queues().memory_bytes(), resident_bytes())
+        {
             let (counted, resident) = budget.usage();
             let max = budget.max();
             match pressure {

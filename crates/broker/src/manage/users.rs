@@ -74,7 +74,7 @@ impl Management {
 
     /// Every user, sorted by name.
     pub async fn users(&self) -> Result<Vec<UserView>, ErrorReply> {
-        let users = self.shared.store.list_users().await;
+        let users = self.shared.store.users().list_users().await;
         Ok(users
             .map_err(|e| store_reply(&e))?
             .iter()
@@ -84,7 +84,7 @@ impl Management {
 
     /// One user; `NotFound` when it does not exist.
     pub async fn user(&self, name: &str) -> Result<UserView, ErrorReply> {
-        match self.shared.store.user(name).await {
+        match self.shared.store.users().user(name).await {
             Ok(Some(u)) => Ok(view(&u)),
             Ok(None) => Err(ErrorReply::new(
                 ErrorCode::NotFound,
@@ -117,6 +117,7 @@ impl Management {
         };
         self.shared
             .store
+            .users()
             .create_user(&record)
             .await
             .map_err(|e| store_reply(&e))?;
@@ -136,6 +137,7 @@ impl Management {
         let credential = derive(password, self.shared.access.iterations).await?;
         self.shared
             .store
+            .users()
             .set_user_credential(name, &credential.encode())
             .await
             .map_err(|e| store_reply(&e))?;
@@ -147,6 +149,7 @@ impl Management {
     pub async fn delete_user(&self, name: &str) -> Result<(), ErrorReply> {
         self.shared
             .store
+            .users()
             .delete_user(name)
             .await
             .map_err(|e| store_reply(&e))?;
@@ -174,6 +177,7 @@ impl Management {
         }
         self.shared
             .store
+            .users()
             .set_user_grants(name, &grants.lines())
             .await
             .map_err(|e| store_reply(&e))?;
@@ -204,7 +208,12 @@ impl Management {
                 ),
             ));
         }
-        let record = shared.store.user(user).await.map_err(|e| store_reply(&e))?;
+        let record = shared
+            .store
+            .users()
+            .user(user)
+            .await
+            .map_err(|e| store_reply(&e))?;
         let credential = record.and_then(|u| StoredCredential::decode(&u.credential).ok());
         let password = password.to_owned();
         let ok = tokio::task::spawn_blocking(move || match credential {

@@ -1,4 +1,6 @@
 //! Selector scenarios through the real broker, shared by the embedded and PostgreSQL runs.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::time::{Duration, Instant};
 

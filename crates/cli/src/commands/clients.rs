@@ -94,7 +94,10 @@ fn table(clients: &[&Value]) -> String {
 /// Runs `ferry clients`.
 pub async fn list(args: ClientsArgs) -> Result<()> {
     let v = args.http.get("/api/clients").await?;
-    let all = v["clients"].as_array().cloned().unwrap_or_default();
+    let all = super::field(&v, "/clients")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let shown: Vec<&Value> = all
         .iter()
         .filter(|c| !args.online || c["online"] == true)
@@ -106,7 +109,12 @@ pub async fn list(args: ClientsArgs) -> Result<()> {
         ))
     } else {
         let mut out = table(&shown);
-        let _ = writeln!(out, "{} in system, {} online", v["in_system"], v["online"]);
+        let _ = writeln!(
+            out,
+            "{} in system, {} online",
+            super::field(&v, "/in_system"),
+            super::field(&v, "/online")
+        );
         super::emit(&out)
     }
 }

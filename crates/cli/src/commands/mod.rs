@@ -29,6 +29,13 @@ pub mod user;
 pub mod waiting;
 
 use anyhow::Result;
+use serde_json::Value;
+
+/// The value at `pointer` (`/clients/online`) in an answer of the HTTP API, `Null` where the
+/// answer has none: a field an older or newer broker leaves out shows as `-`, not as a panic.
+pub fn field<'v>(v: &'v Value, pointer: &str) -> &'v Value {
+    v.pointer(pointer).unwrap_or(&Value::Null)
+}
 
 /// Writes `text` to standard output and flushes it. Unlike `print!`, a closed pipe or a full disk
 /// is an error to report, not a panic; commands that must not lose data (`recv`) depend on

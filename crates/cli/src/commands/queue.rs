@@ -172,7 +172,11 @@ async fn browse(
         }
         let page = http.get(&path).await?;
         let mut text = String::new();
-        for m in page["messages"].as_array().into_iter().flatten() {
+        for m in super::field(&page, "/messages")
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             if json {
                 text.push_str(&format!("{m}\n"));
             } else {
@@ -180,7 +184,7 @@ async fn browse(
             }
         }
         super::emit(&text)?;
-        cursor = page["next"].as_str().map(str::to_owned);
+        cursor = super::field(&page, "/next").as_str().map(str::to_owned);
         match &cursor {
             Some(c) if !all => {
                 if !json {
@@ -259,7 +263,10 @@ pub async fn run(args: QueueArgs) -> Result<()> {
                     None,
                 )
                 .await?;
-            super::emit(&format!("purged {} messages from '{queue}'\n", r["purged"]))?;
+            super::emit(&format!(
+                "purged {} messages from '{queue}'\n",
+                super::field(&r, "/purged")
+            ))?;
         }
         QueueCommand::Browse {
             queue,
@@ -285,14 +292,16 @@ pub async fn run(args: QueueArgs) -> Result<()> {
             limit,
             http,
         } => {
-            let mut body = serde_json::json!({"limit": limit});
+            let mut body = serde_json::Map::new();
+            body.insert("limit".into(), serde_json::json!(limit));
             match to {
-                Some(t) => body["to"] = serde_json::json!(t),
-                None => body["to_origin"] = serde_json::json!(to_origin),
-            }
+                Some(t) => body.insert("to".into(), serde_json::json!(t)),
+                None => body.insert("to_origin".into(), serde_json::json!(to_origin)),
+            };
             if !ids.is_empty() {
-                body["ids"] = serde_json::json!(ids);
+                body.insert("ids".into(), serde_json::json!(ids));
             }
+            let body = serde_json::Value::Object(body);
             let r = http
                 .call(
                     reqwest::Method::POST,
@@ -300,9 +309,13 @@ pub async fn run(args: QueueArgs) -> Result<()> {
                     Some(body),
                 )
                 .await?;
-            let moved = r["moved"].as_array().map_or(0, Vec::len);
+            let moved = super::field(&r, "/moved").as_array().map_or(0, Vec::len);
             let mut text = format!("moved {moved} messages\n");
-            for s in r["skipped"].as_array().into_iter().flatten() {
+            for s in super::field(&r, "/skipped")
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 text.push_str(&format!(
                     "skipped {}: {}\n",
                     s["id"],

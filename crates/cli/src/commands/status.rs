@@ -59,8 +59,8 @@ pub fn render(o: &Value) -> String {
             "clients",
             format!(
                 "{} online, {} registered",
-                num(&o["clients"]["online"]),
-                num(&o["clients"]["registered"])
+                num(super::field(o, "/clients/online")),
+                num(super::field(o, "/clients/registered"))
             ),
         ),
         (
@@ -75,18 +75,18 @@ pub fn render(o: &Value) -> String {
             "messages",
             format!(
                 "{} ready, {} delayed, {} in flight",
-                num(&o["messages"]["ready"]),
-                num(&o["messages"]["delayed"]),
-                num(&o["messages"]["in_flight"])
+                num(super::field(o, "/messages/ready")),
+                num(super::field(o, "/messages/delayed")),
+                num(super::field(o, "/messages/in_flight"))
             ),
         ),
         (
             "rates",
             format!(
                 "{} received/s, {} delivered/s, {} acked/s (last minute)",
-                num(&o["rates"]["received"]),
-                num(&o["rates"]["delivered"]),
-                num(&o["rates"]["acked"])
+                num(super::field(o, "/rates/received")),
+                num(super::field(o, "/rates/delivered")),
+                num(super::field(o, "/rates/acked"))
             ),
         ),
         (

@@ -214,22 +214,23 @@ pub async fn run(args: UserArgs) -> Result<()> {
                 credential: credential(password, iterations),
                 grants: grants.lines(),
             };
-            store.create_user(&record).await?;
+            store.users().create_user(&record).await?;
             emit(&format!("added user {name}\n"))
         }
         UserCommand::Passwd { name, .. } => {
             let (password, iterations) = secret.context("password")?;
             store
+                .users()
                 .set_user_credential(&name, &credential(password, iterations))
                 .await?;
             emit(&format!("changed the password of {name}\n"))
         }
         UserCommand::Delete { name } => {
-            store.delete_user(&name).await?;
+            store.users().delete_user(&name).await?;
             emit(&format!("deleted user {name}\n"))
         }
         UserCommand::List { json: as_json } => {
-            let users = store.list_users().await?;
+            let users = store.users().list_users().await?;
             let out: String = users
                 .iter()
                 .map(|u| if as_json { json(u) } else { line(u) })
@@ -241,6 +242,7 @@ pub async fn run(args: UserArgs) -> Result<()> {
             json: as_json,
         } => {
             let u = store
+                .users()
                 .user(&name)
                 .await?
                 .ok_or_else(|| anyhow!("user '{name}' does not exist"))?;
@@ -254,6 +256,7 @@ pub async fn permit(args: PermitArgs) -> Result<()> {
     let grant: Grant = args.grant.join(" ").parse()?;
     let store = args.store.open().await?;
     let user = store
+        .users()
         .user(&args.user)
         .await?
         .ok_or_else(|| anyhow!("user '{}' does not exist", args.user))?;
@@ -263,7 +266,10 @@ pub async fn permit(args: PermitArgs) -> Result<()> {
     } else {
         grants.add(grant.clone())
     };
-    store.set_user_grants(&args.user, &grants.lines()).await?;
+    store
+        .users()
+        .set_user_grants(&args.user, &grants.lines())
+        .await?;
     let verb = match (args.revoke, changed) {
         (false, true) => "granted",
         (false, false) => "already had",

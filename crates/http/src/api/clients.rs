@@ -13,7 +13,7 @@ use crate::error::{ApiError, ApiResult};
 /// peer address, connection time, in-flight deliveries and subscriptions.
 pub async fn list(state: St) -> ApiResult<Json<Value>> {
     let mgmt = &state.mgmt;
-    let records = mgmt.store().list_clients().await?;
+    let records = mgmt.store().admin().list_clients().await?;
     let sessions = mgmt.sessions();
     let online = records.iter().filter(|c| c.node.is_some()).count();
     let clients: Vec<Value> = records
@@ -50,7 +50,7 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
 /// Forgets an offline client's registration (refused while it is online, is named by stored
 /// messages or owns a durable subscription).
 pub async fn forget(state: St, Path(name): Path<String>) -> ApiResult<Json<Value>> {
-    state.mgmt.store().forget_client(&name).await?;
+    state.mgmt.store().admin().forget_client(&name).await?;
     Ok(Json(json!({"forgotten": name})))
 }
 

@@ -84,8 +84,8 @@ fn options(max: u32, dlq: &Option<String>, exp: &Option<String>) -> QueueOptions
 /// Exports the definitions.
 pub async fn export(state: St) -> ApiResult<Json<Definitions>> {
     let store = state.mgmt.store();
-    let details = store.queue_details().await?;
-    let topics = store.list_topics().await?;
+    let details = store.admin().queue_details().await?;
+    let topics = store.topics().list_topics().await?;
     let queues = details
         .iter()
         .filter(|q| ferry_protocol::split_subscription_queue(&q.name).is_none())
@@ -146,6 +146,7 @@ pub async fn import(
     let mgmt = &state.mgmt;
     let existing: Vec<String> = mgmt
         .store()
+        .admin()
         .queue_details()
         .await?
         .into_iter()
@@ -164,6 +165,7 @@ pub async fn import(
     }
     let topics: Vec<String> = mgmt
         .store()
+        .topics()
         .list_topics()
         .await?
         .into_iter()
@@ -183,6 +185,7 @@ pub async fn import(
             };
             let queue = mgmt
                 .store()
+                .topics()
                 .subscribe_topic(&t.name, &s.name, &o, "")
                 .await?;
             mgmt.set_queue_options(&queue, &o.queue).await?;

@@ -140,7 +140,7 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Json<Val
         selector,
         now_ms: state.mgmt.now_ms(),
     };
-    let page = state.mgmt.store().browse(&spec).await?;
+    let page = state.mgmt.store().admin().browse(&spec).await?;
     Ok(Json(json!({
         "messages": page.messages.iter().map(|b| message_json(&b.message, &format)).collect::<Vec<_>>(),
         "next": page.next.as_ref().map(encode_cursor),
@@ -264,7 +264,7 @@ pub async fn delete(
     state: St,
     Path((name, id)): Path<(String, MessageId)>,
 ) -> ApiResult<Json<Value>> {
-    state.mgmt.store().delete_message(&name, id).await?;
+    state.mgmt.store().admin().delete_message(&name, id).await?;
     Ok(Json(json!({"deleted": id, "queue": name})))
 }
 

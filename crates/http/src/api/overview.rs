@@ -23,7 +23,7 @@ pub async fn readyz(state: St) -> impl IntoResponse {
             Json(json!({"status": "unavailable", "reason": "shutting down"})),
         );
     }
-    match mgmt.store().check_ready().await {
+    match mgmt.store().admin().check_ready().await {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -36,8 +36,8 @@ pub async fn readyz(state: St) -> impl IntoResponse {
 /// minute's samples (for charts).
 pub async fn overview(state: St) -> ApiResult<Json<Value>> {
     let mgmt = &state.mgmt;
-    let queues = mgmt.store().queue_details().await?;
-    let clients = mgmt.store().list_clients().await?;
+    let queues = mgmt.store().admin().queue_details().await?;
+    let clients = mgmt.store().admin().list_clients().await?;
     let (mut ready, mut delayed, mut in_flight, mut user_queues, mut subscriptions) =
         (0, 0, 0, 0, 0);
     for q in &queues {
@@ -50,7 +50,7 @@ pub async fn overview(state: St) -> ApiResult<Json<Value>> {
             user_queues += 1;
         }
     }
-    let e = mgmt.store().engine_stats();
+    let e = mgmt.store().admin().engine_stats();
     let rates = state.rates.global();
     Ok(Json(json!({
         "node": mgmt.node(),

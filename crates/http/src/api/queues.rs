@@ -64,6 +64,7 @@ async fn details(state: &St, name: &str) -> ApiResult<QueueDetails> {
     state
         .mgmt
         .store()
+        .admin()
         .queue_details()
         .await?
         .into_iter()
@@ -74,7 +75,7 @@ async fn details(state: &St, name: &str) -> ApiResult<QueueDetails> {
 /// Every queue (not subscriptions' queues), by name.
 pub async fn list(state: St) -> ApiResult<Json<Value>> {
     let now = state.mgmt.now_ms();
-    let all = state.mgmt.store().queue_details().await?;
+    let all = state.mgmt.store().admin().queue_details().await?;
     let queues: Vec<Value> = all
         .iter()
         .filter(|q| ferry_protocol::split_subscription_queue(&q.name).is_none())
@@ -86,7 +87,7 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
 /// One queue (or subscription queue `topic:name`), with the queues that name it as their
 /// dead-letter or expiry queue and its consumers on this node.
 pub async fn describe(state: St, Path(name): Path<String>) -> ApiResult<Json<Value>> {
-    let all = state.mgmt.store().queue_details().await?;
+    let all = state.mgmt.store().admin().queue_details().await?;
     let Some(q) = all.iter().find(|q| q.name == name) else {
         return Err(ferry_store::StoreError::QueueNotFound(name).into());
     };
@@ -167,6 +168,6 @@ pub async fn remove(
 
 /// Removes every ready and delayed message.
 pub async fn purge(state: St, Path(name): Path<String>) -> ApiResult<Json<Value>> {
-    let n = state.mgmt.store().purge_queue(&name).await?;
+    let n = state.mgmt.store().admin().purge_queue(&name).await?;
     Ok(Json(json!({"queue": name, "purged": n})))
 }

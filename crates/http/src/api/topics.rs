@@ -19,8 +19,8 @@ pub struct Force {
 /// Every topic with its subscriptions.
 pub async fn list(state: St) -> ApiResult<Json<Value>> {
     let mgmt = &state.mgmt;
-    let topics = mgmt.store().list_topics().await?;
-    let details = mgmt.store().queue_details().await?;
+    let topics = mgmt.store().topics().list_topics().await?;
+    let details = mgmt.store().admin().queue_details().await?;
     let mut consumers = std::collections::HashMap::<String, u64>::new();
     for s in mgmt.sessions() {
         for sub in s.subscriptions {

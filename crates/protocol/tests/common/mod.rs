@@ -1,6 +1,9 @@
 //! Shared by the protocol tests: sample values of every request and response variant, proptest
 //! strategies that generate arbitrary ones, and small helpers.
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)]
+// each test binary uses a different subset
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use bytes::{Bytes, BytesMut};
 use ferry_protocol::requests::{Connect, Receive, Subscribe, SubscribeTopic};

@@ -31,9 +31,10 @@ fn at(queue: &str, body: &str, created_at: u64) -> NewMessage {
 /// Dead-letters the head of `queue` (max deliveries 1) by one client-ack delivery and a nack
 /// with requeue.
 async fn dead_letter_head(store: &Arc<dyn Store>, queue: &str) {
-    let d = store.receive(&lease(queue, "c"), 1).await.unwrap();
+    let d = store.queues().receive(&lease(queue, "c"), 1).await.unwrap();
     assert_eq!(d.len(), 1, "a message to dead-letter on {queue}");
     store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
@@ -45,21 +46,23 @@ async fn dead_letter_head(store: &Arc<dyn Store>, queue: &str) {
 pub async fn queue_details_count_every_state(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q", "b.dead"]).await;
     store
+        .admin()
         .set_queue_options("q", &with_dead_letters(3, Some("b.dead"), None))
         .await
         .unwrap();
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
-    store.send(at("q", "a", NOW)).await.unwrap();
-    store.send(at("q", "bb", NOW + 1)).await.unwrap();
-    store.send(at("q", "ccc", NOW + 2)).await.unwrap();
+    store.queues().send(at("q", "a", NOW)).await.unwrap();
+    store.queues().send(at("q", "bb", NOW + 1)).await.unwrap();
+    store.queues().send(at("q", "ccc", NOW + 2)).await.unwrap();
     let mut later = at("q", "dddd", NOW + 3);
     later.deliver_at_ms = FAR_FUTURE;
-    store.send(later).await.unwrap();
-    let all = store.queue_details().await.unwrap();
+    store.queues().send(later).await.unwrap();
+    let all = store.admin().queue_details().await.unwrap();
     let names: Vec<&str> = all.iter().map(|q| q.name.as_str()).collect();
     assert_eq!(
         names,
@@ -75,19 +78,27 @@ pub async fn queue_details_count_every_state(store: Arc<dyn Store>) {
     assert_eq!((q.entered_total, q.left_total), (Some(4), Some(0)));
 
     // A lease moves one from ready to in flight; an ack makes it leave.
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["a"]);
     let q = details(&store, "q").await;
     assert_eq!((q.ready, q.delayed, q.in_flight), (2, 1, 1));
     assert_eq!(q.ready_bytes, Some(5));
     assert_eq!(q.oldest_created_at, Some(NOW + 1), "the oldest ready one");
-    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
-    store.receive(&take("q", "c"), 1).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[d[0].delivery_id])
+        .await
+        .unwrap();
+    store.queues().receive(&take("q", "c"), 1).await.unwrap();
     let q = details(&store, "q").await;
     assert_eq!((q.ready, q.delayed, q.in_flight), (1, 1, 0));
     assert_eq!((q.entered_total, q.left_total), (Some(4), Some(2)));
 
-    store.send(publish("t", "p", "news")).await.unwrap();
+    store
+        .queues()
+        .send(publish("t", "p", "news"))
+        .await
+        .unwrap();
     let s = details(&store, "t:s").await;
     assert_eq!((s.ready, s.ready_bytes), (1, Some(4)));
     let empty = details(&store, "b.dead").await;
@@ -100,13 +111,14 @@ pub async fn queue_details_count_every_state(store: Arc<dyn Store>) {
 /// changed too; nothing else moves.
 pub async fn queue_settings_change_applies_from_then_on(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q", "dead"]).await;
-    store.send(msg(&["q"], "p", "one")).await.unwrap();
+    store.queues().send(msg(&["q"], "p", "one")).await.unwrap();
     // Two deliveries under no limit.
     for _ in 0..2 {
         dead_letter_head(&store, "q").await;
     }
     assert_eq!(depth(&store, "q").await, (1, 0), "no limit yet");
     store
+        .admin()
         .set_queue_options("q", &with_dead_letters(3, Some("dead"), None))
         .await
         .unwrap();
@@ -124,17 +136,20 @@ pub async fn queue_settings_change_applies_from_then_on(store: Arc<dyn Store>) {
     assert_eq!(depth(&store, "dead").await, (1, 0));
     // Back to no limit.
     store
+        .admin()
         .set_queue_options("q", &QueueOptions::default())
         .await
         .unwrap();
     assert_eq!(details(&store, "q").await.options, QueueOptions::default());
     // A subscription's queue.
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     store
+        .admin()
         .set_queue_options("t:s", &with_dead_letters(1, Some("dead"), Some("dead")))
         .await
         .unwrap();
@@ -142,7 +157,11 @@ pub async fn queue_settings_change_applies_from_then_on(store: Arc<dyn Store>) {
         details(&store, "t:s").await.options,
         with_dead_letters(1, Some("dead"), Some("dead"))
     );
-    store.send(publish("t", "p", "news")).await.unwrap();
+    store
+        .queues()
+        .send(publish("t", "p", "news"))
+        .await
+        .unwrap();
     dead_letter_head(&store, "t:s").await;
     assert_eq!(depth(&store, "dead").await, (2, 0));
 }
@@ -153,7 +172,7 @@ pub async fn queue_settings_refuse_unknown_self_and_cycles(store: Arc<dyn Store>
     setup(&store, &[], &["a", "b", "c", "d"]).await;
     let set = |name: &'static str, options: QueueOptions| {
         let store = store.clone();
-        async move { store.set_queue_options(name, &options).await }
+        async move { store.admin().set_queue_options(name, &options).await }
     };
     assert_eq!(
         set("nope", QueueOptions::default()).await,
@@ -200,26 +219,40 @@ pub async fn queue_settings_refuse_unknown_self_and_cycles(store: Arc<dyn Store>
 pub async fn purge_removes_ready_and_delayed_only(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q", "other"]).await;
     for b in ["1", "2", "3"] {
-        store.send(msg(&["q"], "p", b)).await.unwrap();
+        store.queues().send(msg(&["q"], "p", b)).await.unwrap();
     }
-    store.send(msg(&["q", "other"], "p", "both")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q", "other"], "p", "both"))
+        .await
+        .unwrap();
     let mut later = msg(&["q"], "p", "later");
     later.deliver_at_ms = FAR_FUTURE;
-    store.send(later).await.unwrap();
-    let held = store.receive(&lease("q", "c"), 1).await.unwrap();
-    assert_eq!(store.purge_queue("q").await, Ok(4));
+    store.queues().send(later).await.unwrap();
+    let held = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
+    assert_eq!(store.admin().purge_queue("q").await, Ok(4));
     let q = details(&store, "q").await;
     assert_eq!((q.ready, q.delayed, q.in_flight), (0, 0, 1));
     assert_eq!(depth(&store, "other").await, (1, 0));
     assert_eq!(
-        bodies(&store.receive(&take("other", "c"), 5).await.unwrap()),
+        bodies(
+            &store
+                .queues()
+                .receive(&take("other", "c"), 5)
+                .await
+                .unwrap()
+        ),
         vec!["both"]
     );
-    store.ack(SESSION, &[held[0].delivery_id]).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[held[0].delivery_id])
+        .await
+        .unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
-    assert_eq!(store.purge_queue("q").await, Ok(0));
+    assert_eq!(store.admin().purge_queue("q").await, Ok(0));
     assert_eq!(
-        store.purge_queue("nope").await,
+        store.admin().purge_queue("nope").await,
         Err(StoreError::QueueNotFound("nope".into()))
     );
 }
@@ -228,13 +261,21 @@ pub async fn purge_removes_ready_and_delayed_only(store: Arc<dyn Store>) {
 /// not on the queue, is `MessageNotFound`.
 pub async fn delete_message_removes_one_waiting_message(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q", "other"]).await;
-    let first = store.send(msg(&["q"], "p", "first")).await.unwrap();
-    let both = store.send(msg(&["q", "other"], "p", "both")).await.unwrap();
+    let first = store
+        .queues()
+        .send(msg(&["q"], "p", "first"))
+        .await
+        .unwrap();
+    let both = store
+        .queues()
+        .send(msg(&["q", "other"], "p", "both"))
+        .await
+        .unwrap();
     let mut later = msg(&["q"], "p", "later");
     later.deliver_at_ms = FAR_FUTURE;
-    let delayed = store.send(later).await.unwrap();
-    store.delete_message("q", both).await.unwrap();
-    store.delete_message("q", delayed).await.unwrap();
+    let delayed = store.queues().send(later).await.unwrap();
+    store.admin().delete_message("q", both).await.unwrap();
+    store.admin().delete_message("q", delayed).await.unwrap();
     let q = details(&store, "q").await;
     assert_eq!((q.ready, q.delayed), (1, 0));
     assert_eq!(
@@ -243,16 +284,16 @@ pub async fn delete_message_removes_one_waiting_message(store: Arc<dyn Store>) {
         "still on the other queue"
     );
     assert_eq!(
-        store.delete_message("q", both).await,
+        store.admin().delete_message("q", both).await,
         Err(StoreError::MessageNotFound {
             queue: "q".into(),
             id: both
         })
     );
-    let held = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let held = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     assert_eq!(held[0].message.id, first);
     assert_eq!(
-        store.delete_message("q", first).await,
+        store.admin().delete_message("q", first).await,
         Err(StoreError::MessageNotFound {
             queue: "q".into(),
             id: first
@@ -260,12 +301,22 @@ pub async fn delete_message_removes_one_waiting_message(store: Arc<dyn Store>) {
         "an in-flight message is not deleted"
     );
     assert_eq!(
-        store.delete_message("nope", first).await,
+        store.admin().delete_message("nope", first).await,
         Err(StoreError::QueueNotFound("nope".into()))
     );
-    store.ack(SESSION, &[held[0].delivery_id]).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[held[0].delivery_id])
+        .await
+        .unwrap();
     assert_eq!(
-        bodies(&store.receive(&take("other", "c"), 5).await.unwrap()),
+        bodies(
+            &store
+                .queues()
+                .receive(&take("other", "c"), 5)
+                .await
+                .unwrap()
+        ),
         vec!["both"]
     );
 }
@@ -279,13 +330,18 @@ pub async fn move_keeps_the_message_and_skips_what_is_not_ready(store: Arc<dyn S
     for (i, b) in ["a", "b", "c", "d"].into_iter().enumerate() {
         let mut m = msg_prio(&["from"], "p", b, 9 - i as u8);
         m.properties = sample_properties();
-        ids.push(store.send(m).await.unwrap());
+        ids.push(store.queues().send(m).await.unwrap());
     }
     // "a" was delivered once and came back: its count restarts on the new queue.
     dead_letter_head(&store, "from").await;
-    let held = store.receive(&lease("from", "c"), 1).await.unwrap();
+    let held = store
+        .queues()
+        .receive(&lease("from", "c"), 1)
+        .await
+        .unwrap();
     assert_eq!(held[0].message.id, ids[0]);
     let report = store
+        .admin()
         .move_messages(
             "from",
             &MoveTarget::Queue("to".into()),
@@ -298,10 +354,12 @@ pub async fn move_keeps_the_message_and_skips_what_is_not_ready(store: Arc<dyn S
     assert_eq!(report.skipped.len(), 1, "{report:?}");
     assert_eq!(report.skipped[0].0, ids[0], "the in-flight one stays");
     store
+        .queues()
         .nack(SESSION, &[held[0].delivery_id], true)
         .await
         .unwrap();
     let report = store
+        .admin()
         .move_messages("from", &MoveTarget::Queue("to".into()), None, 2)
         .await
         .unwrap();
@@ -309,7 +367,7 @@ pub async fn move_keeps_the_message_and_skips_what_is_not_ready(store: Arc<dyn S
     assert_eq!(moved, vec![ids[0], ids[2]], "the first two in time order");
     assert_eq!(depth(&store, "from").await, (1, 0));
     assert_eq!(depth(&store, "to").await, (3, 0));
-    let got = store.receive(&take("to", "c"), 10).await.unwrap();
+    let got = store.queues().receive(&take("to", "c"), 10).await.unwrap();
     assert_eq!(
         bodies(&got),
         vec!["a", "b", "c"],
@@ -324,6 +382,7 @@ pub async fn move_keeps_the_message_and_skips_what_is_not_ready(store: Arc<dyn S
     for (from, to) in [("nope", "to"), ("from", "nope")] {
         assert_eq!(
             store
+                .admin()
                 .move_messages(from, &MoveTarget::Queue(to.into()), None, 10)
                 .await
                 .map(|_| ()),
@@ -331,6 +390,7 @@ pub async fn move_keeps_the_message_and_skips_what_is_not_ready(store: Arc<dyn S
         );
     }
     let report = store
+        .admin()
         .move_messages("from", &MoveTarget::Queue("from".into()), None, 10)
         .await
         .unwrap();
@@ -347,38 +407,47 @@ pub async fn redrive_returns_dead_letters_with_their_history(store: Arc<dyn Stor
     setup(&store, &["p", "c"], &["dead", "gone"]).await;
     for q in ["a", "b"] {
         store
+            .queues()
             .create_queue_with(q, &with_dead_letters(1, Some("dead"), Some("dead")))
             .await
             .unwrap();
     }
     store
+        .admin()
         .set_queue_options("gone", &with_dead_letters(1, Some("dead"), None))
         .await
         .unwrap();
     for q in ["a", "b", "gone"] {
-        store.send(msg(&[q], "p", q)).await.unwrap();
+        store.queues().send(msg(&[q], "p", q)).await.unwrap();
         dead_letter_head(&store, q).await;
     }
     let mut expiring = msg(&["a"], "p", "expired");
     expiring.expires_at_ms = NOW + 10;
-    store.send(expiring).await.unwrap();
-    store.purge_expired(NOW + 20).await.unwrap();
-    store.send(msg(&["dead"], "p", "plain")).await.unwrap();
-    store.delete_queue("gone", true).await.unwrap();
+    store.queues().send(expiring).await.unwrap();
+    store.upkeep().purge_expired(NOW + 20).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["dead"], "p", "plain"))
+        .await
+        .unwrap();
+    store.queues().delete_queue("gone", true).await.unwrap();
     assert_eq!(depth(&store, "dead").await, (5, 0));
 
     let page = store
+        .admin()
         .browse(&browse_spec(Source::Queue("dead".into()), Order::Time))
         .await
         .unwrap();
     let dead: Vec<u64> = page.messages.iter().map(|m| m.message.id).collect();
     assert_eq!(dead.len(), 5);
     let report = store
+        .admin()
         .move_messages("dead", &MoveTarget::Origin, Some(&dead[1..2]), 0)
         .await
         .unwrap();
     assert_eq!(report.moved, vec![(dead[1], "b".to_string())]);
     let report = store
+        .admin()
         .move_messages("dead", &MoveTarget::Origin, None, 100)
         .await
         .unwrap();
@@ -394,7 +463,7 @@ pub async fn redrive_returns_dead_letters_with_their_history(store: Arc<dyn Stor
         "{report:?}"
     );
     assert_eq!(depth(&store, "dead").await, (2, 0));
-    let back = store.receive(&take("a", "c"), 10).await.unwrap();
+    let back = store.queues().receive(&take("a", "c"), 10).await.unwrap();
     assert_eq!(bodies(&back), vec!["a", "expired"]);
     assert_eq!(back[0].message.id, dead[0], "the dead letter's id");
     let reasons: Vec<Option<&PropertyValue>> = back
@@ -422,16 +491,18 @@ pub async fn redrive_returns_dead_letters_with_their_history(store: Arc<dyn Stor
 pub async fn clients_are_listed_with_their_node(store: Arc<dyn Store>) {
     setup(&store, &["zoe", "al"], &[]).await;
     store
+        .sessions()
         .claim_session("mia", 7, Registration::Permanent)
         .await
         .unwrap();
-    let list = store.list_clients().await.unwrap();
+    let list = store.admin().list_clients().await.unwrap();
     let names: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, vec!["al", "mia", "zoe"]);
     let online: Vec<bool> = list.iter().map(|c| c.node.is_some()).collect();
     assert_eq!(online, vec![false, true, false]);
-    store.end_session("mia", 7).await.unwrap();
+    store.sessions().end_session("mia", 7).await.unwrap();
     assert!(store
+        .admin()
         .list_clients()
         .await
         .unwrap()
@@ -445,11 +516,12 @@ pub async fn clients_are_listed_with_their_node(store: Arc<dyn Store>) {
 pub async fn queue_in_use_and_counted_dead_letters(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["dead", "exp"]).await;
     store
+        .queues()
         .create_queue_with("q", &with_dead_letters(1, Some("dead"), Some("exp")))
         .await
         .unwrap();
     assert_eq!(
-        store.delete_queue("dead", false).await,
+        store.queues().delete_queue("dead", false).await,
         Err(StoreError::QueueInUse {
             name: "dead".into(),
             role: "dead-letter",
@@ -457,27 +529,31 @@ pub async fn queue_in_use_and_counted_dead_letters(store: Arc<dyn Store>) {
         })
     );
     assert_eq!(
-        store.delete_queue("exp", false).await,
+        store.queues().delete_queue("exp", false).await,
         Err(StoreError::QueueInUse {
             name: "exp".into(),
             role: "expiry",
             used_by: "q".into()
         })
     );
-    let before = store.engine_stats().counters;
+    let before = store.admin().engine_stats().counters;
     assert_eq!(
         before,
         MessageCounters::default(),
         "a fresh store counted nothing"
     );
-    store.send(msg(&["q"], "p", "poison")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "p", "poison"))
+        .await
+        .unwrap();
     dead_letter_head(&store, "q").await;
     let mut expiring = msg(&["q"], "p", "old");
     expiring.expires_at_ms = NOW + 10;
-    store.send(expiring).await.unwrap();
-    store.purge_expired(NOW + 20).await.unwrap();
+    store.queues().send(expiring).await.unwrap();
+    store.upkeep().purge_expired(NOW + 20).await.unwrap();
     assert_eq!(
-        store.engine_stats().counters,
+        store.admin().engine_stats().counters,
         MessageCounters {
             dead_lettered_max_deliveries: 1,
             dead_lettered_expired: 1,
@@ -485,17 +561,21 @@ pub async fn queue_in_use_and_counted_dead_letters(store: Arc<dyn Store>) {
             dropped_target_missing: 0,
         }
     );
-    store.delete_queue("dead", true).await.unwrap();
-    store.delete_queue("exp", true).await.unwrap();
-    store.send(msg(&["q"], "p", "poison 2")).await.unwrap();
+    store.queues().delete_queue("dead", true).await.unwrap();
+    store.queues().delete_queue("exp", true).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "p", "poison 2"))
+        .await
+        .unwrap();
     dead_letter_head(&store, "q").await;
     let mut expiring = msg(&["q"], "p", "old 2");
     expiring.expires_at_ms = NOW + 10;
-    store.send(expiring).await.unwrap();
-    store.purge_expired(NOW + 20).await.unwrap();
+    store.queues().send(expiring).await.unwrap();
+    store.upkeep().purge_expired(NOW + 20).await.unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
     assert_eq!(
-        store.engine_stats().counters,
+        store.admin().engine_stats().counters,
         MessageCounters {
             dead_lettered_max_deliveries: 1,
             dead_lettered_expired: 1,
@@ -507,8 +587,8 @@ pub async fn queue_in_use_and_counted_dead_letters(store: Arc<dyn Store>) {
 
 /// A store that takes writes is ready, and names its engine.
 pub async fn a_working_store_is_ready(store: Arc<dyn Store>) {
-    store.check_ready().await.unwrap();
-    let stats = store.engine_stats();
+    store.admin().check_ready().await.unwrap();
+    let stats = store.admin().engine_stats();
     assert!(
         ["embedded", "postgres"].contains(&stats.engine),
         "{stats:?}"
@@ -521,32 +601,35 @@ pub async fn a_working_store_is_ready(store: Arc<dyn Store>) {
 pub async fn forgetting_a_client_needs_it_offline_and_holding_nothing(store: Arc<dyn Store>) {
     setup(&store, &["p", "idle", "d"], &["q"]).await;
     store
+        .sessions()
         .claim_session("live", 3, Registration::Permanent)
         .await
         .unwrap();
-    store.send(msg(&["q"], "p", "held")).await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.queues().send(msg(&["q"], "p", "held")).await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "d")
         .await
         .unwrap();
     assert_eq!(
-        store.forget_client("nobody").await,
+        store.admin().forget_client("nobody").await,
         Err(StoreError::ClientNotFound("nobody".into()))
     );
     assert_eq!(
-        store.forget_client("live").await,
+        store.admin().forget_client("live").await,
         Err(StoreError::AlreadyOnline("live".into()))
     );
     for name in ["p", "d"] {
-        match store.forget_client(name).await {
+        match store.admin().forget_client(name).await {
             Err(StoreError::InvalidArgument(m)) => assert!(m.contains(name), "{m}"),
             other => panic!("forgetting {name}: expected InvalidArgument, got {other:?}"),
         }
     }
-    store.forget_client("idle").await.unwrap();
-    assert!(!store.client_exists("idle").await.unwrap());
+    store.admin().forget_client("idle").await.unwrap();
+    assert!(!store.sessions().client_exists("idle").await.unwrap());
     let names: Vec<String> = store
+        .admin()
         .list_clients()
         .await
         .unwrap()
@@ -555,12 +638,13 @@ pub async fn forgetting_a_client_needs_it_offline_and_holding_nothing(store: Arc
         .collect();
     assert!(!names.contains(&"idle".to_string()), "{names:?}");
     // Once its message is gone, the sender can go too; a session registers it again.
-    store.receive(&take("q", "d"), 1).await.unwrap();
-    store.forget_client("p").await.unwrap();
-    assert!(!store.client_exists("p").await.unwrap());
+    store.queues().receive(&take("q", "d"), 1).await.unwrap();
+    store.admin().forget_client("p").await.unwrap();
+    assert!(!store.sessions().client_exists("p").await.unwrap());
     store
+        .sessions()
         .claim_session("p", 4, Registration::Permanent)
         .await
         .unwrap();
-    assert!(store.client_exists("p").await.unwrap());
+    assert!(store.sessions().client_exists("p").await.unwrap());
 }

@@ -33,7 +33,7 @@ async fn pages(
     spec.limit = limit;
     let mut out = Vec::new();
     loop {
-        let page = store.browse(&spec).await.unwrap();
+        let page = store.admin().browse(&spec).await.unwrap();
         out.push(
             page.messages
                 .iter()
@@ -73,21 +73,22 @@ pub async fn browse_pages_in_order_without_consuming(store: Arc<dyn Store>) {
         } else {
             msg_prio(&["q"], "p", &format!("m{i}"), prio)
         };
-        sent.push((prio, store.send(m).await.unwrap()));
+        sent.push((prio, store.queues().send(m).await.unwrap()));
     }
     let mut later = msg(&["q"], "p", "later");
     later.deliver_at_ms = FAR_FUTURE;
-    store.send(later).await.unwrap();
+    store.queues().send(later).await.unwrap();
     // The head is delivered once and comes back: it shows with its count.
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
     // And one more stays in flight: it is not shown.
     let mut oldest_first = lease("q", "c");
     oldest_first.order = Order::Time;
-    let held = store.receive(&oldest_first, 1).await.unwrap();
+    let held = store.queues().receive(&oldest_first, 1).await.unwrap();
     assert_eq!(held[0].message.id, sent[0].1);
     let ready: Vec<(u8, u64)> = sent[1..].to_vec();
     let mut by_priority = ready.clone();
@@ -108,6 +109,7 @@ pub async fn browse_pages_in_order_without_consuming(store: Arc<dyn Store>) {
         );
     }
     let page = store
+        .admin()
         .browse(&browse_spec(Source::Queue("q".into()), Order::Priority))
         .await
         .unwrap();
@@ -127,8 +129,12 @@ pub async fn browse_pages_in_order_without_consuming(store: Arc<dyn Store>) {
     // Nothing changed: the same deliveries, counts and order.
     let q = super::details(&store, "q").await;
     assert_eq!((q.ready, q.delayed, q.in_flight), (6, 1, 1));
-    store.ack(SESSION, &[held[0].delivery_id]).await.unwrap();
-    let taken = store.receive(&take("q", "c"), 10).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[held[0].delivery_id])
+        .await
+        .unwrap();
+    let taken = store.queues().receive(&take("q", "c"), 10).await.unwrap();
     let ids: Vec<u64> = taken.iter().map(|d| d.message.id).collect();
     let mut want = by_priority.clone();
     want.retain(|id| *id != sent[2].1);
@@ -144,6 +150,7 @@ pub async fn browse_cursor_is_stable_under_takes(store: Arc<dyn Store>) {
     for i in 0..6 {
         ids.push(
             store
+                .queues()
                 .send(msg(&["q"], "p", &format!("m{i}")))
                 .await
                 .unwrap(),
@@ -151,17 +158,17 @@ pub async fn browse_cursor_is_stable_under_takes(store: Arc<dyn Store>) {
     }
     let mut spec = browse_spec(Source::Queue("q".into()), Order::Time);
     spec.limit = 3;
-    let first = store.browse(&spec).await.unwrap();
+    let first = store.admin().browse(&spec).await.unwrap();
     let shown: Vec<u64> = first.messages.iter().map(|m| m.message.id).collect();
     assert_eq!(shown, ids[..3]);
     let next = first.next.expect("more to come");
     assert_eq!(next.id, ids[2]);
     // The first three are taken, one more arrives.
-    store.receive(&take("q", "c"), 3).await.unwrap();
-    let extra = store.send(msg(&["q"], "p", "m6")).await.unwrap();
+    store.queues().receive(&take("q", "c"), 3).await.unwrap();
+    let extra = store.queues().send(msg(&["q"], "p", "m6")).await.unwrap();
     spec.after = Some(next);
     spec.limit = 10;
-    let second = store.browse(&spec).await.unwrap();
+    let second = store.admin().browse(&spec).await.unwrap();
     let shown: Vec<u64> = second.messages.iter().map(|m| m.message.id).collect();
     let mut want = ids[3..].to_vec();
     want.push(extra);
@@ -173,13 +180,26 @@ pub async fn browse_cursor_is_stable_under_takes(store: Arc<dyn Store>) {
 /// both orders and in pages down to one message; unknown senders and queues are errors.
 pub async fn browse_by_sender_across_queues(store: Arc<dyn Store>) {
     setup(&store, &["p", "other", "c"], &["a", "b"]).await;
-    let one = store.send(msg_prio(&["a"], "p", "one", 2)).await.unwrap();
+    let one = store
+        .queues()
+        .send(msg_prio(&["a"], "p", "one", 2))
+        .await
+        .unwrap();
     let both = store
+        .queues()
         .send(msg_prio(&["a", "b"], "p", "both", 7))
         .await
         .unwrap();
-    store.send(msg(&["a"], "other", "not p's")).await.unwrap();
-    let three = store.send(msg_prio(&["b"], "p", "three", 7)).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["a"], "other", "not p's"))
+        .await
+        .unwrap();
+    let three = store
+        .queues()
+        .send(msg_prio(&["b"], "p", "three", 7))
+        .await
+        .unwrap();
     let source = || Source::Sender("p".into());
     for limit in [1, 2, 1000] {
         let got: Vec<(String, u64)> = pages(&store, source(), Order::Time, limit)
@@ -216,12 +236,14 @@ pub async fn browse_by_sender_across_queues(store: Arc<dyn Store>) {
     }
     assert_eq!(
         store
+            .admin()
             .browse(&browse_spec(Source::Sender("nobody".into()), Order::Time))
             .await,
         Err(StoreError::ClientNotFound("nobody".into()))
     );
     assert_eq!(
         store
+            .admin()
             .browse(&browse_spec(Source::Queue("nope".into()), Order::Time))
             .await,
         Err(StoreError::QueueNotFound("nope".into()))
@@ -233,7 +255,7 @@ pub async fn browse_by_sender_across_queues(store: Arc<dyn Store>) {
         id: both,
         queue: Some("deleted".into()),
     });
-    let page = store.browse(&spec).await.unwrap();
+    let page = store.admin().browse(&spec).await.unwrap();
     let ids: Vec<u64> = page.messages.iter().map(|m| m.message.id).collect();
     assert!(ids.ends_with(&[three]) && !ids.contains(&one), "{ids:?}");
 }
@@ -255,6 +277,7 @@ pub async fn browse_with_selector_pages_past_the_budget(store: Arc<dyn Store>) {
         })
         .collect();
     let ids: Vec<u64> = store
+        .queues()
         .send_batch(batch)
         .await
         .into_iter()
@@ -274,7 +297,7 @@ pub async fn browse_with_selector_pages_past_the_budget(store: Arc<dyn Store>) {
         let mut got = Vec::new();
         let mut calls = 0;
         loop {
-            let page = store.browse(&spec).await.unwrap();
+            let page = store.admin().browse(&spec).await.unwrap();
             calls += 1;
             got.extend(page.messages.iter().map(|m| m.message.id));
             match page.next {

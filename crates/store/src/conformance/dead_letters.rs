@@ -30,15 +30,17 @@ fn property<'a>(d: &'a Delivery, name: &str) -> Option<&'a PropertyValue> {
 pub async fn dead_lettered_after_max_deliveries_with_history(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["dlq"]).await;
     store
+        .queues()
         .create_queue_with("q", &limited(2, Some("dlq")))
         .await
         .unwrap();
     let mut m = msg(&["q"], "p", "poison");
     m.properties = vec![("k".into(), PropertyValue::Int(1))];
     m.priority = 7;
-    let id = store.send(m).await.unwrap();
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let id = store.queues().send(m).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     let back = store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
@@ -47,16 +49,17 @@ pub async fn dead_lettered_after_max_deliveries_with_history(store: Arc<dyn Stor
         vec!["q".to_string()],
         "below the maximum: back on its queue"
     );
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     assert_eq!(d[0].message.delivery_count, 1);
     let back = store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
     assert!(back.contains(&"dlq".to_string()), "{back:?}");
     assert_eq!(depth(&store, "q").await, (0, 0));
     assert_eq!(depth(&store, "dlq").await, (1, 0));
-    let got = store.receive(&take("dlq", "c"), 1).await.unwrap();
+    let got = store.queues().receive(&take("dlq", "c"), 1).await.unwrap();
     assert_eq!(bodies(&got), vec!["poison"]);
     let dl = &got[0];
     assert_eq!(dl.message.sender, "p");
@@ -86,14 +89,14 @@ pub async fn dead_lettered_after_max_deliveries_with_history(store: Arc<dyn Stor
     );
 
     // The same by lease expiry.
-    store.send(msg(&["q"], "p", "slow")).await.unwrap();
+    store.queues().send(msg(&["q"], "p", "slow")).await.unwrap();
     for _ in 0..2 {
-        let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+        let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
         assert_eq!(bodies(&d), vec!["slow"]);
-        store.expire_leases(u64::MAX / 2).await.unwrap();
+        store.upkeep().expire_leases(u64::MAX / 2).await.unwrap();
     }
     assert_eq!(depth(&store, "q").await, (0, 0));
-    let got = store.receive(&take("dlq", "c"), 1).await.unwrap();
+    let got = store.queues().receive(&take("dlq", "c"), 1).await.unwrap();
     assert_eq!(bodies(&got), vec!["slow"]);
     assert_eq!(
         property(&got[0], dead_letter::DELIVERY_COUNT),
@@ -106,33 +109,48 @@ pub async fn dead_lettered_after_max_deliveries_with_history(store: Arc<dyn Stor
 pub async fn over_max_without_dead_letter_queue_is_dropped(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
     store
+        .queues()
         .create_queue_with("q", &limited(1, None))
         .await
         .unwrap();
-    store.send(msg(&["q"], "p", "once")).await.unwrap();
-    store.send(msg(&["q"], "p", "other")).await.unwrap();
-    let d = store.receive(&lease("q", "c"), 2).await.unwrap();
+    store.queues().send(msg(&["q"], "p", "once")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "p", "other"))
+        .await
+        .unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["once", "other"]);
-    store.release_session(SESSION).await.unwrap();
+    store.sessions().release_session(SESSION).await.unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
-    assert!(store.receive(&take("q", "c"), 1).await.unwrap().is_empty());
+    assert!(store
+        .queues()
+        .receive(&take("q", "c"), 1)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 /// The dead-letter queue must exist, and cannot be the queue itself; nothing is created then.
 pub async fn dead_letter_queue_must_exist(store: Arc<dyn Store>) {
     setup(&store, &["p"], &[]).await;
     match store
+        .queues()
         .create_queue_with("q", &limited(3, Some("nope")))
         .await
     {
         Err(StoreError::QueueNotFound(name)) => assert_eq!(name, "nope"),
         other => panic!("expected QueueNotFound, got {other:?}"),
     }
-    match store.create_queue_with("q", &limited(3, Some("q"))).await {
+    match store
+        .queues()
+        .create_queue_with("q", &limited(3, Some("q")))
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
-    assert!(store.list_queues().await.unwrap().is_empty());
+    assert!(store.queues().list_queues().await.unwrap().is_empty());
 }
 
 /// Expired messages of a queue with an expiry queue go there, with their history, once: the
@@ -143,24 +161,32 @@ pub async fn expired_messages_move_to_the_expiry_queue(store: Arc<dyn Store>) {
         expiry_queue: Some("exp".into()),
         ..QueueOptions::default()
     };
-    store.create_queue_with("q", &options).await.unwrap();
+    store
+        .queues()
+        .create_queue_with("q", &options)
+        .await
+        .unwrap();
     let mut gone = msg(&["q"], "p", "gone");
     gone.expires_at_ms = NOW + 100;
-    let gone_id = store.send(gone).await.unwrap();
+    let gone_id = store.queues().send(gone).await.unwrap();
     let mut never = msg(&["q"], "p", "never visible");
     never.deliver_at_ms = NOW + 1_000;
     never.expires_at_ms = NOW + 500;
-    store.send(never).await.unwrap();
-    store.send(msg(&["q"], "p", "plain")).await.unwrap();
+    store.queues().send(never).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "p", "plain"))
+        .await
+        .unwrap();
     let mut spec = take("q", "c");
     spec.now_ms = NOW + 100;
     assert_eq!(
-        bodies(&store.receive(&spec, 10).await.unwrap()),
+        bodies(&store.queues().receive(&spec, 10).await.unwrap()),
         vec!["plain"]
     );
-    store.purge_expired(NOW + 600).await.unwrap();
+    store.upkeep().purge_expired(NOW + 600).await.unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
-    let got = store.receive(&take("exp", "c"), 10).await.unwrap();
+    let got = store.queues().receive(&take("exp", "c"), 10).await.unwrap();
     assert_eq!(bodies(&got), vec!["gone", "never visible"]);
     assert_eq!(
         got[0].message.expires_at, 0,
@@ -182,8 +208,9 @@ pub async fn expired_messages_move_to_the_expiry_queue(store: Arc<dyn Store>) {
         property(&got[0], dead_letter::DELIVERY_COUNT),
         Some(&PropertyValue::Int(0))
     );
-    store.purge_expired(NOW + 10_000).await.unwrap();
+    store.upkeep().purge_expired(NOW + 10_000).await.unwrap();
     assert!(store
+        .queues()
         .receive(&take("exp", "c"), 10)
         .await
         .unwrap()

@@ -318,16 +318,16 @@ pub fn bodies(ds: &[Delivery]) -> Vec<String> {
 /// Registers clients and creates queues.
 pub async fn setup(store: &Arc<dyn Store>, clients: &[&str], queues: &[&str]) {
     for c in clients {
-        store.register_client(c).await.unwrap();
+        store.sessions().register_client(c).await.unwrap();
     }
     for q in queues {
-        store.create_queue(q).await.unwrap();
+        store.queues().create_queue(q).await.unwrap();
     }
 }
 
 /// Ready and in-flight counts of a queue, per `list_queues`.
 pub async fn depth(store: &Arc<dyn Store>, queue: &str) -> (u64, u64) {
-    let list = store.list_queues().await.unwrap();
+    let list = store.queues().list_queues().await.unwrap();
     let q = list
         .iter()
         .find(|q| q.name == queue)
@@ -368,7 +368,7 @@ pub async fn find_subscription(
     topic: &str,
     name: &str,
 ) -> Option<SubscriptionInfo> {
-    let list = store.list_topics().await.unwrap();
+    let list = store.topics().list_topics().await.unwrap();
     let t = list
         .iter()
         .find(|t| t.name == topic)
@@ -387,6 +387,7 @@ pub async fn sub_depth(store: &Arc<dyn Store>, topic: &str, name: &str) -> (u64,
 /// Names of the queues `list_queues` reports.
 pub async fn queue_names(store: &Arc<dyn Store>) -> Vec<String> {
     store
+        .queues()
         .list_queues()
         .await
         .unwrap()
@@ -411,7 +412,7 @@ pub const FAR_FUTURE: u64 = 4_102_444_800_000;
 
 /// The figures of queue `name`, per `queue_details`.
 pub async fn details(store: &Arc<dyn Store>, name: &str) -> QueueDetails {
-    let all = store.queue_details().await.unwrap();
+    let all = store.admin().queue_details().await.unwrap();
     all.iter()
         .find(|q| q.name == name)
         .cloned()

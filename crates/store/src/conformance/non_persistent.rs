@@ -20,7 +20,7 @@ fn transient(m: NewMessage) -> NewMessage {
 async fn peek_all(store: &Arc<dyn Store>, queue: &str) -> Vec<Delivery> {
     let mut spec = peek(queue, "c");
     spec.order = Order::Time;
-    store.receive(&spec, 1000).await.unwrap()
+    store.queues().receive(&spec, 1000).await.unwrap()
 }
 
 /// Non-persistent messages are peeked, taken and acked in order among persistent ones, with
@@ -30,9 +30,13 @@ pub async fn non_persistent_messages_are_received_and_acked(store: Arc<dyn Store
     let mut a = transient(msg(&["q", "r"], "p", "a"));
     a.properties = sample_properties();
     a.priority = 7;
-    let a_id = store.send(a).await.unwrap();
-    store.send(msg(&["q"], "p", "b")).await.unwrap();
-    store.send(transient(msg(&["q"], "p", "c"))).await.unwrap();
+    let a_id = store.queues().send(a).await.unwrap();
+    store.queues().send(msg(&["q"], "p", "b")).await.unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "p", "c")))
+        .await
+        .unwrap();
     assert_eq!(depth(&store, "q").await, (3, 0));
     let all = peek_all(&store, "q").await;
     assert_eq!(bodies(&all), vec!["a", "b", "c"]);
@@ -41,17 +45,25 @@ pub async fn non_persistent_messages_are_received_and_acked(store: Arc<dyn Store
     assert_eq!(all[0].message.priority, 7);
     let mut spec = lease("q", "c");
     spec.order = Order::Time;
-    let d = store.receive(&spec, 2).await.unwrap();
+    let d = store.queues().receive(&spec, 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["a", "b"]);
-    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[d[0].delivery_id])
+        .await
+        .unwrap();
     assert_eq!(
-        bodies(&store.receive(&take("q", "c"), 1).await.unwrap()),
+        bodies(&store.queues().receive(&take("q", "c"), 1).await.unwrap()),
         vec!["c"]
     );
     assert_eq!(depth(&store, "q").await, (0, 1));
-    store.ack(SESSION, &[d[1].delivery_id]).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[d[1].delivery_id])
+        .await
+        .unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
-    let r = store.receive(&take("r", "c"), 1).await.unwrap();
+    let r = store.queues().receive(&take("r", "c"), 1).await.unwrap();
     assert_eq!(
         (bodies(&r), r[0].message.id),
         (vec!["a".to_string()], a_id),
@@ -63,38 +75,55 @@ pub async fn non_persistent_messages_are_received_and_acked(store: Arc<dyn Store
 /// with requeue, released or its lease expires; a nack without requeue drops it.
 pub async fn non_persistent_messages_are_nacked_released_and_expired(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    store.send(transient(msg(&["q"], "p", "a"))).await.unwrap();
-    store.send(transient(msg(&["q"], "p", "b"))).await.unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "p", "a")))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(transient(msg(&["q"], "p", "b")))
+        .await
+        .unwrap();
     let mut spec = lease("q", "c");
     spec.order = Order::Time;
     spec.lease_until_ms = 5_000;
-    let d = store.receive(&spec, 1).await.unwrap();
+    let d = store.queues().receive(&spec, 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["a"]);
     assert_eq!(
-        store.nack(SESSION, &[d[0].delivery_id], true).await,
+        store
+            .queues()
+            .nack(SESSION, &[d[0].delivery_id], true)
+            .await,
         Ok(vec!["q".to_string()])
     );
-    let d = store.receive(&spec, 1).await.unwrap();
+    let d = store.queues().receive(&spec, 1).await.unwrap();
     assert_eq!(
         (bodies(&d), d[0].message.delivery_count),
         (vec!["a".into()], 1)
     );
     assert_eq!(
-        store.release_session(SESSION).await,
+        store.sessions().release_session(SESSION).await,
         Ok(vec!["q".to_string()])
     );
-    let d = store.receive(&spec, 1).await.unwrap();
+    let d = store.queues().receive(&spec, 1).await.unwrap();
     assert_eq!(
         (bodies(&d), d[0].message.delivery_count),
         (vec!["a".into()], 2)
     );
-    assert_eq!(store.next_lease_deadline().await, Ok(Some(5_000)));
-    assert_eq!(store.expire_leases(5_000).await, Ok(vec!["q".to_string()]));
-    let d = store.receive(&spec, 2).await.unwrap();
+    assert_eq!(store.upkeep().next_lease_deadline().await, Ok(Some(5_000)));
+    assert_eq!(
+        store.upkeep().expire_leases(5_000).await,
+        Ok(vec!["q".to_string()])
+    );
+    let d = store.queues().receive(&spec, 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["a", "b"], "back in its old place");
     assert_eq!(d[0].message.delivery_count, 3);
     let ids: Vec<_> = d.iter().map(|d| d.delivery_id).collect();
-    assert_eq!(store.nack(SESSION, &ids, false).await, Ok(Vec::new()));
+    assert_eq!(
+        store.queues().nack(SESSION, &ids, false).await,
+        Ok(Vec::new())
+    );
     assert_eq!(depth(&store, "q").await, (0, 0));
     assert!(peek_all(&store, "q").await.is_empty());
 }
@@ -103,23 +132,27 @@ pub async fn non_persistent_messages_are_nacked_released_and_expired(store: Arc<
 /// non-persistent sends and publishes and acks non-persistent deliveries.
 pub async fn non_persistent_publish_and_commit(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     store
+        .queues()
         .send(transient(publish("t", "p", "pub")))
         .await
         .unwrap();
     store
+        .queues()
         .send(transient(msg(&["q"], "p", "sent")))
         .await
         .unwrap();
-    let from_sub = store.receive(&lease("t:s", "c"), 1).await.unwrap();
+    let from_sub = store.queues().receive(&lease("t:s", "c"), 1).await.unwrap();
     assert_eq!(bodies(&from_sub), vec!["pub"]);
-    let from_q = store.receive(&lease("q", "c"), 1).await.unwrap();
+    let from_q = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     let ids = store
+        .transactions()
         .commit(
             SESSION,
             vec![
@@ -151,28 +184,38 @@ pub async fn non_persistent_messages_are_dead_lettered(store: Arc<dyn Store>) {
         dead_letter_queue: Some("dlq".into()),
         expiry_queue: Some("exp".into()),
     };
-    store.create_queue_with("q", &options).await.unwrap();
     store
+        .queues()
+        .create_queue_with("q", &options)
+        .await
+        .unwrap();
+    store
+        .queues()
         .send(transient(msg(&["q"], "p", "poison")))
         .await
         .unwrap();
     let mut expiring = transient(msg(&["q"], "p", "stale"));
     expiring.expires_at_ms = NOW + 10;
-    store.send(expiring).await.unwrap();
+    store.queues().send(expiring).await.unwrap();
     let mut spec = lease("q", "c");
     spec.order = Order::Time;
-    let d = store.receive(&spec, 1).await.unwrap();
+    let d = store.queues().receive(&spec, 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["poison"]);
     store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
-    store.purge_expired(NOW + 10).await.unwrap();
+    store.upkeep().purge_expired(NOW + 10).await.unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
-    let d = store.receive(&lease("dlq", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("dlq", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["poison"]);
-    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
-    let d = store.receive(&take("exp", "c"), 1).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[d[0].delivery_id])
+        .await
+        .unwrap();
+    let d = store.queues().receive(&take("exp", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["stale"]);
     assert_eq!(depth(&store, "dlq").await, (0, 0));
     assert_eq!(depth(&store, "exp").await, (0, 0));

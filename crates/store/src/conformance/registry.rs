@@ -3,7 +3,7 @@
 //! subscription of their own) or have a session stay.
 //!
 //! Session ends are stamped by the store's own clock ([`wall_ms`]); the tests pass times around
-//! it to [`Store::expire_clients`], so none of them waits.
+//! it to [`Upkeep::expire_clients`](crate::Upkeep::expire_clients), so none of them waits.
 
 use std::sync::Arc;
 
@@ -22,36 +22,56 @@ fn later() -> u64 {
 
 /// Registers `name` through a session that ends at once.
 async fn visit(store: &Arc<dyn Store>, name: &str, session: SessionId, how: Registration) {
-    store.claim_session(name, session, how).await.unwrap();
-    store.end_session(name, session).await.unwrap();
+    store
+        .sessions()
+        .claim_session(name, session, how)
+        .await
+        .unwrap();
+    store.sessions().end_session(name, session).await.unwrap();
 }
 
 /// A permanent name that holds nothing expires once offline for the idle time, not before;
 /// it is registered again by its next session.
 pub async fn idle_names_that_hold_nothing_expire(store: Arc<dyn Store>) {
     visit(&store, "gone", 1, Registration::Permanent).await;
-    store.register_client("never-connected").await.unwrap();
+    store
+        .sessions()
+        .register_client("never-connected")
+        .await
+        .unwrap();
     assert_eq!(
-        store.expire_clients(wall_ms(), HOUR).await.unwrap(),
+        store
+            .upkeep()
+            .expire_clients(wall_ms(), HOUR)
+            .await
+            .unwrap(),
         0,
         "nothing is an hour old yet"
     );
-    assert!(store.client_exists("gone").await.unwrap());
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 2);
-    assert!(!store.client_exists("gone").await.unwrap());
-    assert!(!store.client_exists("never-connected").await.unwrap());
-    store.create_queue("q").await.unwrap();
+    assert!(store.sessions().client_exists("gone").await.unwrap());
     assert_eq!(
-        store.send(msg_to(&["q"], "p", "gone", "x")).await,
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        2
+    );
+    assert!(!store.sessions().client_exists("gone").await.unwrap());
+    assert!(!store
+        .sessions()
+        .client_exists("never-connected")
+        .await
+        .unwrap());
+    store.queues().create_queue("q").await.unwrap();
+    assert_eq!(
+        store.queues().send(msg_to(&["q"], "p", "gone", "x")).await,
         Err(StoreError::ClientNotFound("gone".into())),
         "a forgotten name cannot be addressed"
     );
     visit(&store, "gone", 2, Registration::Permanent).await;
     assert!(
-        store.client_exists("gone").await.unwrap(),
+        store.sessions().client_exists("gone").await.unwrap(),
         "registered again"
     );
     store
+        .queues()
         .send(msg_to(&["q"], "p", "gone", "x"))
         .await
         .expect("addressed again");
@@ -61,88 +81,144 @@ pub async fn idle_names_that_hold_nothing_expire(store: Arc<dyn Store>) {
 /// stay, whatever their age; once the messages are gone, they expire.
 pub async fn names_that_hold_something_stay(store: Arc<dyn Store>) {
     setup(&store, &["sender", "receiver", "owner", "c"], &["q"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "owner")
         .await
         .unwrap();
     store
+        .queues()
         .send(msg_to(&["q"], "sender", "receiver", "x"))
         .await
         .unwrap();
     store
+        .sessions()
         .claim_session("c", 9, Registration::Permanent)
         .await
         .unwrap();
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 0);
+    assert_eq!(
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        0
+    );
     for name in ["sender", "receiver", "owner", "c"] {
-        assert!(store.client_exists(name).await.unwrap(), "{name} stays");
+        assert!(
+            store.sessions().client_exists(name).await.unwrap(),
+            "{name} stays"
+        );
     }
     // The receiver takes its message: sender and receiver hold nothing any more.
     assert_eq!(
-        bodies(&store.receive(&take("q", "receiver"), 1).await.unwrap()),
+        bodies(
+            &store
+                .queues()
+                .receive(&take("q", "receiver"), 1)
+                .await
+                .unwrap()
+        ),
         ["x"]
     );
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 2);
-    assert!(!store.client_exists("sender").await.unwrap());
-    assert!(!store.client_exists("receiver").await.unwrap());
-    assert!(store.client_exists("owner").await.unwrap());
-    assert!(store.client_exists("c").await.unwrap(), "online names stay");
-    store.unsubscribe("t", "s").await.unwrap();
-    store.end_session("c", 9).await.unwrap();
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 2);
-    assert!(!store.client_exists("owner").await.unwrap());
+    assert_eq!(
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        2
+    );
+    assert!(!store.sessions().client_exists("sender").await.unwrap());
+    assert!(!store.sessions().client_exists("receiver").await.unwrap());
+    assert!(store.sessions().client_exists("owner").await.unwrap());
+    assert!(
+        store.sessions().client_exists("c").await.unwrap(),
+        "online names stay"
+    );
+    store.topics().unsubscribe("t", "s").await.unwrap();
+    store.sessions().end_session("c", 9).await.unwrap();
+    assert_eq!(
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        2
+    );
+    assert!(!store.sessions().client_exists("owner").await.unwrap());
 }
 
 /// A message in flight (leased) or waiting for its delivery time holds its names too.
 pub async fn leased_and_delayed_messages_hold_their_names(store: Arc<dyn Store>) {
     setup(&store, &["a", "b", "c"], &["q"]).await;
-    store.send(msg(&["q"], "a", "leased")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "a", "leased"))
+        .await
+        .unwrap();
     let delayed = NewMessage {
         deliver_at_ms: NOW + HOUR,
         ..msg_to(&["q"], "b", "c", "later")
     };
-    store.send(delayed).await.unwrap();
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+    store.queues().send(delayed).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), ["leased"]);
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 0);
-    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 1, "a");
-    assert!(store.client_exists("b").await.unwrap());
-    assert!(store.client_exists("c").await.unwrap());
+    assert_eq!(
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        0
+    );
+    store
+        .queues()
+        .ack(SESSION, &[d[0].delivery_id])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        1,
+        "a"
+    );
+    assert!(store.sessions().client_exists("b").await.unwrap());
+    assert!(store.sessions().client_exists("c").await.unwrap());
 }
 
 /// An ephemeral name is forgotten once its session ended and it holds nothing (by the end of
 /// the session, or at the latest by the next expiry run, whatever the idle time); while it
 /// holds a message it stays, and it can be addressed.
 pub async fn ephemeral_names_go_with_their_session(store: Arc<dyn Store>) {
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     store
+        .sessions()
         .claim_session("cli-1", 1, Registration::Ephemeral)
         .await
         .unwrap();
-    assert!(store.client_exists("cli-1").await.unwrap());
+    assert!(store.sessions().client_exists("cli-1").await.unwrap());
     store
+        .sessions()
         .claim_session("cli-2", 2, Registration::Ephemeral)
         .await
         .unwrap();
-    store.send(msg(&["q"], "cli-2", "kept")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "cli-2", "kept"))
+        .await
+        .unwrap();
     assert_eq!(
-        store.expire_clients(later(), HOUR).await.unwrap(),
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
         0,
         "online ephemeral names stay"
     );
-    store.end_session("cli-1", 1).await.unwrap();
-    store.end_session("cli-2", 2).await.unwrap();
-    store.expire_clients(wall_ms(), HOUR).await.unwrap();
-    assert!(!store.client_exists("cli-1").await.unwrap(), "gone at once");
+    store.sessions().end_session("cli-1", 1).await.unwrap();
+    store.sessions().end_session("cli-2", 2).await.unwrap();
+    store
+        .upkeep()
+        .expire_clients(wall_ms(), HOUR)
+        .await
+        .unwrap();
     assert!(
-        store.client_exists("cli-2").await.unwrap(),
+        !store.sessions().client_exists("cli-1").await.unwrap(),
+        "gone at once"
+    );
+    assert!(
+        store.sessions().client_exists("cli-2").await.unwrap(),
         "its message holds it"
     );
-    store.receive(&take("q", "c"), 1).await.unwrap();
-    store.expire_clients(wall_ms(), HOUR).await.unwrap();
-    assert!(!store.client_exists("cli-2").await.unwrap());
+    store.queues().receive(&take("q", "c"), 1).await.unwrap();
+    store
+        .upkeep()
+        .expire_clients(wall_ms(), HOUR)
+        .await
+        .unwrap();
+    assert!(!store.sessions().client_exists("cli-2").await.unwrap());
 }
 
 /// Ephemeral and permanent registrations of one name: a permanent name stays permanent when
@@ -150,18 +226,37 @@ pub async fn ephemeral_names_go_with_their_session(store: Arc<dyn Store>) {
 pub async fn ephemeral_and_permanent_claims_of_one_name(store: Arc<dyn Store>) {
     visit(&store, "app", 1, Registration::Permanent).await;
     visit(&store, "app", 2, Registration::Ephemeral).await;
-    store.expire_clients(wall_ms(), HOUR).await.unwrap();
-    assert!(store.client_exists("app").await.unwrap(), "still permanent");
     store
+        .upkeep()
+        .expire_clients(wall_ms(), HOUR)
+        .await
+        .unwrap();
+    assert!(
+        store.sessions().client_exists("app").await.unwrap(),
+        "still permanent"
+    );
+    store
+        .sessions()
         .claim_session("tool", 3, Registration::Ephemeral)
         .await
         .unwrap();
     store
+        .sessions()
         .claim_session("tool", 3, Registration::Permanent)
         .await
         .unwrap();
-    store.end_session("tool", 3).await.unwrap();
-    store.expire_clients(wall_ms(), HOUR).await.unwrap();
-    assert!(store.client_exists("tool").await.unwrap(), "made permanent");
-    assert_eq!(store.expire_clients(later(), HOUR).await.unwrap(), 2);
+    store.sessions().end_session("tool", 3).await.unwrap();
+    store
+        .upkeep()
+        .expire_clients(wall_ms(), HOUR)
+        .await
+        .unwrap();
+    assert!(
+        store.sessions().client_exists("tool").await.unwrap(),
+        "made permanent"
+    );
+    assert_eq!(
+        store.upkeep().expire_clients(later(), HOUR).await.unwrap(),
+        2
+    );
 }

@@ -9,43 +9,52 @@ use crate::{Heartbeat, Registration};
 /// A claim registers the client; another session is refused until the holder ends.
 pub async fn claim_is_exclusive_until_ended(store: Arc<dyn Store>) {
     store
+        .sessions()
         .claim_session("alice", 1, Registration::Permanent)
         .await
         .unwrap();
     assert!(
-        store.client_exists("alice").await.unwrap(),
+        store.sessions().client_exists("alice").await.unwrap(),
         "a claim registers the client"
     );
     store
+        .sessions()
         .claim_session("alice", 1, Registration::Permanent)
         .await
         .expect("claiming again for the holding session succeeds");
     assert_eq!(
         store
+            .sessions()
             .claim_session("alice", 2, Registration::Permanent)
             .await,
         Err(StoreError::AlreadyOnline("alice".into()))
     );
     store
+        .sessions()
         .claim_session("bob", 2, Registration::Permanent)
         .await
         .unwrap();
     // Ending by a session that does not hold the claim changes nothing.
-    store.end_session("alice", 2).await.unwrap();
+    store.sessions().end_session("alice", 2).await.unwrap();
     assert_eq!(
         store
+            .sessions()
             .claim_session("alice", 3, Registration::Permanent)
             .await,
         Err(StoreError::AlreadyOnline("alice".into()))
     );
-    store.end_session("alice", 1).await.unwrap();
-    store.end_session("alice", 1).await.unwrap();
+    store.sessions().end_session("alice", 1).await.unwrap();
+    store.sessions().end_session("alice", 1).await.unwrap();
     store
+        .sessions()
         .claim_session("alice", 3, Registration::Permanent)
         .await
         .unwrap();
     assert_eq!(
-        store.claim_session("bob", 1, Registration::Permanent).await,
+        store
+            .sessions()
+            .claim_session("bob", 1, Registration::Permanent)
+            .await,
         Err(StoreError::AlreadyOnline("bob".into()))
     );
 }
@@ -55,25 +64,32 @@ pub async fn claim_is_exclusive_until_ended(store: Arc<dyn Store>) {
 pub async fn claims_and_leases_are_independent(store: Arc<dyn Store>) {
     setup(&store, &["p"], &["q"]).await;
     store
+        .sessions()
         .claim_session("c", SESSION, Registration::Permanent)
         .await
         .unwrap();
-    store.send(msg(&["q"], "p", "x")).await.unwrap();
-    let d = store.receive(&lease("q", "c"), 1).await.unwrap();
-    store.end_session("c", SESSION).await.unwrap();
+    store.queues().send(msg(&["q"], "p", "x")).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
+    store.sessions().end_session("c", SESSION).await.unwrap();
     assert_eq!(
         depth(&store, "q").await,
         (0, 1),
         "the lease outlives the claim"
     );
-    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
     store
+        .queues()
+        .ack(SESSION, &[d[0].delivery_id])
+        .await
+        .unwrap();
+    store
+        .sessions()
         .claim_session("c", SESSION + 1, Registration::Permanent)
         .await
         .unwrap();
-    store.release_session(SESSION + 1).await.unwrap();
+    store.sessions().release_session(SESSION + 1).await.unwrap();
     assert_eq!(
         store
+            .sessions()
             .claim_session("c", SESSION + 2, Registration::Permanent)
             .await,
         Err(StoreError::AlreadyOnline("c".into())),
@@ -85,16 +101,24 @@ pub async fn claims_and_leases_are_independent(store: Arc<dyn Store>) {
 pub async fn heartbeat_of_a_lone_node_frees_nothing(store: Arc<dyn Store>) {
     setup(&store, &["p"], &["q"]).await;
     store
+        .sessions()
         .claim_session("c", SESSION, Registration::Permanent)
         .await
         .unwrap();
-    store.send(msg(&["q"], "p", "x")).await.unwrap();
-    store.receive(&lease("q", "c"), 1).await.unwrap();
-    assert_eq!(store.heartbeat(1).await.unwrap(), Heartbeat::default());
-    assert_eq!(store.heartbeat(1).await.unwrap(), Heartbeat::default());
+    store.queues().send(msg(&["q"], "p", "x")).await.unwrap();
+    store.queues().receive(&lease("q", "c"), 1).await.unwrap();
+    assert_eq!(
+        store.sessions().heartbeat(1).await.unwrap(),
+        Heartbeat::default()
+    );
+    assert_eq!(
+        store.sessions().heartbeat(1).await.unwrap(),
+        Heartbeat::default()
+    );
     assert_eq!(depth(&store, "q").await, (0, 1));
     assert_eq!(
         store
+            .sessions()
             .claim_session("c", SESSION + 1, Registration::Permanent)
             .await,
         Err(StoreError::AlreadyOnline("c".into()))

@@ -33,8 +33,12 @@ fn expiring(queues: &[&str], body: &str, ttl_ms: u64) -> NewMessage {
 /// the queue's depth all along.
 pub async fn delayed_message_is_invisible_until_due(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    store.send(delayed(&["q"], "later", 1_000)).await.unwrap();
-    store.send(msg(&["q"], "p", "now")).await.unwrap();
+    store
+        .queues()
+        .send(delayed(&["q"], "later", 1_000))
+        .await
+        .unwrap();
+    store.queues().send(msg(&["q"], "p", "now")).await.unwrap();
     assert_eq!(
         depth(&store, "q").await,
         (2, 0),
@@ -45,28 +49,40 @@ pub async fn delayed_message_is_invisible_until_due(store: Arc<dyn Store>) {
         ..peek("q", "c")
     };
     for t in [NOW, NOW + 999] {
-        let got = store.receive(&at(peek("q", "c"), t), 10).await.unwrap();
+        let got = store
+            .queues()
+            .receive(&at(peek("q", "c"), t), 10)
+            .await
+            .unwrap();
         assert_eq!(bodies(&got), vec!["now"], "peek at +{}", t - NOW);
-        let got = store.receive(&at(by_sender.clone(), t), 10).await.unwrap();
+        let got = store
+            .queues()
+            .receive(&at(by_sender.clone(), t), 10)
+            .await
+            .unwrap();
         assert_eq!(bodies(&got), vec!["now"], "by sender at +{}", t - NOW);
         let got = store
+            .queues()
             .receive(&at(selecting(peek("q", "c"), "priority = 5"), t), 10)
             .await
             .unwrap();
         assert_eq!(bodies(&got), vec!["now"], "selector at +{}", t - NOW);
     }
     let got = store
+        .queues()
         .receive(&at(take("q", "c"), NOW + 999), 10)
         .await
         .unwrap();
     assert_eq!(bodies(&got), vec!["now"]);
     let got = store
+        .queues()
         .receive(&at(take("q", "c"), NOW + 999), 10)
         .await
         .unwrap();
     assert!(got.is_empty(), "nothing due yet, got {:?}", bodies(&got));
     assert_eq!(depth(&store, "q").await, (1, 0));
     let got = store
+        .queues()
         .receive(&at(lease("q", "c"), NOW + 1_000), 10)
         .await
         .unwrap();
@@ -74,10 +90,12 @@ pub async fn delayed_message_is_invisible_until_due(store: Arc<dyn Store>) {
     assert_eq!(got[0].message.delivery_count, 0);
     // Once due, it behaves like any message: a nack puts it back, visible at once.
     store
+        .queues()
         .nack(SESSION, &[got[0].delivery_id], true)
         .await
         .unwrap();
     let got = store
+        .queues()
         .receive(&at(take("q", "c"), NOW + 1_001), 10)
         .await
         .unwrap();
@@ -93,13 +111,14 @@ pub async fn times_at_the_end_of_the_range_mean_never(store: Arc<dyn Store>) {
         expires_at_ms: u64::MAX,
         ..msg(&["q"], "p", "forever")
     };
-    store.send(forever).await.unwrap();
+    store.queues().send(forever).await.unwrap();
     let never = NewMessage {
         deliver_at_ms: u64::MAX,
         ..msg(&["q"], "p", "never")
     };
-    store.send(never).await.unwrap();
+    store.queues().send(never).await.unwrap();
     let got = store
+        .queues()
         .receive(&at(take("q", "c"), NOW + 1_000_000), 10)
         .await
         .unwrap();
@@ -113,9 +132,10 @@ pub async fn delayed_addressed_message_waits_only_once_due(store: Arc<dyn Store>
         receiver: Some("c".into()),
         ..delayed(&["q"], "later", 1_000)
     };
-    store.send(m).await.unwrap();
+    store.queues().send(m).await.unwrap();
     assert!(
         store
+            .queues()
             .waiting_queues("c", NOW + 999)
             .await
             .unwrap()
@@ -123,7 +143,11 @@ pub async fn delayed_addressed_message_waits_only_once_due(store: Arc<dyn Store>
         "not due yet"
     );
     assert_eq!(
-        store.waiting_queues("c", NOW + 1_000).await.unwrap(),
+        store
+            .queues()
+            .waiting_queues("c", NOW + 1_000)
+            .await
+            .unwrap(),
         vec!["q"]
     );
 }
@@ -132,19 +156,40 @@ pub async fn delayed_addressed_message_waits_only_once_due(store: Arc<dyn Store>
 /// and the next delivery time after it.
 pub async fn delayed_messages_due_name_their_queues(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["a", "b", "c"]).await;
-    store.send(delayed(&["a"], "a1", 100)).await.unwrap();
-    store.send(delayed(&["b", "c"], "bc", 200)).await.unwrap();
-    store.send(msg(&["c"], "p", "plain")).await.unwrap();
-    let (due, next) = store.delayed_due(NOW, NOW + 99).await.unwrap();
+    store
+        .queues()
+        .send(delayed(&["a"], "a1", 100))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(delayed(&["b", "c"], "bc", 200))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(msg(&["c"], "p", "plain"))
+        .await
+        .unwrap();
+    let (due, next) = store.upkeep().delayed_due(NOW, NOW + 99).await.unwrap();
     assert!(due.is_empty(), "nothing due before +100: {due:?}");
     assert_eq!(next, Some(NOW + 100));
-    let (due, next) = store.delayed_due(NOW + 99, NOW + 150).await.unwrap();
+    let (due, next) = store
+        .upkeep()
+        .delayed_due(NOW + 99, NOW + 150)
+        .await
+        .unwrap();
     assert_eq!(due, vec!["a".to_string()]);
     assert_eq!(next, Some(NOW + 200));
-    let (due, next) = store.delayed_due(NOW + 150, NOW + 500).await.unwrap();
+    let (due, next) = store
+        .upkeep()
+        .delayed_due(NOW + 150, NOW + 500)
+        .await
+        .unwrap();
     assert_eq!(due, vec!["b".to_string(), "c".to_string()]);
     assert_eq!(next, None);
     let got = store
+        .queues()
         .receive(&at(take("c", "c"), NOW + 500), 10)
         .await
         .unwrap();
@@ -155,9 +200,18 @@ pub async fn delayed_messages_due_name_their_queues(store: Arc<dyn Store>) {
 /// selector receives; one not yet expired is, and carries its expiry time.
 pub async fn expired_message_is_never_delivered(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    store.send(expiring(&["q"], "short", 500)).await.unwrap();
-    store.send(msg(&["q"], "p", "forever")).await.unwrap();
+    store
+        .queues()
+        .send(expiring(&["q"], "short", 500))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "p", "forever"))
+        .await
+        .unwrap();
     let got = store
+        .queues()
         .receive(&at(peek("q", "c"), NOW + 499), 10)
         .await
         .unwrap();
@@ -177,16 +231,29 @@ pub async fn expired_message_is_never_delivered(store: Arc<dyn Store>) {
         by_sender,
         selecting(peek("q", "c"), "priority = 5"),
     ] {
-        let got = store.receive(&at(spec, t), 10).await.unwrap();
+        let got = store.queues().receive(&at(spec, t), 10).await.unwrap();
         assert_eq!(bodies(&got), vec!["forever"], "expired at its expiry time");
     }
-    let got = store.receive(&at(lease("q", "c"), t), 10).await.unwrap();
+    let got = store
+        .queues()
+        .receive(&at(lease("q", "c"), t), 10)
+        .await
+        .unwrap();
     assert_eq!(bodies(&got), vec!["forever"]);
-    store.ack(SESSION, &[got[0].delivery_id]).await.unwrap();
-    let got = store.receive(&at(take("q", "c"), t), 10).await.unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[got[0].delivery_id])
+        .await
+        .unwrap();
+    let got = store
+        .queues()
+        .receive(&at(take("q", "c"), t), 10)
+        .await
+        .unwrap();
     assert!(got.is_empty(), "got {:?}", bodies(&got));
     // Later still, nothing comes back.
     let got = store
+        .queues()
         .receive(&at(take("q", "c"), NOW + 10_000), 10)
         .await
         .unwrap();
@@ -198,21 +265,32 @@ pub async fn expired_message_is_never_delivered(store: Arc<dyn Store>) {
 pub async fn expired_messages_are_purged(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["a", "b"]).await;
     store
+        .queues()
         .send(expiring(&["a", "b"], "both", 100))
         .await
         .unwrap();
-    store.send(expiring(&["a"], "later", 1_000)).await.unwrap();
-    store.send(msg(&["b"], "p", "plain")).await.unwrap();
-    assert_eq!(store.purge_expired(NOW + 99).await.unwrap(), 0);
-    assert_eq!(store.purge_expired(NOW + 100).await.unwrap(), 2);
+    store
+        .queues()
+        .send(expiring(&["a"], "later", 1_000))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(msg(&["b"], "p", "plain"))
+        .await
+        .unwrap();
+    assert_eq!(store.upkeep().purge_expired(NOW + 99).await.unwrap(), 0);
+    assert_eq!(store.upkeep().purge_expired(NOW + 100).await.unwrap(), 2);
     assert_eq!(depth(&store, "a").await, (1, 0));
     assert_eq!(depth(&store, "b").await, (1, 0));
     let got = store
+        .queues()
         .receive(&at(take("a", "c"), NOW + 100), 10)
         .await
         .unwrap();
     assert_eq!(bodies(&got), vec!["later"]);
     let got = store
+        .queues()
         .receive(&at(take("b", "c"), NOW + 100), 10)
         .await
         .unwrap();
@@ -222,22 +300,32 @@ pub async fn expired_messages_are_purged(store: Arc<dyn Store>) {
 /// A message taken with client ack before it expired and returned after is not delivered again.
 pub async fn expired_leased_message_is_not_redelivered(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    store.send(expiring(&["q"], "short", 500)).await.unwrap();
-    let got = store.receive(&at(lease("q", "c"), NOW), 10).await.unwrap();
+    store
+        .queues()
+        .send(expiring(&["q"], "short", 500))
+        .await
+        .unwrap();
+    let got = store
+        .queues()
+        .receive(&at(lease("q", "c"), NOW), 10)
+        .await
+        .unwrap();
     assert_eq!(bodies(&got), vec!["short"]);
     // An expired message in flight is not purged: its lease decides.
-    assert_eq!(store.purge_expired(NOW + 600).await.unwrap(), 0);
+    assert_eq!(store.upkeep().purge_expired(NOW + 600).await.unwrap(), 0);
     store
+        .queues()
         .nack(SESSION, &[got[0].delivery_id], true)
         .await
         .unwrap();
     let got = store
+        .queues()
         .receive(&at(lease("q", "c"), NOW + 600), 10)
         .await
         .unwrap();
     assert!(got.is_empty(), "got {:?}", bodies(&got));
     // Whether the receive already dropped it (embedded) or only passed over it (PostgreSQL),
     // the upkeep leaves nothing behind.
-    store.purge_expired(NOW + 600).await.unwrap();
+    store.upkeep().purge_expired(NOW + 600).await.unwrap();
     assert_eq!(depth(&store, "q").await, (0, 0));
 }

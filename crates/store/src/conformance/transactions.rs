@@ -18,8 +18,8 @@ struct Snapshot {
 }
 
 async fn snapshot(store: &Arc<dyn Store>) -> Snapshot {
-    let queues = store.list_queues().await.unwrap();
-    let topics = store.list_topics().await.unwrap();
+    let queues = store.queues().list_queues().await.unwrap();
+    let topics = store.topics().list_topics().await.unwrap();
     let mut names: Vec<String> = queues.iter().map(|q| q.name.clone()).collect();
     for t in &topics {
         for s in &t.subscriptions {
@@ -30,7 +30,7 @@ async fn snapshot(store: &Arc<dyn Store>) -> Snapshot {
     for name in names {
         let mut spec = peek(&name, "c");
         spec.order = Order::Time;
-        let got = store.receive(&spec, 1000).await.unwrap();
+        let got = store.queues().receive(&spec, 1000).await.unwrap();
         let msgs = got
             .iter()
             .map(|d| {
@@ -55,27 +55,49 @@ async fn snapshot(store: &Arc<dyn Store>) -> Snapshot {
 /// (`q1` first, `q1` second, other session's, `t:all`'s).
 async fn prepared(store: &Arc<dyn Store>) -> (DeliveryId, DeliveryId, DeliveryId, DeliveryId) {
     setup(store, &["p", "c"], &["q1", "q2"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "all", &durable(""), "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "x", &durable("kind = 'x'"), "c")
         .await
         .unwrap();
-    store.send(msg(&["q1"], "p", "held-1")).await.unwrap();
-    store.send(msg(&["q1"], "p", "held-2")).await.unwrap();
-    store.send(msg(&["q2"], "p", "elsewhere")).await.unwrap();
-    store.send(publish("t", "p", "sub-held")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q1"], "p", "held-1"))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(msg(&["q1"], "p", "held-2"))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(msg(&["q2"], "p", "elsewhere"))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(publish("t", "p", "sub-held"))
+        .await
+        .unwrap();
     let mut spec = lease("q1", "c");
     spec.order = Order::Time;
-    let d = store.receive(&spec, 2).await.unwrap();
+    let d = store.queues().receive(&spec, 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["held-1", "held-2"]);
     let mut other = lease("q2", "c");
     other.session = SESSION + 1;
-    let o = store.receive(&other, 1).await.unwrap();
-    let s = store.receive(&lease("t:all", "c"), 1).await.unwrap();
+    let o = store.queues().receive(&other, 1).await.unwrap();
+    let s = store
+        .queues()
+        .receive(&lease("t:all", "c"), 1)
+        .await
+        .unwrap();
     assert_eq!(bodies(&s), vec!["sub-held"]);
     (
         d[0].delivery_id,
@@ -97,7 +119,7 @@ fn kind(body: &str, kind: &str) -> NewMessage {
 async fn ready(store: &Arc<dyn Store>, queue: &str) -> (Vec<String>, Vec<MessageId>) {
     let mut spec = peek(queue, "c");
     spec.order = Order::Time;
-    let d = store.receive(&spec, 1000).await.unwrap();
+    let d = store.queues().receive(&spec, 1000).await.unwrap();
     (bodies(&d), d.iter().map(|d| d.message.id).collect())
 }
 
@@ -105,8 +127,13 @@ async fn ready(store: &Arc<dyn Store>, queue: &str) -> (Vec<String>, Vec<Message
 /// come back in the order of the messages, above every earlier id.
 pub async fn commit_applies_sends_publishes_and_acks(store: Arc<dyn Store>) {
     let (held1, held2, other, sub_held) = prepared(&store).await;
-    let before = store.send(msg(&["q2"], "p", "before")).await.unwrap();
+    let before = store
+        .queues()
+        .send(msg(&["q2"], "p", "before"))
+        .await
+        .unwrap();
     let ids = store
+        .transactions()
         .commit(
             SESSION,
             vec![
@@ -152,15 +179,16 @@ pub async fn commit_applies_sends_publishes_and_acks(store: Arc<dyn Store>) {
         "sub-held acked"
     );
     assert_eq!(
-        store.ack(SESSION, &[held1, sub_held]).await,
+        store.queues().ack(SESSION, &[held1, sub_held]).await,
         Err(StoreError::DeliveriesNotFound(vec![held1, sub_held])),
         "the commit's acks settled those deliveries"
     );
     store
+        .queues()
         .ack(SESSION, &[held2])
         .await
         .expect("a delivery the commit did not ack is still held");
-    store.ack(SESSION + 1, &[other]).await.unwrap();
+    store.queues().ack(SESSION + 1, &[other]).await.unwrap();
 }
 
 /// Checks that `commit(SESSION, msgs, acks)` fails with `expected` and changes nothing: the
@@ -173,8 +201,8 @@ async fn fails_and_changes_nothing(
     expected: StoreError,
 ) {
     let before = snapshot(store).await;
-    let deadline = store.next_lease_deadline().await.unwrap();
-    let got = store.commit(SESSION, msgs, acks).await;
+    let deadline = store.upkeep().next_lease_deadline().await.unwrap();
+    let got = store.transactions().commit(SESSION, msgs, acks).await;
     let got = match (got, &expected) {
         // The unknown ids may be listed in any order.
         (Err(StoreError::DeliveriesNotFound(mut ids)), StoreError::DeliveriesNotFound(_)) => {
@@ -189,7 +217,10 @@ async fn fails_and_changes_nothing(
         before,
         "a failed commit changes no queue or subscription"
     );
-    assert_eq!(store.next_lease_deadline().await.unwrap(), deadline);
+    assert_eq!(
+        store.upkeep().next_lease_deadline().await.unwrap(),
+        deadline
+    );
 }
 
 /// The messages and acks of a commit that fails at its third message.
@@ -215,10 +246,11 @@ pub async fn commit_with_missing_queue_changes_nothing(store: Arc<dyn Store>) {
     )
     .await;
     store
+        .queues()
         .ack(SESSION, &[held1, held2, sub_held])
         .await
         .expect("the failed commit's acks are still held");
-    store.ack(SESSION + 1, &[other]).await.unwrap();
+    store.queues().ack(SESSION + 1, &[other]).await.unwrap();
 }
 
 /// A commit whose third message is published to a missing topic changes nothing.
@@ -236,6 +268,7 @@ pub async fn commit_with_missing_topic_changes_nothing(store: Arc<dyn Store>) {
     )
     .await;
     store
+        .queues()
         .ack(SESSION, &[held1, sub_held])
         .await
         .expect("the failed commit's acks are still held");
@@ -266,6 +299,7 @@ pub async fn commit_with_unknown_receiver_changes_nothing(store: Arc<dyn Store>)
     )
     .await;
     store
+        .queues()
         .ack(SESSION, &[held1, sub_held])
         .await
         .expect("the failed commit's acks are still held");
@@ -276,7 +310,7 @@ pub async fn commit_with_unknown_receiver_changes_nothing(store: Arc<dyn Store>)
 /// changes nothing: its messages are not stored, its other acks not settled.
 pub async fn commit_with_unheld_ack_changes_nothing(store: Arc<dyn Store>) {
     let (held1, held2, other, sub_held) = prepared(&store).await;
-    store.ack(SESSION, &[held2]).await.unwrap();
+    store.queues().ack(SESSION, &[held2]).await.unwrap();
     let bogus = held1.max(held2).max(other).max(sub_held) + 1000;
     let (msgs, _) = good_start(held1, sub_held);
     let mut unknown = vec![other, held2, bogus];
@@ -289,10 +323,12 @@ pub async fn commit_with_unheld_ack_changes_nothing(store: Arc<dyn Store>) {
     )
     .await;
     store
+        .queues()
         .ack(SESSION, &[held1, sub_held])
         .await
         .expect("the failed commit's acks are still held");
     store
+        .queues()
         .ack(SESSION + 1, &[other])
         .await
         .expect("the other session's delivery is still held by it");
@@ -303,9 +339,15 @@ pub async fn commit_with_unheld_ack_changes_nothing(store: Arc<dyn Store>) {
 pub async fn empty_and_one_sided_commits(store: Arc<dyn Store>) {
     let (held1, held2, _, _) = prepared(&store).await;
     let before = snapshot(&store).await;
-    assert_eq!(store.commit(SESSION, Vec::new(), &[]).await, Ok(Vec::new()));
     assert_eq!(
-        store.commit(SESSION + 7, Vec::new(), &[]).await,
+        store.transactions().commit(SESSION, Vec::new(), &[]).await,
+        Ok(Vec::new())
+    );
+    assert_eq!(
+        store
+            .transactions()
+            .commit(SESSION + 7, Vec::new(), &[])
+            .await,
         Ok(Vec::new()),
         "a session holding nothing may commit nothing"
     );
@@ -315,18 +357,22 @@ pub async fn empty_and_one_sided_commits(store: Arc<dyn Store>) {
         "an empty commit changes nothing"
     );
     assert_eq!(
-        store.commit(SESSION, Vec::new(), &[held1]).await,
+        store
+            .transactions()
+            .commit(SESSION, Vec::new(), &[held1])
+            .await,
         Ok(Vec::new()),
         "acks only"
     );
     assert_eq!(depth(&store, "q1").await, (0, 1));
     let ids = store
+        .transactions()
         .commit(SESSION, vec![msg(&["q1"], "p", "only")], &[])
         .await
         .unwrap();
     assert_eq!(ids.len(), 1);
     assert_eq!(ready(&store, "q1").await, (vec!["only".into()], ids));
-    store.ack(SESSION, &[held2]).await.unwrap();
+    store.queues().ack(SESSION, &[held2]).await.unwrap();
 }
 
 /// Two commits acking the same delivery at the same time (and a commit racing a nack of it):
@@ -335,22 +381,23 @@ pub async fn racing_commits_settle_a_delivery_once(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q", "out"]).await;
     for round in 0..20 {
         store
+            .queues()
             .send(msg(&["q"], "p", &format!("r{round}")))
             .await
             .unwrap();
-        let d = store.receive(&lease("q", "c"), 1).await.unwrap();
+        let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();
         let id = d[0].delivery_id;
         let commit = |tag: &str| {
             let store = store.clone();
             let m = msg(&["out"], "p", &format!("{round}-{tag}"));
-            tokio::spawn(async move { store.commit(SESSION, vec![m], &[id]).await })
+            tokio::spawn(async move { store.transactions().commit(SESSION, vec![m], &[id]).await })
         };
         let first = commit("a");
         let second = commit("b");
         let nack = if round % 2 == 0 {
             let store = store.clone();
             Some(tokio::spawn(async move {
-                store.nack(SESSION, &[id], false).await
+                store.queues().nack(SESSION, &[id], false).await
             }))
         } else {
             None
@@ -380,7 +427,7 @@ pub async fn racing_commits_settle_a_delivery_once(store: Arc<dyn Store>) {
             winners, 1,
             "round {round}: the delivery is settled exactly once"
         );
-        let stored = bodies(&store.receive(&take("out", "c"), 10).await.unwrap());
+        let stored = bodies(&store.queues().receive(&take("out", "c"), 10).await.unwrap());
         let expected: Vec<String> = results
             .iter()
             .filter(|(_, r)| r.is_ok())
@@ -403,19 +450,21 @@ pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
         let victim = format!("v{round}");
         let by_topic = round % 2 == 1;
         if by_topic {
-            store.create_topic(&victim).await.unwrap();
+            store.topics().create_topic(&victim).await.unwrap();
             store
+                .topics()
                 .subscribe_topic(&victim, "s", &durable(""), "c")
                 .await
                 .unwrap();
         } else {
-            store.create_queue(&victim).await.unwrap();
+            store.queues().create_queue(&victim).await.unwrap();
         }
         store
+            .queues()
             .send(msg(&["src"], "p", &format!("src{round}")))
             .await
             .unwrap();
-        let d = store.receive(&lease("src", "c"), 1).await.unwrap();
+        let d = store.queues().receive(&lease("src", "c"), 1).await.unwrap();
         let id = d[0].delivery_id;
         let mut racing = if by_topic {
             publish(&victim, "p", "racing")
@@ -426,22 +475,28 @@ pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
         let msgs = vec![msg(&["keep"], "p", &format!("keep{round}")), racing];
         let committing = {
             let store = store.clone();
-            tokio::spawn(async move { store.commit(SESSION, msgs, &[id]).await })
+            tokio::spawn(async move { store.transactions().commit(SESSION, msgs, &[id]).await })
         };
         let deleting = {
             let store = store.clone();
             let victim = victim.clone();
             tokio::spawn(async move {
                 if by_topic {
-                    store.delete_topic(&victim, true).await
+                    store.topics().delete_topic(&victim, true).await
                 } else {
-                    store.delete_queue(&victim, true).await
+                    store.queues().delete_queue(&victim, true).await
                 }
             })
         };
         let committed = committing.await.unwrap();
         deleting.await.unwrap().unwrap();
-        let kept = bodies(&store.receive(&take("keep", "c"), 10).await.unwrap());
+        let kept = bodies(
+            &store
+                .queues()
+                .receive(&take("keep", "c"), 10)
+                .await
+                .unwrap(),
+        );
         match committed {
             Ok(ids) => {
                 assert_eq!(ids.len(), 2, "round {round}");
@@ -459,7 +514,7 @@ pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
                     (0, 1),
                     "round {round}: a failed commit settled its ack"
                 );
-                store.ack(SESSION, &[id]).await.unwrap();
+                store.queues().ack(SESSION, &[id]).await.unwrap();
             }
             Err(e) => panic!("round {round}: unexpected {e}"),
         }
@@ -471,22 +526,25 @@ pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
 /// message changes nothing.
 pub async fn large_commit_is_all_or_nothing(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["src", "dst"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "all", &durable(""), "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "odd", &durable("n / 2 * 2 <> n"), "c")
         .await
         .unwrap();
     let held: Vec<NewMessage> = (0..1000)
         .map(|i| msg(&["src"], "p", &format!("h{i}")))
         .collect();
-    for r in store.send_batch(held).await {
+    for r in store.queues().send_batch(held).await {
         r.unwrap();
     }
     let acks: Vec<DeliveryId> = store
+        .queues()
         .receive(&lease("src", "c"), 1000)
         .await
         .unwrap()
@@ -516,7 +574,11 @@ pub async fn large_commit_is_all_or_nothing(store: Arc<dyn Store>) {
         StoreError::QueueNotFound("missing".into()),
     )
     .await;
-    let ids = store.commit(SESSION, batch(5000), &acks).await.unwrap();
+    let ids = store
+        .transactions()
+        .commit(SESSION, batch(5000), &acks)
+        .await
+        .unwrap();
     assert_eq!(ids.len(), 5000);
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in message order");
     assert_eq!(depth(&store, "src").await, (0, 0), "every ack applied");

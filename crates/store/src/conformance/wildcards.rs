@@ -18,20 +18,21 @@ use crate::error::StoreError;
 async fn ready(store: &Arc<dyn Store>, topic: &str, name: &str) -> Vec<String> {
     let mut spec = peek(&subscription_queue(topic, name), "c");
     spec.order = Order::Time;
-    bodies(&store.receive(&spec, 1000).await.unwrap())
+    bodies(&store.queues().receive(&spec, 1000).await.unwrap())
 }
 
 /// Registers "p" and "c" and creates `topics`.
 async fn topics(store: &Arc<dyn Store>, topics: &[&str]) {
     setup(store, &["p", "c"], &[]).await;
     for t in topics {
-        store.create_topic(t).await.unwrap();
+        store.topics().create_topic(t).await.unwrap();
     }
 }
 
 /// Subscribes a durable subscription `name` to `filter` (a topic or a pattern), no selector.
 async fn sub(store: &Arc<dyn Store>, filter: &str, name: &str) {
     let queue = store
+        .topics()
         .subscribe_topic(filter, name, &durable(""), "c")
         .await
         .unwrap();
@@ -67,7 +68,7 @@ pub async fn exact_one_word_and_trailing_patterns_match(store: Arc<dyn Store>) {
         "prices.us.fish",
         "prices.eu.fish.cod",
     ] {
-        store.send(publish(t, "p", t)).await.unwrap();
+        store.queues().send(publish(t, "p", t)).await.unwrap();
     }
     assert_eq!(
         ready(&store, "prices.eu.fish", "exact").await,
@@ -112,10 +113,12 @@ pub async fn overlapping_patterns_each_get_one_copy(store: Arc<dyn Store>) {
         sub(&store, filter, name).await;
     }
     store
+        .queues()
         .send(publish("prices.eu.fish", "p", "one"))
         .await
         .unwrap();
     let batch = store
+        .queues()
         .send_batch(vec![
             publish("prices.eu.fish", "p", "two"),
             publish("prices.eu.fish", "p", "three"),
@@ -123,6 +126,7 @@ pub async fn overlapping_patterns_each_get_one_copy(store: Arc<dyn Store>) {
         .await;
     assert!(batch.iter().all(Result::is_ok), "{batch:?}");
     store
+        .transactions()
         .commit(SESSION, vec![publish("prices.eu.fish", "p", "four")], &[])
         .await
         .unwrap();
@@ -134,7 +138,11 @@ pub async fn overlapping_patterns_each_get_one_copy(store: Arc<dyn Store>) {
         );
     }
     let queue = subscription_queue("prices.>", "e");
-    let taken = store.receive(&take(&queue, "c"), 10).await.unwrap();
+    let taken = store
+        .queues()
+        .receive(&take(&queue, "c"), 10)
+        .await
+        .unwrap();
     assert_eq!(bodies(&taken), vec!["one", "two", "three", "four"]);
     assert_eq!(
         taken[0].message.queue, queue,
@@ -150,20 +158,25 @@ pub async fn patterns_need_no_topic_and_publishes_still_do(store: Arc<dyn Store>
     topics(&store, &[]).await;
     sub(&store, "news.>", "all").await;
     assert_eq!(
-        store.send(publish("news.sport", "p", "x")).await,
+        store.queues().send(publish("news.sport", "p", "x")).await,
         Err(StoreError::TopicNotFound("news.sport".into())),
         "a publish needs its topic, patterns or not"
     );
-    store.create_topic("news.sport").await.unwrap();
+    store.topics().create_topic("news.sport").await.unwrap();
     store
+        .queues()
         .send(publish("news.sport", "p", "goal"))
         .await
         .unwrap();
     assert_eq!(ready(&store, "news.>", "all").await, vec!["goal"]);
     for bad in [
-        store.create_topic("news.*").await,
-        store.delete_topic("news.>", true).await,
-        store.send(publish("news.>", "p", "x")).await.map(|_| ()),
+        store.topics().create_topic("news.*").await,
+        store.topics().delete_topic("news.>", true).await,
+        store
+            .queues()
+            .send(publish("news.>", "p", "x"))
+            .await
+            .map(|_| ()),
     ] {
         assert!(
             matches!(bad, Err(StoreError::InvalidArgument(_))),
@@ -173,13 +186,20 @@ pub async fn patterns_need_no_topic_and_publishes_still_do(store: Arc<dyn Store>
     for bad in ["news.>.x", "news.sp*rt"] {
         assert!(
             matches!(
-                store.subscribe_topic(bad, "s", &durable(""), "c").await,
+                store
+                    .topics()
+                    .subscribe_topic(bad, "s", &durable(""), "c")
+                    .await,
                 Err(StoreError::InvalidArgument(_))
             ),
             "{bad} is no pattern"
         );
     }
-    store.delete_topic("news.sport", true).await.unwrap();
+    store
+        .topics()
+        .delete_topic("news.sport", true)
+        .await
+        .unwrap();
     assert_eq!(
         ready(&store, "news.>", "all").await,
         vec!["goal"],
@@ -194,11 +214,16 @@ pub async fn pattern_subscriptions_are_listed_and_removed(store: Arc<dyn Store>)
     sub(&store, "prices.*", "b").await;
     sub(&store, "prices.*", "a").await;
     store
+        .topics()
         .subscribe_topic("prices.>", "~c.1", &non_durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("prices.eu", "p", "x")).await.unwrap();
-    let list = store.list_topics().await.unwrap();
+    store
+        .queues()
+        .send(publish("prices.eu", "p", "x"))
+        .await
+        .unwrap();
+    let list = store.topics().list_topics().await.unwrap();
     let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["prices.*", "prices.>", "prices.eu"]);
     let subs: Vec<(&str, bool, u64)> = list[0]
@@ -211,18 +236,23 @@ pub async fn pattern_subscriptions_are_listed_and_removed(store: Arc<dyn Store>)
     assert!(!list[1].subscriptions[0].durable);
     assert!(list[2].subscriptions.is_empty());
     assert_eq!(
-        store.unsubscribe("prices.*", "zz").await,
+        store.topics().unsubscribe("prices.*", "zz").await,
         Err(StoreError::SubscriptionNotFound("prices.*:zz".into()))
     );
     assert_eq!(
-        store.unsubscribe("nothing.>", "a").await,
+        store.topics().unsubscribe("nothing.>", "a").await,
         Err(StoreError::SubscriptionNotFound("nothing.>:a".into())),
         "a pattern without subscriptions is no missing topic"
     );
-    store.unsubscribe("prices.*", "a").await.unwrap();
-    store.unsubscribe("prices.*", "b").await.unwrap();
-    store.unsubscribe("prices.>", "~c.1").await.unwrap();
+    store.topics().unsubscribe("prices.*", "a").await.unwrap();
+    store.topics().unsubscribe("prices.*", "b").await.unwrap();
+    store
+        .topics()
+        .unsubscribe("prices.>", "~c.1")
+        .await
+        .unwrap();
     let names: Vec<String> = store
+        .topics()
         .list_topics()
         .await
         .unwrap()
@@ -234,7 +264,11 @@ pub async fn pattern_subscriptions_are_listed_and_removed(store: Arc<dyn Store>)
         vec!["prices.eu"],
         "patterns go with their last subscription"
     );
-    store.send(publish("prices.eu", "p", "y")).await.unwrap();
+    store
+        .queues()
+        .send(publish("prices.eu", "p", "y"))
+        .await
+        .unwrap();
     sub(&store, "prices.*", "a").await;
     assert!(
         ready(&store, "prices.*", "a").await.is_empty(),
@@ -252,16 +286,19 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
         ..durable("")
     };
     store
+        .topics()
         .subscribe_topic("orders.*", "big", &durable("amount > 100"), "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("orders.*", "pool", &shared, "c")
         .await
         .unwrap();
     assert!(
         matches!(
             store
+                .topics()
                 .subscribe_topic("orders.*", "big", &durable(""), "c")
                 .await,
             Err(StoreError::InvalidArgument(_))
@@ -271,7 +308,7 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
     for (topic, amount) in [("orders.eu", 50), ("orders.us", 500)] {
         let mut m = publish(topic, "p", &format!("{topic} {amount}"));
         m.properties = vec![("amount".into(), PropertyValue::Int(amount))];
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
     }
     assert_eq!(
         ready(&store, "orders.*", "big").await,
@@ -279,23 +316,29 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
     );
     assert_eq!(ready(&store, "orders.*", "pool").await.len(), 2);
     store
+        .topics()
         .attach_consumer("orders.*", "big", 1, false)
         .await
         .unwrap();
     assert_eq!(
-        store.attach_consumer("orders.*", "big", 2, false).await,
+        store
+            .topics()
+            .attach_consumer("orders.*", "big", 2, false)
+            .await,
         Err(StoreError::SubscriptionInUse("orders.*:big".into()))
     );
     store
+        .topics()
         .attach_consumer("orders.*", "pool", 1, true)
         .await
         .unwrap();
     store
+        .topics()
         .attach_consumer("orders.*", "pool", 2, true)
         .await
         .unwrap();
     assert_eq!(
-        store.unsubscribe("orders.*", "big").await,
+        store.topics().unsubscribe("orders.*", "big").await,
         Err(StoreError::SubscriptionInUse("orders.*:big".into()))
     );
     // A shared non-durable one on a pattern: gone with its last consumer.
@@ -304,16 +347,26 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
         ..non_durable("")
     };
     store
+        .topics()
         .subscribe_topic("orders.>", "live", &transient, "c")
         .await
         .unwrap();
     store
+        .topics()
         .attach_consumer("orders.>", "live", 3, true)
         .await
         .unwrap();
-    store.send(publish("orders.eu", "p", "z")).await.unwrap();
+    store
+        .queues()
+        .send(publish("orders.eu", "p", "z"))
+        .await
+        .unwrap();
     assert_eq!(ready(&store, "orders.>", "live").await, vec!["z"]);
-    store.detach_consumer("orders.>", "live", 3).await.unwrap();
+    store
+        .topics()
+        .detach_consumer("orders.>", "live", 3)
+        .await
+        .unwrap();
     assert!(
         find_pattern(&store, "orders.>").await.is_none(),
         "the pattern went with its last subscription"
@@ -323,6 +376,7 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
 /// The listing entry of pattern `pattern`, if listed.
 async fn find_pattern(store: &Arc<dyn Store>, pattern: &str) -> Option<TopicInfo> {
     store
+        .topics()
         .list_topics()
         .await
         .unwrap()
@@ -356,7 +410,7 @@ pub async fn many_patterns_reach_exactly_the_matching_ones(store: Arc<dyn Store>
         sub(&store, p, &format!("s{i}")).await;
     }
     for t in &names {
-        store.send(publish(t, "p", t)).await.unwrap();
+        store.queues().send(publish(t, "p", t)).await.unwrap();
     }
     for (i, p) in patterns.iter().enumerate() {
         let expected: Vec<String> = names
@@ -378,22 +432,25 @@ pub async fn durable_pattern_subscriptions_survive_restart(reopen: Reopen) {
     let store = reopen().await;
     topics(&store, &["prices.eu.fish"]).await;
     store
+        .topics()
         .subscribe_topic("prices.*.fish", "eu", &durable("region = 'eu'"), "c")
         .await
         .unwrap();
     sub(&store, "prices.>", "all").await;
     store
+        .sessions()
         .claim_session("c", 7, crate::api::Registration::Permanent)
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("prices.>", "~c.1", &non_durable(""), "c")
         .await
         .unwrap();
     let mut m = publish("prices.eu.fish", "p", "before");
     m.properties = vec![("region".into(), PropertyValue::Str("eu".into()))];
-    store.send(m.clone()).await.unwrap();
-    store.flush().await.unwrap();
+    store.queues().send(m.clone()).await.unwrap();
+    store.upkeep().flush().await.unwrap();
     drop(store);
 
     let store = reopen().await;
@@ -409,7 +466,7 @@ pub async fn durable_pattern_subscriptions_survive_restart(reopen: Reopen) {
     let names: Vec<&str> = all.subscriptions.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["all"], "the non-durable one is gone");
     m.body = "after".into();
-    store.send(m).await.unwrap();
+    store.queues().send(m).await.unwrap();
     assert_eq!(
         ready(&store, "prices.*.fish", "eu").await,
         vec!["before", "after"],

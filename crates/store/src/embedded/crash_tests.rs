@@ -116,25 +116,29 @@ async fn run_case(seed: u64) -> (usize, usize) {
     let disk = FaultyBackend::new();
     let segment_bytes = if rng.gen_bool(0.5) { 400 } else { 1 << 20 };
     let store = open(&disk, segment_bytes).await;
-    store.register_client("p").await.unwrap();
-    store.register_client("c").await.unwrap();
-    store.create_queue("q0").await.unwrap();
-    store.create_queue("q1").await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q0").await.unwrap();
+    store.queues().create_queue("q1").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     for (name, selector) in [("a", "k = 1"), ("b", "")] {
         let opts = SubscriptionOptions {
             durable: true,
             selector: selector.into(),
             ..SubscriptionOptions::default()
         };
-        store.subscribe_topic("t", name, &opts, "c").await.unwrap();
+        store
+            .topics()
+            .subscribe_topic("t", name, &opts, "c")
+            .await
+            .unwrap();
     }
     let mut m = Model::default();
     for i in 0..rng.gen_range(1..80) {
         match rng.gen_range(0..10) {
             0..=2 => {
                 let (msg, to) = random_message(&mut rng, format!("s{i}"));
-                let id = store.send(msg).await.unwrap();
+                let id = store.queues().send(msg).await.unwrap();
                 m.present.extend(to.iter().map(|q| (id, q.to_string())));
             }
             3 | 4 => {
@@ -146,6 +150,7 @@ async fn run_case(seed: u64) -> (usize, usize) {
                     AckMode::Auto
                 };
                 for d in store
+                    .queues()
                     .receive(&spec(q, ReceiveMode::Take, ack), rng.gen_range(1..4))
                     .await
                     .unwrap()
@@ -153,7 +158,7 @@ async fn run_case(seed: u64) -> (usize, usize) {
                     let key = (d.message.id, q.to_string());
                     if d.message.body.starts_with(b"np-") {
                         if client {
-                            store.ack(1, &[d.delivery_id]).await.unwrap();
+                            store.queues().ack(1, &[d.delivery_id]).await.unwrap();
                         }
                         continue;
                     }
@@ -179,7 +184,7 @@ async fn run_case(seed: u64) -> (usize, usize) {
                     .copied()
                     .filter(|_| rng.gen_bool(0.5))
                     .collect();
-                let ids = store.commit(1, msgs, &acks).await.unwrap();
+                let ids = store.transactions().commit(1, msgs, &acks).await.unwrap();
                 for (id, to) in ids.into_iter().zip(tos) {
                     m.present.extend(to.iter().map(|q| (id, q.to_string())));
                 }
@@ -189,9 +194,9 @@ async fn run_case(seed: u64) -> (usize, usize) {
                     m.removed.insert(key);
                 }
             }
-            8 => store.maintain().await.unwrap(),
+            8 => store.upkeep().maintain().await.unwrap(),
             _ => {
-                store.release_session(1).await.unwrap();
+                store.sessions().release_session(1).await.unwrap();
                 m.leased.clear();
             }
         }
@@ -214,9 +219,9 @@ async fn run_case(seed: u64) -> (usize, usize) {
             message(&[], 1, true, format!("inflight{j}")),
         ];
         let store = store.clone();
-        inflight.push(tokio::spawn(
-            async move { store.commit(1, msgs, &ids).await },
-        ));
+        inflight.push(tokio::spawn(async move {
+            store.transactions().commit(1, msgs, &ids).await
+        }));
     }
     // Leases not acked by an in-flight commit come back after the crash.
     m.present.extend(leased.map(|(_, k)| k));
@@ -236,6 +241,7 @@ async fn run_case(seed: u64) -> (usize, usize) {
     let mut found: BTreeMap<Key, String> = BTreeMap::new();
     for q in QUEUES {
         for d in store
+            .queues()
             .receive(&spec(q, ReceiveMode::Peek, AckMode::Auto), usize::MAX)
             .await
             .unwrap()

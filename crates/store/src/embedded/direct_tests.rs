@@ -86,8 +86,9 @@ async fn store_with_subscription() -> Arc<EmbeddedStore> {
     cfg.backend = Arc::new(FaultyBackend::new());
     cfg.fsync = FsyncPolicy::Always;
     let store = EmbeddedStore::open(cfg).await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
@@ -116,7 +117,7 @@ fn take_spec() -> ReceiveSpec {
 
 /// Messages waiting on the subscription's queue.
 async fn queued(store: &EmbeddedStore) -> u64 {
-    store.list_topics().await.unwrap()[0].subscriptions[0].ready
+    store.topics().list_topics().await.unwrap()[0].subscriptions[0].ready
 }
 
 /// What a push task would take from the queue as `consumer`'s taker.
@@ -126,6 +127,7 @@ async fn take_as(store: &EmbeddedStore, consumer: &Recorder) -> Vec<String> {
         got.push(String::from_utf8(d.body.to_vec()).unwrap());
     };
     let n = store
+        .queues()
         .receive_with(&take_spec(), 100, Some(consumer), &mut sink)
         .await
         .unwrap();
@@ -137,9 +139,12 @@ async fn take_as(store: &EmbeddedStore, consumer: &Recorder) -> Vec<String> {
 async fn a_non_persistent_publish_to_an_idle_subscription_goes_straight_to_its_consumer() {
     let store = store_with_subscription().await;
     let consumer = Recorder::new(10);
-    assert!(store.attach_direct("t:s", consumer.clone()));
-    store.send(publish("a")).await.unwrap();
-    let results = store.send_batch(vec![publish("b"), publish("c")]).await;
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
+    store.queues().send(publish("a")).await.unwrap();
+    let results = store
+        .queues()
+        .send_batch(vec![publish("b"), publish("c")])
+        .await;
     assert!(results.iter().all(Result::is_ok));
     assert_eq!(consumer.bodies(), ["a", "b", "c"]);
     assert_eq!(consumer.credit.load(Ordering::SeqCst), 7);
@@ -151,20 +156,20 @@ async fn a_non_persistent_publish_to_an_idle_subscription_goes_straight_to_its_c
 async fn publishes_that_cannot_go_directly_are_queued_and_later_ones_queue_behind_them() {
     let store = store_with_subscription().await;
     let consumer = Recorder::new(2);
-    assert!(store.attach_direct("t:s", consumer.clone()));
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
     // Direct, direct, then out of credit: queued.
     for b in ["a", "b", "c"] {
-        store.send(publish(b)).await.unwrap();
+        store.queues().send(publish(b)).await.unwrap();
     }
     assert_eq!(consumer.bodies(), ["a", "b"]);
     assert_eq!(queued(&store).await, 1);
     // Credit is back, but "c" waits on the queue: "d" must not overtake it.
     consumer.credit.store(10, Ordering::SeqCst);
-    store.send(publish("d")).await.unwrap();
+    store.queues().send(publish("d")).await.unwrap();
     assert_eq!(consumer.bodies(), ["a", "b"]);
     assert_eq!(take_as(&store, &consumer).await, ["c", "d"]);
     // The queue is empty again: direct once more.
-    store.send(publish("e")).await.unwrap();
+    store.queues().send(publish("e")).await.unwrap();
     assert_eq!(consumer.bodies(), ["a", "b", "e"]);
     assert_eq!(queued(&store).await, 0);
 }
@@ -172,20 +177,20 @@ async fn publishes_that_cannot_go_directly_are_queued_and_later_ones_queue_behin
 #[tokio::test]
 async fn persistent_delayed_and_addressed_publishes_are_always_queued() {
     let store = store_with_subscription().await;
-    store.register_client("c").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
     let consumer = Recorder::new(10);
-    assert!(store.attach_direct("t:s", consumer.clone()));
-    store.send(persistent(publish("p"))).await.unwrap();
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
+    store.queues().send(persistent(publish("p"))).await.unwrap();
     let mut delayed = publish("later");
     delayed.deliver_at_ms = conformance::NOW + 1_000;
     let mut addressed = publish("to c");
     addressed.receiver = Some("c".into());
     let store2 = store_with_subscription().await;
-    store2.register_client("c").await.unwrap();
+    store2.sessions().register_client("c").await.unwrap();
     let consumer2 = Recorder::new(10);
-    assert!(store2.attach_direct("t:s", consumer2.clone()));
-    store2.send(delayed).await.unwrap();
-    store2.send(addressed).await.unwrap();
+    assert!(store2.topics().attach_direct("t:s", consumer2.clone()));
+    store2.queues().send(delayed).await.unwrap();
+    store2.queues().send(addressed).await.unwrap();
     assert!(
         consumer.bodies().is_empty(),
         "a persistent publish went directly"
@@ -202,17 +207,17 @@ async fn persistent_delayed_and_addressed_publishes_are_always_queued() {
 async fn a_publish_waits_while_the_consumer_takes_a_batch_from_its_queue() {
     let store = store_with_subscription().await;
     let consumer = Recorder::new(10);
-    assert!(store.attach_direct("t:s", consumer.clone()));
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
     // The push task is between picking a batch and handing it on.
     consumer.begin_take();
-    store.send(publish("a")).await.unwrap();
+    store.queues().send(publish("a")).await.unwrap();
     assert!(consumer.bodies().is_empty());
     consumer.end_take(0);
     assert_eq!(take_as(&store, &consumer).await, ["a"]);
     // An empty take lets direct deliveries in again at once.
     assert!(take_as(&store, &consumer).await.is_empty());
     assert!(!consumer.taking.load(Ordering::SeqCst));
-    store.send(publish("b")).await.unwrap();
+    store.queues().send(publish("b")).await.unwrap();
     assert_eq!(consumer.bodies(), ["b"]);
 }
 
@@ -221,40 +226,46 @@ async fn a_subscription_with_two_consumers_or_none_attached_queues_every_publish
     let store = store_with_subscription().await;
     let one = Recorder::new(10);
     let two = Recorder::new(10);
-    assert!(store.attach_direct("t:s", one.clone()));
-    assert!(store.attach_direct("t:s", two.clone()));
-    store.send(publish("a")).await.unwrap();
+    assert!(store.topics().attach_direct("t:s", one.clone()));
+    assert!(store.topics().attach_direct("t:s", two.clone()));
+    store.queues().send(publish("a")).await.unwrap();
     let two_dyn: Arc<dyn DirectConsumer> = two.clone();
-    store.detach_direct(&two_dyn);
+    store.topics().detach_direct(&two_dyn);
     let one_dyn: Arc<dyn DirectConsumer> = one.clone();
     take_as(&store, &one).await;
-    store.detach_direct(&one_dyn);
-    store.send(publish("b")).await.unwrap();
+    store.topics().detach_direct(&one_dyn);
+    store.queues().send(publish("b")).await.unwrap();
     assert!(one.bodies().is_empty() && two.bodies().is_empty());
     assert_eq!(queued(&store).await, 1);
     // Plain queues and unknown names take no consumers.
     store
+        .queues()
         .create_queue_with("q", &QueueOptions::default())
         .await
         .unwrap();
-    assert!(!store.attach_direct("q", Recorder::new(1)));
-    assert!(!store.attach_direct("t:nope", Recorder::new(1)));
+    assert!(!store.topics().attach_direct("q", Recorder::new(1)));
+    assert!(!store.topics().attach_direct("t:nope", Recorder::new(1)));
 }
 
 #[tokio::test]
 async fn a_transaction_publishes_through_the_queue_and_unsubscribing_detaches() {
     let store = store_with_subscription().await;
     let consumer = Recorder::new(10);
-    assert!(store.attach_direct("t:s", consumer.clone()));
-    store.commit(1, vec![publish("in txn")], &[]).await.unwrap();
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
+    store
+        .transactions()
+        .commit(1, vec![publish("in txn")], &[])
+        .await
+        .unwrap();
     assert!(consumer.bodies().is_empty());
     assert_eq!(take_as(&store, &consumer).await, ["in txn"]);
-    store.unsubscribe("t", "s").await.unwrap();
+    store.topics().unsubscribe("t", "s").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("after")).await.unwrap();
+    store.queues().send(publish("after")).await.unwrap();
     assert!(
         consumer.bodies().is_empty(),
         "a deleted queue kept its consumer"

@@ -83,6 +83,7 @@ pub(super) fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -
 /// Bodies ready on `queue`, in time order.
 pub(super) async fn bodies(store: &EmbeddedStore, queue: &str) -> Vec<String> {
     store
+        .queues()
         .receive(
             &spec(queue, ReceiveMode::Peek, AckMode::Auto, 0),
             usize::MAX,
@@ -113,32 +114,35 @@ async fn topics_and_durable_subscriptions_survive_reopen_with_their_backlog() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 1 << 20).await;
-        store.create_queue("dlq").await.unwrap();
-        store.create_topic("prices").await.unwrap();
-        store.create_topic("empty").await.unwrap();
+        store.queues().create_queue("dlq").await.unwrap();
+        store.topics().create_topic("prices").await.unwrap();
+        store.topics().create_topic("empty").await.unwrap();
         let mut eu = durable("region = 'eu'");
         eu.queue.max_deliveries = 2;
         eu.queue.dead_letter_queue = Some("dlq".into());
         assert_eq!(
             store
+                .topics()
                 .subscribe_topic("prices", "eu", &eu, "c")
                 .await
                 .unwrap(),
             "prices:eu"
         );
         store
+            .topics()
             .subscribe_topic("prices", "all", &durable(""), "c")
             .await
             .unwrap();
         for (i, region) in ["eu", "us", "eu"].iter().enumerate() {
             store
+                .queues()
                 .send(publish("prices", &format!("m{i}"), region))
                 .await
                 .unwrap();
         }
     }
     let store = open(&disk, 1 << 20).await;
-    let topics = store.list_topics().await.unwrap();
+    let topics = store.topics().list_topics().await.unwrap();
     assert_eq!(
         topics.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         ["empty", "prices"]
@@ -154,6 +158,7 @@ async fn topics_and_durable_subscriptions_survive_reopen_with_their_backlog() {
     assert_eq!(bodies(&store, "prices:all").await, ["m0", "m1", "m2"]);
     // Subscription queues stay hidden from queue listings after a reopen too.
     let queues: Vec<String> = store
+        .queues()
         .list_queues()
         .await
         .unwrap()
@@ -162,20 +167,30 @@ async fn topics_and_durable_subscriptions_survive_reopen_with_their_backlog() {
         .collect();
     assert_eq!(queues, ["dlq"]);
     // The selector is parsed again at replay and still applies.
-    store.send(publish("prices", "m3", "us")).await.unwrap();
+    store
+        .queues()
+        .send(publish("prices", "m3", "us"))
+        .await
+        .unwrap();
     assert_eq!(bodies(&store, "prices:eu").await, ["m0", "m2"]);
     // The queue options came back: two deliveries, then the dead-letter queue.
     for _ in 0..2 {
         let d = store
+            .queues()
             .receive(&spec("prices:eu", ReceiveMode::Take, AckMode::Client, 7), 1)
             .await
             .unwrap();
         assert_eq!(d.len(), 1);
-        store.nack(7, &[d[0].delivery_id], true).await.unwrap();
+        store
+            .queues()
+            .nack(7, &[d[0].delivery_id], true)
+            .await
+            .unwrap();
     }
     assert_eq!(bodies(&store, "dlq").await, ["m0"]);
     // Resubscribing with the same settings keeps the backlog.
     store
+        .topics()
         .subscribe_topic("prices", "eu", &durable("region = 'eu'"), "c")
         .await
         .unwrap();
@@ -187,25 +202,27 @@ async fn deleted_topics_and_subscriptions_stay_deleted_after_reopen() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 1 << 20).await;
-        store.create_topic("t").await.unwrap();
-        store.create_topic("u").await.unwrap();
+        store.topics().create_topic("t").await.unwrap();
+        store.topics().create_topic("u").await.unwrap();
         for name in ["a", "b"] {
             store
+                .topics()
                 .subscribe_topic("t", name, &durable(""), "c")
                 .await
                 .unwrap();
         }
         store
+            .topics()
             .subscribe_topic("u", "x", &durable(""), "c")
             .await
             .unwrap();
-        store.send(publish("t", "m", "eu")).await.unwrap();
-        store.send(publish("u", "n", "eu")).await.unwrap();
-        store.unsubscribe("t", "a").await.unwrap();
-        store.delete_topic("u", true).await.unwrap();
+        store.queues().send(publish("t", "m", "eu")).await.unwrap();
+        store.queues().send(publish("u", "n", "eu")).await.unwrap();
+        store.topics().unsubscribe("t", "a").await.unwrap();
+        store.topics().delete_topic("u", true).await.unwrap();
     }
     let store = open(&disk, 1 << 20).await;
-    let topics = store.list_topics().await.unwrap();
+    let topics = store.topics().list_topics().await.unwrap();
     assert_eq!(topics.len(), 1);
     assert_eq!(topics[0].subscriptions.len(), 1);
     assert_eq!(topics[0].subscriptions[0].name, "b");
@@ -219,13 +236,15 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 1 << 20).await;
-        store.create_topic("t").await.unwrap();
+        store.topics().create_topic("t").await.unwrap();
         store
+            .topics()
             .subscribe_topic("t", "keep", &durable(""), "c")
             .await
             .unwrap();
         let transient = SubscriptionOptions::default();
         store
+            .topics()
             .subscribe_topic("t", "~c.1", &transient, "c")
             .await
             .unwrap();
@@ -234,11 +253,16 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
             ..SubscriptionOptions::default()
         };
         store
+            .topics()
             .subscribe_topic("t", "pool", &pool, "c")
             .await
             .unwrap();
-        store.attach_consumer("t", "pool", 1, true).await.unwrap();
-        store.send(publish("t", "m", "eu")).await.unwrap();
+        store
+            .topics()
+            .attach_consumer("t", "pool", 1, true)
+            .await
+            .unwrap();
+        store.queues().send(publish("t", "m", "eu")).await.unwrap();
         assert_eq!(bodies(&store, "t:~c.1").await, ["m"]);
         assert_eq!(bodies(&store, "t:pool").await, ["m"]);
     }
@@ -246,7 +270,7 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
     let disk = disk.crash(CrashMode::Process);
     for _ in 0..2 {
         let store = open(&disk, 1 << 20).await;
-        let subs: Vec<String> = store.list_topics().await.unwrap()[0]
+        let subs: Vec<String> = store.topics().list_topics().await.unwrap()[0]
             .subscriptions
             .iter()
             .map(|s| s.name.clone())
@@ -254,6 +278,7 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
         assert_eq!(subs, ["keep"]);
         assert!(matches!(
             store
+                .queues()
                 .receive(&spec("t:~c.1", ReceiveMode::Peek, AckMode::Auto, 0), 1)
                 .await,
             Err(crate::StoreError::QueueNotFound(_))
@@ -263,6 +288,7 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
     // The name can be used again, and the new subscription starts empty.
     let store = open(&disk, 1 << 20).await;
     store
+        .topics()
         .subscribe_topic("t", "~c.1", &SubscriptionOptions::default(), "c")
         .await
         .unwrap();
@@ -275,27 +301,29 @@ async fn non_durable_subscriptions_are_dropped_at_recovery() {
 async fn memory_bytes_count_the_messages_held() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 1 << 20).await;
-    store.register_client("c").await.unwrap();
-    store.create_queue("a").await.unwrap();
-    store.create_queue("b").await.unwrap();
-    assert_eq!(store.memory_bytes(), 0);
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("a").await.unwrap();
+    store.queues().create_queue("b").await.unwrap();
+    assert_eq!(store.queues().memory_bytes(), 0);
     let mut m = message(&["a", "b"], None, "", "eu");
     m.body = bytes::Bytes::from(vec![7u8; 100_000]);
-    store.send(m).await.unwrap();
-    let one = store.memory_bytes();
+    store.queues().send(m).await.unwrap();
+    let one = store.queues().memory_bytes();
     assert!((100_000..101_000).contains(&one), "{one}");
     store
+        .queues()
         .receive(&spec("a", ReceiveMode::Take, AckMode::Auto, 1), 1)
         .await
         .unwrap();
-    assert_eq!(store.memory_bytes(), one, "still on queue b");
+    assert_eq!(store.queues().memory_bytes(), one, "still on queue b");
     let d = store
+        .queues()
         .receive(&spec("b", ReceiveMode::Take, AckMode::Client, 1), 1)
         .await
         .unwrap();
-    assert_eq!(store.memory_bytes(), one, "leased, not gone");
-    store.ack(1, &[d[0].delivery_id]).await.unwrap();
-    assert_eq!(store.memory_bytes(), 0);
+    assert_eq!(store.queues().memory_bytes(), one, "leased, not gone");
+    store.queues().ack(1, &[d[0].delivery_id]).await.unwrap();
+    assert_eq!(store.queues().memory_bytes(), 0);
 }
 
 /// A held auto-ack take writes nothing: after a crash (a reopen without its ack) the message is
@@ -305,23 +333,27 @@ async fn a_held_take_writes_nothing_until_its_ack() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 1 << 20).await;
-        store.register_client("c").await.unwrap();
-        store.create_queue("q").await.unwrap();
+        store.sessions().register_client("c").await.unwrap();
+        store.queues().create_queue("q").await.unwrap();
         for body in ["held", "acked"] {
-            store.send(message(&["q"], None, body, "eu")).await.unwrap();
+            store
+                .queues()
+                .send(message(&["q"], None, body, "eu"))
+                .await
+                .unwrap();
         }
-        store.flush().await.unwrap();
+        store.upkeep().flush().await.unwrap();
         let before = log_bytes(&disk);
         let held = ReceiveSpec {
             hold: true,
             ..spec("q", ReceiveMode::Take, AckMode::Auto, 1)
         };
-        let d = store.receive(&held, 2).await.unwrap();
+        let d = store.queues().receive(&held, 2).await.unwrap();
         assert_eq!(d.len(), 2);
-        store.flush().await.unwrap();
+        store.upkeep().flush().await.unwrap();
         assert_eq!(log_bytes(&disk), before, "holding wrote a record");
-        store.ack(1, &[d[1].delivery_id]).await.unwrap();
-        store.flush().await.unwrap();
+        store.queues().ack(1, &[d[1].delivery_id]).await.unwrap();
+        store.upkeep().flush().await.unwrap();
         assert_ne!(
             log_bytes(&disk),
             before,
@@ -330,6 +362,7 @@ async fn a_held_take_writes_nothing_until_its_ack() {
     }
     let store = open(&disk, 1 << 20).await;
     let d = store
+        .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 1), 5)
         .await
         .unwrap();
@@ -343,11 +376,12 @@ async fn non_persistent_messages_write_nothing_and_are_gone_after_reopen() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 1 << 20).await;
-        store.register_client("p").await.unwrap();
-        store.register_client("c").await.unwrap();
-        store.create_queue("k").await.unwrap();
-        store.create_queue("dlq").await.unwrap();
+        store.sessions().register_client("p").await.unwrap();
+        store.sessions().register_client("c").await.unwrap();
+        store.queues().create_queue("k").await.unwrap();
+        store.queues().create_queue("dlq").await.unwrap();
         store
+            .queues()
             .create_queue_with(
                 "q",
                 &QueueOptions {
@@ -358,29 +392,34 @@ async fn non_persistent_messages_write_nothing_and_are_gone_after_reopen() {
             )
             .await
             .unwrap();
-        store.create_topic("t").await.unwrap();
+        store.topics().create_topic("t").await.unwrap();
         store
+            .topics()
             .subscribe_topic("t", "s", &durable(""), "c")
             .await
             .unwrap();
         store
+            .queues()
             .send(message(&["k"], None, "kept", "eu"))
             .await
             .unwrap();
-        store.flush().await.unwrap();
+        store.upkeep().flush().await.unwrap();
         let before = log_bytes(&disk);
         let writes = disk.write_count();
         for i in 0..4 {
             store
+                .queues()
                 .send(transient(message(&["q"], None, &format!("q{i}"), "eu")))
                 .await
                 .unwrap();
             store
+                .queues()
                 .send(transient(publish("t", &format!("t{i}"), "eu")))
                 .await
                 .unwrap();
         }
         let mut batch = store
+            .queues()
             .send_batch(vec![
                 transient(message(&["q"], None, "b", "eu")),
                 transient(publish("t", "b", "eu")),
@@ -389,28 +428,33 @@ async fn non_persistent_messages_write_nothing_and_are_gone_after_reopen() {
         assert!(batch.drain(..).all(|r| r.is_ok()));
         // On the subscription: an auto-ack take, client-ack takes, an ack and a release.
         store
+            .queues()
             .receive(&spec("t:s", ReceiveMode::Take, AckMode::Auto, 1), 1)
             .await
             .unwrap();
         let d = store
+            .queues()
             .receive(&spec("t:s", ReceiveMode::Take, AckMode::Client, 1), 2)
             .await
             .unwrap();
-        store.ack(1, &[d[0].delivery_id]).await.unwrap();
-        assert_eq!(store.release_session(1).await.unwrap(), ["t:s"]);
+        store.queues().ack(1, &[d[0].delivery_id]).await.unwrap();
+        assert_eq!(store.sessions().release_session(1).await.unwrap(), ["t:s"]);
         // On the queue: nacks and a release past the maximum delivery count (dead-lettered),
         // an ack, and a transaction acking one.
         let d = store
+            .queues()
             .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 2), 5)
             .await
             .unwrap();
         assert_eq!(d.len(), 5);
         store
+            .queues()
             .nack(2, &[d[0].delivery_id, d[1].delivery_id], true)
             .await
             .unwrap();
-        store.ack(2, &[d[2].delivery_id]).await.unwrap();
+        store.queues().ack(2, &[d[2].delivery_id]).await.unwrap();
         let ids = store
+            .transactions()
             .commit(
                 2,
                 vec![transient(publish("t", "tx", "eu"))],
@@ -419,14 +463,15 @@ async fn non_persistent_messages_write_nothing_and_are_gone_after_reopen() {
             .await
             .unwrap();
         assert_eq!(ids.len(), 1);
-        store.release_session(2).await.unwrap();
+        store.sessions().release_session(2).await.unwrap();
         assert_eq!(bodies(&store, "dlq").await, ["q0", "q1", "b"]);
         store
+            .queues()
             .receive(&spec("dlq", ReceiveMode::Take, AckMode::Auto, 3), 10)
             .await
             .unwrap();
-        store.purge_expired(u64::MAX).await.unwrap();
-        store.maintain().await.unwrap();
+        store.upkeep().purge_expired(u64::MAX).await.unwrap();
+        store.upkeep().maintain().await.unwrap();
         assert_eq!(bodies(&store, "t:s").await, ["t2", "t3", "b", "tx"]);
         assert_eq!(log_bytes(&disk), before);
         assert_eq!(disk.write_count(), writes);
@@ -443,13 +488,15 @@ async fn non_persistent_messages_write_nothing_and_are_gone_after_reopen() {
 async fn compaction_never_writes_non_persistent_messages() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 300).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     for i in 0..20 {
         store
+            .queues()
             .send(transient(message(&["q"], None, &format!("n{i}"), "eu")))
             .await
             .unwrap();
         let id = store
+            .queues()
             .send(message(&["q"], None, &format!("p{i}"), "eu"))
             .await
             .unwrap();
@@ -457,6 +504,7 @@ async fn compaction_never_writes_non_persistent_messages() {
     }
     // Take the persistent ones only (they alternate), leaving the segments dead.
     let all = store
+        .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 1), 100)
         .await
         .unwrap();
@@ -465,9 +513,9 @@ async fn compaction_never_writes_non_persistent_messages() {
         .filter(|d| d.message.body.starts_with(b"p"))
         .map(|d| d.delivery_id)
         .collect();
-    store.ack(1, &persistent).await.unwrap();
-    store.release_session(1).await.unwrap();
-    store.maintain().await.unwrap();
+    store.queues().ack(1, &persistent).await.unwrap();
+    store.sessions().release_session(1).await.unwrap();
+    store.upkeep().maintain().await.unwrap();
     for (path, _) in disk.files() {
         let bytes = disk.file(&path).unwrap();
         assert!(
@@ -487,31 +535,38 @@ async fn compaction_keeps_topics_subscriptions_and_durable_backlogs() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 400).await;
-        store.create_queue("dlq").await.unwrap();
-        store.create_topic("t").await.unwrap();
+        store.queues().create_queue("dlq").await.unwrap();
+        store.topics().create_topic("t").await.unwrap();
         let mut opts = durable("region = 'eu'");
         opts.shared = true;
         opts.queue.max_deliveries = 3;
         opts.queue.dead_letter_queue = Some("dlq".into());
-        store.subscribe_topic("t", "eu", &opts, "c").await.unwrap();
         store
+            .topics()
+            .subscribe_topic("t", "eu", &opts, "c")
+            .await
+            .unwrap();
+        store
+            .topics()
             .subscribe_topic("t", "all", &durable(""), "c")
             .await
             .unwrap();
         for i in 0..60 {
             let region = if i % 3 == 0 { "eu" } else { "us" };
             store
+                .queues()
                 .send(publish("t", &format!("m{i:02}"), region))
                 .await
                 .unwrap();
         }
         // Drain "all" entirely; "eu" keeps its backlog.
         store
+            .queues()
             .receive(&spec("t:all", ReceiveMode::Take, AckMode::Auto, 1), 100)
             .await
             .unwrap();
         let before = store.segments();
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
         let after = store.segments();
         assert!(
             after.first() > before.first(),
@@ -519,7 +574,7 @@ async fn compaction_keeps_topics_subscriptions_and_durable_backlogs() {
         );
     }
     let store = open(&disk, 400).await;
-    let topics = store.list_topics().await.unwrap();
+    let topics = store.topics().list_topics().await.unwrap();
     let subs = &topics[0].subscriptions;
     assert_eq!(subs.len(), 2);
     assert_eq!(
@@ -539,10 +594,15 @@ async fn compaction_keeps_topics_subscriptions_and_durable_backlogs() {
     // The queue options survived compaction too: three deliveries, then the dead-letter queue.
     for _ in 0..3 {
         let d = store
+            .queues()
             .receive(&spec("t:eu", ReceiveMode::Take, AckMode::Client, 9), 1)
             .await
             .unwrap();
-        store.nack(9, &[d[0].delivery_id], true).await.unwrap();
+        store
+            .queues()
+            .nack(9, &[d[0].delivery_id], true)
+            .await
+            .unwrap();
     }
     assert_eq!(bodies(&store, "dlq").await, ["m00"]);
 }
@@ -575,31 +635,36 @@ async fn outcome(store: &EmbeddedStore) -> Outcome {
 async fn a_torn_transaction_group_is_applied_entirely_or_not_at_all() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 1 << 20).await;
-    store.register_client("p").await.unwrap();
-    store.create_queue("q").await.unwrap();
-    store.create_queue("r").await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store.queues().create_queue("r").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     store
+        .queues()
         .send(message(&["q"], None, "acked", "eu"))
         .await
         .unwrap();
     store
+        .queues()
         .send(message(&["q"], None, "kept", "eu"))
         .await
         .unwrap();
     let d = store
+        .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 5), 1)
         .await
         .unwrap();
     assert_eq!(d[0].message.body.as_ref(), b"acked");
-    store.flush().await.unwrap();
+    store.upkeep().flush().await.unwrap();
     let head = segment_path(&seg_dir(), *store.segments().last().unwrap());
     let start = disk.file(&head).unwrap().len();
     let ids = store
+        .transactions()
         .commit(
             5,
             vec![
@@ -645,15 +710,17 @@ async fn transaction_messages_survive_compaction_and_reopen() {
     let disk = FaultyBackend::new();
     {
         let store = open(&disk, 300).await;
-        store.create_queue("q").await.unwrap();
-        store.create_queue("junk").await.unwrap();
-        store.create_topic("t").await.unwrap();
+        store.queues().create_queue("q").await.unwrap();
+        store.queues().create_queue("junk").await.unwrap();
+        store.topics().create_topic("t").await.unwrap();
         store
+            .topics()
             .subscribe_topic("t", "s", &durable("region = 'eu'"), "c")
             .await
             .unwrap();
         for i in 0..10 {
             store
+                .transactions()
                 .commit(
                     1,
                     vec![
@@ -668,10 +735,11 @@ async fn transaction_messages_survive_compaction_and_reopen() {
                 .unwrap();
         }
         store
+            .queues()
             .receive(&spec("junk", ReceiveMode::Take, AckMode::Auto, 1), 100)
             .await
             .unwrap();
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     let store = open(&disk, 300).await;
     let q: Vec<String> = (0..10).map(|i| format!("q{i}")).collect();

@@ -26,6 +26,7 @@ fn index_len(store: &EmbeddedStore) -> usize {
 async fn send_plain(store: &Arc<dyn Store>) {
     for i in 0..PLAIN {
         store
+            .queues()
             .send(msg(&["plain"], "p", &format!("plain {i}")))
             .await
             .unwrap();
@@ -50,24 +51,45 @@ async fn the_expiry_index_forgets_every_message_that_goes() {
         (&["doomed"], "queue deleted", 1_000),
     ];
     for (queues, body, ttl_ms) in expiring_messages {
-        store.send(expiring(queues, body, ttl_ms)).await.unwrap();
+        store
+            .queues()
+            .send(expiring(queues, body, ttl_ms))
+            .await
+            .unwrap();
     }
     assert_eq!(index_len(&embedded), 5);
 
     // Taken before it expires, with auto ack and with client ack.
     assert_eq!(
-        store.receive(&take("taken", "c"), 10).await.unwrap().len(),
+        store
+            .queues()
+            .receive(&take("taken", "c"), 10)
+            .await
+            .unwrap()
+            .len(),
         1
     );
-    let got = store.receive(&lease("acked", "c"), 10).await.unwrap();
-    store.ack(SESSION, &[got[0].delivery_id]).await.unwrap();
+    let got = store
+        .queues()
+        .receive(&lease("acked", "c"), 10)
+        .await
+        .unwrap();
+    store
+        .queues()
+        .ack(SESSION, &[got[0].delivery_id])
+        .await
+        .unwrap();
     // Gone with its queue.
-    store.delete_queue("doomed", true).await.unwrap();
+    store.queues().delete_queue("doomed", true).await.unwrap();
     assert_eq!(index_len(&embedded), 2);
 
     // Expired: purged from both of its queues; the one in flight stays until its lease ends.
-    let flight = store.receive(&lease("flight", "c"), 10).await.unwrap();
-    assert_eq!(store.purge_expired(NOW + 100).await.unwrap(), 2);
+    let flight = store
+        .queues()
+        .receive(&lease("flight", "c"), 10)
+        .await
+        .unwrap();
+    assert_eq!(store.upkeep().purge_expired(NOW + 100).await.unwrap(), 2);
     assert_eq!(depth(&store, "a").await, (0, 0));
     assert_eq!(depth(&store, "b").await, (0, 0));
     assert_eq!(
@@ -76,10 +98,11 @@ async fn the_expiry_index_forgets_every_message_that_goes() {
         "the message in flight stays indexed"
     );
     store
+        .queues()
         .nack(SESSION, &[flight[0].delivery_id], true)
         .await
         .unwrap();
-    assert_eq!(store.purge_expired(NOW + 200).await.unwrap(), 1);
+    assert_eq!(store.upkeep().purge_expired(NOW + 200).await.unwrap(), 1);
     assert_eq!(depth(&store, "flight").await, (0, 0));
     assert_eq!(index_len(&embedded), 0);
     assert_eq!(
@@ -99,16 +122,21 @@ async fn expired_messages_are_purged_after_a_restart() {
         send_plain(&store).await;
         for i in 0..10 {
             store
+                .queues()
                 .send(expiring(&["q"], &format!("short {i}"), 100))
                 .await
                 .unwrap();
         }
-        store.send(expiring(&["q"], "long", 10_000)).await.unwrap();
+        store
+            .queues()
+            .send(expiring(&["q"], "long", 10_000))
+            .await
+            .unwrap();
     }
     let embedded = open(&disk, 1 << 20).await;
     assert_eq!(index_len(&embedded), 11, "recovery rebuilds the index");
     let store: Arc<dyn Store> = embedded.clone();
-    assert_eq!(store.purge_expired(NOW + 100).await.unwrap(), 10);
+    assert_eq!(store.upkeep().purge_expired(NOW + 100).await.unwrap(), 10);
     assert_eq!(depth(&store, "q").await, (1, 0));
     assert_eq!(depth(&store, "plain").await, (PLAIN as u64, 0));
     assert_eq!(index_len(&embedded), 1);

@@ -16,12 +16,12 @@ const BULK_BYTES: u64 = 12 * 1024 * 1024;
 
 /// Sends [`BULK_BYTES`] of 2000-byte messages in batches of 100.
 async fn send_bulk(store: &EmbeddedStore) {
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let body = "x".repeat(2_000);
     for _ in 0..BULK_BYTES / (2_000 * 100) {
         let batch = (0..100).map(|_| msg(&["q"], "c", &body)).collect();
-        for r in store.send_batch(batch).await {
+        for r in store.queues().send_batch(batch).await {
             r.unwrap();
         }
     }

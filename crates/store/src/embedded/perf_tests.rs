@@ -28,8 +28,8 @@ async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy,
     let mut cfg = EmbeddedConfig::new(dir.path());
     cfg.fsync = fsync;
     let store: Arc<EmbeddedStore> = EmbeddedStore::open(cfg).await.unwrap();
-    store.register_client("p").await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     for i in 0..subs {
         let selector = if selectors {
             // Every other subscription takes every message, the others none.
@@ -47,10 +47,11 @@ async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy,
             ..SubscriptionOptions::default()
         };
         store
+            .topics()
             .subscribe_topic("t", &format!("s{i}"), &opts, "p")
             .await
             .unwrap();
-        store.create_queue(&format!("q{i}")).await.unwrap();
+        store.queues().create_queue(&format!("q{i}")).await.unwrap();
     }
     let queues: Vec<String> = (0..subs).map(|i| format!("q{i}")).collect();
     let body = Bytes::from(vec![7u8; 128]);
@@ -75,7 +76,7 @@ async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy,
                 expires_at_ms: 0,
             })
             .collect();
-        for r in store.send_batch(batch).await {
+        for r in store.queues().send_batch(batch).await {
             r.unwrap();
         }
     }
@@ -90,7 +91,7 @@ async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy,
         };
         let spec = auto_take(&queue);
         loop {
-            let got = store.receive(&spec, 1000).await.unwrap();
+            let got = store.queues().receive(&spec, 1000).await.unwrap();
             if got.is_empty() {
                 break;
             }
@@ -144,10 +145,14 @@ async fn fanout_store_costs() {
     let store: Arc<EmbeddedStore> = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
         .await
         .unwrap();
-    store.register_client("p").await.unwrap();
-    store.create_topic("t").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let opts = SubscriptionOptions::default();
-    store.subscribe_topic("t", "s", &opts, "p").await.unwrap();
+    store
+        .topics()
+        .subscribe_topic("t", "s", &opts, "p")
+        .await
+        .unwrap();
     let body = Bytes::from(vec![7u8; 128]);
     let spec = auto_take("t:s");
     let (mut publish, mut take) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
@@ -163,7 +168,7 @@ async fn fanout_store_costs() {
                 })
                 .collect();
             let t = Instant::now();
-            for r in store.send_batch(batch).await {
+            for r in store.queues().send_batch(batch).await {
                 r.unwrap();
             }
             publish += t.elapsed();
@@ -175,6 +180,7 @@ async fn fanout_store_costs() {
             buf.extend_from_slice(d.body);
         };
         taken += store
+            .queues()
             .receive_with(&spec, 2048, None, &mut sink)
             .await
             .unwrap();
@@ -200,8 +206,8 @@ async fn purge_cost_with_a_large_backlog() {
     let mut cfg = EmbeddedConfig::new(dir.path());
     cfg.fsync = FsyncPolicy::Never;
     let store: Arc<EmbeddedStore> = EmbeddedStore::open(cfg).await.unwrap();
-    store.register_client("p").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let now = crate::conformance::NOW;
     for b in 0..501 {
         let batch: Vec<NewMessage> = (0..1000)
@@ -211,13 +217,13 @@ async fn purge_cost_with_a_large_backlog() {
                 ..crate::conformance::msg(&["q"], "p", "x")
             })
             .collect();
-        for r in store.send_batch(batch).await {
+        for r in store.queues().send_batch(batch).await {
             r.unwrap();
         }
     }
     for at in [now, now + 100] {
         let t = Instant::now();
-        let purged = store.purge_expired(at).await.unwrap();
+        let purged = store.upkeep().purge_expired(at).await.unwrap();
         println!(
             "purge at +{} ms: {purged} purged in {:.3} ms",
             at - now,

@@ -99,7 +99,7 @@ impl EmbeddedStore {
         Ok(handouts)
     }
 
-    /// [`Store::receive`](crate::Store::receive): the handouts as owned deliveries.
+    /// [`Queues::receive`](crate::Queues::receive): the handouts as owned deliveries.
     pub(super) async fn receive_deliveries(
         &self,
         spec: &ReceiveSpec,
@@ -109,7 +109,7 @@ impl EmbeddedStore {
         Ok(handouts.into_iter().map(delivery).collect())
     }
 
-    /// [`Store::receive_with`](crate::Store::receive_with): each handout lent to `sink`; returns how many.
+    /// [`Queues::receive_with`](crate::Queues::receive_with): each handout lent to `sink`; returns how many.
     pub(super) async fn receive_into(
         &self,
         spec: &ReceiveSpec,

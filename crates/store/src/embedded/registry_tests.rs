@@ -32,7 +32,7 @@ fn client(i: usize) -> String {
 
 async fn register(store: &EmbeddedStore, range: std::ops::Range<usize>) {
     for i in range {
-        store.register_client(&client(i)).await.unwrap();
+        store.sessions().register_client(&client(i)).await.unwrap();
     }
 }
 
@@ -42,7 +42,7 @@ async fn settle(store: &EmbeddedStore, disk: &FaultyBackend, rounds: usize) -> u
     let mut busy = 0;
     for _ in 0..rounds {
         let before = (disk.write_count(), disk.files());
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
         if (disk.write_count(), disk.files()) == before {
             return busy;
         }
@@ -55,7 +55,7 @@ async fn settle(store: &EmbeddedStore, disk: &FaultyBackend, rounds: usize) -> u
 async fn headers_do_not_grow_with_the_registry() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 4096).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     register(&store, 0..2000).await;
     let segs = segments(&disk);
     assert!(
@@ -79,7 +79,7 @@ async fn headers_do_not_grow_with_the_registry() {
 async fn registrations_are_compacted_and_survive_reopen_and_crash() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 1024).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     register(&store, 0..20).await;
     let first = *store.segments().first().unwrap();
     // Messages come and go until the segments holding the registrations are compacted away.
@@ -87,10 +87,14 @@ async fn registrations_are_compacted_and_survive_reopen_and_crash() {
     for round in 0..40 {
         for i in 0..10 {
             let body = format!("m{round}-{i}");
-            store.send(message(&["q"], None, &body, "x")).await.unwrap();
+            store
+                .queues()
+                .send(message(&["q"], None, &body, "x"))
+                .await
+                .unwrap();
         }
-        while !store.receive(&take, 100).await.unwrap().is_empty() {}
-        store.maintain().await.unwrap();
+        while !store.queues().receive(&take, 100).await.unwrap().is_empty() {}
+        store.upkeep().maintain().await.unwrap();
     }
     assert!(
         *store.segments().first().unwrap() > first + 2,
@@ -99,7 +103,10 @@ async fn registrations_are_compacted_and_survive_reopen_and_crash() {
     );
     let check = |store: std::sync::Arc<EmbeddedStore>| async move {
         for i in 0..20 {
-            assert!(store.client_exists(&client(i)).await.unwrap(), "{i}");
+            assert!(
+                store.sessions().client_exists(&client(i)).await.unwrap(),
+                "{i}"
+            );
         }
         assert_eq!(store.client_count(), 21, "20 clients and the sender");
     };
@@ -112,26 +119,33 @@ async fn registrations_are_compacted_and_survive_reopen_and_crash() {
 async fn forgotten_names_stay_forgotten_and_their_keys_serve_new_names() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 512).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     register(&store, 0..5).await;
     assert_eq!(
-        store.expire_clients(wall_ms() + 10, 0).await.unwrap(),
+        store
+            .upkeep()
+            .expire_clients(wall_ms() + 10, 0)
+            .await
+            .unwrap(),
         5,
         "every name holds nothing"
     );
-    store.register_client("late").await.unwrap();
+    store.sessions().register_client("late").await.unwrap();
     let mut addressed = message(&["q"], None, "for late", "x");
     addressed.receiver = Some("late".into());
-    store.send(addressed).await.unwrap();
+    store.queues().send(addressed).await.unwrap();
     drop(store);
     let store = open(&disk, 512).await;
     for i in 0..5 {
-        assert!(!store.client_exists(&client(i)).await.unwrap(), "{i}");
+        assert!(
+            !store.sessions().client_exists(&client(i)).await.unwrap(),
+            "{i}"
+        );
     }
-    assert!(store.client_exists("late").await.unwrap());
+    assert!(store.sessions().client_exists("late").await.unwrap());
     let mut take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
     take.client = "late".into();
-    let got = store.receive(&take, 10).await.unwrap();
+    let got = store.queues().receive(&take, 10).await.unwrap();
     assert_eq!(got.len(), 1, "the message addressed to the new name");
 }
 
@@ -139,13 +153,15 @@ async fn forgotten_names_stay_forgotten_and_their_keys_serve_new_names() {
 async fn ephemeral_names_are_written_nowhere_and_come_back_only_with_their_messages() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 1 << 20).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let before = disk.write_count();
     store
+        .sessions()
         .claim_session("cli-1", 1, Registration::Ephemeral)
         .await
         .unwrap();
     store
+        .sessions()
         .claim_session("cli-2", 2, Registration::Ephemeral)
         .await
         .unwrap();
@@ -156,23 +172,33 @@ async fn ephemeral_names_are_written_nowhere_and_come_back_only_with_their_messa
     );
     let mut m = message(&["q"], None, "from cli-2", "x");
     m.sender = "cli-2".into();
-    store.send(m).await.unwrap();
-    store.end_session("cli-1", 1).await.unwrap();
-    store.end_session("cli-2", 2).await.unwrap();
-    assert!(!store.client_exists("cli-1").await.unwrap());
-    assert!(store.client_exists("cli-2").await.unwrap(), "its message");
+    store.queues().send(m).await.unwrap();
+    store.sessions().end_session("cli-1", 1).await.unwrap();
+    store.sessions().end_session("cli-2", 2).await.unwrap();
+    assert!(!store.sessions().client_exists("cli-1").await.unwrap());
+    assert!(
+        store.sessions().client_exists("cli-2").await.unwrap(),
+        "its message"
+    );
     drop(store);
     let store = open(&disk, 1 << 20).await;
-    assert!(!store.client_exists("cli-1").await.unwrap());
+    assert!(!store.sessions().client_exists("cli-1").await.unwrap());
     assert!(
-        store.client_exists("cli-2").await.unwrap(),
+        store.sessions().client_exists("cli-2").await.unwrap(),
         "the stored message names it"
     );
     assert_eq!(bodies(&store, "q").await, ["from cli-2"]);
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
-    store.receive(&take, 1).await.unwrap();
-    assert_eq!(store.expire_clients(wall_ms(), 3_600_000).await.unwrap(), 1);
-    assert!(!store.client_exists("cli-2").await.unwrap());
+    store.queues().receive(&take, 1).await.unwrap();
+    assert_eq!(
+        store
+            .upkeep()
+            .expire_clients(wall_ms(), 3_600_000)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(!store.sessions().client_exists("cli-2").await.unwrap());
     let log: usize = segments(&disk).iter().map(|s| s.2).sum();
     let bytes: Vec<u8> = segments(&disk)
         .iter()
@@ -210,17 +236,21 @@ async fn a_version_2_store_keeps_the_clients_its_header_listed() {
     version_2_store(&disk, &names);
     let store = open(&disk, 1024).await;
     for n in &names {
-        assert!(store.client_exists(n).await.unwrap());
+        assert!(store.sessions().client_exists(n).await.unwrap());
     }
     // Enough traffic to roll and to compact the version 2 segment away.
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
     for round in 0..30 {
         for i in 0..10 {
             let body = format!("m{round}-{i}");
-            store.send(message(&["q"], None, &body, "x")).await.unwrap();
+            store
+                .queues()
+                .send(message(&["q"], None, &body, "x"))
+                .await
+                .unwrap();
         }
-        while !store.receive(&take, 100).await.unwrap().is_empty() {}
-        store.maintain().await.unwrap();
+        while !store.queues().receive(&take, 100).await.unwrap().is_empty() {}
+        store.upkeep().maintain().await.unwrap();
     }
     assert!(
         store.segments().first().is_some_and(|&n| n > 1),
@@ -237,9 +267,10 @@ async fn a_version_2_store_keeps_the_clients_its_header_listed() {
     drop(store);
     let store = open(&disk, 1024).await;
     for n in &names {
-        assert!(store.client_exists(n).await.unwrap(), "{n}");
+        assert!(store.sessions().client_exists(n).await.unwrap(), "{n}");
     }
     let queues: Vec<String> = store
+        .queues()
         .list_queues()
         .await
         .unwrap()
@@ -253,10 +284,11 @@ async fn a_version_2_store_keeps_the_clients_its_header_listed() {
 async fn an_idle_store_with_a_big_registry_comes_to_rest() {
     let disk = FaultyBackend::new();
     let store = open(&disk, 64 * 1024).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     register(&store, 0..3000).await;
     for i in 0..20 {
         store
+            .queues()
             .send(message(&["q"], None, &format!("m{i}"), "x"))
             .await
             .unwrap();
@@ -265,7 +297,7 @@ async fn an_idle_store_with_a_big_registry_comes_to_rest() {
     assert!(busy < 50, "compaction never came to rest");
     let at_rest = (disk.write_count(), disk.sync_count(), disk.files());
     for _ in 0..20 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     assert_eq!(
         (disk.write_count(), disk.sync_count(), disk.files()),
@@ -282,14 +314,16 @@ async fn a_header_larger_than_a_segment_neither_rolls_at_every_record_nor_keeps_
     // About 45 KB of queue names in every header: three segments' worth.
     for i in 0..300 {
         store
+            .queues()
             .create_queue(&format!("{i:04}-{}", "q".repeat(145)))
             .await
             .unwrap();
     }
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let before = store.segments().len();
     for i in 0..400 {
         store
+            .queues()
             .send(message(&["q"], None, &format!("message {i:04}"), "x"))
             .await
             .unwrap();
@@ -298,12 +332,12 @@ async fn a_header_larger_than_a_segment_neither_rolls_at_every_record_nor_keeps_
     assert!(rolled <= 6, "400 small messages rolled {rolled} segments");
     // More live records than a segment holds: rewriting them rolls the log.
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
-    store.receive(&take, 100).await.unwrap();
+    store.queues().receive(&take, 100).await.unwrap();
     let busy = settle(&store, &disk, 50).await;
     assert!(busy < 50, "compaction never came to rest");
     let at_rest = (disk.write_count(), disk.files());
     for _ in 0..20 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     assert_eq!((disk.write_count(), disk.files()), at_rest);
     assert_eq!(bodies(&store, "q").await.len(), 300);

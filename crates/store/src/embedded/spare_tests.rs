@@ -34,13 +34,14 @@ fn body(i: usize) -> String {
 }
 
 async fn prepare(store: &EmbeddedStore) {
-    store.register_client("c").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
 }
 
 async fn send(store: &EmbeddedStore, range: std::ops::Range<usize>) {
     for i in range {
         store
+            .queues()
             .send(message(&["q"], None, &body(i), "x"))
             .await
             .unwrap();
@@ -50,12 +51,12 @@ async fn send(store: &EmbeddedStore, range: std::ops::Range<usize>) {
 /// Takes every message on the queue.
 async fn drain(store: &EmbeddedStore) {
     let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
-    while !store.receive(&take, 100).await.unwrap().is_empty() {}
+    while !store.queues().receive(&take, 100).await.unwrap().is_empty() {}
 }
 
 async fn compact(store: &EmbeddedStore) {
     for _ in 0..10 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
 }
 

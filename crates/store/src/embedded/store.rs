@@ -1,4 +1,4 @@
-//! [`EmbeddedStore`]: the [`Store`] implementation of the embedded engine.
+//! [`EmbeddedStore`]: the [`Store`](crate::Store) implementation of the embedded engine.
 //!
 //! Every call follows the same shape: lock the state, change it and encode the records into the
 //! log buffer, take the batch's ticket, unlock, then wait for the ticket (group commit). The
@@ -34,7 +34,10 @@ use super::state::messages::BatchMemo;
 use super::state::State;
 use super::writer::{self, Files, Log};
 use super::SEGMENTS_DIR;
-use crate::api::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store};
+use crate::api::{
+    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Topics,
+    Transactions, Upkeep,
+};
 use crate::direct::DirectConsumer;
 use crate::error::StoreError;
 
@@ -371,37 +374,11 @@ impl Drop for EmbeddedStore {
     }
 }
 
+// Every role is played by the engine itself.
+crate::engine_store!(EmbeddedStore);
+
 #[async_trait]
-impl Store for EmbeddedStore {
-    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
-        // A known permanent name writes nothing: that works on a full disk too.
-        let class = if self.state().registration_writes(name) {
-            Class::Grows
-        } else {
-            Class::Quiet
-        };
-        self.mutate(class, |st, log| st.register_client(log, name))
-            .await
-    }
-
-    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
-        Ok(self.state().client_exists(name))
-    }
-
-    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
-        let cut = now_ms.saturating_sub(idle_ms);
-        let claims = &self.claims;
-        let forgotten = self
-            .mutate_lean(Class::Frees, |st, log| {
-                Ok(st.expire_clients(log, cut, |name| claims.is_online(name)))
-            })
-            .await?;
-        if forgotten > 0 {
-            tracing::info!(forgotten, "forgot client names that held nothing");
-        }
-        Ok(forgotten)
-    }
-
+impl Queues for EmbeddedStore {
     async fn create_queue_with(
         &self,
         name: &str,
@@ -520,39 +497,6 @@ impl Store for EmbeddedStore {
         }
     }
 
-    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        for queue in self.consumers.release(session) {
-            if let Some((topic, name)) = queue.split_once(':') {
-                self.drop_if_unconsumed_shared(topic, name).await?;
-            }
-        }
-        self.settle_back(|st, log| st.release_session(log, session))
-            .await
-    }
-
-    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.settle_back(|st, log| st.expire_leases(log, now_ms))
-            .await
-    }
-
-    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
-        Ok(self.state().next_lease_deadline())
-    }
-
-    async fn delayed_due(
-        &self,
-        _after_ms: u64,
-        until_ms: u64,
-    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
-        // The state remembers which delayed messages it made ready and reports each once.
-        Ok(self.state().delayed_due(until_ms))
-    }
-
-    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
-        self.mutate(Class::Frees, |st, log| Ok(st.purge_expired(log, now_ms)))
-            .await
-    }
-
     fn memory_bytes(&self) -> u64 {
         self.memory.load(Ordering::Relaxed)
     }
@@ -560,50 +504,10 @@ impl Store for EmbeddedStore {
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
         Ok(self.state().waiting_queues(client, now_ms))
     }
+}
 
-    async fn maintain(&self) -> Result<(), StoreError> {
-        self.compact().await?;
-        if self.space.is_full() {
-            let (space, spares) = (self.space.clone(), self.spares.clone());
-            tokio::task::spawn_blocking(move || space.replenish(&spares))
-                .await
-                .map_err(|e| StoreError::Internal(format!("making the space reserve: {e}")))?;
-        }
-        Ok(())
-    }
-
-    async fn flush(&self) -> Result<(), StoreError> {
-        self.log.check_writable()?;
-        self.log.flush().await
-    }
-
-    async fn claim_session(
-        &self,
-        client: &str,
-        session: SessionId,
-        registration: Registration,
-    ) -> Result<(), StoreError> {
-        // Claim first, so a name already online is refused without writing anything.
-        self.claims.claim(client, session)?;
-        let registered = match registration {
-            Registration::Permanent => self.register_client(client).await,
-            Registration::Ephemeral => self.state().register_ephemeral(client),
-        };
-        if registered.is_err() {
-            self.claims.end(client, session);
-        }
-        registered
-    }
-
-    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        if self.claims.end(client, session) {
-            let claims = &self.claims;
-            self.state()
-                .session_ended(client, |name| claims.is_online(name));
-        }
-        Ok(())
-    }
-
+#[async_trait]
+impl Topics for EmbeddedStore {
     async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
         self.mutate(Class::Grows, |st, log| st.create_topic(log, name))
             .await
@@ -674,6 +578,17 @@ impl Store for EmbeddedStore {
         self.drop_if_unconsumed_shared(topic, name).await
     }
 
+    fn attach_direct(&self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
+        self.state().attach_direct(queue, consumer)
+    }
+
+    fn detach_direct(&self, consumer: &Arc<dyn DirectConsumer>) {
+        self.state().detach_direct(consumer);
+    }
+}
+
+#[async_trait]
+impl Transactions for EmbeddedStore {
     async fn commit(
         &self,
         session: SessionId,
@@ -686,6 +601,61 @@ impl Store for EmbeddedStore {
         };
         self.mutate_lean(class, |st, log| st.commit(log, session, msgs, acks))
             .await
+    }
+}
+
+#[async_trait]
+impl Sessions for EmbeddedStore {
+    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        // A known permanent name writes nothing: that works on a full disk too.
+        let class = if self.state().registration_writes(name) {
+            Class::Grows
+        } else {
+            Class::Quiet
+        };
+        self.mutate(class, |st, log| st.register_client(log, name))
+            .await
+    }
+
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.state().client_exists(name))
+    }
+
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        for queue in self.consumers.release(session) {
+            if let Some((topic, name)) = queue.split_once(':') {
+                self.drop_if_unconsumed_shared(topic, name).await?;
+            }
+        }
+        self.settle_back(|st, log| st.release_session(log, session))
+            .await
+    }
+
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError> {
+        // Claim first, so a name already online is refused without writing anything.
+        self.claims.claim(client, session)?;
+        let registered = match registration {
+            Registration::Permanent => self.register_client(client).await,
+            Registration::Ephemeral => self.state().register_ephemeral(client),
+        };
+        if registered.is_err() {
+            self.claims.end(client, session);
+        }
+        registered
+    }
+
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        if self.claims.end(client, session) {
+            let claims = &self.claims;
+            self.state()
+                .session_ended(client, |name| claims.is_online(name));
+        }
+        Ok(())
     }
 
     async fn heartbeat(&self, _node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
@@ -700,12 +670,60 @@ impl Store for EmbeddedStore {
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Vec<String>>> {
         None
     }
+}
 
-    fn attach_direct(&self, queue: &str, consumer: Arc<dyn DirectConsumer>) -> bool {
-        self.state().attach_direct(queue, consumer)
+#[async_trait]
+impl Upkeep for EmbeddedStore {
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
+        let cut = now_ms.saturating_sub(idle_ms);
+        let claims = &self.claims;
+        let forgotten = self
+            .mutate_lean(Class::Frees, |st, log| {
+                Ok(st.expire_clients(log, cut, |name| claims.is_online(name)))
+            })
+            .await?;
+        if forgotten > 0 {
+            tracing::info!(forgotten, "forgot client names that held nothing");
+        }
+        Ok(forgotten)
     }
 
-    fn detach_direct(&self, consumer: &Arc<dyn DirectConsumer>) {
-        self.state().detach_direct(consumer);
+    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.settle_back(|st, log| st.expire_leases(log, now_ms))
+            .await
+    }
+
+    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
+        Ok(self.state().next_lease_deadline())
+    }
+
+    async fn delayed_due(
+        &self,
+        _after_ms: u64,
+        until_ms: u64,
+    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
+        // The state remembers which delayed messages it made ready and reports each once.
+        Ok(self.state().delayed_due(until_ms))
+    }
+
+    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
+        self.mutate(Class::Frees, |st, log| Ok(st.purge_expired(log, now_ms)))
+            .await
+    }
+
+    async fn maintain(&self) -> Result<(), StoreError> {
+        self.compact().await?;
+        if self.space.is_full() {
+            let (space, spares) = (self.space.clone(), self.spares.clone());
+            tokio::task::spawn_blocking(move || space.replenish(&spares))
+                .await
+                .map_err(|e| StoreError::Internal(format!("making the space reserve: {e}")))?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.log.check_writable()?;
+        self.log.flush().await
     }
 }

@@ -19,7 +19,7 @@ use crate::api::{NewMessage, SessionId};
 use crate::error::StoreError;
 
 impl Inner {
-    /// See [`crate::Store::commit`].
+    /// See [`crate::Transactions::commit`].
     pub async fn commit(
         &self,
         session: SessionId,

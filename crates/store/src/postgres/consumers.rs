@@ -12,7 +12,7 @@ use crate::api::SessionId;
 use crate::error::StoreError;
 
 impl Inner {
-    /// See [`crate::Store::attach_consumer`].
+    /// See [`crate::Topics::attach_consumer`].
     pub async fn attach_consumer(
         &self,
         topic: &str,
@@ -56,7 +56,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Store::detach_consumer`].
+    /// See [`crate::Topics::detach_consumer`].
     pub async fn detach_consumer(
         &self,
         topic: &str,

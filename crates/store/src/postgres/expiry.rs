@@ -18,7 +18,7 @@ use super::tx::{first_column, retrying};
 use crate::error::StoreError;
 
 impl Inner {
-    /// See [`crate::Store::expire_clients`].
+    /// See [`crate::Upkeep::expire_clients`].
     pub async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
         let cut = as_i64(now_ms.saturating_sub(idle_ms));
         let gone = retrying(|| async {

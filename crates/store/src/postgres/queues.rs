@@ -90,7 +90,7 @@ impl Inner {
         .await
     }
 
-    /// Deletes a queue (see [`crate::Store::delete_queue`]).
+    /// Deletes a queue (see [`crate::Queues::delete_queue`]).
     pub async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
         retrying(|| self.try_delete_queue(name, force)).await
     }

@@ -144,7 +144,7 @@ pub fn orders(order: Order) -> (&'static str, &'static str) {
 }
 
 impl Inner {
-    /// See [`crate::Store::receive`].
+    /// See [`crate::Queues::receive`].
     pub async fn receive(
         &self,
         spec: &ReceiveSpec,

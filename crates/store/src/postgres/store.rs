@@ -1,4 +1,4 @@
-//! [`PostgresStore`]: the [`Store`] implementation over PostgreSQL.
+//! [`PostgresStore`]: the [`Store`](crate::Store) implementation over PostgreSQL.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -19,7 +19,10 @@ use super::gather::{self, Gathers};
 use super::inner::Inner;
 use super::publish::Selectors;
 use super::{listen, migrate};
-use crate::api::{Heartbeat, NewMessage, ReceiveSpec, Registration, SessionId, Store};
+use crate::api::{
+    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Topics,
+    Transactions, Upkeep,
+};
 use crate::error::StoreError;
 
 /// Change reports buffered per subscriber; one that lags further is told "anything changed".
@@ -150,20 +153,11 @@ impl PostgresStore {
     }
 }
 
+// Every role is played by the engine itself.
+crate::engine_store!(PostgresStore);
+
 #[async_trait]
-impl Store for PostgresStore {
-    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
-        self.inner.register_client(name).await
-    }
-
-    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
-        self.inner.client_exists(name).await
-    }
-
-    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
-        self.inner.expire_clients(now_ms, idle_ms).await
-    }
-
+impl Queues for PostgresStore {
     async fn create_queue_with(
         &self,
         name: &str,
@@ -236,61 +230,13 @@ impl Store for PostgresStore {
         }
     }
 
-    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        self.inner.release_session(session).await
-    }
-
-    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.inner.expire_leases(now_ms).await
-    }
-
-    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
-        self.inner.next_lease_deadline().await
-    }
-
-    async fn delayed_due(
-        &self,
-        after_ms: u64,
-        until_ms: u64,
-    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
-        self.inner.delayed_due(after_ms, until_ms).await
-    }
-
-    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
-        self.inner.purge_expired(now_ms).await
-    }
-
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
         self.inner.waiting_queues(client, now_ms).await
     }
+}
 
-    async fn maintain(&self) -> Result<(), StoreError> {
-        // PostgreSQL's autovacuum reclaims dead rows; nothing to do here.
-        Ok(())
-    }
-
-    async fn flush(&self) -> Result<(), StoreError> {
-        // Every call returns after its transaction committed (synchronous_commit; a
-        // transaction of non-persistent messages only does not wait for the WAL flush, and
-        // such messages are not promised to survive a crash).
-        Ok(())
-    }
-
-    async fn claim_session(
-        &self,
-        client: &str,
-        session: SessionId,
-        registration: Registration,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .claim_session(client, session, registration)
-            .await
-    }
-
-    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        self.inner.end_session(client, session).await
-    }
-
+#[async_trait]
+impl Topics for PostgresStore {
     async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
         self.inner.create_topic(name).await
     }
@@ -339,7 +285,10 @@ impl Store for PostgresStore {
     async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
         self.inner.unsubscribe(topic, name).await
     }
+}
 
+#[async_trait]
+impl Transactions for PostgresStore {
     async fn commit(
         &self,
         session: SessionId,
@@ -347,6 +296,36 @@ impl Store for PostgresStore {
         acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError> {
         self.inner.commit(session, &msgs, acks).await
+    }
+}
+
+#[async_trait]
+impl Sessions for PostgresStore {
+    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.register_client(name).await
+    }
+
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        self.inner.client_exists(name).await
+    }
+
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        self.inner.release_session(session).await
+    }
+
+    async fn claim_session(
+        &self,
+        client: &str,
+        session: SessionId,
+        registration: Registration,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .claim_session(client, session, registration)
+            .await
+    }
+
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+        self.inner.end_session(client, session).await
     }
 
     async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
@@ -359,5 +338,44 @@ impl Store for PostgresStore {
 
     fn subscribe_changes(&self) -> Option<broadcast::Receiver<Vec<String>>> {
         Some(self.changes.subscribe())
+    }
+}
+
+#[async_trait]
+impl Upkeep for PostgresStore {
+    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
+        self.inner.expire_clients(now_ms, idle_ms).await
+    }
+
+    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        self.inner.expire_leases(now_ms).await
+    }
+
+    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
+        self.inner.next_lease_deadline().await
+    }
+
+    async fn delayed_due(
+        &self,
+        after_ms: u64,
+        until_ms: u64,
+    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
+        self.inner.delayed_due(after_ms, until_ms).await
+    }
+
+    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
+        self.inner.purge_expired(now_ms).await
+    }
+
+    async fn maintain(&self) -> Result<(), StoreError> {
+        // PostgreSQL's autovacuum reclaims dead rows; nothing to do here.
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        // Every call returns after its transaction committed (synchronous_commit; a
+        // transaction of non-persistent messages only does not wait for the WAL flush, and
+        // such messages are not promised to survive a crash).
+        Ok(())
     }
 }

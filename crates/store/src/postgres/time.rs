@@ -10,7 +10,7 @@ use super::tx::{drop_orphans, retrying};
 use crate::error::StoreError;
 
 impl Inner {
-    /// See [`crate::Store::delayed_due`].
+    /// See [`crate::Upkeep::delayed_due`].
     pub async fn delayed_due(
         &self,
         after_ms: u64,
@@ -43,7 +43,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Store::purge_expired`].
+    /// See [`crate::Upkeep::purge_expired`].
     pub async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
         let now = as_i64(now_ms);
         retrying(|| async {

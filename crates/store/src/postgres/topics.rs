@@ -25,7 +25,7 @@ use crate::error::StoreError;
 pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
 impl Inner {
-    /// See [`crate::Store::create_topic`].
+    /// See [`crate::Topics::create_topic`].
     pub async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
         names::check("topic", name)?;
         not_a_pattern("a topic to create", name)?;
@@ -44,7 +44,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Store::delete_topic`].
+    /// See [`crate::Topics::delete_topic`].
     pub async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
         not_a_pattern("a topic to delete", name)?;
         retrying(|| async {
@@ -87,7 +87,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Store::list_topics`].
+    /// See [`crate::Topics::list_topics`].
     pub async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError> {
         retrying(|| async {
             let conn = self.conn().await?;
@@ -142,7 +142,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Store::subscribe_topic`].
+    /// See [`crate::Topics::subscribe_topic`].
     pub async fn subscribe_topic(
         &self,
         topic: &str,
@@ -273,7 +273,7 @@ impl Inner {
         Ok(())
     }
 
-    /// See [`crate::Store::unsubscribe`].
+    /// See [`crate::Topics::unsubscribe`].
     pub async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
         retrying(|| async {
             let mut conn = self.conn().await?;

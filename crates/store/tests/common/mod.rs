@@ -1,5 +1,7 @@
 //! Helpers shared by the engine tests.
 #![allow(dead_code)]
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,6 +74,7 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
 pub async fn peek_all(store: &EmbeddedStore, queue: &str) -> Vec<Delivery> {
     use ferry_store::Store;
     store
+        .queues()
         .receive(
             &spec(queue, ReceiveMode::Peek, AckMode::Auto, 0),
             usize::MAX,
@@ -115,7 +118,11 @@ pub async fn outlive(store: &dyn ferry_store::Store, timeout_ms: u64) -> Vec<Str
     let mut returned = Vec::new();
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_millis(3 * timeout_ms) {
-        let beat = store.heartbeat(timeout_ms).await.expect("heartbeat");
+        let beat = store
+            .sessions()
+            .heartbeat(timeout_ms)
+            .await
+            .expect("heartbeat");
         assert!(!beat.was_taken_for_dead, "the surviving node was alive");
         returned.extend(beat.returned);
         tokio::time::sleep(std::time::Duration::from_millis(timeout_ms / 10)).await;

@@ -17,6 +17,7 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         ..durable("")
     };
     store
+        .topics()
         .subscribe_topic("t", "pool", &both, "c")
         .await
         .unwrap();
@@ -26,68 +27,117 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
     };
 
     store
+        .topics()
         .attach_consumer("t", "solo", SESSION, false)
         .await
         .unwrap();
     in_use(
-        store.attach_consumer("t", "solo", SESSION + 1, false).await,
+        store
+            .topics()
+            .attach_consumer("t", "solo", SESSION + 1, false)
+            .await,
         "a second exclusive consumer",
     );
     in_use(
-        store.attach_consumer("t", "solo", SESSION + 1, true).await,
+        store
+            .topics()
+            .attach_consumer("t", "solo", SESSION + 1, true)
+            .await,
         "a shared consumer of an exclusive subscription",
     );
     in_use(
-        store.attach_consumer("t", "solo", SESSION, false).await,
+        store
+            .topics()
+            .attach_consumer("t", "solo", SESSION, false)
+            .await,
         "a second consumer in the same session",
     );
     in_use(
-        store.unsubscribe("t", "solo").await,
+        store.topics().unsubscribe("t", "solo").await,
         "unsubscribe while consumed",
     );
-    store.detach_consumer("t", "solo", SESSION).await.unwrap();
-    store.detach_consumer("t", "solo", SESSION).await.unwrap(); // none left: a no-op
     store
+        .topics()
+        .detach_consumer("t", "solo", SESSION)
+        .await
+        .unwrap();
+    store
+        .topics()
+        .detach_consumer("t", "solo", SESSION)
+        .await
+        .unwrap(); // none left: a no-op
+    store
+        .topics()
         .attach_consumer("t", "solo", SESSION + 1, false)
         .await
         .unwrap();
 
     store
+        .topics()
         .attach_consumer("t", "pool", SESSION, true)
         .await
         .unwrap();
     store
+        .topics()
         .attach_consumer("t", "pool", SESSION, true)
         .await
         .unwrap();
     store
+        .topics()
         .attach_consumer("t", "pool", SESSION + 1, true)
         .await
         .unwrap();
     in_use(
-        store.attach_consumer("t", "pool", SESSION + 2, false).await,
+        store
+            .topics()
+            .attach_consumer("t", "pool", SESSION + 2, false)
+            .await,
         "an exclusive consumer of a consumed shared subscription",
     );
     // SESSION has two consumers on the pool: one detach leaves the other.
-    store.detach_consumer("t", "pool", SESSION).await.unwrap();
-    store.release_session(SESSION + 1).await.unwrap();
-    in_use(store.unsubscribe("t", "pool").await, "one consumer is left");
-    store.detach_consumer("t", "pool", SESSION).await.unwrap();
-    store.unsubscribe("t", "pool").await.unwrap();
+    store
+        .topics()
+        .detach_consumer("t", "pool", SESSION)
+        .await
+        .unwrap();
+    store.sessions().release_session(SESSION + 1).await.unwrap();
+    in_use(
+        store.topics().unsubscribe("t", "pool").await,
+        "one consumer is left",
+    );
+    store
+        .topics()
+        .detach_consumer("t", "pool", SESSION)
+        .await
+        .unwrap();
+    store.topics().unsubscribe("t", "pool").await.unwrap();
     // The session's end took its consumer of `solo` too.
-    store.unsubscribe("t", "solo").await.unwrap();
+    store.topics().unsubscribe("t", "solo").await.unwrap();
 
-    match store.attach_consumer("t", "gone", SESSION, false).await {
+    match store
+        .topics()
+        .attach_consumer("t", "gone", SESSION, false)
+        .await
+    {
         Err(StoreError::SubscriptionNotFound(q)) => assert_eq!(q, "t:gone"),
         other => panic!("unknown subscription: expected SubscriptionNotFound, got {other:?}"),
     }
-    match store.attach_consumer("nope", "solo", SESSION, false).await {
+    match store
+        .topics()
+        .attach_consumer("nope", "solo", SESSION, false)
+        .await
+    {
         Err(StoreError::TopicNotFound(t)) => assert_eq!(t, "nope"),
         other => panic!("unknown topic: expected TopicNotFound, got {other:?}"),
     }
     // Ending a consumer of what is gone is a no-op.
-    store.detach_consumer("t", "gone", SESSION).await.unwrap();
     store
+        .topics()
+        .detach_consumer("t", "gone", SESSION)
+        .await
+        .unwrap();
+    store
+        .topics()
         .detach_consumer("nope", "solo", SESSION)
         .await
         .unwrap();
@@ -103,17 +153,27 @@ pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn
         ..non_durable("")
     };
     assert_eq!(
-        store.subscribe_topic("t", "w", &pool, "c").await.unwrap(),
+        store
+            .topics()
+            .subscribe_topic("t", "w", &pool, "c")
+            .await
+            .unwrap(),
         "t:w"
     );
     store
+        .topics()
         .attach_consumer("t", "w", SESSION, true)
         .await
         .unwrap();
-    store.send(publish("t", "p", "x")).await.unwrap();
+    store.queues().send(publish("t", "p", "x")).await.unwrap();
     // A second subscriber attaches to it: the backlog stays.
-    store.subscribe_topic("t", "w", &pool, "d").await.unwrap();
     store
+        .topics()
+        .subscribe_topic("t", "w", &pool, "d")
+        .await
+        .unwrap();
+    store
+        .topics()
         .attach_consumer("t", "w", SESSION + 1, true)
         .await
         .unwrap();
@@ -126,41 +186,66 @@ pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn
         selector: "a = 1".into(),
         ..pool.clone()
     };
-    match store.subscribe_topic("t", "w", &other, "d").await {
+    match store.topics().subscribe_topic("t", "w", &other, "d").await {
         Err(StoreError::InvalidArgument(_)) => {}
         r => panic!("another selector: expected InvalidArgument, got {r:?}"),
     }
-    match store.attach_consumer("t", "w", SESSION + 2, false).await {
+    match store
+        .topics()
+        .attach_consumer("t", "w", SESSION + 2, false)
+        .await
+    {
         Err(StoreError::SubscriptionInUse(_)) => {}
         r => panic!("an exclusive consumer: expected SubscriptionInUse, got {r:?}"),
     }
-    store.detach_consumer("t", "w", SESSION).await.unwrap();
+    store
+        .topics()
+        .detach_consumer("t", "w", SESSION)
+        .await
+        .unwrap();
     assert_eq!(
         subscription_names(&store, "t").await,
         vec!["w"],
         "one consumer is left"
     );
-    store.detach_consumer("t", "w", SESSION + 1).await.unwrap();
+    store
+        .topics()
+        .detach_consumer("t", "w", SESSION + 1)
+        .await
+        .unwrap();
     assert!(
         subscription_names(&store, "t").await.is_empty(),
         "gone with its last consumer"
     );
     // Made again, it starts empty.
-    store.subscribe_topic("t", "w", &pool, "c").await.unwrap();
     store
+        .topics()
+        .subscribe_topic("t", "w", &pool, "c")
+        .await
+        .unwrap();
+    store
+        .topics()
         .attach_consumer("t", "w", SESSION, true)
         .await
         .unwrap();
     assert!(peek_all(&store, "t:w").await.is_empty());
     // Its last consumer's session ending removes it too.
-    store.release_session(SESSION).await.unwrap();
+    store.sessions().release_session(SESSION).await.unwrap();
     assert!(
         subscription_names(&store, "t").await.is_empty(),
         "gone with its last session"
     );
     // Made and never consumed: the maker's detach (it had no consumer) removes it.
-    store.subscribe_topic("t", "w", &pool, "c").await.unwrap();
-    store.detach_consumer("t", "w", SESSION).await.unwrap();
+    store
+        .topics()
+        .subscribe_topic("t", "w", &pool, "c")
+        .await
+        .unwrap();
+    store
+        .topics()
+        .detach_consumer("t", "w", SESSION)
+        .await
+        .unwrap();
     assert!(
         subscription_names(&store, "t").await.is_empty(),
         "never consumed"

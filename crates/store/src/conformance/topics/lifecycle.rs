@@ -9,14 +9,14 @@ use crate::error::StoreError;
 /// Create, `TopicExists`, list (sorted), delete, `TopicNotFound`, re-create.
 pub async fn topic_lifecycle(store: Arc<dyn Store>) {
     assert!(
-        store.list_topics().await.unwrap().is_empty(),
+        store.topics().list_topics().await.unwrap().is_empty(),
         "a fresh store has no topics"
     );
-    store.create_topic("prices").await.unwrap();
-    store.create_topic("alerts").await.unwrap();
-    store.create_topic("news").await.unwrap();
+    store.topics().create_topic("prices").await.unwrap();
+    store.topics().create_topic("alerts").await.unwrap();
+    store.topics().create_topic("news").await.unwrap();
     assert_eq!(
-        store.create_topic("prices").await,
+        store.topics().create_topic("prices").await,
         Err(StoreError::TopicExists("prices".into()))
     );
     assert_eq!(
@@ -24,20 +24,20 @@ pub async fn topic_lifecycle(store: Arc<dyn Store>) {
         vec!["alerts", "news", "prices"],
         "list_topics is sorted by name"
     );
-    for t in store.list_topics().await.unwrap() {
+    for t in store.topics().list_topics().await.unwrap() {
         assert!(t.subscriptions.is_empty(), "{t:?} has no subscriptions");
     }
-    store.delete_topic("news", false).await.unwrap();
+    store.topics().delete_topic("news", false).await.unwrap();
     assert_eq!(
-        store.delete_topic("news", false).await,
+        store.topics().delete_topic("news", false).await,
         Err(StoreError::TopicNotFound("news".into())),
         "a deleted topic is gone"
     );
     assert_eq!(topic_names(&store).await, vec!["alerts", "prices"]);
-    store.create_topic("news").await.unwrap();
+    store.topics().create_topic("news").await.unwrap();
     assert_eq!(topic_names(&store).await, vec!["alerts", "news", "prices"]);
     assert!(
-        store.list_queues().await.unwrap().is_empty(),
+        store.queues().list_queues().await.unwrap().is_empty(),
         "topics are not queues"
     );
 }
@@ -49,29 +49,42 @@ pub async fn missing_topic_errors(store: Arc<dyn Store>) {
     fn missing<T>() -> Result<T, StoreError> {
         Err(StoreError::TopicNotFound("nope".into()))
     }
-    assert_eq!(store.delete_topic("nope", false).await, missing());
-    assert_eq!(store.delete_topic("nope", true).await, missing());
-    assert_eq!(store.send(publish("nope", "p", "x")).await, missing());
+    assert_eq!(store.topics().delete_topic("nope", false).await, missing());
+    assert_eq!(store.topics().delete_topic("nope", true).await, missing());
     assert_eq!(
-        store.send_batch(vec![publish("nope", "p", "x")]).await,
-        vec![missing()]
-    );
-    assert_eq!(
-        store.subscribe_topic("nope", "s", &durable(""), "c").await,
+        store.queues().send(publish("nope", "p", "x")).await,
         missing()
     );
     assert_eq!(
         store
+            .queues()
+            .send_batch(vec![publish("nope", "p", "x")])
+            .await,
+        vec![missing()]
+    );
+    assert_eq!(
+        store
+            .topics()
+            .subscribe_topic("nope", "s", &durable(""), "c")
+            .await,
+        missing()
+    );
+    assert_eq!(
+        store
+            .topics()
             .subscribe_topic("nope", "~c.1", &non_durable(""), "c")
             .await,
         missing()
     );
-    assert_eq!(store.unsubscribe("nope", "s").await, missing());
-    assert!(store.list_topics().await.unwrap().is_empty());
+    assert_eq!(store.topics().unsubscribe("nope", "s").await, missing());
+    assert!(store.topics().list_topics().await.unwrap().is_empty());
     assert_eq!(queue_names(&store).await, vec!["q"]);
     // A queue of that name is no topic either.
-    store.create_queue("nope").await.unwrap();
-    assert_eq!(store.send(publish("nope", "p", "x")).await, missing());
+    store.queues().create_queue("nope").await.unwrap();
+    assert_eq!(
+        store.queues().send(publish("nope", "p", "x")).await,
+        missing()
+    );
     assert_eq!(depth(&store, "nope").await, (0, 0));
 }
 
@@ -79,22 +92,30 @@ pub async fn missing_topic_errors(store: Arc<dyn Store>) {
 pub async fn topic_and_queue_names_are_independent(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["shared"]).await;
     store
+        .topics()
         .create_topic("shared")
         .await
         .expect("a topic may have the name of a queue");
-    store.create_topic("only-topic").await.unwrap();
+    store.topics().create_topic("only-topic").await.unwrap();
     store
+        .queues()
         .create_queue("only-topic")
         .await
         .expect("a queue may have the name of a topic");
     store
+        .topics()
         .subscribe_topic("shared", "s", &durable(""), "c")
         .await
         .unwrap();
     assert_eq!(queue_names(&store).await, vec!["only-topic", "shared"]);
     assert_eq!(topic_names(&store).await, vec!["only-topic", "shared"]);
-    store.send(msg(&["shared"], "p", "to queue")).await.unwrap();
     store
+        .queues()
+        .send(msg(&["shared"], "p", "to queue"))
+        .await
+        .unwrap();
+    store
+        .queues()
         .send(publish("shared", "p", "to topic"))
         .await
         .unwrap();
@@ -103,25 +124,29 @@ pub async fn topic_and_queue_names_are_independent(store: Arc<dyn Store>) {
         bodies(&peek_all(&store, "shared:s").await),
         vec!["to topic"]
     );
-    store.delete_queue("shared", true).await.unwrap();
+    store.queues().delete_queue("shared", true).await.unwrap();
     assert_eq!(
         topic_names(&store).await,
         vec!["only-topic", "shared"],
         "deleting a queue leaves the topic of that name"
     );
     assert_eq!(sub_depth(&store, "shared", "s").await, (1, 0));
-    store.delete_topic("only-topic", false).await.unwrap();
+    store
+        .topics()
+        .delete_topic("only-topic", false)
+        .await
+        .unwrap();
     assert_eq!(
         queue_names(&store).await,
         vec!["only-topic"],
         "deleting a topic leaves the queue of that name"
     );
     assert_eq!(
-        store.create_queue("only-topic").await,
+        store.queues().create_queue("only-topic").await,
         Err(StoreError::QueueExists("only-topic".into()))
     );
     assert_eq!(
-        store.create_topic("shared").await,
+        store.topics().create_topic("shared").await,
         Err(StoreError::TopicExists("shared".into()))
     );
 }
@@ -130,9 +155,10 @@ pub async fn topic_and_queue_names_are_independent(store: Arc<dyn Store>) {
 /// ready and in-flight counts of their queues.
 pub async fn list_topics_shows_subscriptions_sorted_with_counts(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
-    store.create_topic("empty").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
+    store.topics().create_topic("empty").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "zeta", &durable(""), "c")
         .await
         .unwrap();
@@ -141,28 +167,43 @@ pub async fn list_topics_shows_subscriptions_sorted_with_counts(store: Arc<dyn S
         ..durable("n > 1")
     };
     store
+        .topics()
         .subscribe_topic("t", "alpha", &shared, "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "~c.1", &non_durable(""), "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "mid", &durable(""), "c")
         .await
         .unwrap();
     for n in 1..=3 {
         let mut m = publish("t", "p", &format!("m{n}"));
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
     }
     // zeta: one leased, one taken, one ready.
-    store.receive(&lease("t:zeta", "c"), 1).await.unwrap();
-    store.receive(&take("t:zeta", "c"), 1).await.unwrap();
+    store
+        .queues()
+        .receive(&lease("t:zeta", "c"), 1)
+        .await
+        .unwrap();
+    store
+        .queues()
+        .receive(&take("t:zeta", "c"), 1)
+        .await
+        .unwrap();
     // alpha (n > 1 only): both leased.
-    store.receive(&lease("t:alpha", "c"), 2).await.unwrap();
-    let list = store.list_topics().await.unwrap();
+    store
+        .queues()
+        .receive(&lease("t:alpha", "c"), 2)
+        .await
+        .unwrap();
+    let list = store.topics().list_topics().await.unwrap();
     assert_eq!(list.len(), 2);
     assert_eq!(list[0].name, "empty");
     assert!(list[0].subscriptions.is_empty());
@@ -194,10 +235,10 @@ pub async fn list_topics_shows_subscriptions_sorted_with_counts(store: Arc<dyn S
 /// subscriptions is deleted with them.
 pub async fn delete_non_empty_topic_needs_force(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
-    store.send(publish("t", "p", "one")).await.unwrap();
-    store.send(publish("t", "p", "two")).await.unwrap();
+    store.queues().send(publish("t", "p", "one")).await.unwrap();
+    store.queues().send(publish("t", "p", "two")).await.unwrap();
     assert_eq!(
-        store.delete_topic("t", false).await,
+        store.topics().delete_topic("t", false).await,
         Err(StoreError::TopicNotEmpty {
             name: "t".into(),
             depth: 4
@@ -205,11 +246,11 @@ pub async fn delete_non_empty_topic_needs_force(store: Arc<dyn Store>) {
         "ready messages on two subscriptions"
     );
     // Only in-flight messages left: still not empty.
-    store.receive(&take("t:a", "c"), 2).await.unwrap();
-    let d = store.receive(&lease("t:b", "c"), 2).await.unwrap();
+    store.queues().receive(&take("t:a", "c"), 2).await.unwrap();
+    let d = store.queues().receive(&lease("t:b", "c"), 2).await.unwrap();
     assert_eq!(sub_depth(&store, "t", "b").await, (0, 2));
     assert_eq!(
-        store.delete_topic("t", false).await,
+        store.topics().delete_topic("t", false).await,
         Err(StoreError::TopicNotEmpty {
             name: "t".into(),
             depth: 2
@@ -218,13 +259,14 @@ pub async fn delete_non_empty_topic_needs_force(store: Arc<dyn Store>) {
     );
     assert_eq!(subscription_names(&store, "t").await, vec!["a", "b"]);
     let ids: Vec<_> = d.iter().map(|d| d.delivery_id).collect();
-    store.ack(SESSION, &ids).await.unwrap();
+    store.queues().ack(SESSION, &ids).await.unwrap();
     store
+        .topics()
         .delete_topic("t", false)
         .await
         .expect("a topic whose subscriptions are empty is deleted without force");
-    assert!(store.list_topics().await.unwrap().is_empty());
-    store.create_topic("t").await.unwrap();
+    assert!(store.topics().list_topics().await.unwrap().is_empty());
+    store.topics().create_topic("t").await.unwrap();
     assert_eq!(
         subscription_names(&store, "t").await,
         Vec::<String>::new(),
@@ -236,38 +278,45 @@ pub async fn delete_non_empty_topic_needs_force(store: Arc<dyn Store>) {
 /// deliveries become unknown; other topics keep theirs.
 pub async fn forced_delete_drops_subscriptions_and_messages(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
-    store.create_topic("other").await.unwrap();
+    store.topics().create_topic("other").await.unwrap();
     store
+        .topics()
         .subscribe_topic("other", "a", &durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("t", "p", "one")).await.unwrap();
-    store.send(publish("t", "p", "two")).await.unwrap();
-    store.send(publish("other", "p", "kept")).await.unwrap();
-    let d = store.receive(&lease("t:a", "c"), 1).await.unwrap();
+    store.queues().send(publish("t", "p", "one")).await.unwrap();
+    store.queues().send(publish("t", "p", "two")).await.unwrap();
+    store
+        .queues()
+        .send(publish("other", "p", "kept"))
+        .await
+        .unwrap();
+    let d = store.queues().receive(&lease("t:a", "c"), 1).await.unwrap();
     let id = d[0].delivery_id;
-    store.delete_topic("t", true).await.unwrap();
+    store.topics().delete_topic("t", true).await.unwrap();
     assert_eq!(topic_names(&store).await, vec!["other"]);
     assert_eq!(
-        store.ack(SESSION, &[id]).await,
+        store.queues().ack(SESSION, &[id]).await,
         Err(StoreError::DeliveriesNotFound(vec![id])),
         "deliveries of a force-deleted topic's subscription are unknown"
     );
-    assert_eq!(store.next_lease_deadline().await.unwrap(), None);
+    assert_eq!(store.upkeep().next_lease_deadline().await.unwrap(), None);
     assert_eq!(
-        store.receive(&take("t:a", "c"), 10).await,
+        store.queues().receive(&take("t:a", "c"), 10).await,
         Err(StoreError::QueueNotFound("t:a".into())),
         "the subscription's queue is gone"
     );
     assert_eq!(sub_depth(&store, "other", "a").await, (1, 0));
     // Re-created with a subscription of the same name: nothing of the old one comes back.
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "a", &durable(""), "c")
         .await
         .unwrap();
     assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
     assert!(store
+        .queues()
         .receive(&take("t:a", "c"), 10)
         .await
         .unwrap()
@@ -282,11 +331,12 @@ pub async fn topics_and_subscriptions_sort_by_name(store: Arc<dyn Store>) {
         "beta_3", "Zeta", "alpha", "beta.1", "beta-2", "B", "a9", "a10",
     ];
     for n in names {
-        store.create_topic(n).await.unwrap();
-        store.create_queue(n).await.unwrap();
+        store.topics().create_topic(n).await.unwrap();
+        store.queues().create_queue(n).await.unwrap();
     }
     for n in names {
         store
+            .topics()
             .subscribe_topic("alpha", n, &durable(""), "c")
             .await
             .unwrap();

@@ -28,6 +28,7 @@ pub use subscription_queues::*;
 /// Names of the topics `list_topics` reports.
 async fn topic_names(store: &Arc<dyn Store>) -> Vec<String> {
     store
+        .topics()
         .list_topics()
         .await
         .unwrap()
@@ -38,7 +39,7 @@ async fn topic_names(store: &Arc<dyn Store>) -> Vec<String> {
 
 /// Names of the subscriptions of `topic`, as listed.
 async fn subscription_names(store: &Arc<dyn Store>, topic: &str) -> Vec<String> {
-    let list = store.list_topics().await.unwrap();
+    let list = store.topics().list_topics().await.unwrap();
     list.iter()
         .find(|t| t.name == topic)
         .unwrap_or_else(|| panic!("topic '{topic}' missing from {list:?}"))
@@ -52,9 +53,10 @@ async fn subscription_names(store: &Arc<dyn Store>, topic: &str) -> Vec<String> 
 /// its selector.
 async fn topic_with(store: &Arc<dyn Store>, clients: &[&str], topic: &str, subs: &[(&str, &str)]) {
     setup(store, clients, &[]).await;
-    store.create_topic(topic).await.unwrap();
+    store.topics().create_topic(topic).await.unwrap();
     for (name, selector) in subs {
         let queue = store
+            .topics()
             .subscribe_topic(topic, name, &durable(selector), "c")
             .await
             .unwrap();
@@ -66,5 +68,5 @@ async fn topic_with(store: &Arc<dyn Store>, clients: &[&str], topic: &str, subs:
 async fn peek_all(store: &Arc<dyn Store>, queue: &str) -> Vec<Delivery> {
     let mut spec = peek(queue, "c");
     spec.order = Order::Time;
-    store.receive(&spec, 1000).await.unwrap()
+    store.queues().receive(&spec, 1000).await.unwrap()
 }

@@ -20,11 +20,11 @@ pub async fn publish_copies_to_every_subscription(store: Arc<dyn Store>) {
         created_at: NOW + 5,
         ..publish("t", "p", "hello")
     };
-    let id = store.send(m).await.unwrap();
+    let id = store.queues().send(m).await.unwrap();
     for s in ["a", "b", "c"] {
         assert_eq!(sub_depth(&store, "t", s).await, (1, 0), "subscription {s}");
     }
-    let d = store.receive(&take("t:b", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&take("t:b", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["hello"]);
     let got = &d[0].message;
     assert_eq!(got.id, id, "the copy carries the published id");
@@ -39,25 +39,27 @@ pub async fn publish_copies_to_every_subscription(store: Arc<dyn Store>) {
     assert_eq!(sub_depth(&store, "t", "b").await, (0, 0));
     assert_eq!(sub_depth(&store, "t", "a").await, (1, 0));
     assert_eq!(sub_depth(&store, "t", "c").await, (1, 0));
-    let d = store.receive(&take("t:c", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&take("t:c", "c"), 1).await.unwrap();
     assert_eq!((d[0].message.id, d[0].message.queue.as_str()), (id, "t:c"));
 }
 
 /// A subscription gets only the messages published after it exists.
 pub async fn only_messages_published_after_subscribing(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
-    store.send(publish("t", "p", "m1")).await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
+    store.queues().send(publish("t", "p", "m1")).await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "early", &durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("t", "p", "m2")).await.unwrap();
+    store.queues().send(publish("t", "p", "m2")).await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "late", &durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("t", "p", "m3")).await.unwrap();
+    store.queues().send(publish("t", "p", "m3")).await.unwrap();
     assert_eq!(bodies(&peek_all(&store, "t:early").await), vec!["m2", "m3"]);
     assert_eq!(bodies(&peek_all(&store, "t:late").await), vec!["m3"]);
 }
@@ -65,25 +67,40 @@ pub async fn only_messages_published_after_subscribing(store: Arc<dyn Store>) {
 /// A publish with no subscription (or none that matches) gets an id and stores nothing.
 pub async fn publish_without_subscriptions_stores_nothing(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["q"]).await;
-    store.create_topic("t").await.unwrap();
-    let a = store.send(publish("t", "p", "lost")).await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
+    let a = store
+        .queues()
+        .send(publish("t", "p", "lost"))
+        .await
+        .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "picky", &durable("n = 1"), "c")
         .await
         .unwrap();
-    let b = store.send(publish("t", "p", "no match")).await.unwrap();
-    let c = store.send(msg(&["q"], "p", "plain")).await.unwrap();
+    let b = store
+        .queues()
+        .send(publish("t", "p", "no match"))
+        .await
+        .unwrap();
+    let c = store
+        .queues()
+        .send(msg(&["q"], "p", "plain"))
+        .await
+        .unwrap();
     assert!(a > 0 && b > a && c > b, "ids increase: {a} {b} {c}");
     assert_eq!(queue_names(&store).await, vec!["q"]);
     assert_eq!(depth(&store, "q").await, (1, 0));
     assert_eq!(sub_depth(&store, "t", "picky").await, (0, 0));
     store
+        .topics()
         .subscribe_topic("t", "all", &durable(""), "c")
         .await
         .unwrap();
     assert!(peek_all(&store, "t:all").await.is_empty());
     assert!(peek_all(&store, "t:picky").await.is_empty());
     store
+        .topics()
         .delete_topic("t", false)
         .await
         .expect("nothing was stored: the topic is empty");
@@ -123,6 +140,7 @@ pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
     ];
     for (body, sender, properties) in with_props {
         store
+            .queues()
             .send(NewMessage {
                 properties,
                 ..publish("t", sender, body)
@@ -133,14 +151,14 @@ pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
     let mut high = publish("t", "bank", "high");
     high.priority = 9;
     high.properties = vec![region("eu"), amount(101)];
-    store.send(high).await.unwrap();
+    store.queues().send(high).await.unwrap();
     let mut to_bob = publish("t", "shop", "to-bob");
     to_bob.receiver = Some("bob".into());
-    store.send(to_bob).await.unwrap();
+    store.queues().send(to_bob).await.unwrap();
     let mut ctx = publish("t", "bank", "ctx7");
     ctx.context = 7;
     ctx.properties = vec![("ratio".into(), PropertyValue::Str("1.0".into()))];
-    store.send(ctx).await.unwrap();
+    store.queues().send(ctx).await.unwrap();
 
     let expect: [(&str, &[&str]); 7] = [
         (
@@ -167,7 +185,7 @@ pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
     for (sub, want) in expect {
         let mut spec = peek(&subscription_queue("t", sub), "bob");
         spec.order = Order::Time;
-        let got = bodies(&store.receive(&spec, 100).await.unwrap());
+        let got = bodies(&store.queues().receive(&spec, 100).await.unwrap());
         assert_eq!(got, want, "subscription '{sub}' ({})", {
             subs.iter().find(|(n, _)| *n == sub).unwrap().1
         });
@@ -177,8 +195,9 @@ pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
 /// `send_batch` mixes sends and publishes; each succeeds or fails on its own, ids increase.
 pub async fn publish_in_send_batch_mixed_with_sends(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("s", "")]).await;
-    store.create_queue("q").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let results = store
+        .queues()
         .send_batch(vec![
             msg(&["q"], "p", "send-1"),
             publish("t", "p", "pub-1"),
@@ -232,10 +251,14 @@ pub async fn a_batch_alternating_topics_publishes_each_to_its_own(store: Arc<dyn
             publish("b", "r", &format!("b3{n}")),
         ]
     };
-    let results = store.send_batch(batch("")).await;
+    let results = store.queues().send_batch(batch("")).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     // A transaction's publishes are stored together at commit, by the same path.
-    store.commit(SESSION, batch("t"), &[]).await.unwrap();
+    store
+        .transactions()
+        .commit(SESSION, batch("t"), &[])
+        .await
+        .unwrap();
     for (queue, want) in [
         ("a:x", "a1 a2 a3 a1t a2t a3t"),
         ("a:y", "a1 a2 a3 a1t a2t a3t"),
@@ -254,21 +277,26 @@ pub async fn publish_to_unknown_receiver_changes_nothing(store: Arc<dyn Store>) 
     let mut ghost = publish("t", "p", "ghost");
     ghost.receiver = Some("ghost".into());
     assert_eq!(
-        store.send(ghost).await,
+        store.queues().send(ghost).await,
         Err(StoreError::ClientNotFound("ghost".into()))
     );
     assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
     assert_eq!(sub_depth(&store, "t", "b").await, (0, 0));
     let mut to_bob = publish("t", "p", "for bob");
     to_bob.receiver = Some("bob".into());
-    store.send(to_bob).await.unwrap();
+    store.queues().send(to_bob).await.unwrap();
     assert_eq!(sub_depth(&store, "t", "a").await, (1, 0));
     assert!(store
+        .queues()
         .receive(&take("t:a", "c"), 10)
         .await
         .unwrap()
         .is_empty());
-    let got = store.receive(&take("t:a", "bob"), 10).await.unwrap();
+    let got = store
+        .queues()
+        .receive(&take("t:a", "bob"), 10)
+        .await
+        .unwrap();
     assert_eq!(bodies(&got), vec!["for bob"]);
     assert_eq!(got[0].message.receiver.as_deref(), Some("bob"));
 }
@@ -293,7 +321,7 @@ pub async fn many_publishes_reach_exactly_the_matching_subscriptions(store: Arc<
         })
         .collect();
     for chunk in batch.chunks(400) {
-        for r in store.send_batch(chunk.to_vec()).await {
+        for r in store.queues().send_batch(chunk.to_vec()).await {
             r.unwrap();
         }
     }
@@ -317,7 +345,7 @@ pub async fn many_publishes_reach_exactly_the_matching_subscriptions(store: Arc<
         );
         let mut spec = take(&subscription_queue("t", sub), "c");
         spec.order = Order::Time;
-        let got = store.receive(&spec, 2000).await.unwrap();
+        let got = store.queues().receive(&spec, 2000).await.unwrap();
         assert!(bodies(&got) == want, "messages on {sub} differ");
     }
 }
@@ -332,6 +360,7 @@ pub async fn subscribing_while_publishing_gets_a_suffix(store: Arc<dyn Store>) {
         tokio::spawn(async move {
             for i in 0..150 {
                 store
+                    .queues()
                     .send(publish("t", "p", &format!("{tag}{i:03}")))
                     .await
                     .unwrap();
@@ -345,6 +374,7 @@ pub async fn subscribing_while_publishing_gets_a_suffix(store: Arc<dyn Store>) {
     }
     let before = sub_depth(&store, "t", "early").await.0;
     store
+        .topics()
         .subscribe_topic("t", "late", &durable(""), "c")
         .await
         .unwrap();
@@ -384,6 +414,7 @@ pub async fn concurrent_publishes_reach_every_subscription_once(store: Arc<dyn S
                 for i in 0..25 {
                     ids.push(
                         store
+                            .queues()
                             .send(publish("t", "p", &format!("{t}-{i}")))
                             .await
                             .unwrap(),

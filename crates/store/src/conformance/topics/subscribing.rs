@@ -14,29 +14,41 @@ use crate::error::StoreError;
 /// nothing (the backlog stays, and the old selector still filters).
 pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let opts = durable("n > 1");
-    let queue = store.subscribe_topic("t", "s", &opts, "c").await.unwrap();
+    let queue = store
+        .topics()
+        .subscribe_topic("t", "s", &opts, "c")
+        .await
+        .unwrap();
     assert_eq!(queue, "t:s");
     assert_eq!(queue, subscription_queue("t", "s"));
     let numbered = |n: i64| NewMessage {
         properties: vec![("n".into(), PropertyValue::Int(n))],
         ..publish("t", "p", &format!("m{n}"))
     };
-    store.send(numbered(1)).await.unwrap();
-    store.send(numbered(2)).await.unwrap();
+    store.queues().send(numbered(1)).await.unwrap();
+    store.queues().send(numbered(2)).await.unwrap();
     assert_eq!(
-        store.subscribe_topic("t", "s", &opts, "c").await,
+        store.topics().subscribe_topic("t", "s", &opts, "c").await,
         Ok("t:s".to_string()),
         "the same settings again"
     );
     assert_eq!(sub_depth(&store, "t", "s").await, (1, 0), "backlog kept");
     let other_selector = durable("n > 0");
-    match store.subscribe_topic("t", "s", &other_selector, "c").await {
+    match store
+        .topics()
+        .subscribe_topic("t", "s", &other_selector, "c")
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("another selector: expected InvalidArgument, got {other:?}"),
     }
-    match store.subscribe_topic("t", "s", &durable(""), "c").await {
+    match store
+        .topics()
+        .subscribe_topic("t", "s", &durable(""), "c")
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("no selector instead of one: expected InvalidArgument, got {other:?}"),
     }
@@ -44,7 +56,7 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
         shared: true,
         ..durable("n > 1")
     };
-    match store.subscribe_topic("t", "s", &shared, "c").await {
+    match store.topics().subscribe_topic("t", "s", &shared, "c").await {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("shared instead of not: expected InvalidArgument, got {other:?}"),
     }
@@ -54,8 +66,8 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
         (true, false, "n > 1", 1),
         "a refused subscribe changes nothing"
     );
-    store.send(numbered(0)).await.unwrap();
-    store.send(numbered(3)).await.unwrap();
+    store.queues().send(numbered(0)).await.unwrap();
+    store.queues().send(numbered(3)).await.unwrap();
     assert_eq!(
         bodies(&peek_all(&store, "t:s").await),
         vec!["m2", "m3"],
@@ -63,10 +75,12 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
     );
     // And the other way round: a shared subscription refuses a non-shared subscribe.
     store
+        .topics()
         .subscribe_topic("t", "sh", &shared, "c")
         .await
         .unwrap();
     match store
+        .topics()
         .subscribe_topic("t", "sh", &durable("n > 1"), "c")
         .await
     {
@@ -74,7 +88,10 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
         other => panic!("not shared instead of shared: expected InvalidArgument, got {other:?}"),
     }
     assert_eq!(
-        store.subscribe_topic("t", "sh", &shared, "c").await,
+        store
+            .topics()
+            .subscribe_topic("t", "sh", &shared, "c")
+            .await,
         Ok("t:sh".to_string())
     );
 }
@@ -83,7 +100,7 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
 /// queue options (here: the maximum delivery count).
 pub async fn resubscribe_keeps_queue_options(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let once = SubscriptionOptions {
         queue: QueueOptions {
             max_deliveries: 1,
@@ -91,14 +108,20 @@ pub async fn resubscribe_keeps_queue_options(store: Arc<dyn Store>) {
         },
         ..durable("")
     };
-    store.subscribe_topic("t", "s", &once, "c").await.unwrap();
     store
+        .topics()
+        .subscribe_topic("t", "s", &once, "c")
+        .await
+        .unwrap();
+    store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .expect("other queue options are no conflict");
-    store.send(publish("t", "p", "x")).await.unwrap();
-    let d = store.receive(&lease("t:s", "c"), 1).await.unwrap();
+    store.queues().send(publish("t", "p", "x")).await.unwrap();
+    let d = store.queues().receive(&lease("t:s", "c"), 1).await.unwrap();
     store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
@@ -113,8 +136,12 @@ pub async fn resubscribe_keeps_queue_options(store: Arc<dyn Store>) {
 /// refused and create nothing.
 pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
-    match store.subscribe_topic("t", "s", &durable("n >"), "c").await {
+    store.topics().create_topic("t").await.unwrap();
+    match store
+        .topics()
+        .subscribe_topic("t", "s", &durable("n >"), "c")
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("a selector that does not parse: expected InvalidArgument, got {other:?}"),
     }
@@ -127,7 +154,7 @@ pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store:
         ..durable("")
     };
     assert_eq!(
-        store.subscribe_topic("t", "s", &dlq, "c").await,
+        store.topics().subscribe_topic("t", "s", &dlq, "c").await,
         Err(StoreError::QueueNotFound("no-dlq".into()))
     );
     let exp = SubscriptionOptions {
@@ -138,7 +165,7 @@ pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store:
         ..durable("")
     };
     assert_eq!(
-        store.subscribe_topic("t", "s", &exp, "c").await,
+        store.topics().subscribe_topic("t", "s", &exp, "c").await,
         Err(StoreError::QueueNotFound("no-exp".into()))
     );
     assert_eq!(
@@ -146,47 +173,65 @@ pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store:
         Vec::<String>::new(),
         "nothing was created"
     );
-    store.send(publish("t", "p", "x")).await.unwrap();
-    assert!(store.list_queues().await.unwrap().is_empty());
+    store.queues().send(publish("t", "p", "x")).await.unwrap();
+    assert!(store.queues().list_queues().await.unwrap().is_empty());
 }
 
 /// Subscription queues belong to their topic: not in `list_queues`, not searched by by-sender
 /// receives, not in `waiting_queues`; yet a receive naming `topic:name` gets their messages.
 pub async fn subscription_queues_are_hidden_but_receivable(store: Arc<dyn Store>) {
     setup(&store, &["p", "c", "other"], &["plain"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
         .await
         .unwrap();
     store
+        .topics()
         .subscribe_topic("t", "~c.1", &non_durable(""), "c")
         .await
         .unwrap();
     let mut addressed = publish("t", "p", "for c");
     addressed.receiver = Some("c".into());
-    store.send(addressed).await.unwrap();
-    store.send(publish("t", "p", "for all")).await.unwrap();
+    store.queues().send(addressed).await.unwrap();
+    store
+        .queues()
+        .send(publish("t", "p", "for all"))
+        .await
+        .unwrap();
     assert_eq!(
         queue_names(&store).await,
         vec!["plain"],
         "list_queues leaves out subscription queues"
     );
     assert!(
-        store.waiting_queues("c", NOW).await.unwrap().is_empty(),
+        store
+            .queues()
+            .waiting_queues("c", NOW)
+            .await
+            .unwrap()
+            .is_empty(),
         "waiting_queues leaves out subscription queues"
     );
     store
+        .queues()
         .send(msg_to(&["plain"], "p", "c", "addressed"))
         .await
         .unwrap();
     assert_eq!(
-        store.waiting_queues("c", NOW).await.unwrap(),
+        store.queues().waiting_queues("c", NOW).await.unwrap(),
         vec!["plain"],
         "waiting_queues lists the plain queue only"
     );
     assert_eq!(
-        bodies(&store.receive(&take("plain", "c"), 1).await.unwrap()),
+        bodies(
+            &store
+                .queues()
+                .receive(&take("plain", "c"), 1)
+                .await
+                .unwrap()
+        ),
         vec!["addressed"]
     );
     let by_sender = ReceiveSpec {
@@ -194,23 +239,32 @@ pub async fn subscription_queues_are_hidden_but_receivable(store: Arc<dyn Store>
         ..take("unused", "c")
     };
     assert!(
-        store.receive(&by_sender, 10).await.unwrap().is_empty(),
+        store
+            .queues()
+            .receive(&by_sender, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "by-sender receives leave out subscription queues"
     );
-    store.send(msg(&["plain"], "p", "q")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["plain"], "p", "q"))
+        .await
+        .unwrap();
     assert_eq!(
-        bodies(&store.receive(&by_sender, 10).await.unwrap()),
+        bodies(&store.queues().receive(&by_sender, 10).await.unwrap()),
         vec!["q"],
         "by-sender still finds the plain queue's message"
     );
     let mut spec = take("t:s", "c");
     spec.order = Order::Time;
-    let d = store.receive(&spec, 10).await.unwrap();
+    let d = store.queues().receive(&spec, 10).await.unwrap();
     assert_eq!(bodies(&d), vec!["for c", "for all"]);
     assert!(d.iter().all(|d| d.message.queue == "t:s"), "{d:?}");
     let mut spec = take("t:~c.1", "other");
     spec.order = Order::Time;
-    let d = store.receive(&spec, 10).await.unwrap();
+    let d = store.queues().receive(&spec, 10).await.unwrap();
     assert_eq!(
         bodies(&d),
         vec!["for all"],
@@ -223,47 +277,53 @@ pub async fn subscription_queues_are_hidden_but_receivable(store: Arc<dyn Store>
 /// deliveries become unknown); an unknown one is `SubscriptionNotFound` (wire code NotFound).
 pub async fn unsubscribe_removes_subscription_and_backlog(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
-    store.send(publish("t", "p", "one")).await.unwrap();
-    store.send(publish("t", "p", "two")).await.unwrap();
-    let d = store.receive(&lease("t:a", "c"), 1).await.unwrap();
+    store.queues().send(publish("t", "p", "one")).await.unwrap();
+    store.queues().send(publish("t", "p", "two")).await.unwrap();
+    let d = store.queues().receive(&lease("t:a", "c"), 1).await.unwrap();
     let id = d[0].delivery_id;
     assert_eq!(sub_depth(&store, "t", "a").await, (1, 1));
-    store.unsubscribe("t", "a").await.unwrap();
+    store.topics().unsubscribe("t", "a").await.unwrap();
     assert_eq!(subscription_names(&store, "t").await, vec!["b"]);
     assert_eq!(
-        store.ack(SESSION, &[id]).await,
+        store.queues().ack(SESSION, &[id]).await,
         Err(StoreError::DeliveriesNotFound(vec![id])),
         "the unsubscribed subscription's in-flight delivery is unknown"
     );
-    assert_eq!(store.next_lease_deadline().await.unwrap(), None);
+    assert_eq!(store.upkeep().next_lease_deadline().await.unwrap(), None);
     assert_eq!(
-        store.receive(&take("t:a", "c"), 10).await,
+        store.queues().receive(&take("t:a", "c"), 10).await,
         Err(StoreError::QueueNotFound("t:a".into())),
         "the subscription's queue is gone"
     );
-    let err = store.unsubscribe("t", "a").await.unwrap_err();
+    let err = store.topics().unsubscribe("t", "a").await.unwrap_err();
     assert_eq!(err, StoreError::SubscriptionNotFound("t:a".into()));
     assert_eq!(err.code(), ErrorCode::NotFound);
     assert_eq!(
-        store.unsubscribe("t", "never").await,
+        store.topics().unsubscribe("t", "never").await,
         Err(StoreError::SubscriptionNotFound("t:never".into()))
     );
     assert_eq!(
-        store.unsubscribe("nope", "a").await,
+        store.topics().unsubscribe("nope", "a").await,
         Err(StoreError::TopicNotFound("nope".into()))
     );
     assert_eq!(sub_depth(&store, "t", "b").await, (2, 0), "b keeps its own");
     // Publishing goes on to the remaining subscription only; re-subscribing starts empty.
-    store.send(publish("t", "p", "three")).await.unwrap();
     store
+        .queues()
+        .send(publish("t", "p", "three"))
+        .await
+        .unwrap();
+    store
+        .topics()
         .subscribe_topic("t", "a", &durable(""), "c")
         .await
         .unwrap();
     assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
     assert_eq!(sub_depth(&store, "t", "b").await, (3, 0));
-    store.unsubscribe("t", "b").await.unwrap();
-    store.unsubscribe("t", "a").await.unwrap();
+    store.topics().unsubscribe("t", "b").await.unwrap();
+    store.topics().unsubscribe("t", "a").await.unwrap();
     store
+        .topics()
         .delete_topic("t", false)
         .await
         .expect("no subscriptions left");
@@ -273,8 +333,9 @@ pub async fn unsubscribe_removes_subscription_and_backlog(store: Arc<dyn Store>)
 /// messages like any other, and `unsubscribe` removes it with its messages.
 pub async fn non_durable_subscription_lifecycle(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let queue = store
+        .topics()
         .subscribe_topic("t", "~c.1", &non_durable("n = 1"), "c")
         .await
         .unwrap();
@@ -289,40 +350,50 @@ pub async fn non_durable_subscription_lifecycle(store: Arc<dyn Store>) {
     for n in [0, 1] {
         let mut m = publish("t", "p", &format!("m{n}"));
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
     }
-    let d = store.receive(&lease("t:~c.1", "c"), 10).await.unwrap();
+    let d = store
+        .queues()
+        .receive(&lease("t:~c.1", "c"), 10)
+        .await
+        .unwrap();
     assert_eq!(bodies(&d), vec!["m1"]);
-    store.unsubscribe("t", "~c.1").await.unwrap();
+    store.topics().unsubscribe("t", "~c.1").await.unwrap();
     assert_eq!(find_subscription(&store, "t", "~c.1").await, None);
     assert_eq!(
-        store.ack(SESSION, &[d[0].delivery_id]).await,
+        store.queues().ack(SESSION, &[d[0].delivery_id]).await,
         Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id]))
     );
     assert_eq!(
-        store.unsubscribe("t", "~c.1").await,
+        store.topics().unsubscribe("t", "~c.1").await,
         Err(StoreError::SubscriptionNotFound("t:~c.1".into()))
     );
-    store.delete_topic("t", false).await.unwrap();
+    store.topics().delete_topic("t", false).await.unwrap();
 }
 
 /// Creating a non-durable subscription under a name that exists as a non-durable one replaces
 /// it: the new selector applies, the old backlog is gone and its deliveries are unknown.
 pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "~c.1", &non_durable("n = 1"), "c")
         .await
         .unwrap();
     for n in [1, 1] {
         let mut m = publish("t", "p", "old");
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
     }
-    let d = store.receive(&lease("t:~c.1", "c"), 1).await.unwrap();
+    let d = store
+        .queues()
+        .receive(&lease("t:~c.1", "c"), 1)
+        .await
+        .unwrap();
     assert_eq!(
         store
+            .topics()
             .subscribe_topic("t", "~c.1", &non_durable("n = 2"), "c")
             .await,
         Ok("t:~c.1".to_string())
@@ -334,14 +405,14 @@ pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
         "the replacement has the new selector and no backlog"
     );
     assert_eq!(
-        store.ack(SESSION, &[d[0].delivery_id]).await,
+        store.queues().ack(SESSION, &[d[0].delivery_id]).await,
         Err(StoreError::DeliveriesNotFound(vec![d[0].delivery_id])),
         "a delivery of the replaced subscription is unknown"
     );
     for n in [1, 2] {
         let mut m = publish("t", "p", &format!("new{n}"));
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
-        store.send(m).await.unwrap();
+        store.queues().send(m).await.unwrap();
     }
     assert_eq!(bodies(&peek_all(&store, "t:~c.1").await), vec!["new2"]);
 }
@@ -352,15 +423,24 @@ pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
 pub async fn durability_and_sharing_mismatches_are_refused(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("d", "")]).await;
     store
+        .topics()
         .subscribe_topic("t", "~c.1", &non_durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("t", "p", "x")).await.unwrap();
-    match store.subscribe_topic("t", "d", &non_durable(""), "c").await {
+    store.queues().send(publish("t", "p", "x")).await.unwrap();
+    match store
+        .topics()
+        .subscribe_topic("t", "d", &non_durable(""), "c")
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("non-durable over durable: expected InvalidArgument, got {other:?}"),
     }
-    match store.subscribe_topic("t", "~c.1", &durable(""), "c").await {
+    match store
+        .topics()
+        .subscribe_topic("t", "~c.1", &durable(""), "c")
+        .await
+    {
         Err(StoreError::InvalidArgument(_)) => {}
         other => panic!("durable over non-durable: expected InvalidArgument, got {other:?}"),
     }
@@ -369,14 +449,18 @@ pub async fn durability_and_sharing_mismatches_are_refused(store: Arc<dyn Store>
         ..non_durable("")
     };
     for over in ["d", "~c.1"] {
-        match store.subscribe_topic("t", over, &shared, "c").await {
+        match store
+            .topics()
+            .subscribe_topic("t", over, &shared, "c")
+            .await
+        {
             Err(StoreError::InvalidArgument(_)) => {}
             other => {
                 panic!("shared non-durable over {over}: expected InvalidArgument, got {other:?}")
             }
         }
     }
-    let list = store.list_topics().await.unwrap();
+    let list = store.topics().list_topics().await.unwrap();
     let subs: Vec<(String, bool, u64)> = list[0]
         .subscriptions
         .iter()

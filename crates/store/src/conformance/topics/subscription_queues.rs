@@ -12,21 +12,27 @@ use crate::error::StoreError;
 /// Settling on one subscription leaves the copies on the others alone.
 pub async fn settling_on_one_subscription_leaves_the_others(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", ""), ("c", "")]).await;
-    store.send(publish("t", "p", "x")).await.unwrap();
-    store.send(publish("t", "p", "y")).await.unwrap();
-    let d = store.receive(&lease("t:a", "c"), 2).await.unwrap();
+    store.queues().send(publish("t", "p", "x")).await.unwrap();
+    store.queues().send(publish("t", "p", "y")).await.unwrap();
+    let d = store.queues().receive(&lease("t:a", "c"), 2).await.unwrap();
     assert_eq!(bodies(&d), vec!["x", "y"]);
-    store.ack(SESSION, &[d[0].delivery_id]).await.unwrap();
     store
+        .queues()
+        .ack(SESSION, &[d[0].delivery_id])
+        .await
+        .unwrap();
+    store
+        .queues()
         .nack(SESSION, &[d[1].delivery_id], false)
         .await
         .unwrap();
     assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
     assert_eq!(sub_depth(&store, "t", "b").await, (2, 0), "b untouched");
     assert_eq!(sub_depth(&store, "t", "c").await, (2, 0), "c untouched");
-    store.receive(&take("t:b", "c"), 1).await.unwrap();
-    let d = store.receive(&lease("t:c", "c"), 1).await.unwrap();
+    store.queues().receive(&take("t:b", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&lease("t:c", "c"), 1).await.unwrap();
     store
+        .queues()
         .nack(SESSION, &[d[0].delivery_id], true)
         .await
         .unwrap();
@@ -48,7 +54,7 @@ pub async fn settling_on_one_subscription_leaves_the_others(store: Arc<dyn Store
 /// dead-letter queue, with the subscription queue as its original queue.
 pub async fn subscription_dead_letters_after_max_deliveries(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["dlq"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let opts = SubscriptionOptions {
         queue: QueueOptions {
             max_deliveries: 2,
@@ -57,23 +63,33 @@ pub async fn subscription_dead_letters_after_max_deliveries(store: Arc<dyn Store
         },
         ..durable("")
     };
-    store.subscribe_topic("t", "s", &opts, "c").await.unwrap();
     store
+        .topics()
+        .subscribe_topic("t", "s", &opts, "c")
+        .await
+        .unwrap();
+    store
+        .topics()
         .subscribe_topic("t", "other", &durable(""), "c")
         .await
         .unwrap();
-    let id = store.send(publish("t", "p", "poison")).await.unwrap();
+    let id = store
+        .queues()
+        .send(publish("t", "p", "poison"))
+        .await
+        .unwrap();
     for _ in 0..2 {
-        let d = store.receive(&lease("t:s", "c"), 1).await.unwrap();
+        let d = store.queues().receive(&lease("t:s", "c"), 1).await.unwrap();
         assert_eq!(bodies(&d), vec!["poison"]);
         store
+            .queues()
             .nack(SESSION, &[d[0].delivery_id], true)
             .await
             .unwrap();
     }
     assert_eq!(sub_depth(&store, "t", "s").await, (0, 0));
     assert_eq!(depth(&store, "dlq").await, (1, 0));
-    let d = store.receive(&take("dlq", "c"), 1).await.unwrap();
+    let d = store.queues().receive(&take("dlq", "c"), 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["poison"]);
     let prop = |name: &str| {
         d[0].message
@@ -105,48 +121,51 @@ pub async fn subscription_dead_letters_after_max_deliveries(store: Arc<dyn Store
 /// (`topic:name`) like any queue, so that the broker wakes its consumers.
 pub async fn subscription_queue_is_named_by_settling_and_timing(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("s", "")]).await;
-    store.send(publish("t", "p", "m1")).await.unwrap();
-    store.send(publish("t", "p", "m2")).await.unwrap();
+    store.queues().send(publish("t", "p", "m1")).await.unwrap();
+    store.queues().send(publish("t", "p", "m2")).await.unwrap();
     let mut later = publish("t", "p", "later");
     later.deliver_at_ms = NOW + 1_000;
-    store.send(later).await.unwrap();
+    store.queues().send(later).await.unwrap();
     let mut short = publish("t", "p", "short");
     short.expires_at_ms = NOW + 50;
-    store.send(short).await.unwrap();
+    store.queues().send(short).await.unwrap();
     assert_eq!(
-        store.delayed_due(0, NOW).await,
+        store.upkeep().delayed_due(0, NOW).await,
         Ok((Vec::new(), Some(NOW + 1_000)))
     );
     assert_eq!(
-        store.delayed_due(NOW, NOW + 1_000).await,
+        store.upkeep().delayed_due(NOW, NOW + 1_000).await,
         Ok((vec!["t:s".to_string()], None)),
         "delayed_due names the subscription queue"
     );
     let mut spec = lease("t:s", "c");
     spec.order = Order::Time;
     spec.lease_until_ms = 5_000;
-    let d = store.receive(&spec, 1).await.unwrap();
+    let d = store.queues().receive(&spec, 1).await.unwrap();
     assert_eq!(bodies(&d), vec!["m1"]);
     assert_eq!(
-        store.nack(SESSION, &[d[0].delivery_id], true).await,
+        store
+            .queues()
+            .nack(SESSION, &[d[0].delivery_id], true)
+            .await,
         Ok(vec!["t:s".to_string()]),
         "nack names the subscription queue"
     );
-    store.receive(&spec, 2).await.unwrap();
+    store.queues().receive(&spec, 2).await.unwrap();
     assert_eq!(
-        store.release_session(SESSION).await,
+        store.sessions().release_session(SESSION).await,
         Ok(vec!["t:s".to_string()]),
         "release_session names the subscription queue"
     );
-    store.receive(&spec, 1).await.unwrap();
-    assert_eq!(store.next_lease_deadline().await, Ok(Some(5_000)));
+    store.queues().receive(&spec, 1).await.unwrap();
+    assert_eq!(store.upkeep().next_lease_deadline().await, Ok(Some(5_000)));
     assert_eq!(
-        store.expire_leases(5_000).await,
+        store.upkeep().expire_leases(5_000).await,
         Ok(vec!["t:s".to_string()]),
         "expire_leases names the subscription queue"
     );
     assert_eq!(
-        store.purge_expired(NOW + 50).await,
+        store.upkeep().purge_expired(NOW + 50).await,
         Ok(1),
         "the expired copy on the subscription is purged"
     );
@@ -158,7 +177,7 @@ pub async fn subscription_queue_is_named_by_settling_and_timing(store: Arc<dyn S
     let mut all = peek("t:s", "c");
     all.order = Order::Time;
     all.now_ms = NOW + 1_000;
-    let d = store.receive(&all, 10).await.unwrap();
+    let d = store.queues().receive(&all, 10).await.unwrap();
     assert_eq!(bodies(&d), vec!["m1", "m2", "later"]);
     assert_eq!(d[0].message.delivery_count, 3);
 }
@@ -167,7 +186,7 @@ pub async fn subscription_queue_is_named_by_settling_and_timing(store: Arc<dyn S
 /// they are due, and moves expired ones to its expiry queue.
 pub async fn subscription_queue_orders_delays_and_expires(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &["exp"]).await;
-    store.create_topic("t").await.unwrap();
+    store.topics().create_topic("t").await.unwrap();
     let opts = SubscriptionOptions {
         queue: QueueOptions {
             expiry_queue: Some("exp".into()),
@@ -175,18 +194,30 @@ pub async fn subscription_queue_orders_delays_and_expires(store: Arc<dyn Store>)
         },
         ..durable("")
     };
-    store.subscribe_topic("t", "s", &opts, "c").await.unwrap();
+    store
+        .topics()
+        .subscribe_topic("t", "s", &opts, "c")
+        .await
+        .unwrap();
     let with = |body: &str, priority: u8, deliver_at_ms: u64, expires_at_ms: u64| NewMessage {
         priority,
         deliver_at_ms,
         expires_at_ms,
         ..publish("t", "p", body)
     };
-    store.send(with("low", 2, 0, 0)).await.unwrap();
-    store.send(with("high", 9, 0, 0)).await.unwrap();
-    store.send(with("delayed", 5, NOW + 100, 0)).await.unwrap();
-    store.send(with("ttl", 5, 0, NOW + 10)).await.unwrap();
-    let got = store.receive(&peek("t:s", "c"), 10).await.unwrap();
+    store.queues().send(with("low", 2, 0, 0)).await.unwrap();
+    store.queues().send(with("high", 9, 0, 0)).await.unwrap();
+    store
+        .queues()
+        .send(with("delayed", 5, NOW + 100, 0))
+        .await
+        .unwrap();
+    store
+        .queues()
+        .send(with("ttl", 5, 0, NOW + 10))
+        .await
+        .unwrap();
+    let got = store.queues().receive(&peek("t:s", "c"), 10).await.unwrap();
     assert_eq!(
         bodies(&got),
         vec!["high", "ttl", "low"],
@@ -195,15 +226,15 @@ pub async fn subscription_queue_orders_delays_and_expires(store: Arc<dyn Store>)
     let mut spec = take("t:s", "c");
     spec.order = Order::Time;
     spec.now_ms = NOW + 100;
-    let got = store.receive(&spec, 10).await.unwrap();
+    let got = store.queues().receive(&spec, 10).await.unwrap();
     assert_eq!(
         bodies(&got),
         vec!["low", "high", "delayed"],
         "time order once due; the expired one is not delivered"
     );
-    store.purge_expired(NOW + 100).await.unwrap();
+    store.upkeep().purge_expired(NOW + 100).await.unwrap();
     assert_eq!(sub_depth(&store, "t", "s").await, (0, 0));
-    let got = store.receive(&take("exp", "c"), 10).await.unwrap();
+    let got = store.queues().receive(&take("exp", "c"), 10).await.unwrap();
     assert_eq!(bodies(&got), vec!["ttl"], "moved to the expiry queue once");
     let original = got[0]
         .message
@@ -219,48 +250,53 @@ pub async fn subscription_queue_orders_delays_and_expires(store: Arc<dyn Store>)
 /// and a new subscription of the same name is not affected.
 pub async fn settling_after_unsubscribe_is_harmless(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", "")]).await;
-    store.create_queue("q").await.unwrap();
-    store.send(publish("t", "p", "x")).await.unwrap();
-    store.send(publish("t", "p", "y")).await.unwrap();
-    store.send(publish("t", "p", "z")).await.unwrap();
-    store.send(msg(&["q"], "p", "plain")).await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    store.queues().send(publish("t", "p", "x")).await.unwrap();
+    store.queues().send(publish("t", "p", "y")).await.unwrap();
+    store.queues().send(publish("t", "p", "z")).await.unwrap();
+    store
+        .queues()
+        .send(msg(&["q"], "p", "plain"))
+        .await
+        .unwrap();
     let mut spec = lease("t:a", "c");
     spec.order = Order::Time;
     spec.lease_until_ms = 5_000;
-    let d = store.receive(&spec, 3).await.unwrap();
+    let d = store.queues().receive(&spec, 3).await.unwrap();
     assert_eq!(bodies(&d), vec!["x", "y", "z"]);
     let mut plain = lease("q", "c");
     plain.lease_until_ms = 5_000;
-    store.receive(&plain, 1).await.unwrap();
-    store.unsubscribe("t", "a").await.unwrap();
+    store.queues().receive(&plain, 1).await.unwrap();
+    store.topics().unsubscribe("t", "a").await.unwrap();
     store
+        .topics()
         .subscribe_topic("t", "a", &durable(""), "c")
         .await
         .unwrap();
-    store.send(publish("t", "p", "new")).await.unwrap();
+    store.queues().send(publish("t", "p", "new")).await.unwrap();
     let (x, y) = (d[0].delivery_id, d[1].delivery_id);
     assert_eq!(
-        store.nack(SESSION, &[x], true).await,
+        store.queues().nack(SESSION, &[x], true).await,
         Err(StoreError::DeliveriesNotFound(vec![x]))
     );
     assert_eq!(
-        store.commit(SESSION, Vec::new(), &[y]).await,
+        store.transactions().commit(SESSION, Vec::new(), &[y]).await,
         Err(StoreError::DeliveriesNotFound(vec![y]))
     );
     assert_eq!(
-        store.expire_leases(5_000).await,
+        store.upkeep().expire_leases(5_000).await,
         Ok(vec!["q".to_string()]),
         "only the plain queue's lease expires"
     );
     assert_eq!(
-        store.release_session(SESSION).await,
+        store.sessions().release_session(SESSION).await,
         Ok(Vec::new()),
         "nothing of the old subscription comes back"
     );
-    assert_eq!(store.next_lease_deadline().await, Ok(None));
+    assert_eq!(store.upkeep().next_lease_deadline().await, Ok(None));
     assert_eq!(sub_depth(&store, "t", "a").await, (1, 0));
     assert_eq!(
-        bodies(&store.receive(&take("t:a", "c"), 10).await.unwrap()),
+        bodies(&store.queues().receive(&take("t:a", "c"), 10).await.unwrap()),
         vec!["new"]
     );
 }

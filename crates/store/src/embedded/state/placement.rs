@@ -73,7 +73,7 @@ impl State {
         ids.into_iter().map(|e| e.1).collect()
     }
 
-    /// See [`crate::Store::delayed_due`]: makes the messages due by `until_ms` ready and names
+    /// See [`crate::Upkeep::delayed_due`]: makes the messages due by `until_ms` ready and names
     /// the queues that got delayed messages since the last call (by this or by receives).
     /// Also names the expiry queues that got expired messages from receives since then.
     pub fn delayed_due(&mut self, until_ms: u64) -> (Vec<String>, Option<u64>) {

@@ -224,7 +224,7 @@ impl State {
     }
 
     /// Creates subscription `name` on `topic`, or checks an existing one (see
-    /// [`crate::Store::subscribe_topic`]); returns its queue's name.
+    /// [`crate::Topics::subscribe_topic`]); returns its queue's name.
     pub fn subscribe(
         &mut self,
         log: &mut LogGuard<'_>,

@@ -20,7 +20,7 @@ use crate::error::StoreError;
 const MAX_GROUP: usize = u32::MAX as usize - 64;
 
 impl State {
-    /// Commits a transaction of `session` (see [`crate::Store::commit`]); returns the ids of
+    /// Commits a transaction of `session` (see [`crate::Transactions::commit`]); returns the ids of
     /// `msgs` in order.
     pub fn commit(
         &mut self,
