@@ -27,6 +27,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:6730";
 pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:6731";
 /// The `http_listen` value that turns the HTTP listener off.
 pub const HTTP_OFF: &str = "off";
+/// Default STOMP listen address (the port STOMP brokers use).
+pub const DEFAULT_STOMP_LISTEN: &str = "127.0.0.1:61613";
+/// The `stomp_listen` value that turns the STOMP listener off.
+pub const STOMP_OFF: &str = "off";
 /// Default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "ferry-data";
 /// Default `client_expiry_secs`: a day.
@@ -195,6 +199,14 @@ pub struct BrokerConfig {
     /// Per-queue and per-subscription series in `/metrics`; off for brokers with very many
     /// queues (the global series stay).
     pub metrics_per_object: bool,
+    /// STOMP address (`HOST:PORT`, port 0 picks a free port), or [`STOMP_OFF`]. The broker
+    /// binds it and records it in the runtime file; the `ferry` binary serves it (see the
+    /// `ferry-stomp` crate).
+    pub stomp_listen: String,
+    /// A STOMP SEND or SUBSCRIBE to a queue or topic that does not exist creates it (as STOMP
+    /// clients expect), for sessions allowed to manage that name; the native protocol always
+    /// needs explicit creation.
+    pub stomp_auto_create: bool,
     /// Bytes a connection may have queued for its client (replies, pushes) before the broker
     /// stops reading its requests and stops pushing to it, until the client reads.
     pub max_outbound_bytes: u64,
@@ -274,6 +286,8 @@ impl Default for BrokerConfig {
             workers: None,
             http_listen: DEFAULT_HTTP_LISTEN.to_owned(),
             http_allow_remote: false,
+            stomp_listen: DEFAULT_STOMP_LISTEN.to_owned(),
+            stomp_auto_create: true,
             metrics_per_object: true,
             max_outbound_bytes: 8 << 20,
             max_pending_bytes: 16 << 20,
@@ -396,6 +410,18 @@ impl BrokerConfig {
                 ));
             }
         }
+        if self.stomp_listen != STOMP_OFF
+            && self
+                .stomp_listen
+                .rsplit_once(':')
+                .is_none_or(|(_, port)| port.parse::<u16>().is_err())
+        {
+            return Err(invalid(
+                "stomp_listen",
+                self.stomp_listen.clone(),
+                "expected HOST:PORT or off",
+            ));
+        }
         for (key, v) in [
             ("max_outbound_bytes", self.max_outbound_bytes),
             ("max_pending_bytes", self.max_pending_bytes),
@@ -502,6 +528,11 @@ impl BrokerConfig {
             key: self.tls_key.clone()?,
             client_ca: self.tls_client_ca.clone(),
         })
+    }
+
+    /// The STOMP address to bind, `None` when the listener is off.
+    pub fn stomp_addr(&self) -> Option<&str> {
+        (self.stomp_listen != STOMP_OFF).then_some(self.stomp_listen.as_str())
     }
 
     /// The HTTP address to bind, `None` when the listener is off.

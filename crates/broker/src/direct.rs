@@ -1,16 +1,17 @@
 //! The broker's side of direct delivery (see [`ferry_store::direct`]): a push subscription that
 //! can take non-persistent publishes straight from the store offers itself as a
-//! [`DirectConsumer`] while its task runs, and encodes what the store hands it as `Deliver`
-//! frames.
+//! [`DirectConsumer`] while its task runs, and encodes what the store hands it with the
+//! subscription's encoder (`Deliver` frames, or a gateway's, see [`crate::push`]).
 
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use ferry_protocol::{deliver_encoded_len, encode_deliver, DeliveryView, SubscriptionId};
+use ferry_protocol::{DeliveryView, SubscriptionId};
 use ferry_store::{DirectBatch, DirectConsumer, Store};
 
 use crate::credit::Credit;
 use crate::outbound::Outbound;
+use crate::push::DeliveryEncoder;
 use crate::stats::Stats;
 
 /// A push subscription as a direct consumer: frames go to its connection's writer, each
@@ -24,6 +25,8 @@ pub struct DirectPush {
     pub out: Outbound,
     /// Counts the deliveries.
     pub stats: Arc<Stats>,
+    /// Writes the deliveries (the subscription's, see [`crate::push`]).
+    pub encoder: Arc<dyn DeliveryEncoder>,
 }
 
 impl DirectConsumer for DirectPush {
@@ -46,6 +49,7 @@ impl DirectConsumer for DirectPush {
             subscription: self.subscription,
             out: self.out.clone(),
             stats: self.stats.clone(),
+            encoder: self.encoder.clone(),
             expected,
             frames: BytesMut::new(),
             count: 0,
@@ -62,6 +66,7 @@ struct PushBatch {
     subscription: SubscriptionId,
     out: Outbound,
     stats: Arc<Stats>,
+    encoder: Arc<dyn DeliveryEncoder>,
     /// Deliveries the store expects in this batch: the buffer is sized for them at the first.
     expected: usize,
     frames: BytesMut,
@@ -73,10 +78,14 @@ impl DirectBatch for PushBatch {
         if self.count == 0 {
             // Publishes of one batch are mostly alike: size the buffer for all of them once
             // instead of growing it by copies.
-            let reserve = deliver_encoded_len(delivery).saturating_mul(self.expected);
+            let reserve = self
+                .encoder
+                .encoded_len(delivery)
+                .saturating_mul(self.expected);
             self.frames.reserve(reserve.min(MAX_RESERVE));
         }
-        encode_deliver(&mut self.frames, self.subscription, delivery);
+        self.encoder
+            .encode(&mut self.frames, self.subscription, delivery);
         self.count += 1;
     }
 

@@ -196,31 +196,47 @@ async fn connect(
     ip: Option<IpAddr>,
     principal: Principal,
 ) -> Result<Started, Response> {
+    let ephemeral = c.flags & CONNECT_EPHEMERAL != 0;
+    let keepalive = granted_keepalive(c.keepalive_ms, shared.policy.keepalive_ms);
+    let session = bind_session(shared, c.client, ephemeral, out, ip, principal).await?;
+    Ok(Started { session, keepalive })
+}
+
+/// Starts a session as client `client` for `principal` (a user may open sessions under its
+/// own name, or names its grants allow), claiming the name here and in the store (`ephemeral`:
+/// registered for this session alone); the error response when refused. Native connections
+/// and gateways' in-process sessions ([`crate::local`]) both start here.
+pub(crate) async fn bind_session(
+    shared: &Arc<Shared>,
+    client: String,
+    ephemeral: bool,
+    out: &Outbound,
+    ip: Option<IpAddr>,
+    principal: Principal,
+) -> Result<Arc<Session>, Response> {
     if let Principal::User(user) = &principal {
         let grants = shared.access.grants(&principal);
-        if !grants.allows_client(user, &c.client) {
+        if !grants.allows_client(user, &client) {
             return Err(Response::error(
                 ErrorCode::Unauthorized,
                 format!(
-                    "permission denied: user '{user}' may not open sessions as client '{}' \
-                     (its own name, or a 'client PATTERN' grant)",
-                    c.client
+                    "permission denied: user '{user}' may not open sessions as client '{client}' \
+                     (its own name, or a 'client PATTERN' grant)"
                 ),
             ));
         }
     }
     if let Some(ip) = ip {
-        check_new_name_rate(shared, &c.client, ip).await?;
+        check_new_name_rate(shared, &client, ip).await?;
     }
-    let Some(session_id) = shared.claim_client(&c.client) else {
+    let Some(session_id) = shared.claim_client(&client) else {
         return Err(Response::error(
             ErrorCode::AlreadyOnline,
-            format!("client '{}' is already online", c.client),
+            format!("client '{client}' is already online"),
         ));
     };
     // The local map is the fast path; the store decides across every node sharing it (and
     // registers the name: for this session alone when the client says so).
-    let ephemeral = c.flags & CONNECT_EPHEMERAL != 0;
     let registration = if ephemeral {
         Registration::Ephemeral
     } else {
@@ -229,22 +245,19 @@ async fn connect(
     if let Err(e) = shared
         .store
         .sessions()
-        .claim_session(&c.client, session_id, registration)
+        .claim_session(&client, session_id, registration)
         .await
     {
-        shared.release_client(&c.client, session_id);
+        shared.release_client(&client, session_id);
         return Err(store_error(&e));
     }
-    Ok(Started {
-        session: Arc::new(Session::new(
-            session_id,
-            c.client,
-            out.clone(),
-            ephemeral,
-            principal,
-        )),
-        keepalive: granted_keepalive(c.keepalive_ms, shared.policy.keepalive_ms),
-    })
+    Ok(Arc::new(Session::new(
+        session_id,
+        client,
+        out.clone(),
+        ephemeral,
+        principal,
+    )))
 }
 
 /// Refuses a name the store does not know yet when `ip` has registered more new names than

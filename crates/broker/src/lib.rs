@@ -17,7 +17,8 @@
 //!   direct delivery of non-persistent publishes;
 //! - [`consumers`]: consumers of topic subscriptions (exclusive or shared);
 //! - [`txn`]: a session's open transaction;
-//! - [`local`]: in-process sessions for protocol gateways (the datagram ingest);
+//! - [`local`]: in-process sessions for protocol gateways (the datagram ingest, STOMP), and
+//!   [`push`] how a session's pushes are encoded (native frames, or a gateway's);
 //! - [`jobs`]: lease expiry, store upkeep, heartbeats and other nodes' change reports;
 //! - [`node`]: the node's name among the nodes sharing a database;
 //! - [`config`]: defaults, TOML file, `FERRY_*` environment, flags;
@@ -51,6 +52,7 @@ pub mod manage;
 pub mod memory;
 pub mod node;
 pub mod outbound;
+pub mod push;
 pub mod registry;
 pub mod runtime_file;
 pub mod server;

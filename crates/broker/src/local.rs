@@ -4,30 +4,53 @@
 //! gets every check, limit, counter and store path a native client gets, and nothing new to
 //! keep in step.
 //!
-//! A local session has a client name like any session (one live session per name), registered
-//! ephemerally: nothing is stored for the name itself. It has no subscriptions of its own (the
-//! pushes a subscription would make have nowhere to go), so gateways use it to send and publish.
+//! Two kinds:
+//! - [`RunningBroker::local_session`]: a session of the broker's own (the datagram ingest),
+//!   acting for the operator, registered ephemerally, without subscriptions (the pushes would
+//!   have nowhere to go): it sends and publishes.
+//! - [`Sessions::open`]: a session for one client of a gateway (a STOMP connection), acting
+//!   for the principal the gateway authenticated, under the client name it asked for (bound to
+//!   its user as on the native protocol), with subscriptions. Its pushes are encoded by the
+//!   gateway's own [`DeliveryEncoder`] per subscription and queued on the session's outbound
+//!   queue as a native connection's are (same budget, credit and held auto-ack deliveries); the
+//!   gateway takes them with [`Pushes::next`] and writes them to its client. So a gateway's
+//!   client gets the same checks, limits, counters and store paths as a native one, and each
+//!   message is encoded once, in the gateway's protocol.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use ferry_protocol::{ErrorCode, ErrorReply, Request, Response};
+use bytes::Bytes;
+use ferry_protocol::requests::{Subscribe, SubscribeTopic};
+use ferry_protocol::{
+    AckMode, ErrorCode, ErrorReply, Limits, ReceiveMode, Request, Response, SubscriptionId,
+};
 use ferry_store::Registration;
+use tokio_util::sync::CancellationToken;
 
+use crate::access::Principal;
+use crate::admission::AddressSlot;
 use crate::dispatch::dispatch;
-use crate::handlers::validate;
+use crate::handlers::{settle, subscribe, validate};
+use crate::manage::Management;
 use crate::outbound::{self, Writer};
+use crate::push::DeliveryEncoder;
 use crate::server::RunningBroker;
 use crate::session::Session;
 use crate::shared::Shared;
+use crate::stats::{CloseKind, Stats};
 
 /// A session of the broker inside the broker's process, for a gateway.
 pub struct LocalSession {
     shared: Arc<Shared>,
     session: Arc<Session>,
-    /// The writer's end of what the session would push to a client: kept so that writes to it
-    /// do not fail, and run by nobody (a local session does not subscribe, and holds no
-    /// auto-ack takes for a writer to settle).
-    _writer: Writer,
+    /// The writer's end of what the session would push to a client, for the broker's own
+    /// sessions: kept so that writes to it do not fail, and run by nobody (such a session does
+    /// not subscribe, and holds no auto-ack takes for a writer to settle). A gateway's session
+    /// hands it to the gateway instead ([`Pushes`]).
+    _writer: Option<Writer>,
+    /// Whether the session may subscribe (a gateway's).
+    subscribes: bool,
 }
 
 impl RunningBroker {
@@ -91,7 +114,8 @@ impl LocalSession {
         Ok(LocalSession {
             session: Arc::new(Session::new(id, client.to_owned(), out, true, principal)),
             shared,
-            _writer: writer,
+            _writer: Some(writer),
+            subscribes: false,
         })
     }
 
@@ -101,13 +125,39 @@ impl LocalSession {
     }
 
     /// Runs one request as a connection would. Subscriptions are refused (`InvalidArgument`):
-    /// a local session has no one to push to.
+    /// they go through [`LocalSession::subscribe`] and [`LocalSession::subscribe_topic`]. An
+    /// auto-ack take of a gateway's session is taken as a lease and settled at once (the held
+    /// take a native connection's writer settles has no native writer here): the reply comes
+    /// back to the caller instead.
     pub async fn request(&self, request: Request) -> Response {
         match request {
             Request::Subscribe(_) | Request::SubscribeTopic(_) => Response::error(
                 ErrorCode::InvalidArgument,
-                "an in-process session cannot subscribe",
+                "an in-process session subscribes with LocalSession::subscribe",
             ),
+            Request::Receive(mut r)
+                if r.mode == ReceiveMode::Take
+                    && r.ack == AckMode::Auto
+                    && self.session.out.holds_enabled()
+                    && !self.session.in_txn() =>
+            {
+                r.ack = AckMode::Client;
+                let reply = dispatch(&self.shared, &self.session, 0, Request::Receive(r))
+                    .await
+                    .unwrap_or(Response::Received(None));
+                match reply {
+                    Response::Received(Some(mut d)) if d.delivery_id != 0 => {
+                        match settle::ack(&self.shared, &self.session, vec![d.delivery_id]).await {
+                            Response::Ok => {
+                                d.delivery_id = 0;
+                                Response::Received(Some(d))
+                            }
+                            refused => refused,
+                        }
+                    }
+                    other => other,
+                }
+            }
             Request::Connect(_) | Request::Disconnect => Response::error(
                 ErrorCode::InvalidArgument,
                 "an in-process session is connected for its whole life",
@@ -118,6 +168,63 @@ impl LocalSession {
         }
     }
 
+    /// Starts a push subscription on a queue (`sub` as the native `Subscribe`), whose
+    /// deliveries `encoder` writes to the session's [`Pushes`]. Checked as on a native
+    /// connection: permissions, the queue's existence, the prefetch limit, the selector.
+    pub async fn subscribe(
+        &self,
+        sub: Subscribe,
+        encoder: Arc<dyn DeliveryEncoder>,
+    ) -> Result<SubscriptionId, ErrorReply> {
+        self.may_subscribe()?;
+        crate::authorize::check(&self.shared, &self.session, &Request::Subscribe(sub.clone()))?;
+        started(subscribe::open_queue(&self.shared, &self.session, sub, encoder, |_| true).await)
+    }
+
+    /// Starts a push subscription on a topic (or pattern; durable, shared as `sub` says),
+    /// whose deliveries `encoder` writes to the session's [`Pushes`].
+    pub async fn subscribe_topic(
+        &self,
+        sub: SubscribeTopic,
+        encoder: Arc<dyn DeliveryEncoder>,
+    ) -> Result<SubscriptionId, ErrorReply> {
+        self.may_subscribe()?;
+        if sub.prefetch == 0 {
+            return Err(ErrorReply::new(
+                ErrorCode::InvalidArgument,
+                "prefetch must be at least 1",
+            ));
+        }
+        crate::authorize::check(
+            &self.shared,
+            &self.session,
+            &Request::SubscribeTopic(sub.clone()),
+        )?;
+        started(subscribe::open_topic(&self.shared, &self.session, sub, encoder, |_, _| true).await)
+    }
+
+    fn may_subscribe(&self) -> Result<(), ErrorReply> {
+        if self.subscribes {
+            Ok(())
+        } else {
+            Err(ErrorReply::new(
+                ErrorCode::InvalidArgument,
+                "this in-process session cannot subscribe",
+            ))
+        }
+    }
+
+    /// Whether the session is ending (the broker shuts down, an operator closed it, its
+    /// gateway gave up on the client).
+    pub fn is_closing(&self) -> bool {
+        self.session.is_closing()
+    }
+
+    /// Cancelled when the session starts ending.
+    pub fn closing(&self) -> CancellationToken {
+        self.session.closing().clone()
+    }
+
     /// Ends the session as a connection's ends: an open transaction is rolled back, unsettled
     /// deliveries return to their queues, and the name is free again.
     pub async fn close(self) {
@@ -125,5 +232,166 @@ impl LocalSession {
             let _ = crate::handlers::txn::rollback(&self.shared, &self.session).await;
         }
         crate::connection::end_session(&self.shared, &self.session).await;
+    }
+}
+
+/// What a subscription's start returned, as the gateway's answer.
+fn started(r: Result<Option<SubscriptionId>, Response>) -> Result<SubscriptionId, ErrorReply> {
+    match r {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(ErrorReply::new(
+            ErrorCode::Internal,
+            "the session ended while subscribing",
+        )),
+        Err(Response::Error(e)) => Err(e),
+        Err(other) => Err(ErrorReply::new(
+            ErrorCode::Internal,
+            format!("unexpected reply to a subscribe: {:?}", other.kind()),
+        )),
+    }
+}
+
+/// Opens sessions for a gateway's clients. Cheap to clone; get one with
+/// [`RunningBroker::sessions`].
+#[derive(Clone)]
+pub struct Sessions {
+    shared: Arc<Shared>,
+    management: Management,
+}
+
+/// Who a gateway's session is for.
+#[derive(Debug, Clone)]
+pub struct SessionRequest {
+    /// The client name (one live session per name).
+    pub client: String,
+    /// The name was made up for this session: registered for it alone.
+    pub ephemeral: bool,
+    /// Who the session acts as (from [`Sessions::login`], or [`Principal::Anonymous`] once
+    /// [`Sessions::admit_anonymous`] allowed it).
+    pub principal: Principal,
+    /// The gateway's client's address (for the new-name rate per address).
+    pub ip: Option<IpAddr>,
+}
+
+impl RunningBroker {
+    /// A handle to open sessions for a gateway's clients (see [`Sessions`]).
+    pub fn sessions(&self) -> Sessions {
+        Sessions {
+            shared: self.shared().clone(),
+            management: self.management(),
+        }
+    }
+}
+
+impl Sessions {
+    /// Starts a session for a gateway's client, as the native handshake does once the client
+    /// is authenticated: the user may use the name, the name is free, the store registers it.
+    /// The session's pushes come out of the returned [`Pushes`].
+    pub async fn open(&self, req: SessionRequest) -> Result<(LocalSession, Pushes), ErrorReply> {
+        let shared = &self.shared;
+        validate::name("client", &req.client, &shared.limits)?;
+        let (out, writer) = outbound::channel(shared.policy.max_outbound_bytes, &shared.shutdown);
+        let session = crate::handshake::bind_session(
+            shared,
+            req.client,
+            req.ephemeral,
+            &out,
+            req.ip,
+            req.principal,
+        )
+        .await
+        .map_err(|reply| match reply {
+            Response::Error(e) => e,
+            other => ErrorReply::new(
+                ErrorCode::Internal,
+                format!("unexpected reply to a connect: {:?}", other.kind()),
+            ),
+        })?;
+        // Auto-ack takes are held until the gateway takes them for its client (Pushes::next).
+        out.enable_holds(session.hold_id());
+        Ok((
+            LocalSession {
+                shared: shared.clone(),
+                session,
+                _writer: None,
+                subscribes: true,
+            },
+            Pushes {
+                writer,
+                store: shared.store.clone(),
+            },
+        ))
+    }
+
+    /// Checks a user's password (see [`Management::login`]): the principal to open the
+    /// session as, or `Unauthorized` / `LimitExceeded`.
+    pub async fn login(
+        &self,
+        user: &str,
+        password: &str,
+        ip: Option<IpAddr>,
+    ) -> Result<Principal, ErrorReply> {
+        self.management.login(user, password, ip).await
+    }
+
+    /// Whether a client that gave no credentials may start a session from `ip`, by the native
+    /// listener's rules (loopback only while no user exists, unless `allow_anonymous`; once
+    /// users exist, only with anonymous grants); the reason when not.
+    pub fn admit_anonymous(&self, ip: Option<IpAddr>) -> Result<(), String> {
+        self.shared.access.admit_anonymous(ip)
+    }
+
+    /// Takes one of `ip`'s connections under the broker's limit per address (shared with the
+    /// native listener's connections from the same address); the reason when it has none
+    /// left. The slot is given back when dropped.
+    pub fn admit_address(&self, ip: IpAddr) -> Result<AddressSlot, String> {
+        let shared = &self.shared;
+        shared.admission.connect(ip).ok_or_else(|| {
+            Stats::add(&shared.stats.connections_refused_address, 1);
+            shared.stats.count_close(CloseKind::ServerFull);
+            format!(
+                "{ip} has {} connections open, the limit per address",
+                shared.admission.max_per_address()
+            )
+        })
+    }
+
+    /// The limits the broker enforces (a gateway advertises and applies the same).
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// Cancelled when the broker starts shutting down.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shared.shutdown.clone()
+    }
+}
+
+/// A gateway session's pushes, encoded by its subscriptions' encoders, for the gateway to
+/// write to its client.
+pub struct Pushes {
+    writer: Writer,
+    store: Arc<dyn ferry_store::Store>,
+}
+
+impl Pushes {
+    /// Waits for pushes and appends them to `frames` (auto-ack deliveries among them are
+    /// settled first, as a native connection's writer settles them right before writing).
+    /// Returns the bytes taken: give them back with [`Pushes::written`] once written, so that
+    /// a client that does not read holds at most the outbound budget
+    /// (`max_outbound_bytes`) and its subscriptions stop taking. `None` once the session ends.
+    pub async fn next(&mut self, frames: &mut Vec<Bytes>) -> Option<usize> {
+        self.writer.next_batch(&*self.store, frames).await
+    }
+
+    /// `n` bytes of [`Pushes::next`] were written to the client.
+    pub fn written(&self, n: usize) {
+        self.writer.written(n);
+    }
+
+    /// The gateway gives up on its client (`slow_reader`: it took nothing for the write
+    /// timeout): the session starts closing.
+    pub fn fail(&self, reason: String, slow_reader: bool) {
+        self.writer.fail(reason, slow_reader);
     }
 }

@@ -369,7 +369,7 @@ impl Writer {
                     Holds::Push(ids) => held.extend_from_slice(ids),
                 }
             }
-            let settled = held.is_empty() || settle(&link, &*store, &held, &wr).await;
+            let settled = held.is_empty() || settle(&link, &*store, &held, Some(&wr)).await;
             if link.has_failed() {
                 // The socket ended (or the store failed): nothing more is written.
                 return;
@@ -408,14 +408,75 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// For a gateway that writes a session's frames itself, in its own protocol (see
+    /// [`crate::local`]): waits for what is queued, settles the held deliveries in it as
+    /// [`Writer::run`] does (the gateway checks its own socket), and appends the frames that
+    /// may be written to `frames`, in order. Returns the queued bytes taken, to give back with
+    /// [`Writer::written`] once they are written (until then they count against the budget);
+    /// `None` when every [`Outbound`] is gone or the session is closing.
+    pub async fn next_batch(&mut self, store: &dyn Store, frames: &mut Vec<Bytes>) -> Option<usize> {
+        let first = tokio::select! {
+            first = self.rx.recv() => first?,
+            _ = self.link.closing.cancelled() => return None,
+        };
+        let mut items = vec![first];
+        let mut bytes = items[0].frames.len();
+        while bytes < WRITE_BATCH_BYTES && items.len() < MAX_BATCH_ITEMS {
+            match self.rx.try_recv() {
+                Ok(more) => {
+                    bytes += more.frames.len();
+                    items.push(more);
+                }
+                Err(_) => break,
+            }
+        }
+        let mut held: Vec<DeliveryId> = Vec::new();
+        for item in &items {
+            match &item.holds {
+                Holds::None => {}
+                Holds::Reply { delivery, .. } => held.push(*delivery),
+                Holds::Push(ids) => held.extend_from_slice(ids),
+            }
+        }
+        let settled = held.is_empty() || settle(&self.link, store, &held, None).await;
+        for item in items {
+            match item.holds {
+                // Not settled: back in their queues when the session ends (a gateway's
+                // sessions make no held replies).
+                Holds::Reply { .. } | Holds::Push(_) if !settled => {}
+                _ => frames.push(item.frames),
+            }
+        }
+        Some(bytes)
+    }
+
+    /// `n` bytes from [`Writer::next_batch`] are written (or dropped): producers waiting for
+    /// room go on.
+    pub fn written(&self, n: usize) {
+        self.link.done(n);
+    }
+
+    /// The gateway gives up on its client (`slow_reader`: it took nothing for the write
+    /// timeout): the session starts closing with `reason`.
+    pub fn fail(&self, reason: String, slow_reader: bool) {
+        self.link.fail(reason, slow_reader);
+    }
+}
+
 /// Settles held deliveries `ids` (removes them from their queues) unless the connection is
 /// closing or its socket has ended; whether they may be written.
-async fn settle(link: &Link, store: &dyn Store, ids: &[DeliveryId], wr: &WireWrite) -> bool {
+async fn settle(
+    link: &Link,
+    store: &dyn Store,
+    ids: &[DeliveryId],
+    wr: Option<&WireWrite>,
+) -> bool {
     let gate = link.gate.lock().await;
     if !*gate || link.closed.load(Ordering::Relaxed) || link.closing.is_cancelled() {
         return false;
     }
-    if let Some(why) = socket_ended(wr) {
+    if let Some(why) = wr.and_then(socket_ended) {
         // The reader may not have seen it yet: what is held goes back rather than into a
         // socket that can no longer deliver it.
         drop(gate);

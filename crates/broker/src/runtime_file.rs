@@ -29,9 +29,22 @@ pub fn write_with_http(
     listen: SocketAddr,
     http: Option<SocketAddr>,
 ) -> std::io::Result<()> {
+    write_with_listeners(data_dir, listen, http, None)
+}
+
+/// [`write()`], with the bound HTTP and STOMP addresses of the listeners that are on.
+pub fn write_with_listeners(
+    data_dir: &Path,
+    listen: SocketAddr,
+    http: Option<SocketAddr>,
+    stomp: Option<SocketAddr>,
+) -> std::io::Result<()> {
     let mut text = format!("listen = \"{listen}\"\npid = {}\n", std::process::id());
     if let Some(http) = http {
         text.push_str(&format!("http = \"{http}\"\n"));
+    }
+    if let Some(stomp) = stomp {
+        text.push_str(&format!("stomp = \"{stomp}\"\n"));
     }
     let tmp = data_dir.join(format!("{FILE_NAME}.tmp"));
     let atomic = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, path(data_dir)));
@@ -59,6 +72,8 @@ pub struct Runtime {
     pub pid: u32,
     /// The bound HTTP address, when the HTTP listener is on.
     pub http: Option<SocketAddr>,
+    /// The bound STOMP address, when the STOMP listener is on.
+    pub stomp: Option<SocketAddr>,
 }
 
 /// Reads a runtime file back; `None` if it is missing or incomplete.
@@ -70,6 +85,10 @@ pub fn read(data_dir: &Path) -> Option<Runtime> {
         pid: u32::try_from(value.get("pid")?.as_integer()?).ok()?,
         http: value
             .get("http")
+            .and_then(|v| v.as_str())
+            .and_then(|s| s.parse().ok()),
+        stomp: value
+            .get("stomp")
             .and_then(|v| v.as_str())
             .and_then(|s| s.parse().ok()),
     })
@@ -99,9 +118,21 @@ mod tests {
             Some(Runtime {
                 listen: b,
                 pid: 7,
-                http: None
+                http: None,
+                stomp: None,
             })
         );
         assert!(overwrite(&dir.path().join("missing"), b"x").is_err());
+    }
+
+    #[test]
+    fn the_stomp_address_is_recorded_when_the_listener_is_on() {
+        let dir = tempfile::tempdir().expect("dir");
+        let a: SocketAddr = "127.0.0.1:6730".parse().expect("addr");
+        let s: SocketAddr = "127.0.0.1:61613".parse().expect("addr");
+        write_with_listeners(dir.path(), a, None, Some(s)).expect("write");
+        assert_eq!(read(dir.path()).and_then(|r| r.stomp), Some(s));
+        write(dir.path(), a).expect("write");
+        assert_eq!(read(dir.path()).and_then(|r| r.stomp), None);
     }
 }

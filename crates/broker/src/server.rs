@@ -81,6 +81,9 @@ pub struct RunningBroker {
     /// The bound HTTP listener until its server takes it.
     http: std::sync::Mutex<Option<TcpListener>>,
     http_addr: Option<SocketAddr>,
+    /// The bound STOMP listener until its gateway takes it.
+    stomp: std::sync::Mutex<Option<TcpListener>>,
+    stomp_addr: Option<SocketAddr>,
     management: crate::manage::Management,
     tls: Option<ferry_tls::Acceptor>,
 }
@@ -201,7 +204,27 @@ impl Broker {
             None => None,
         };
         let http_addr = http.as_ref().map(|(_, a)| *a);
-        if let Err(source) = runtime_file::write_with_http(&config.data_dir, addr, http_addr) {
+        // Likewise the STOMP listener, which the `ferry-stomp` gateway serves.
+        let stomp = match config.stomp_addr() {
+            Some(stomp) => {
+                let l = TcpListener::bind(stomp)
+                    .await
+                    .map_err(|source| BrokerError::Bind {
+                        addr: stomp.to_owned(),
+                        source,
+                    })?;
+                let a = l.local_addr().map_err(|source| BrokerError::Bind {
+                    addr: stomp.to_owned(),
+                    source,
+                })?;
+                Some((l, a))
+            }
+            None => None,
+        };
+        let stomp_addr = stomp.as_ref().map(|(_, a)| *a);
+        if let Err(source) =
+            runtime_file::write_with_listeners(&config.data_dir, addr, http_addr, stomp_addr)
+        {
             let path = runtime_file::path(&config.data_dir);
             if !ferry_store::embedded::backend::is_no_space(&source) {
                 return Err(BrokerError::RuntimeFile { path, source });
@@ -237,6 +260,7 @@ impl Broker {
             tls = tls.is_some(),
             mtls = config.tls_client_ca.is_some(),
             http = %http_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+            stomp = %stomp_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
             data_dir = %config.data_dir.display(),
             store = %config.store.redacted(),
             fsync = %config.fsync,
@@ -258,6 +282,8 @@ impl Broker {
             _lock: None,
             http: std::sync::Mutex::new(http.map(|(l, _)| l)),
             http_addr,
+            stomp: std::sync::Mutex::new(stomp.map(|(l, _)| l)),
+            stomp_addr,
             management,
             tls,
         })
@@ -318,6 +344,16 @@ impl RunningBroker {
             }
             None => Ok(false),
         }
+    }
+
+    /// The bound STOMP address, when the STOMP listener is on.
+    pub fn stomp_addr(&self) -> Option<SocketAddr> {
+        self.stomp_addr
+    }
+
+    /// Takes the bound STOMP listener (once) to serve it; `None` when it is off or taken.
+    pub fn take_stomp_listener(&self) -> Option<TcpListener> {
+        self.stomp.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// The management facade: what the HTTP API reads and does.

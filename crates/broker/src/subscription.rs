@@ -27,14 +27,15 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{
-    deliver_encoded_len, encode_deliver, AckMode, DeliveryId, DeliveryView, ErrorCode, ErrorReply,
-    ReceiveMode, Response, Source, SubscriptionId,
+    AckMode, DeliveryId, DeliveryView, ErrorCode, ErrorReply, ReceiveMode, Response, Source,
+    SubscriptionId,
 };
 use ferry_selector::Selector;
 use ferry_store::{ReceiveSpec, StoreError};
 
 use crate::credit::Credit;
 use crate::direct::{Attached, DirectPush};
+use crate::push::DeliveryEncoder;
 use crate::session::{Session, SubscriptionHandle};
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -49,13 +50,15 @@ const MAX_PUSH_BUFFER: usize = 4 << 20;
 const MAX_PUSH_BYTES: usize = 1 << 20;
 
 /// Starts subscription `id` (from [`Session::next_subscription_id`]) for `sub` on `session`;
-/// the caller has validated `sub` and parsed its selector (`None`: every message).
+/// the caller has validated `sub` and parsed its selector (`None`: every message). Its pushes
+/// are written by `encoder` (see [`crate::push`]).
 pub fn start(
     shared: Arc<Shared>,
     session: Arc<Session>,
     id: SubscriptionId,
     sub: Subscribe,
     selector: Option<Arc<Selector>>,
+    encoder: Arc<dyn DeliveryEncoder>,
 ) -> SubscriptionHandle {
     let handle = SubscriptionHandle {
         id,
@@ -65,7 +68,14 @@ pub fn start(
         queue: Arc::from(sub.queue.as_str()),
         selector: Arc::from(sub.selector.as_str()),
     };
-    let task = tokio::spawn(run(shared, session.clone(), handle.clone(), sub, selector));
+    let task = tokio::spawn(run(
+        shared,
+        session.clone(),
+        handle.clone(),
+        sub,
+        selector,
+        encoder,
+    ));
     session.add_subscription(handle.clone(), task);
     handle
 }
@@ -86,12 +96,6 @@ async fn wait_for_credit(h: &SubscriptionHandle) -> Option<u32> {
     }
 }
 
-fn closed(sub: SubscriptionId, e: &StoreError) -> Response {
-    Response::SubscriptionClosed {
-        subscription: sub,
-        error: ErrorReply::new(e.code(), e.to_string()),
-    }
-}
 
 async fn run(
     shared: Arc<Shared>,
@@ -99,6 +103,7 @@ async fn run(
     h: SubscriptionHandle,
     sub: Subscribe,
     selector: Option<Arc<Selector>>,
+    encoder: Arc<dyn DeliveryEncoder>,
 ) {
     let watch = shared.wakers.queue(&sub.queue);
     let hold = sub.ack == AckMode::Auto && session.out.holds_enabled();
@@ -119,7 +124,14 @@ async fn run(
     if hold {
         session.out.note_held();
     }
-    let direct = offer_direct(&shared, &session, &h, &sub, spec.selector.is_some());
+    let direct = offer_direct(
+        &shared,
+        &session,
+        &h,
+        &sub,
+        spec.selector.is_some(),
+        &encoder,
+    );
     let taker = direct.as_ref().map(Attached::consumer);
     // The size of a delivery, as last seen: until one is seen, the largest there can be.
     let mut delivery_bytes = shared.limits.max_body_bytes as usize;
@@ -151,7 +163,7 @@ async fn run(
             if buf.is_empty() {
                 // Sized up front from the first delivery: a batch is hundreds of KiB, and
                 // growing by doubling would copy it several times.
-                let first = deliver_encoded_len(&d);
+                let first = encoder.encoded_len(&d);
                 buf.reserve(first.saturating_mul(total).min(MAX_PUSH_BUFFER).max(first));
             }
             if track || hold {
@@ -159,7 +171,7 @@ async fn run(
             }
             if hold {
                 // The client settles nothing: the writer does (see crate::outbound).
-                encode_deliver(
+                encoder.encode(
                     &mut buf,
                     h.id,
                     &DeliveryView {
@@ -168,7 +180,7 @@ async fn run(
                     },
                 );
             } else {
-                encode_deliver(&mut buf, h.id, &d);
+                encoder.encode(&mut buf, h.id, &d);
             }
         };
         // With a taker, the store starts the take under its lock (and may pick less than
@@ -227,7 +239,7 @@ async fn run(
             Err(e) => {
                 h.credit.end_take(0);
                 let mut buf = BytesMut::new();
-                closed(h.id, &e).encode(0, &mut buf);
+                encoder.ended(&mut buf, h.id, &ErrorReply::new(e.code(), e.to_string()));
                 let _ = session.out.send(buf.freeze());
                 session.forget_subscription(h.id);
                 if let Some(consumer) = session.take_topic_consumer(h.id) {
@@ -253,6 +265,7 @@ fn offer_direct(
     h: &SubscriptionHandle,
     sub: &Subscribe,
     has_selector: bool,
+    encoder: &Arc<dyn DeliveryEncoder>,
 ) -> Option<Attached> {
     let topic_subscription = sub.queue.contains(ferry_protocol::SUBSCRIPTION_SEPARATOR);
     if !topic_subscription || sub.ack != AckMode::Auto || has_selector {
@@ -263,6 +276,7 @@ fn offer_direct(
         credit: h.credit.clone(),
         out: session.out.clone(),
         stats: shared.stats.clone(),
+        encoder: encoder.clone(),
     });
     Attached::offer(&shared.store, &sub.queue, consumer)
 }

@@ -159,6 +159,19 @@ settings! {
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     metrics_per_object: bool, "BOOL" => field(metrics_per_object);
 
+    /// STOMP address (STOMP 1.0 to 1.2 over TCP; over WebSocket it is at `/stomp` on the HTTP
+    /// listener, see [STOMP](stomp.md)); `off` disables it; port 0 picks a free port (named
+    /// in `runtime.toml`)
+    stomp_listen: String, "ADDR" => custom {
+        get: |c| Some(c.stomp_listen.clone()),
+        set: |c, v, origin| c.stomp_listen = v.trim().to_owned(),
+    };
+
+    /// a STOMP SEND or SUBSCRIBE creates a queue or topic that does not exist, for sessions
+    /// allowed to manage its name (the native protocol always creates explicitly)
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    stomp_auto_create: bool, "BOOL" => field(stomp_auto_create);
+
     /// replies and pushes queued for one client and not yet written; past it the connection's
     /// requests are no longer read and its subscriptions stop taking (at least 65536)
     #[default = "8388608 (8 MiB)"]

@@ -10,6 +10,7 @@ use ferry_selector::Selector;
 use ferry_store::StoreError;
 
 use super::{store_error, validate};
+use crate::push::{DeliveryEncoder, Native};
 use crate::session::{Session, TopicConsumer};
 use crate::shared::Shared;
 use crate::subscription;
@@ -24,18 +25,34 @@ pub async fn subscribe(
     request_id: u32,
     sub: Subscribe,
 ) -> Option<Response> {
-    let selector = match check(shared, &sub).await {
-        Ok(selector) => selector,
-        Err(reply) => return Some(reply),
+    let announce = |id| {
+        let mut reply = BytesMut::new();
+        Response::Subscribed { subscription: id }.encode(request_id, &mut reply);
+        session.out.send(reply.freeze()).is_ok()
     };
-    let id = session.next_subscription_id();
-    let mut reply = BytesMut::new();
-    Response::Subscribed { subscription: id }.encode(request_id, &mut reply);
-    if session.out.send(reply.freeze()).is_err() {
-        return None; // the connection is gone
+    match open_queue(shared, session, sub, Arc::new(Native), announce).await {
+        Ok(_) => None,
+        Err(reply) => Some(reply),
     }
-    subscription::start(shared.clone(), session.clone(), id, sub, selector);
-    None
+}
+
+/// Starts a push subscription on a queue whose pushes `encoder` writes, once `announce` has
+/// made its id known (and returned true; false: the connection is gone, nothing starts).
+/// `Ok(None)` when the connection went; `Err` with the reply when it cannot start.
+pub async fn open_queue(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    sub: Subscribe,
+    encoder: Arc<dyn DeliveryEncoder>,
+    announce: impl FnOnce(SubscriptionId) -> bool,
+) -> Result<Option<SubscriptionId>, Response> {
+    let selector = check(shared, &sub).await?;
+    let id = session.next_subscription_id();
+    if !announce(id) {
+        return Ok(None); // the connection is gone
+    }
+    subscription::start(shared.clone(), session.clone(), id, sub, selector, encoder);
+    Ok(Some(id))
 }
 
 /// The subscription's parsed selector if it can start, otherwise the error response.
@@ -120,14 +137,36 @@ pub async fn subscribe_topic(
     request_id: u32,
     sub: SubscribeTopic,
 ) -> Option<Response> {
-    let name = match check_topic(shared, session, &sub) {
-        Ok(name) => name,
-        Err(e) => return Some(Response::Error(e)),
+    let announce = |id, queue: &str| {
+        let mut reply = BytesMut::new();
+        Response::TopicSubscribed {
+            subscription: id,
+            queue: queue.to_owned(),
+        }
+        .encode(request_id, &mut reply);
+        session.out.send(reply.freeze()).is_ok()
     };
+    match open_topic(shared, session, sub, Arc::new(Native), announce).await {
+        Ok(_) => None,
+        Err(reply) => Some(reply),
+    }
+}
+
+/// [`subscribe_topic`] with the pushes written by `encoder`, once `announce` has made the id
+/// and the subscription's queue known (see [`open_queue`]). `Err` carries the reply when
+/// nothing starts, also the prefetch-0 reply.
+pub async fn open_topic(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    sub: SubscribeTopic,
+    encoder: Arc<dyn DeliveryEncoder>,
+    announce: impl FnOnce(SubscriptionId, &str) -> bool,
+) -> Result<Option<SubscriptionId>, Response> {
+    let name = check_topic(shared, session, &sub).map_err(Response::Error)?;
     let queue = subscription_queue(&sub.topic, &name);
     let store = &shared.store;
     if sub.prefetch == 0 {
-        return Some(
+        return Err(
             match store
                 .topics()
                 .subscribe_topic(&sub.topic, &name, &sub.options, &session.client)
@@ -154,20 +193,15 @@ pub async fn subscribe_topic(
     }
     // Claimed before the store is asked, so two sessions racing for an exclusive
     // subscription cannot both get it.
-    if let Err(e) = shared.consumers.attach(&queue, sub.options.shared) {
-        return Some(Response::Error(e));
-    }
+    shared
+        .consumers
+        .attach(&queue, sub.options.shared)
+        .map_err(Response::Error)?;
     if let Err(e) = attach(shared, session, &sub, &name).await {
         shared.consumers.detach(&queue);
-        return Some(store_error(&e));
+        return Err(store_error(&e));
     }
     let id = session.next_subscription_id();
-    let mut reply = BytesMut::new();
-    Response::TopicSubscribed {
-        subscription: id,
-        queue: queue.clone(),
-    }
-    .encode(request_id, &mut reply);
     let consumer = TopicConsumer {
         topic: sub.topic.clone(),
         name,
@@ -176,9 +210,9 @@ pub async fn subscribe_topic(
         shared: sub.options.shared,
         session: session.id,
     };
-    if session.out.send(reply.freeze()).is_err() {
+    if !announce(id, &queue) {
         end_topic_consumer(shared, consumer).await; // the connection is gone
-        return None;
+        return Ok(None);
     }
     session.add_topic_consumer(id, consumer);
     let push = Subscribe {
@@ -188,8 +222,8 @@ pub async fn subscribe_topic(
         prefetch: sub.prefetch,
         selector: String::new(),
     };
-    subscription::start(shared.clone(), session.clone(), id, push, None);
-    None
+    subscription::start(shared.clone(), session.clone(), id, push, None, encoder);
+    Ok(Some(id))
 }
 
 /// Creates (or finds) the subscription and records this session as its consumer in the store,
