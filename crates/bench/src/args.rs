@@ -17,7 +17,7 @@ use clap::{Args, ValueEnum};
 
 use crate::drivers::nats::NatsMode;
 use crate::drivers::target::DEFAULT_SERVER;
-use crate::drivers::{amqp, nats, postgres, Target, TargetOptions};
+use crate::drivers::{amqp, nats, postgres, stomp, Target, TargetOptions};
 
 /// Flags of every workload: timing, target and output files.
 #[derive(Debug, Clone, Args)]
@@ -35,7 +35,7 @@ pub struct CommonArgs {
     /// --in-flight N (throughput).
     #[arg(long, value_name = "DURATION", value_parser = parse_window, default_value = "1s")]
     pub window: Duration,
-    /// What to measure: ferry, nats, amqp (RabbitMQ) or postgres; peers are expected where
+    /// What to measure: ferry, nats, amqp (RabbitMQ), postgres or stomp (any STOMP broker); peers are expected where
     /// `scripts/peers up` starts them unless their URL option says otherwise.
     #[arg(long, value_enum, default_value_t = TargetArg::Ferry)]
     pub target: TargetArg,
@@ -58,6 +58,11 @@ pub struct CommonArgs {
     /// RabbitMQ URL (target amqp).
     #[arg(long, value_name = "URL", env = "FERRY_AMQP_URL", default_value = amqp::DEFAULT_URL)]
     pub amqp_url: String,
+    /// STOMP broker URL (target stomp): stomp://[USER:PASS@]HOST:PORT[/VHOST]; Ferry's STOMP
+    /// listener by default, RabbitMQ's plugin at stomp://guest:guest@127.0.0.1:61614 under
+    /// `scripts/peers up`.
+    #[arg(long, value_name = "URL", env = "FERRY_STOMP_URL", default_value = stomp::DEFAULT_URL)]
+    pub stomp_url: String,
     /// PostgreSQL URL (target postgres).
     #[arg(long, value_name = "URL", env = "FERRY_POSTGRES_URL", default_value = postgres::DEFAULT_URL)]
     pub postgres_url: String,
@@ -132,6 +137,7 @@ impl CommonArgs {
             amqp_url: self.amqp_url.clone(),
             postgres_url: self.postgres_url.clone(),
             postgres_sessions: self.postgres_sessions,
+            stomp_url: self.stomp_url.clone(),
         }
     }
 
@@ -165,6 +171,8 @@ pub enum TargetArg {
     Amqp,
     /// A PostgreSQL queue table.
     Postgres,
+    /// Any STOMP 1.2 broker (Ferry's STOMP gateway, RabbitMQ's STOMP plugin) at --stomp-url.
+    Stomp,
 }
 
 impl From<TargetArg> for Target {
@@ -174,6 +182,7 @@ impl From<TargetArg> for Target {
             TargetArg::Nats => Target::Nats,
             TargetArg::Amqp => Target::Amqp,
             TargetArg::Postgres => Target::Postgres,
+            TargetArg::Stomp => Target::Stomp,
         }
     }
 }

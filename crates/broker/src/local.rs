@@ -51,6 +51,8 @@ pub struct LocalSession {
     _writer: Option<Writer>,
     /// Whether the session may subscribe (a gateway's).
     subscribes: bool,
+    /// Whether [`LocalSession::end`] ran.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 impl RunningBroker {
@@ -116,6 +118,7 @@ impl LocalSession {
             shared,
             _writer: Some(writer),
             subscribes: false,
+            ended: Default::default(),
         })
     }
 
@@ -214,6 +217,29 @@ impl LocalSession {
         }
     }
 
+    /// Queues frames of the gateway's own protocol (replies, receipts, heart-beats) for its
+    /// [`Pushes`], after everything queued before; false once the session is ending.
+    pub fn send_frames(&self, frames: Bytes) -> bool {
+        self.session.out.send(frames).is_ok()
+    }
+
+    /// Bytes queued for the gateway's client and not yet written.
+    pub fn queued_bytes(&self) -> usize {
+        self.session.out.queued_bytes()
+    }
+
+    /// Returns once the queued bytes are within the outbound budget (`max_outbound_bytes`),
+    /// or the session is ending: a gateway reads no more from its client until then, as a
+    /// native connection does.
+    pub async fn wait_for_room(&self) {
+        self.session.out.wait_for_room().await;
+    }
+
+    /// Whether the queued bytes are within the outbound budget.
+    pub fn has_room(&self) -> bool {
+        self.session.out.has_room()
+    }
+
     /// Whether the session is ending (the broker shuts down, an operator closed it, its
     /// gateway gave up on the client).
     pub fn is_closing(&self) -> bool {
@@ -228,6 +254,15 @@ impl LocalSession {
     /// Ends the session as a connection's ends: an open transaction is rolled back, unsettled
     /// deliveries return to their queues, and the name is free again.
     pub async fn close(self) {
+        self.end().await;
+    }
+
+    /// [`LocalSession::close`] for a session shared with tasks: once it returns, the session
+    /// is over (requests on it are answered as on an ended session). Idempotent.
+    pub async fn end(&self) {
+        if self.ended.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
         if self.session.in_txn() {
             let _ = crate::handlers::txn::rollback(&self.shared, &self.session).await;
         }
@@ -266,6 +301,9 @@ pub struct SessionRequest {
     pub client: String,
     /// The name was made up for this session: registered for it alone.
     pub ephemeral: bool,
+    /// The gateway made the name up (unique, ephemeral): it is not held to the user's client
+    /// names, since nobody chose it.
+    pub generated: bool,
     /// Who the session acts as (from [`Sessions::login`], or [`Principal::Anonymous`] once
     /// [`Sessions::admit_anonymous`] allowed it).
     pub principal: Principal,
@@ -298,6 +336,7 @@ impl Sessions {
             &out,
             req.ip,
             req.principal,
+            !req.generated,
         )
         .await
         .map_err(|reply| match reply {
@@ -315,6 +354,7 @@ impl Sessions {
                 session,
                 _writer: None,
                 subscribes: true,
+                ended: Default::default(),
             },
             Pushes {
                 writer,

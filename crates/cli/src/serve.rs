@@ -75,7 +75,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             udp.user = config.udp_user.clone();
             udp
         });
+        let stomp_settings = ferry_stomp::Settings::from_config(&config);
         let broker = Broker::start(config).await?;
+        // STOMP over TCP on its own listener, and over WebSocket at /stomp on the HTTP one.
+        let stomp = broker
+            .stomp_addr()
+            .map(|_| ferry_stomp::Gateway::new(broker.sessions(), stomp_settings));
+        let stomp_tcp = match (&stomp, broker.take_stomp_listener()) {
+            (Some(gw), Some(listener)) => Some(gw.serve_tcp(listener)),
+            _ => None,
+        };
         let udp = match udp {
             Some(udp) => match UdpGateway::start(&broker, udp).await {
                 Ok(gateway) => Some(gateway),
@@ -87,10 +96,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             None => None,
         };
         let http = broker.take_http_listener().map(|listener| {
-            ferry_http::serve(
+            let extra = stomp
+                .clone()
+                .map(ferry_stomp::websocket::router)
+                .unwrap_or_default();
+            ferry_http::serve_with(
                 listener,
                 broker.management(),
                 ferry_http::HttpLimits::default(),
+                extra,
             )
         });
         let reload = broker
@@ -106,6 +120,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         broker.shutdown().await?;
         if let Some(h) = http {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), h).await;
+        }
+        if let Some(h) = stomp_tcp {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), h).await;
         }
         Ok(())

@@ -27,5 +27,5 @@ pub mod server;
 pub mod state;
 
 pub use ferry_broker::manage::Management;
-pub use server::serve;
+pub use server::{serve, serve_with};
 pub use state::HttpLimits;

@@ -26,8 +26,23 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
 
 /// Serves the HTTP API on `listener` until the broker shuts down.
 pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> JoinHandle<()> {
+    serve_with(listener, mgmt, limits, axum::Router::new())
+}
+
+/// [`serve`], with more routes beside the API's: those of other crates that answer on the
+/// HTTP listener (STOMP over WebSocket at `/stomp`). They get neither the API's guard nor
+/// its JSON errors, and connections may be upgraded (WebSocket).
+pub fn serve_with(
+    listener: TcpListener,
+    mgmt: Management,
+    limits: HttpLimits,
+    extra: axum::Router,
+) -> JoinHandle<()> {
     let rates = Rates::start(mgmt.clone());
-    let app = routes::router(AppState::new(mgmt.clone(), rates, limits), limits);
+    let app = extra.merge(routes::router(
+        AppState::new(mgmt.clone(), rates, limits),
+        limits,
+    ));
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shutdown = mgmt.shutdown_token();
     let tls = mgmt.tls().cloned();
@@ -77,7 +92,8 @@ pub fn serve(listener: TcpListener, mgmt: Management, limits: HttpLimits) -> Joi
                     .header_read_timeout(limits.header_timeout)
                     .keep_alive(true)
                     .max_buf_size(64 * 1024)
-                    .serve_connection(TokioIo::new(io), service);
+                    .serve_connection(TokioIo::new(io), service)
+                    .with_upgrades();
                 tokio::pin!(conn);
                 tokio::select! {
                     r = conn.as_mut() => {

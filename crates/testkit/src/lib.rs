@@ -40,6 +40,8 @@ pub fn test_config(dir: &Path) -> BrokerConfig {
         shutdown_grace: Duration::from_secs(5),
         // Tests that want the HTTP API turn it on (port 0) and serve it themselves.
         http_listen: ferry_broker::config::HTTP_OFF.into(),
+        // Likewise the STOMP listener (tests that want it serve it with `ferry-stomp`).
+        stomp_listen: ferry_broker::config::STOMP_OFF.into(),
         ..BrokerConfig::default()
     }
 }
@@ -216,6 +218,11 @@ impl BinaryServer {
         runtime_file::read(&self.dir).and_then(|rt| rt.http)
     }
 
+    /// The bound STOMP address, if the STOMP listener is on.
+    pub fn stomp_addr(&self) -> Option<SocketAddr> {
+        runtime_file::read(&self.dir).and_then(|rt| rt.stomp)
+    }
+
     /// The child's process id.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
@@ -267,6 +274,12 @@ fn spawn(dir: &Path, extra: &[String]) -> std::io::Result<(Child, SocketAddr)> {
         .args(
             (!extra.iter().any(|a| a.starts_with("--http-listen")))
                 .then_some(["--http-listen", "127.0.0.1:0"])
+                .into_iter()
+                .flatten(),
+        )
+        .args(
+            (!extra.iter().any(|a| a.starts_with("--stomp-listen")))
+                .then_some(["--stomp-listen", "127.0.0.1:0"])
                 .into_iter()
                 .flatten(),
         )

@@ -14,12 +14,14 @@
 //! the driver implements them (ferry; nats with a subject per topic).
 //!
 //! Modules: [`ferry`] (the native client), [`nats`] (JetStream or core NATS), [`amqp`]
-//! (RabbitMQ), [`postgres`] (a queue table), [`target`] (choosing a driver by `--target`).
+//! (RabbitMQ), [`postgres`] (a queue table), [`stomp`] (any STOMP broker: Ferry's gateway,
+//! RabbitMQ's plugin), [`target`] (choosing a driver by `--target`).
 
 pub mod amqp;
 pub mod ferry;
 pub mod nats;
 pub mod postgres;
+pub mod stomp;
 pub mod target;
 
 use std::fmt;

@@ -8,6 +8,7 @@ use super::amqp::{self, AmqpDriver};
 use super::ferry::FerryDriver;
 use super::nats::{self, NatsDriver, NatsMode};
 use super::postgres::{self, PostgresDriver};
+use super::stomp::{self, StompDriver};
 use super::Driver;
 
 /// The default Ferry broker address: the native protocol port on loopback.
@@ -24,6 +25,8 @@ pub enum Target {
     Amqp,
     /// A PostgreSQL queue table.
     Postgres,
+    /// Any STOMP 1.2 broker.
+    Stomp,
 }
 
 impl Target {
@@ -34,6 +37,7 @@ impl Target {
             Target::Nats => "nats",
             Target::Amqp => "amqp",
             Target::Postgres => "postgres",
+            Target::Stomp => "stomp",
         }
     }
 }
@@ -56,6 +60,8 @@ pub struct TargetOptions {
     pub postgres_url: String,
     /// Most PostgreSQL sessions the bench clients share (consumers have their own).
     pub postgres_sessions: usize,
+    /// STOMP broker URL (target stomp).
+    pub stomp_url: String,
 }
 
 impl Default for TargetOptions {
@@ -68,6 +74,7 @@ impl Default for TargetOptions {
             amqp_url: amqp::DEFAULT_URL.to_string(),
             postgres_url: postgres::DEFAULT_URL.to_string(),
             postgres_sessions: postgres::DEFAULT_SESSIONS,
+            stomp_url: stomp::DEFAULT_URL.to_string(),
         }
     }
 }
@@ -85,6 +92,7 @@ pub fn open(target: Target, options: &TargetOptions) -> Result<Arc<dyn Driver>> 
             options.postgres_url.clone(),
             options.postgres_sessions,
         )),
+        Target::Stomp => Arc::new(StompDriver::new(options.stomp_url.clone())),
     })
 }
 
@@ -95,7 +103,13 @@ mod tests {
     #[test]
     fn every_target_has_a_driver() {
         let options = TargetOptions::default();
-        for t in [Target::Ferry, Target::Nats, Target::Amqp, Target::Postgres] {
+        for t in [
+            Target::Ferry,
+            Target::Nats,
+            Target::Amqp,
+            Target::Postgres,
+            Target::Stomp,
+        ] {
             assert_eq!(open(t, &options).unwrap().name(), t.name());
         }
     }

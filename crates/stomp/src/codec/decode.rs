@@ -7,7 +7,7 @@ use super::error::{shown, FrameError};
 use super::escape::Escaping;
 use super::frame::{Frame, Version};
 use super::limits::Limits;
-use super::scan::{check, Check, FrameAt};
+use super::scan::{Check, FrameAt, Scanner};
 
 /// What [`decode`] took off the buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,13 +27,26 @@ pub fn decode(
     version: Version,
     limits: &Limits,
 ) -> Result<Option<Item>, FrameError> {
-    match check(buf, limits)? {
+    decode_with(&mut Scanner::default(), buf, version, limits)
+}
+
+/// [`decode`] for a reader that calls it again as bytes arrive: `scanner` remembers how far
+/// the frame at the front of `buf` was scanned, so each byte is looked at once.
+pub fn decode_with(
+    scanner: &mut Scanner,
+    buf: &mut BytesMut,
+    version: Version,
+    limits: &Limits,
+) -> Result<Option<Item>, FrameError> {
+    match scanner.check(buf, limits)? {
         Check::Incomplete => Ok(None),
         Check::Heartbeat { len } => {
+            scanner.reset();
             let _ = buf.split_to(len);
             Ok(Some(Item::Heartbeat))
         }
         Check::Frame(at) => {
+            scanner.reset();
             let bytes = buf.split_to(at.len).freeze();
             let frame = parse(&bytes, at, version)?;
             let body = bytes.slice(at.body_start..at.body_start + at.body_len);

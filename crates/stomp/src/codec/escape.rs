@@ -61,16 +61,16 @@ impl Escaping {
             .sum()
     }
 
-    /// Appends `text`, escaped, to `out`.
-    pub fn write(self, text: &str, out: &mut Vec<u8>) {
+    /// Appends `text`, escaped, to `out` (a `Vec<u8>` or a `BytesMut`).
+    pub fn write(self, text: &str, out: &mut impl bytes::BufMut) {
         if self == Escaping::None || !text.bytes().any(|b| self.sequence(b).is_some()) {
-            out.extend_from_slice(text.as_bytes());
+            out.put_slice(text.as_bytes());
             return;
         }
         for b in text.bytes() {
             match self.sequence(b) {
-                Some(s) => out.extend_from_slice(s),
-                None => out.push(b),
+                Some(s) => out.put_slice(s),
+                None => out.put_u8(b),
             }
         }
     }

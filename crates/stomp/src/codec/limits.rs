@@ -15,14 +15,24 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The defaults: 16 MiB bodies in frames of at most 16 MiB plus 256 KiB of headers, 256
-    /// headers, 16 KiB header lines (room for long selectors).
-    pub const DEFAULT: Limits = Limits {
-        max_frame_bytes: 16 * 1024 * 1024 + 256 * 1024,
-        max_headers: 256,
-        max_header_line: 16 * 1024,
-        max_body_bytes: 16 * 1024 * 1024,
-    };
+    /// The defaults: 1 MiB bodies (the broker's default message limit) in frames of at most
+    /// that plus 256 KiB of headers, 256 headers, 16 KiB header lines (room for long
+    /// selectors).
+    pub const DEFAULT: Limits = Limits::with_body(1024 * 1024);
+
+    /// Room for headers in a frame, beyond its body.
+    pub const HEADER_BYTES: usize = 256 * 1024;
+
+    /// The default limits for bodies of at most `max_body_bytes` (the broker's message limit:
+    /// a STOMP gateway advertises and enforces the broker's).
+    pub const fn with_body(max_body_bytes: usize) -> Limits {
+        Limits {
+            max_frame_bytes: max_body_bytes + Limits::HEADER_BYTES,
+            max_headers: 256,
+            max_header_line: 16 * 1024,
+            max_body_bytes,
+        }
+    }
 }
 
 impl Default for Limits {

@@ -47,6 +47,7 @@ impl BrokerLauncher for InProcess {
                 workers,
                 fsync,
                 http_listen: ferry_broker::config::HTTP_OFF.into(),
+                stomp_listen: ferry_broker::config::STOMP_OFF.into(),
                 ..BrokerConfig::default()
             };
             let broker = runtime

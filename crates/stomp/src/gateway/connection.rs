@@ -1,0 +1,949 @@
+//! One STOMP connection: the CONNECT handshake, then frames in order until the connection
+//! ends, each carried out on the connection's broker session (see [`crate::gateway`]).
+//!
+//! - **Order and pipelining.** SEND, ACK and NACK start as they are read (a producer that
+//!   asks for no receipts is not held up by the disk), and their outcomes, receipts or an
+//!   ERROR, are reported in frame order. Every other frame waits until the frames before it
+//!   have finished. At most `max_pending` frames are in progress; past that the connection
+//!   stops reading until one finishes.
+//! - **Errors.** A malformed frame, a frame over a limit, or a refused operation is answered
+//!   with an ERROR frame (`message` header, details in the body, `receipt-id` when the frame
+//!   asked for a receipt), and the connection is closed, as the specification says.
+//! - **Liveness.** With heart-beating negotiated, a connection silent for twice the client's
+//!   interval is closed; a frame that has started arriving must end within the read timeout.
+//! - **The end.** However the connection ends, its subscriptions stop and its broker session
+//!   ends at once (client-ack deliveries not acknowledged go back to their queues).
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferry_broker::local::{LocalSession, SessionRequest};
+use ferry_protocol::requests::{Subscribe, SubscribeTopic};
+use ferry_protocol::{
+    AckMode, ErrorCode, ErrorReply, Order, OutgoingMessage, QueueOptions, Request, Response,
+    SubscriptionId,
+};
+use futures::future::BoxFuture;
+use futures::stream::FuturesOrdered;
+use futures::{FutureExt, StreamExt};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, info};
+
+use super::acks::Acks;
+use super::mapping::{self, Destination};
+use super::sender;
+use super::subscription::{Mode, StompEncoder};
+use super::wire::{ByteSource, FrameSink};
+use super::{writer, Inner};
+use crate::codec::{self, negotiate, Command, Frame, Item, Scanner, Version};
+use crate::login;
+
+/// How a frame's work ended: its receipt to send, or the ERROR that closes the connection.
+type Outcome = Result<Option<String>, Failure>;
+
+/// Why the connection closes with an ERROR frame.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    message: String,
+    details: String,
+    receipt: Option<String>,
+}
+
+impl Failure {
+    pub(crate) fn new(message: impl Into<String>, details: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            details: details.into(),
+            receipt: None,
+        }
+    }
+
+    fn with_receipt(mut self, receipt: Option<String>) -> Failure {
+        self.receipt = receipt;
+        self
+    }
+
+    /// A refusal by the broker (an `Unauthorized` one names the permission missing).
+    pub(crate) fn refused(what: &str, e: &ErrorReply) -> Failure {
+        Failure::new(
+            e.message.clone(),
+            format!(
+                "{what} was refused by the broker: {} (Ferry error {:?})",
+                e.message, e.code
+            ),
+        )
+    }
+
+    /// What a reply other than the one expected means.
+    fn unexpected(what: &str, reply: &Response) -> Failure {
+        match reply {
+            Response::Error(e) => Failure::refused(what, e),
+            other => Failure::new(
+                format!("unexpected reply to {what}"),
+                format!("the broker answered {:?}", other.kind()),
+            ),
+        }
+    }
+}
+
+/// How a connection ended, for the logs.
+enum Ending {
+    /// The client sent DISCONNECT (with this receipt to send once the session has ended).
+    Disconnected(Option<String>),
+    /// The client closed its side, or the socket failed.
+    Gone(String),
+    /// Closed with an ERROR frame.
+    Failed(Failure),
+}
+
+/// Serves one STOMP connection from `src` / `sink` until it ends.
+pub(crate) async fn serve<S: ByteSource, W: FrameSink>(
+    gw: Arc<Inner>,
+    mut src: S,
+    sink: W,
+    peer: String,
+    ip: Option<IpAddr>,
+) {
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut scanner = Scanner::default();
+    let handshake = tokio::time::timeout(
+        gw.settings.connect_timeout,
+        read_connect(&gw, &mut src, &mut buf, &mut scanner),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(Failure::new(
+            "no CONNECT frame in time",
+            format!(
+                "a connection must send CONNECT or STOMP within {} ms",
+                gw.settings.connect_timeout.as_millis()
+            ),
+        ))
+    });
+    let connect = match handshake {
+        Ok(f) => f,
+        Err(failure) => {
+            refuse(sink, failure, &gw).await;
+            return;
+        }
+    };
+    let accepted = match accept(&gw, &connect, &peer, ip).await {
+        Ok(a) => a,
+        Err(failure) => {
+            refuse(sink, failure, &gw).await;
+            return;
+        }
+    };
+    let Accepted {
+        session,
+        pushes,
+        version,
+        send_every,
+        expect_every,
+        connected,
+        generated,
+    } = accepted;
+    let session = Arc::new(session);
+    let client = session.client().to_owned();
+    let last_write = writer::LastWrite::new();
+    session.send_frames(mapping::encode(&connected, version));
+    let writer = tokio::spawn(writer::run(
+        sink,
+        pushes,
+        gw.settings.write_timeout,
+        last_write.clone(),
+    ));
+    let beats = send_every.map(|every| {
+        tokio::spawn(writer::heartbeats(session.clone(), every, last_write))
+    });
+    debug!(%peer, %client, version = version.as_str(), generated, "STOMP session opened");
+    let mut conn = Conn {
+        gw: gw.clone(),
+        session: session.clone(),
+        version,
+        subs: HashMap::new(),
+        next_slot: 1,
+        acks: Arc::new(Mutex::new(Acks::default())),
+        txn: None,
+        pending: FuturesOrdered::new(),
+        known: HashSet::new(),
+    };
+    let ending = conn.run(&mut src, &mut buf, &mut scanner, expect_every).await;
+    // The session ends first (subscriptions stop, unacknowledged deliveries go back), then the
+    // client hears how it ended.
+    let last_frame = match &ending {
+        Ending::Failed(f) => Some(mapping::error(
+            &f.message,
+            &f.details,
+            f.receipt.as_deref(),
+            version,
+        )),
+        Ending::Disconnected(Some(receipt)) => Some(receipt_frame(receipt)),
+        _ => None,
+    };
+    conn.stop_subscriptions().await;
+    drop(conn);
+    if let Some(b) = beats {
+        b.abort();
+    }
+    end_session(&session).await;
+    let write_timeout = gw.settings.write_timeout;
+    if let Ok(Ok(mut sink)) = tokio::time::timeout(write_timeout, writer).await {
+        if let Some(frame) = last_frame {
+            let _ = tokio::time::timeout(
+                write_timeout,
+                sink.write(&[mapping::encode(&frame, version)]),
+            )
+            .await;
+        }
+        let _ = tokio::time::timeout(write_timeout, sink.close()).await;
+    }
+    match ending {
+        Ending::Disconnected(_) => debug!(%peer, %client, "STOMP session closed"),
+        Ending::Gone(why) => debug!(%peer, %client, %why, "STOMP connection gone"),
+        Ending::Failed(f) => {
+            info!(%peer, %client, reason = %f.message, "STOMP connection closed with an ERROR frame")
+        }
+    }
+}
+
+/// Ends the broker session: at once, and before anything else is written to the client.
+async fn end_session(session: &LocalSession) {
+    session.end().await;
+}
+
+/// Answers a refused handshake with an ERROR frame and closes.
+async fn refuse<W: FrameSink>(mut sink: W, failure: Failure, gw: &Inner) {
+    debug!(reason = %failure.message, "STOMP connect refused");
+    // The version is not known (or not agreed): the plainest form every version reads.
+    let frame = mapping::error(
+        &failure.message,
+        &failure.details,
+        failure.receipt.as_deref(),
+        Version::V1_0,
+    );
+    let bytes = mapping::encode(&frame, Version::V1_0);
+    let _ = tokio::time::timeout(gw.settings.write_timeout, sink.write(&[bytes])).await;
+    let _ = tokio::time::timeout(gw.settings.write_timeout, sink.close()).await;
+}
+
+/// Reads up to the CONNECT (or STOMP) frame.
+async fn read_connect<S: ByteSource>(
+    gw: &Inner,
+    src: &mut S,
+    buf: &mut BytesMut,
+    scanner: &mut Scanner,
+) -> Result<Frame, Failure> {
+    loop {
+        // CONNECT is never escaped, whatever the version.
+        match codec::decode_with(scanner, buf, Version::V1_2, &gw.limits) {
+            Ok(Some(Item::Heartbeat)) => continue,
+            Ok(Some(Item::Frame(f))) => {
+                return match f.command {
+                    Command::Connect | Command::Stomp => Ok(f),
+                    other => Err(Failure::new(
+                        format!("expected CONNECT or STOMP, got {}", other.as_str()),
+                        "a connection starts with a CONNECT or STOMP frame",
+                    )),
+                };
+            }
+            Ok(None) => {}
+            Err(e) => return Err(malformed(&e)),
+        }
+        match src.read(buf).await {
+            Ok(0) | Err(_) => {
+                return Err(Failure::new("connection closed before CONNECT", ""));
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+fn malformed(e: &codec::FrameError) -> Failure {
+    Failure::new(
+        e.to_string(),
+        format!("the frame cannot be read ({e}); the connection is closed, since where the next frame starts cannot be trusted"),
+    )
+}
+
+/// A CONNECT that was accepted.
+struct Accepted {
+    session: LocalSession,
+    pushes: ferry_broker::local::Pushes,
+    version: Version,
+    /// How often the gateway sends heart-beats.
+    send_every: Option<Duration>,
+    /// How often the client promised to send something.
+    expect_every: Option<Duration>,
+    connected: Frame,
+    /// The client name was made up (no `client-id`).
+    generated: bool,
+}
+
+/// Negotiates the version and heart-beats, checks the login and opens the broker session.
+async fn accept(
+    gw: &Arc<Inner>,
+    f: &Frame,
+    _peer: &str,
+    ip: Option<IpAddr>,
+) -> Result<Accepted, Failure> {
+    let receipt = f.header("receipt").map(str::to_owned);
+    let Some(version) = negotiate::negotiate(f.header("accept-version")) else {
+        return Err(Failure::new(
+            "no supported protocol version",
+            "Ferry speaks STOMP 1.0, 1.1 and 1.2; accept-version lists none of them",
+        )
+        .with_receipt(receipt));
+    };
+    let Some((cx, cy)) = negotiate::heart_beat(f.header("heart-beat")) else {
+        return Err(Failure::new(
+            "invalid heart-beat header",
+            "heart-beat must be two numbers of milliseconds: cx,cy",
+        ));
+    };
+    let principal = login::check(&gw.sessions, f.header("login"), f.header("passcode"), ip)
+        .await
+        .map_err(|refused| Failure::new(refused.message, refused.details))?;
+    let hb = gw.settings.heartbeat_ms;
+    let ms = |n: u32| (n > 0).then(|| Duration::from_millis(u64::from(n)));
+    let send_every = ms(negotiate::interval(hb, cy));
+    // Twice the client's interval: the specification leaves the tolerance to the server.
+    let expect_every = ms(negotiate::interval(cx, hb)).map(|d| d * 2);
+    let (name, generated) = match f.header("client-id") {
+        Some(id) => (id.to_owned(), false),
+        None => (gw.generated_name(), true),
+    };
+    let (session, pushes) = gw
+        .sessions
+        .open(SessionRequest {
+            client: name,
+            ephemeral: generated,
+            generated,
+            principal,
+            ip,
+        })
+        .await
+        .map_err(|e| Failure::refused("CONNECT", &e))?;
+    let limits = gw.limits;
+    let mut connected = Frame::new(Command::Connected)
+        .header_with("version", version.as_str())
+        .header_with("heart-beat", format!("{hb},{hb}"))
+        .header_with("server", concat!("ferry/", env!("CARGO_PKG_VERSION")))
+        .header_with("session", session.client())
+        .header_with("ferry-max-body-bytes", limits.max_body_bytes.to_string())
+        .header_with("ferry-max-frame-bytes", limits.max_frame_bytes.to_string())
+        .header_with("ferry-max-headers", limits.max_headers.to_string())
+        .header_with("ferry-max-header-line", limits.max_header_line.to_string());
+    if version == Version::V1_0 {
+        connected.headers.retain(|(n, _)| n != "heart-beat");
+    }
+    Ok(Accepted {
+        session,
+        pushes,
+        version,
+        send_every,
+        expect_every,
+        connected,
+        generated,
+    })
+}
+
+/// A running subscription.
+struct Sub {
+    /// How it runs: a broker subscription, or a task receiving by sender.
+    runs: Runs,
+    /// Its MESSAGE frames (and whether the broker ended it).
+    encoder: Arc<StompEncoder>,
+    /// The topic and name of a named topic subscription (UNSUBSCRIBE may remove it).
+    named: Option<(String, String)>,
+}
+
+enum Runs {
+    /// A push subscription of the session.
+    Broker(SubscriptionId),
+    /// `/sender/NAME`: a task receiving by sender (see [`sender`]).
+    Task(JoinHandle<()>),
+}
+
+/// A connected session's state.
+struct Conn {
+    gw: Arc<Inner>,
+    session: Arc<LocalSession>,
+    version: Version,
+    subs: HashMap<String, Sub>,
+    /// Numbers the connection's subscriptions (for [`Acks`]).
+    next_slot: u64,
+    acks: Arc<Mutex<Acks>>,
+    /// The open transaction's name.
+    txn: Option<String>,
+    /// Frames in progress, in frame order.
+    pending: FuturesOrdered<BoxFuture<'static, Outcome>>,
+    /// Destinations this connection has made sure exist (auto-create).
+    known: HashSet<Destination>,
+}
+
+impl Conn {
+    async fn run<S: ByteSource>(
+        &mut self,
+        src: &mut S,
+        buf: &mut BytesMut,
+        scanner: &mut Scanner,
+        expect_every: Option<Duration>,
+    ) -> Ending {
+        let closing = self.session.closing();
+        let read_timeout = self.gw.settings.read_timeout;
+        let mut last_seen = Instant::now();
+        let mut partial_since: Option<Instant> = None;
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            loop {
+                if self.pending.len() >= self.gw.settings.max_pending {
+                    if let Some(outcome) = self.pending.next().await {
+                        if let Err(f) = self.report(outcome).await {
+                            return Ending::Failed(f);
+                        }
+                    }
+                    continue;
+                }
+                if !self.session.has_room() {
+                    // The client reads less than it asks for: no more frames until it does.
+                    tokio::select! {
+                        _ = self.session.wait_for_room() => {}
+                        _ = closing.cancelled() => return self.closed(),
+                    }
+                    continue;
+                }
+                match codec::decode_with(scanner, buf, self.version, &self.gw.limits) {
+                    Ok(Some(Item::Heartbeat)) => last_seen = Instant::now(),
+                    Ok(Some(Item::Frame(f))) => {
+                        last_seen = Instant::now();
+                        match self.frame(f).await {
+                            Ok(None) => {}
+                            Ok(Some(receipt)) => return Ending::Disconnected(receipt),
+                            Err(failure) => return Ending::Failed(failure),
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => return Ending::Failed(malformed(&e)),
+                }
+            }
+            partial_since = match (buf.is_empty(), partial_since) {
+                (true, _) => None,
+                (false, None) => Some(Instant::now()),
+                (false, since) => since,
+            };
+            tokio::select! {
+                Some(outcome) = self.pending.next(), if !self.pending.is_empty() => {
+                    if let Err(f) = self.report(outcome).await {
+                        return Ending::Failed(f);
+                    }
+                }
+                read = src.read(buf) => match read {
+                    Ok(0) => return Ending::Gone("the client closed the connection".into()),
+                    Ok(_) => {}
+                    Err(e) => return Ending::Gone(format!("read failed: {e}")),
+                },
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    if let Some(every) = expect_every {
+                        if now.duration_since(last_seen) > every {
+                            return Ending::Failed(Failure::new(
+                                "no heart-beat from the client",
+                                format!("nothing arrived for {} ms, twice the heart-beat interval agreed", every.as_millis()),
+                            ));
+                        }
+                    }
+                    if partial_since.is_some_and(|t| now.duration_since(t) > read_timeout) {
+                        return Ending::Failed(Failure::new(
+                            "frame not completed in time",
+                            format!("a frame started arriving but did not end within {} ms", read_timeout.as_millis()),
+                        ));
+                    }
+                    if let Some(f) = self.ended_subscription() {
+                        return Ending::Failed(f);
+                    }
+                }
+                _ = closing.cancelled() => return self.closed(),
+            }
+        }
+    }
+
+    /// How the connection ends when its session started ending without it: the broker shuts
+    /// down, or the writer gave up on the client.
+    fn closed(&self) -> Ending {
+        if self.gw.sessions.shutdown_token().is_cancelled() {
+            return Ending::Failed(Failure::new("the broker is shutting down", ""));
+        }
+        Ending::Gone("the client took nothing for the write timeout, or its socket failed".into())
+    }
+
+    /// The failure of a subscription the broker ended (its queue was deleted), if one did.
+    fn ended_subscription(&self) -> Option<Failure> {
+        self.subs.iter().find_map(|(id, sub)| {
+            sub.encoder.ended().is_cancelled().then(|| {
+                let why = sub
+                    .encoder
+                    .reason()
+                    .map_or_else(|| "ended by the broker".to_owned(), |e| e.message);
+                Failure::new(
+                    format!("subscription '{id}' ended: {why}"),
+                    "the broker ended the subscription (its queue or topic was deleted, or the store refused)",
+                )
+            })
+        })
+    }
+
+    /// Sends the receipt of a finished frame, or returns its failure.
+    async fn report(&mut self, outcome: Outcome) -> Result<(), Failure> {
+        if let Some(receipt) = outcome? {
+            self.write(receipt_frame(&receipt)).await;
+        }
+        Ok(())
+    }
+
+    async fn write(&mut self, frame: Frame) {
+        self.session
+            .send_frames(mapping::encode(&frame, self.version));
+    }
+
+    /// Waits for every frame in progress (their receipts go out).
+    async fn barrier(&mut self) -> Result<(), Failure> {
+        while let Some(outcome) = self.pending.next().await {
+            self.report(outcome).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts (or runs) one frame. `Ok(Some(receipt))` after DISCONNECT.
+    async fn frame(&mut self, f: Frame) -> Result<Option<Option<String>>, Failure> {
+        let receipt = f.header("receipt").map(str::to_owned);
+        let result = match f.command {
+            Command::Send => self.send(&f, receipt.clone()).await,
+            Command::Ack | Command::Nack => self.settle(&f, receipt.clone()).await,
+            Command::Subscribe => self.subscribe(&f, receipt.clone()).await,
+            Command::Unsubscribe => self.unsubscribe(&f, receipt.clone()).await,
+            Command::Begin | Command::Commit | Command::Abort => {
+                self.transaction(&f, receipt.clone()).await
+            }
+            Command::Disconnect => {
+                self.barrier().await?;
+                return Ok(Some(receipt));
+            }
+            Command::Connect | Command::Stomp => Err(Failure::new(
+                "already connected",
+                "CONNECT and STOMP are only allowed as the first frame",
+            )),
+            other => Err(Failure::new(
+                format!("{} is a server frame", other.as_str()),
+                "clients send CONNECT, STOMP, SEND, SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT and DISCONNECT",
+            )),
+        };
+        result.map_err(|e| e.with_receipt(receipt))?;
+        Ok(None)
+    }
+
+    /// Checks a frame's `transaction` header against the open transaction.
+    fn check_txn(&self, f: &Frame) -> Result<(), Failure> {
+        match (f.header("transaction"), &self.txn) {
+            (None, None) => Ok(()),
+            (Some(t), Some(open)) if t == open => Ok(()),
+            (Some(t), _) => Err(Failure::new(
+                format!("no open transaction '{t}'"),
+                "BEGIN the transaction first; a connection has at most one open at a time",
+            )),
+            (None, Some(open)) => Err(Failure::new(
+                format!("transaction '{open}' is open"),
+                "while a transaction is open, every SEND, ACK and NACK of the connection belongs to it and must name it in its transaction header",
+            )),
+        }
+    }
+
+    async fn send(&mut self, f: &Frame, receipt: Option<String>) -> Result<(), Failure> {
+        let dest_text = required(f, "destination")?;
+        let dest = Destination::parse(dest_text).map_err(|e| Failure::new(e, ""))?;
+        self.check_txn(f)?;
+        let msg = mapping::outgoing(f, &dest, now_ms()).map_err(|e| Failure::new(e, ""))?;
+        if self.gw.settings.auto_create && !self.known.contains(&dest) {
+            self.barrier().await?;
+            ensure(&self.session, &dest).await?;
+            self.known.insert(dest.clone());
+        }
+        self.start(send_op(self.session.clone(), msg, receipt)).await
+    }
+
+    /// Starts a frame's work: polled once now, so it reaches the broker in frame order; its
+    /// outcome is reported in frame order.
+    async fn start(&mut self, mut op: BoxFuture<'static, Outcome>) -> Result<(), Failure> {
+        match (&mut op).now_or_never() {
+            Some(outcome) if self.pending.is_empty() => self.report(outcome).await,
+            Some(outcome) => {
+                self.pending
+                    .push_back(futures::future::ready(outcome).boxed());
+                Ok(())
+            }
+            None => {
+                self.pending.push_back(op);
+                Ok(())
+            }
+        }
+    }
+
+    async fn settle(&mut self, f: &Frame, receipt: Option<String>) -> Result<(), Failure> {
+        let key_header = if self.version == Version::V1_2 {
+            "id"
+        } else {
+            "message-id"
+        };
+        let key = required(f, key_header)?;
+        self.check_txn(f)?;
+        let ids = key
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .and_then(|k| self.acks.lock().unwrap_or_else(|p| p.into_inner()).take(k))
+            .ok_or_else(|| {
+                Failure::new(
+                    format!("no unacknowledged message with {key_header} '{key}'"),
+                    "ACK and NACK name a message delivered to this connection in a client or client-individual subscription, and not yet acknowledged",
+                )
+            })?;
+        let session = self.session.clone();
+        let nack = f.command == Command::Nack;
+        let op = async move {
+            let request = if nack {
+                Request::Nack { ids, requeue: true }
+            } else {
+                Request::Ack { ids }
+            };
+            match session.request(request).await {
+                Response::Ok => Ok(receipt),
+                other => Err(
+                    Failure::unexpected(if nack { "NACK" } else { "ACK" }, &other)
+                        .with_receipt(receipt),
+                ),
+            }
+        };
+        self.start(op.boxed()).await
+    }
+
+    async fn subscribe(&mut self, f: &Frame, receipt: Option<String>) -> Result<(), Failure> {
+        self.barrier().await?;
+        let dest_text = required(f, "destination")?;
+        let dest = Destination::parse(dest_text).map_err(|e| Failure::new(e, ""))?;
+        let id = match (f.header("id"), self.version) {
+            (Some(id), _) => id.to_owned(),
+            (None, Version::V1_0) => dest_text.to_owned(),
+            (None, _) => return Err(Failure::new("missing header 'id'", "SUBSCRIBE needs an id")),
+        };
+        if self.subs.contains_key(&id) {
+            return Err(Failure::new(
+                format!("subscription id '{id}' is in use"),
+                "each subscription of a connection needs its own id",
+            ));
+        }
+        if self.subs.len() >= self.gw.settings.max_subscriptions {
+            return Err(Failure::new(
+                format!(
+                    "more than {} subscriptions on one connection",
+                    self.gw.settings.max_subscriptions
+                ),
+                "",
+            ));
+        }
+        let mode = match f.header("ack").unwrap_or("auto") {
+            "auto" => Mode::Auto,
+            "client" => Mode::Client,
+            "client-individual" => Mode::Individual,
+            other => {
+                return Err(Failure::new(
+                    format!("invalid ack mode '{other}'"),
+                    "use auto, client or client-individual",
+                ))
+            }
+        };
+        let native_ack = if mode == Mode::Auto {
+            AckMode::Auto
+        } else {
+            AckMode::Client
+        };
+        let prefetch = match f
+            .header("activemq.prefetchSize")
+            .or_else(|| f.header("ferry-prefetch"))
+        {
+            Some(p) => match p.trim().parse::<u32>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(Failure::new(
+                        format!("invalid prefetch '{p}'"),
+                        "a prefetch is a whole number of messages, at least 1",
+                    ))
+                }
+            },
+            None => self.gw.settings.default_prefetch,
+        };
+        let selector = f.header("selector").unwrap_or_default().to_owned();
+        if self.gw.settings.auto_create && !self.known.contains(&dest) {
+            ensure(&self.session, &dest).await?;
+            self.known.insert(dest.clone());
+        }
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        let encoder = Arc::new(StompEncoder::new(
+            slot,
+            &id,
+            dest_text,
+            mode,
+            self.version,
+            self.acks.clone(),
+        ));
+        let (runs, named) = match &dest {
+            Destination::Queue(q) => {
+                let s = Subscribe {
+                    queue: q.clone(),
+                    order: Order::Priority,
+                    ack: native_ack,
+                    prefetch,
+                    selector,
+                };
+                let id = self
+                    .session
+                    .subscribe(s, encoder.clone())
+                    .await
+                    .map_err(|e| Failure::refused("SUBSCRIBE", &e))?;
+                (Runs::Broker(id), None)
+            }
+            Destination::Topic(t) => {
+                let durable = f
+                    .header("durable-subscription-name")
+                    .or_else(|| f.header("activemq.subscriptionName"));
+                let shared = f.header("ferry-shared") == Some("true");
+                let mut s = SubscribeTopic::new(t.clone())
+                    .ack(native_ack)
+                    .order(Order::Priority)
+                    .prefetch(prefetch)
+                    .with_selector(selector);
+                s = match (durable, shared) {
+                    (Some(name), false) => s.durable(name),
+                    (Some(name), true) => s.durable(name).shared(),
+                    (None, true) => match f.header("ferry-subscription-name") {
+                        Some(name) => s.shared_as(name),
+                        None => {
+                            return Err(Failure::new(
+                                "a shared subscription needs a name",
+                                "name it with durable-subscription-name (durable) or ferry-subscription-name",
+                            ))
+                        }
+                    },
+                    (None, false) => s,
+                };
+                let name = s.name.clone();
+                let id = self
+                    .session
+                    .subscribe_topic(s, encoder.clone())
+                    .await
+                    .map_err(|e| Failure::refused("SUBSCRIBE", &e))?;
+                let named = (!name.is_empty()).then(|| (t.clone(), name));
+                (Runs::Broker(id), named)
+            }
+            Destination::Sender(from) => {
+                let task = sender::start(
+                    self.session.clone(),
+                    from.clone(),
+                    native_ack,
+                    prefetch,
+                    selector,
+                    encoder.clone(),
+                    self.acks.clone(),
+                )
+                .await?;
+                (Runs::Task(task), None)
+            }
+        };
+        self.subs.insert(
+            id,
+            Sub {
+                runs,
+                encoder,
+                named,
+            },
+        );
+        if let Some(r) = receipt {
+            self.write(receipt_frame(&r)).await;
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(&mut self, f: &Frame, receipt: Option<String>) -> Result<(), Failure> {
+        self.barrier().await?;
+        let id = match (f.header("id"), self.version) {
+            (Some(id), _) => id,
+            (None, Version::V1_0) => required(f, "destination")?,
+            (None, _) => {
+                return Err(Failure::new(
+                    "missing header 'id'",
+                    "UNSUBSCRIBE needs an id",
+                ))
+            }
+        };
+        let Some(sub) = self.subs.remove(id) else {
+            return Err(Failure::new(format!("no subscription '{id}'"), ""));
+        };
+        stop(&self.session, &sub).await?;
+        // ActiveMQ's way to end a durable subscription for good: UNSUBSCRIBE naming it.
+        let removes = f
+            .header("durable-subscription-name")
+            .or_else(|| f.header("activemq.subscriptionName"));
+        if let (Some(name), Some((topic, sub_name))) = (removes, &sub.named) {
+            if name == sub_name {
+                let request = Request::Unsubscribe {
+                    topic: topic.clone(),
+                    name: name.to_owned(),
+                };
+                match self.session.request(request).await {
+                    Response::Ok => {}
+                    other => return Err(Failure::unexpected("UNSUBSCRIBE", &other)),
+                }
+            }
+        }
+        if let Some(r) = receipt {
+            self.write(receipt_frame(&r)).await;
+        }
+        Ok(())
+    }
+
+    async fn transaction(&mut self, f: &Frame, receipt: Option<String>) -> Result<(), Failure> {
+        self.barrier().await?;
+        let name = required(f, "transaction")?.to_owned();
+        let session = self.session.clone();
+        let run = |request: Request, what: &'static str| async move {
+            match session.request(request).await {
+                Response::Ok | Response::Committed { .. } => Ok(()),
+                other => Err(Failure::unexpected(what, &other)),
+            }
+        };
+        match f.command {
+            Command::Begin => {
+                if let Some(open) = &self.txn {
+                    return Err(Failure::new(
+                        format!("transaction '{open}' is open"),
+                        "a connection has at most one open transaction at a time",
+                    ));
+                }
+                run(Request::TxnBegin, "BEGIN").await?;
+                self.txn = Some(name);
+            }
+            _ => {
+                if self.txn.as_deref() != Some(name.as_str()) {
+                    return Err(Failure::new(format!("no open transaction '{name}'"), ""));
+                }
+                self.txn = None;
+                if f.command == Command::Commit {
+                    run(Request::TxnCommit, "COMMIT").await?;
+                } else {
+                    run(Request::TxnRollback, "ABORT").await?;
+                }
+            }
+        }
+        if let Some(r) = receipt {
+            self.write(receipt_frame(&r)).await;
+        }
+        Ok(())
+    }
+
+    /// Stops every subscription's task (the session's end stops its broker subscriptions).
+    async fn stop_subscriptions(&mut self) {
+        for (_, sub) in self.subs.drain() {
+            if let Runs::Task(task) = sub.runs {
+                task.abort();
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+/// Stops one subscription (what it delivered and is not acknowledged stays with the
+/// session, and goes back to its queue when the session ends).
+async fn stop(session: &LocalSession, sub: &Sub) -> Result<(), Failure> {
+    match &sub.runs {
+        Runs::Broker(id) => {
+            match session
+                .request(Request::Cancel { subscription: *id })
+                .await
+            {
+                // Not found: the broker ended it already.
+                Response::Ok => Ok(()),
+                Response::Error(e) if e.code == ErrorCode::NotFound => Ok(()),
+                other => Err(Failure::unexpected("UNSUBSCRIBE", &other)),
+            }
+        }
+        Runs::Task(task) => {
+            task.abort();
+            Ok(())
+        }
+    }
+}
+
+/// A SEND's work: the message reaches the broker on the first poll.
+fn send_op(
+    session: Arc<LocalSession>,
+    msg: OutgoingMessage,
+    receipt: Option<String>,
+) -> BoxFuture<'static, Outcome> {
+    async move {
+        match session.request(Request::Send(msg)).await {
+            Response::Sent { .. } | Response::Ok => Ok(receipt),
+            other => Err(Failure::unexpected("SEND", &other).with_receipt(receipt)),
+        }
+    }
+    .boxed()
+}
+
+/// Creates a destination unless it exists (auto-create), when the session may manage its
+/// name; a session that may not goes on without (the destination may exist: the frame's own
+/// operation then says whether it does). Patterns and senders are not created.
+async fn ensure(session: &LocalSession, dest: &Destination) -> Result<(), Failure> {
+    let request = match dest {
+        Destination::Queue(q) => Request::CreateQueue {
+            name: q.clone(),
+            options: QueueOptions::default(),
+        },
+        Destination::Topic(t) if t.contains(['*', '>']) => return Ok(()),
+        Destination::Topic(t) => Request::CreateTopic { name: t.clone() },
+        Destination::Sender(_) => return Ok(()),
+    };
+    match session.request(request).await {
+        Response::Ok => Ok(()),
+        Response::Error(e)
+            if matches!(
+                e.code,
+                ErrorCode::QueueExists | ErrorCode::TopicExists | ErrorCode::Unauthorized
+            ) =>
+        {
+            Ok(())
+        }
+        other => Err(Failure::unexpected("creating the destination", &other)),
+    }
+}
+
+fn required<'f>(f: &'f Frame, name: &str) -> Result<&'f str, Failure> {
+    f.header(name).ok_or_else(|| {
+        Failure::new(
+            format!("missing header '{name}'"),
+            format!("{} needs a {name} header", f.command.as_str()),
+        )
+    })
+}
+
+fn receipt_frame(receipt: &str) -> Frame {
+    Frame::new(Command::Receipt).header_with("receipt-id", receipt)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

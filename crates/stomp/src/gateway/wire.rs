@@ -1,0 +1,68 @@
+//! The two transports STOMP frames travel on: a TCP byte stream, and WebSocket messages
+//! (RFC 6455, see [`crate::websocket`]). The connection reads bytes from a [`ByteSource`] and
+//! writes encoded frames to a [`FrameSink`]; neither knows which transport it has.
+
+use std::future::Future;
+use std::io;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Where a connection's bytes come from.
+pub trait ByteSource: Send + 'static {
+    /// Appends what arrived to `buf`; 0 at the end of the stream.
+    fn read(&mut self, buf: &mut BytesMut) -> impl Future<Output = io::Result<usize>> + Send;
+}
+
+/// Where a connection's frames go.
+pub trait FrameSink: Send + 'static {
+    /// Writes encoded frames (or heart-beats), in order.
+    fn write(&mut self, frames: &[Bytes]) -> impl Future<Output = io::Result<()>> + Send;
+    /// Ends the stream (best effort).
+    fn close(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// A byte stream's half (a TCP stream's, or a TLS stream's once the listener has one) as a
+/// [`ByteSource`] or a [`FrameSink`].
+pub struct Stream<T>(pub T);
+
+impl<R: AsyncRead + Unpin + Send + 'static> ByteSource for Stream<R> {
+    async fn read(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+        self.0.read_buf(buf).await
+    }
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> FrameSink for Stream<W> {
+    async fn write(&mut self, frames: &[Bytes]) -> io::Result<()> {
+        let w = &mut self.0;
+        match frames {
+            [] => Ok(()),
+            [one] => w.write_all(one).await,
+            many => {
+                // One system call for what is small; big bodies are written where they are.
+                let mut small = BytesMut::new();
+                for f in many {
+                    if f.len() < 16 * 1024 {
+                        small.extend_from_slice(f);
+                        continue;
+                    }
+                    if !small.is_empty() {
+                        w.write_all(&small.split()).await?;
+                    }
+                    w.write_all(f).await?;
+                }
+                if !small.is_empty() {
+                    w.write_all(&small).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn close(&mut self) {
+        let _ = self.0.shutdown().await;
+    }
+}
