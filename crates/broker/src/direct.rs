@@ -27,6 +27,8 @@ pub struct DirectPush {
     pub stats: Arc<Stats>,
     /// Writes the deliveries (the subscription's, see [`crate::push`]).
     pub encoder: Arc<dyn DeliveryEncoder>,
+    /// The credit comes back as the batch is queued (see [`crate::session::Session::credit_on_push`]).
+    pub credit_on_push: bool,
 }
 
 impl DirectConsumer for DirectPush {
@@ -50,6 +52,7 @@ impl DirectConsumer for DirectPush {
             out: self.out.clone(),
             stats: self.stats.clone(),
             encoder: self.encoder.clone(),
+            credit: self.credit_on_push.then(|| self.credit.clone()),
             expected,
             frames: BytesMut::new(),
             count: 0,
@@ -67,6 +70,8 @@ struct PushBatch {
     out: Outbound,
     stats: Arc<Stats>,
     encoder: Arc<dyn DeliveryEncoder>,
+    /// The credit to give back as the batch is queued, if any.
+    credit: Option<Arc<Credit>>,
     /// Deliveries the store expects in this batch: the buffer is sized for them at the first.
     expected: usize,
     frames: BytesMut,
@@ -94,6 +99,9 @@ impl DirectBatch for PushBatch {
         // Direct deliveries are final here (non-persistent, never queued): the writer is gone
         // only with the connection, and they are lost with it.
         let _ = self.out.send(self.frames.freeze());
+        if let Some(credit) = &self.credit {
+            credit.grant(self.count);
+        }
     }
 }
 

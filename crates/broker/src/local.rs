@@ -346,8 +346,10 @@ impl Sessions {
                 format!("unexpected reply to a connect: {:?}", other.kind()),
             ),
         })?;
-        // Auto-ack takes are held until the gateway takes them for its client (Pushes::next).
+        // Auto-ack takes are held until the gateway takes them for its client (Pushes::next);
+        // their credit comes back as they are queued (the outbound budget bounds them).
         out.enable_holds(session.hold_id());
+        session.set_credit_on_push();
         Ok((
             LocalSession {
                 shared: shared.clone(),

@@ -70,6 +70,10 @@ pub struct Session {
     txn: Mutex<Option<Txn>>,
     /// Who the session runs as: its permissions are looked up on every request.
     pub principal: crate::access::Principal,
+    /// Auto-ack subscriptions get their credit back as soon as their pushes are queued,
+    /// instead of by `Credit` requests: a gateway's session ([`crate::local`]), whose
+    /// clients' protocols have no credit, and whose pushes the outbound budget bounds.
+    credit_on_push: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -94,7 +98,19 @@ impl Session {
             next_non_durable: AtomicU64::new(1),
             txn: Mutex::new(None),
             principal,
+            credit_on_push: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// From now on, auto-ack subscriptions get their credit back as their pushes are queued
+    /// (see the field).
+    pub fn set_credit_on_push(&self) {
+        self.credit_on_push.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether auto-ack subscriptions get their credit back as their pushes are queued.
+    pub fn credit_on_push(&self) -> bool {
+        self.credit_on_push.load(Ordering::Relaxed)
     }
 
     /// The id the store holds this session's auto-ack takes under until its connection's

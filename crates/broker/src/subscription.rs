@@ -212,6 +212,9 @@ async fn run(
                 // It took at most the credit it saw (or that begin_take returned), and nobody
                 // else spends meanwhile, so this spends no more than there is.
                 h.credit.end_take(n);
+                if h.ack == AckMode::Auto && session.credit_on_push() {
+                    h.credit.grant(n);
+                }
                 if sent.is_err() {
                     return; // connection gone; what it took is handed back as it ends
                 }
@@ -277,6 +280,7 @@ fn offer_direct(
         out: session.out.clone(),
         stats: shared.stats.clone(),
         encoder: encoder.clone(),
+        credit_on_push: session.credit_on_push(),
     });
     Attached::offer(&shared.store, &sub.queue, consumer)
 }

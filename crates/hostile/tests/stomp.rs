@@ -29,6 +29,9 @@ fn start(extra: &[&str]) -> (BinaryServer, SocketAddr) {
 struct Raw {
     s: TcpStream,
     buf: BytesMut,
+    /// Frames read while waiting for a receipt (a MESSAGE may come before the receipt of
+    /// the SEND that caused it), handed out first.
+    stash: std::collections::VecDeque<Frame>,
 }
 
 impl Raw {
@@ -36,6 +39,7 @@ impl Raw {
         Raw {
             s: TcpStream::connect(addr).await.expect("connect"),
             buf: BytesMut::new(),
+            stash: Default::default(),
         }
     }
 
@@ -55,6 +59,9 @@ impl Raw {
 
     /// The next frame, or `None` when the server closed the connection first.
     async fn frame(&mut self) -> Option<Frame> {
+        if let Some(f) = self.stash.pop_front() {
+            return Some(f);
+        }
         let limits = Limits::with_body(8 << 20);
         loop {
             match codec::decode(&mut self.buf, Version::V1_2, &limits).expect("server frames parse")
@@ -86,13 +93,17 @@ impl Raw {
     }
 
     async fn receipt(&mut self, id: &str) {
+        let mut skipped = std::collections::VecDeque::new();
         loop {
             let f = self.frame().await.expect("a RECEIPT");
             assert_ne!(f.command, Command::Error, "{f:?}");
             if f.command == Command::Receipt {
                 assert_eq!(f.header("receipt-id"), Some(id));
+                skipped.append(&mut self.stash);
+                self.stash = skipped;
                 return;
             }
+            skipped.push_back(f);
         }
     }
 }
