@@ -368,6 +368,47 @@ async fn a_slow_reader_costs_bounded_memory_and_loses_nothing() {
     }
 }
 
+/// An auto-ack subscriber with a huge prefetch that reads nothing: what the broker holds for it
+/// is bounded by the session's outbound byte budget (`max_outbound_bytes`), not by the
+/// prefetch, and the messages it was never written stay in the queue.
+#[tokio::test]
+async fn an_auto_ack_reader_of_nothing_is_held_to_the_byte_budget() {
+    let (server, addr) = start(&["--max-outbound-bytes", "1048576"]);
+    let pid = server.pid().expect("pid");
+    let mut p = Raw::connected(addr, "").await;
+    let body = "y".repeat(100 * 1024);
+    for i in 0..400 {
+        let receipt = if i == 399 { "receipt:all\n" } else { "" };
+        p.write(format!("SEND\ndestination:/queue/budget\n{receipt}\n{body}\0").as_bytes())
+            .await;
+    }
+    p.receipt("all").await;
+    let before = rss_bytes(pid).expect("rss");
+    let mut slow = Raw::connected(addr, "").await;
+    slow.write(b"SUBSCRIBE\nid:1\ndestination:/queue/budget\nack:auto\nactivemq.prefetchSize:10000\n\n\0")
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during = rss_bytes(pid).expect("rss");
+    assert!(
+        during < before + 16 * 1024 * 1024,
+        "an auto-ack reader of nothing held {} bytes of the broker's memory (40 MB queued)",
+        during.saturating_sub(before)
+    );
+    // Most of the 40 MB were never taken: the queue still has them.
+    let mut browse = Raw::connected(addr, "").await;
+    browse
+        .write(b"SUBSCRIBE\nid:b\ndestination:/queue/budget\nack:client-individual\nactivemq.prefetchSize:1000\n\n\0")
+        .await;
+    let mut seen = 0;
+    while seen < 300 {
+        let f = browse.frame().await.expect("a MESSAGE");
+        assert_eq!(f.command, Command::Message);
+        seen += 1;
+    }
+    still_serves(addr).await;
+    drop(slow);
+}
+
 #[tokio::test]
 async fn silent_and_slow_clients_are_closed_with_a_reason() {
     let (_server, addr) = start(&[

@@ -400,6 +400,66 @@ def native_to_stomp(b):
     c.close()
 
 
+@check("shared subscriptions: consumers split a topic's messages, each message once")
+def shared_subscriptions(b):
+    for durable in (False, True):
+        name = "workers-d" if durable else "workers"
+        headers = {"ferry-shared": "true", "activemq.prefetchSize": "1"}
+        if durable:
+            headers["durable-subscription-name"] = name
+        else:
+            headers["ferry-subscription-name"] = name
+        a, c = Client(b), Client(b)
+        for x in (a, c):
+            x.subscribe("/topic/jobs", "s", ack="client-individual", **headers)
+        p = Client(b)
+        sent = [f"job {i}" for i in range(20)]
+        for body in sent:
+            p.send("/topic/jobs", body)
+        got = {id(a): [], id(c): []}
+        deadline = time.time() + WAIT
+        while sum(map(len, got.values())) < len(sent) and time.time() < deadline:
+            for x in (a, c):
+                try:
+                    f = x.l.messages.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                got[id(x)].append(f.body)
+                x.conn.ack(f.headers["ack"])
+        everything = got[id(a)] + got[id(c)]
+        assert sorted(everything) == sorted(sent), (durable, got)
+        assert got[id(a)] and got[id(c)], f"both consumers got some: {got}"
+        a.nothing(0.3)
+        c.nothing(0.3)
+        for x in (a, c, p):
+            x.close()
+
+
+@check("/sender/NAME: a sender's messages from every queue, others' stay")
+def by_sender(b):
+    alice = Client(b, client_id="alice-sends")
+    bob = Client(b, client_id="bob-sends")
+    alice.send("/queue/by-sender-1", "a1")
+    alice.send("/queue/by-sender-2", "a2", priority="9")
+    bob.send("/queue/by-sender-1", "b1")
+    r = Client(b)
+    r.subscribe("/sender/alice-sends", "s", ack="client-individual")
+    first, second = r.next(), r.next()
+    assert [first.body, second.body] == ["a2", "a1"], "priority order across queues"
+    assert first.headers["ferry-sender"] == "alice-sends"
+    assert first.headers["destination"] == "/sender/alice-sends"
+    for f in (first, second):
+        r.conn.ack(f.headers["ack"])
+    r.nothing()
+    r.close()
+    q = Client(b)
+    q.subscribe("/queue/by-sender-1", "s")
+    assert q.next().body == "b1"
+    q.nothing()
+    for x in (alice, bob, q):
+        x.close()
+
+
 @check("an error: a missing destination with auto-create off is an ERROR frame")
 def refused(b):
     off = Broker(b.ferry, tempfile.mkdtemp(), ["--stomp-auto-create", "false"])
