@@ -170,9 +170,11 @@ pub(crate) async fn serve<S: ByteSource, W: FrameSink>(
         acks: Arc::new(Mutex::new(Acks::default())),
         txn: None,
         pending: FuturesOrdered::new(),
+        out_buf: BytesMut::new(),
         known: HashSet::new(),
     };
     let ending = conn.run(&mut src, &mut buf, &mut scanner, expect_every).await;
+    conn.flush();
     // The session ends first (subscriptions stop, unacknowledged deliveries go back), then the
     // client hears how it ended.
     let last_frame = match &ending {
@@ -382,6 +384,9 @@ struct Conn {
     txn: Option<String>,
     /// Frames in progress, in frame order.
     pending: FuturesOrdered<BoxFuture<'static, Outcome>>,
+    /// Receipts (and other small frames) of the frames finished since the last flush: they
+    /// go to the writer together, once per read.
+    out_buf: BytesMut,
     /// Destinations this connection has made sure exist (auto-create).
     known: HashSet<Destination>,
 }
@@ -431,6 +436,7 @@ impl Conn {
                     Err(e) => return Ending::Failed(malformed(&e)),
                 }
             }
+            self.flush();
             partial_since = match (buf.is_empty(), partial_since) {
                 (true, _) => None,
                 (false, None) => Some(Instant::now()),
@@ -500,14 +506,22 @@ impl Conn {
     /// Sends the receipt of a finished frame, or returns its failure.
     async fn report(&mut self, outcome: Outcome) -> Result<(), Failure> {
         if let Some(receipt) = outcome? {
-            self.write(receipt_frame(&receipt)).await;
+            mapping::put_receipt(&mut self.out_buf, &receipt, self.version);
         }
         Ok(())
     }
 
     async fn write(&mut self, frame: Frame) {
+        self.flush();
         self.session
             .send_frames(mapping::encode(&frame, self.version));
+    }
+
+    /// Queues what [`Conn::report`] gathered.
+    fn flush(&mut self) {
+        if !self.out_buf.is_empty() {
+            self.session.send_frames(self.out_buf.split().freeze());
+        }
     }
 
     /// Waits for every frame in progress (their receipts go out).

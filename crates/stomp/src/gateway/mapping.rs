@@ -231,6 +231,17 @@ pub fn put_message(
     out.put_u8(0);
 }
 
+/// Appends a RECEIPT frame for `receipt` to `out` (without building a [`Frame`]).
+pub fn put_receipt(out: &mut BytesMut, receipt: &str, version: Version) {
+    out.put_slice(b"RECEIPT\nreceipt-id:");
+    if needs_care(receipt, version) {
+        Escaping::of(version, true).write(&printable(receipt.to_owned(), version), out);
+    } else {
+        Escaping::of(version, true).write(receipt, out);
+    }
+    out.put_slice(b"\n\n\0");
+}
+
 /// Whether a value has line ends the version cannot carry (see [`printable`]).
 fn needs_care(value: &str, version: Version) -> bool {
     match version {
@@ -366,5 +377,60 @@ mod tests {
             let e = outgoing(&send(&[(h, v)]), &dest, 0).expect_err(h);
             assert!(e.contains(v), "{e}");
         }
+    }
+
+    #[test]
+    fn a_delivery_becomes_a_message_frame_that_decodes_back() {
+        let props = vec![
+            ("region".to_owned(), PropertyValue::Str("eu:west\nline".into())),
+            ("count".to_owned(), PropertyValue::Int(-3)),
+            ("ok".to_owned(), PropertyValue::Bool(true)),
+        ];
+        let d = DeliveryView {
+            delivery_id: 42,
+            id: 7,
+            queue: "q",
+            sender: "alice",
+            receiver: Some("bob"),
+            priority: 10,
+            context: 0,
+            created_at: 1000,
+            delivery_count: 1,
+            properties: &props,
+            body: b"bin\0ary",
+            expires_at: 5000,
+        };
+        for version in [Version::V1_0, Version::V1_1, Version::V1_2] {
+            let head = message_head("sub:1", "/queue/q", version);
+            let mut out = BytesMut::new();
+            put_message(&mut out, &head, &d, Some(42), version);
+            let mut buf = out.clone();
+            let limits = crate::codec::Limits::with_body(1 << 20);
+            let item = crate::codec::decode(&mut buf, version, &limits)
+                .expect("decodes")
+                .expect("whole");
+            let crate::codec::Item::Frame(f) = item else {
+                panic!("a frame");
+            };
+            assert_eq!(f.command, Command::Message);
+            assert_eq!(&f.body[..], b"bin\0ary");
+            let h = |n: &str| f.header(n).unwrap_or_default().to_owned();
+            assert_eq!(h("message-id"), "7");
+            assert_eq!(h("ack"), "42");
+            assert_eq!(h("priority"), "9");
+            assert_eq!((h("timestamp"), h("expires")), ("1000".into(), "5000".into()));
+            assert_eq!(h("redelivered"), "true");
+            assert_eq!((h("ferry-sender"), h("ferry-to")), ("alice".into(), "bob".into()));
+            assert_eq!((h("count"), h("ok")), ("-3".into(), "true".into()));
+            assert_eq!(h("destination"), "/queue/q");
+            if version == Version::V1_2 {
+                assert_eq!(h("subscription"), "sub:1");
+                assert_eq!(h("region"), "eu:west\nline");
+            }
+            assert!(out.len() <= message_len(&head, &d) + 16, "sized about right");
+        }
+        let mut r = BytesMut::new();
+        put_receipt(&mut r, "r:1", Version::V1_2);
+        assert_eq!(&r[..], b"RECEIPT\nreceipt-id:r\\c1\n\n\0");
     }
 }

@@ -180,8 +180,8 @@ impl Gateway {
                 tokio::spawn(async move {
                     serve_connection(
                         gw,
-                        wire::Stream(rd),
-                        wire::Stream(wr),
+                        wire::Stream::new(rd),
+                        wire::Stream::new(wr),
                         peer.to_string(),
                         Some(peer.ip()),
                     )

@@ -24,38 +24,53 @@ pub trait FrameSink: Send + 'static {
 
 /// A byte stream's half (a TCP stream's, or a TLS stream's once the listener has one) as a
 /// [`ByteSource`] or a [`FrameSink`].
-pub struct Stream<T>(pub T);
+pub struct Stream<T> {
+    io: T,
+    /// Small frames of one write, gathered (kept to be reused).
+    small: BytesMut,
+}
+
+impl<T> Stream<T> {
+    /// `io` as a source or sink.
+    pub fn new(io: T) -> Stream<T> {
+        Stream {
+            io,
+            small: BytesMut::new(),
+        }
+    }
+}
 
 impl<R: AsyncRead + Unpin + Send + 'static> ByteSource for Stream<R> {
     async fn read(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
-        self.0.read_buf(buf).await
+        self.io.read_buf(buf).await
     }
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> FrameSink for Stream<W> {
     async fn write(&mut self, frames: &[Bytes]) -> io::Result<()> {
-        let w = &mut self.0;
+        let Stream { io, small } = self;
         match frames {
             [] => Ok(()),
-            [one] => w.write_all(one).await,
+            [one] => io.write_all(one).await,
             many => {
-                // One system call for what is small; big bodies are written where they are.
-                let mut small = BytesMut::new();
+                // One system call for what is small; big batches are written where they are.
                 for f in many {
                     if f.len() < 16 * 1024 {
                         small.extend_from_slice(f);
                         continue;
                     }
                     if !small.is_empty() {
-                        w.write_all(&small.split()).await?;
+                        io.write_all(small).await?;
+                        small.clear();
                     }
-                    w.write_all(f).await?;
+                    io.write_all(f).await?;
                 }
                 if !small.is_empty() {
-                    w.write_all(&small).await?;
+                    io.write_all(small).await?;
+                    small.clear();
                 }
                 Ok(())
             }
@@ -63,6 +78,6 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameSink for Stream<W> {
     }
 
     async fn close(&mut self) {
-        let _ = self.0.shutdown().await;
+        let _ = self.io.shutdown().await;
     }
 }
