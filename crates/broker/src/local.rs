@@ -180,7 +180,11 @@ impl LocalSession {
         encoder: Arc<dyn DeliveryEncoder>,
     ) -> Result<SubscriptionId, ErrorReply> {
         self.may_subscribe()?;
-        crate::authorize::check(&self.shared, &self.session, &Request::Subscribe(sub.clone()))?;
+        crate::authorize::check(
+            &self.shared,
+            &self.session,
+            &Request::Subscribe(sub.clone()),
+        )?;
         started(subscribe::open_queue(&self.shared, &self.session, sub, encoder, |_| true).await)
     }
 

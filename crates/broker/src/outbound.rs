@@ -415,7 +415,11 @@ impl Writer {
     /// may be written to `frames`, in order. Returns the queued bytes taken, to give back with
     /// [`Writer::written`] once they are written (until then they count against the budget);
     /// `None` when every [`Outbound`] is gone or the session is closing.
-    pub async fn next_batch(&mut self, store: &dyn Store, frames: &mut Vec<Bytes>) -> Option<usize> {
+    pub async fn next_batch(
+        &mut self,
+        store: &dyn Store,
+        frames: &mut Vec<Bytes>,
+    ) -> Option<usize> {
         let first = tokio::select! {
             first = self.rx.recv() => first?,
             _ = self.link.closing.cancelled() => return None,

@@ -96,7 +96,6 @@ async fn wait_for_credit(h: &SubscriptionHandle) -> Option<u32> {
     }
 }
 
-
 async fn run(
     shared: Arc<Shared>,
     session: Arc<Session>,

@@ -385,8 +385,10 @@ async fn an_auto_ack_reader_of_nothing_is_held_to_the_byte_budget() {
     p.receipt("all").await;
     let before = rss_bytes(pid).expect("rss");
     let mut slow = Raw::connected(addr, "").await;
-    slow.write(b"SUBSCRIBE\nid:1\ndestination:/queue/budget\nack:auto\nactivemq.prefetchSize:10000\n\n\0")
-        .await;
+    slow.write(
+        b"SUBSCRIBE\nid:1\ndestination:/queue/budget\nack:auto\nactivemq.prefetchSize:10000\n\n\0",
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let during = rss_bytes(pid).expect("rss");
     assert!(
@@ -433,6 +435,47 @@ async fn silent_and_slow_clients_are_closed_with_a_reason() {
         "closed after about 2 s"
     );
     still_serves(addr).await;
+}
+
+/// A page from another origin, or a request naming a host that is not loopback (DNS
+/// rebinding), may not open a STOMP WebSocket: 403 before the upgrade. A page of the broker's
+/// own address may.
+#[tokio::test]
+async fn websocket_pages_from_elsewhere_are_refused() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let (server, _) = start(&[]);
+    let http = server.http_addr().expect("HTTP on");
+    let url = format!("ws://{http}/stomp");
+    let with = |name: &'static str, value: String| {
+        let mut req = url.as_str().into_client_request().expect("request");
+        req.headers_mut()
+            .insert(name, value.parse().expect("header value"));
+        req
+    };
+    for (name, value) in [
+        ("origin", "https://evil.example".to_owned()),
+        ("origin", "null".to_owned()),
+        ("host", "evil.example".to_owned()),
+    ] {
+        match tokio_tungstenite::connect_async(with(name, value.clone())).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+                assert_eq!(resp.status(), 403, "{name}: {value}")
+            }
+            other => panic!("{name}: {value}: not refused: {:?}", other.map(|_| ())),
+        }
+    }
+    let own = with("origin", format!("http://{http}"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(own)
+        .await
+        .expect("a page of the broker's own address connects");
+    ws.send(Message::text("CONNECT\naccept-version:1.2\n\n\0"))
+        .await
+        .expect("send");
+    let first = tokio::time::timeout(WAIT, ws.next()).await.expect("answer");
+    assert!(
+        matches!(first, Some(Ok(Message::Text(ref t))) if t.starts_with("CONNECTED")),
+        "{first:?}"
+    );
 }
 
 #[tokio::test]

@@ -83,7 +83,9 @@ pub fn refusal(headers: &HeaderMap, allow_remote: bool) -> Option<String> {
         ));
     }
     let origin = text(header::ORIGIN)?;
-    let authority = origin.split_once("://").map(|(_, rest)| rest.trim_end_matches('/'));
+    let authority = origin
+        .split_once("://")
+        .map(|(_, rest)| rest.trim_end_matches('/'));
     if authority.is_some_and(|a| a.eq_ignore_ascii_case(host)) {
         return None;
     }
@@ -184,16 +186,25 @@ mod tests {
             None
         );
         assert_eq!(
-            refusal(&headers("localhost:6731", Some("http://localhost:6731")), false),
+            refusal(
+                &headers("localhost:6731", Some("http://localhost:6731")),
+                false
+            ),
             None
         );
-        let cross = refusal(&headers("127.0.0.1:6731", Some("https://evil.example")), false);
+        let cross = refusal(
+            &headers("127.0.0.1:6731", Some("https://evil.example")),
+            false,
+        );
         assert!(cross.is_some_and(|w| w.contains("evil.example")));
         assert!(refusal(&headers("127.0.0.1:6731", Some("null")), false).is_some());
         let rebound = refusal(&headers("evil.example:6731", None), false);
         assert!(rebound.is_some_and(|w| w.contains("not served")));
         assert_eq!(
-            refusal(&headers("broker.example:6731", Some("https://app.example")), true),
+            refusal(
+                &headers("broker.example:6731", Some("https://app.example")),
+                true
+            ),
             None
         );
     }

@@ -40,7 +40,11 @@ fn broker(dir: &Path, extra: &[&str]) -> (BinaryServer, SocketAddr) {
         dir,
         "bob",
         "bob-pw",
-        &["manage queue bob-*", "send queue bob-*", "receive queue bob-*"],
+        &[
+            "manage queue bob-*",
+            "send queue bob-*",
+            "receive queue bob-*",
+        ],
     );
     add_user(
         dir,
@@ -66,8 +70,10 @@ impl Raw {
             s: TcpStream::connect(addr).await.expect("connect"),
             buf: BytesMut::new(),
         };
-        r.write(&format!("CONNECT\naccept-version:1.2\nhost:/\n{headers}\n\0"))
-            .await;
+        r.write(&format!(
+            "CONNECT\naccept-version:1.2\nhost:/\n{headers}\n\0"
+        ))
+        .await;
         let f = r.frame().await.expect("an answer to CONNECT");
         (r, f)
     }
@@ -104,7 +110,8 @@ impl Raw {
     /// connection.
     async fn ask(&mut self, frame: &str, r: &str) -> Frame {
         let (head, body) = frame.split_once("\n\n").unwrap_or((frame, ""));
-        self.write(&format!("{head}\nreceipt:{r}\n\n{body}\0")).await;
+        self.write(&format!("{head}\nreceipt:{r}\n\n{body}\0"))
+            .await;
         loop {
             let f = self.frame().await.expect("RECEIPT or ERROR");
             if matches!(f.command, Cmd::Receipt | Cmd::Error) {
@@ -126,14 +133,23 @@ async fn a_login_is_checked_against_the_users() {
     assert_eq!(ok.command, Cmd::Connected, "{ok:?}");
     let (mut r, wrong) = Raw::connect(addr, "login:alice\npasscode:nope\n").await;
     assert_eq!(wrong.command, Cmd::Error, "{wrong:?}");
-    assert!(message(&wrong).contains("authentication failed"), "{wrong:?}");
+    assert!(
+        message(&wrong).contains("authentication failed"),
+        "{wrong:?}"
+    );
     assert!(r.frame().await.is_none(), "closed after the ERROR");
     let (_, unknown) = Raw::connect(addr, "login:mallory\npasscode:x\n").await;
-    assert!(message(&unknown).contains("authentication failed"), "{unknown:?}");
+    assert!(
+        message(&unknown).contains("authentication failed"),
+        "{unknown:?}"
+    );
     // Users exist and no anonymous grants: a CONNECT without a login is refused.
     let (_, anonymous) = Raw::connect(addr, "").await;
     assert_eq!(anonymous.command, Cmd::Error);
-    assert!(message(&anonymous).contains("authentication required"), "{anonymous:?}");
+    assert!(
+        message(&anonymous).contains("authentication required"),
+        "{anonymous:?}"
+    );
 }
 
 #[tokio::test]
@@ -151,7 +167,9 @@ async fn client_names_are_bound_to_users() {
     // Without client-id the gateway names the session itself.
     let (_, made_up) = Raw::connect(addr, "login:carol\npasscode:carol-pw\n").await;
     assert_eq!(made_up.command, Cmd::Connected, "{made_up:?}");
-    assert!(made_up.header("session").is_some_and(|s| s.starts_with("stomp-")));
+    assert!(made_up
+        .header("session")
+        .is_some_and(|s| s.starts_with("stomp-")));
 }
 
 #[tokio::test]
@@ -160,11 +178,18 @@ async fn frames_need_the_permissions_native_requests_need() {
     let (_server, addr) = broker(dir.path(), &[]);
     let mut bob = Raw::as_user(addr, "bob", "bob-pw").await;
     // bob manages bob-* queues: a SEND creates one.
-    let f = bob.ask("SEND\ndestination:/queue/bob-orders\n\nhello", "s1").await;
+    let f = bob
+        .ask("SEND\ndestination:/queue/bob-orders\n\nhello", "s1")
+        .await;
     assert_eq!(f.command, Cmd::Receipt, "{f:?}");
-    let f = bob.ask("SEND\ndestination:/queue/alice-orders\n\nhello", "s2").await;
+    let f = bob
+        .ask("SEND\ndestination:/queue/alice-orders\n\nhello", "s2")
+        .await;
     assert_eq!(f.command, Cmd::Error, "{f:?}");
-    assert!(message(&f).contains("'send'"), "names the permission: {f:?}");
+    assert!(
+        message(&f).contains("'send'"),
+        "names the permission: {f:?}"
+    );
     assert!(message(&f).contains("alice-orders"), "{f:?}");
     assert_eq!(f.header("receipt-id"), Some("s2"));
     let mut bob = Raw::as_user(addr, "bob", "bob-pw").await;
@@ -174,12 +199,17 @@ async fn frames_need_the_permissions_native_requests_need() {
     assert_eq!(f.command, Cmd::Error, "{f:?}");
     assert!(message(&f).contains("'receive'"), "{f:?}");
     let mut bob = Raw::as_user(addr, "bob", "bob-pw").await;
-    let f = bob.ask("SUBSCRIBE\nid:1\ndestination:/sender/alice", "s4").await;
+    let f = bob
+        .ask("SUBSCRIBE\nid:1\ndestination:/sender/alice", "s4")
+        .await;
     assert_eq!(f.command, Cmd::Error, "{f:?}");
     assert!(message(&f).contains("receive queue *"), "{f:?}");
     let mut bob = Raw::as_user(addr, "bob", "bob-pw").await;
     let f = bob
-        .ask("SUBSCRIBE\nid:1\ndestination:/queue/bob-orders\nack:client-individual", "s5")
+        .ask(
+            "SUBSCRIBE\nid:1\ndestination:/queue/bob-orders\nack:client-individual",
+            "s5",
+        )
         .await;
     assert_eq!(f.command, Cmd::Receipt, "{f:?}");
     let m = bob.frame().await.expect("MESSAGE");
@@ -213,10 +243,17 @@ async fn anonymous_sessions_follow_the_native_rules() {
     let dir = tempfile::tempdir().expect("dir");
     let (_server, addr) = broker(
         dir.path(),
-        &["--anonymous-grants", "send queue public-*,receive queue public-*"],
+        &[
+            "--anonymous-grants",
+            "send queue public-*,receive queue public-*",
+        ],
     );
     let (mut anon, f) = Raw::connect(addr, "").await;
-    assert_eq!(f.command, Cmd::Connected, "anonymous grants let it in: {f:?}");
+    assert_eq!(
+        f.command,
+        Cmd::Connected,
+        "anonymous grants let it in: {f:?}"
+    );
     let f = anon
         .ask("SEND\ndestination:/queue/public-x\n\nx", "p1")
         .await;

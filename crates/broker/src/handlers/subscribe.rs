@@ -30,10 +30,9 @@ pub async fn subscribe(
         Response::Subscribed { subscription: id }.encode(request_id, &mut reply);
         session.out.send(reply.freeze()).is_ok()
     };
-    match open_queue(shared, session, sub, Arc::new(Native), announce).await {
-        Ok(_) => None,
-        Err(reply) => Some(reply),
-    }
+    open_queue(shared, session, sub, Arc::new(Native), announce)
+        .await
+        .err()
 }
 
 /// Starts a push subscription on a queue whose pushes `encoder` writes, once `announce` has
@@ -146,10 +145,9 @@ pub async fn subscribe_topic(
         .encode(request_id, &mut reply);
         session.out.send(reply.freeze()).is_ok()
     };
-    match open_topic(shared, session, sub, Arc::new(Native), announce).await {
-        Ok(_) => None,
-        Err(reply) => Some(reply),
-    }
+    open_topic(shared, session, sub, Arc::new(Native), announce)
+        .await
+        .err()
 }
 
 /// [`subscribe_topic`] with the pushes written by `encoder`, once `announce` has made the id

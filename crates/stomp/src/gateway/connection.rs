@@ -157,9 +157,8 @@ pub(crate) async fn serve<S: ByteSource, W: FrameSink>(
         gw.settings.write_timeout,
         last_write.clone(),
     ));
-    let beats = send_every.map(|every| {
-        tokio::spawn(writer::heartbeats(session.clone(), every, last_write))
-    });
+    let beats = send_every
+        .map(|every| tokio::spawn(writer::heartbeats(session.clone(), every, last_write)));
     debug!(%peer, %client, version = version.as_str(), generated, "STOMP session opened");
     let mut conn = Conn {
         gw: gw.clone(),
@@ -173,7 +172,9 @@ pub(crate) async fn serve<S: ByteSource, W: FrameSink>(
         out_buf: BytesMut::new(),
         known: HashSet::new(),
     };
-    let ending = conn.run(&mut src, &mut buf, &mut scanner, expect_every).await;
+    let ending = conn
+        .run(&mut src, &mut buf, &mut scanner, expect_every)
+        .await;
     conn.flush();
     // The session ends first (subscriptions stop, unacknowledged deliveries go back), then the
     // client hears how it ended.
@@ -586,7 +587,8 @@ impl Conn {
             ensure(&self.session, &dest).await?;
             self.known.insert(dest.clone());
         }
-        self.start(send_op(self.session.clone(), msg, receipt)).await
+        self.start(send_op(self.session.clone(), msg, receipt))
+            .await
     }
 
     /// Starts a frame's work: polled once now, so it reaches the broker in frame order; its
@@ -884,10 +886,7 @@ impl Conn {
 async fn stop(session: &LocalSession, sub: &Sub) -> Result<(), Failure> {
     match &sub.runs {
         Runs::Broker(id) => {
-            match session
-                .request(Request::Cancel { subscription: *id })
-                .await
-            {
+            match session.request(Request::Cancel { subscription: *id }).await {
                 // Not found: the broker ended it already.
                 Response::Ok => Ok(()),
                 Response::Error(e) if e.code == ErrorCode::NotFound => Ok(()),

@@ -382,7 +382,10 @@ mod tests {
     #[test]
     fn a_delivery_becomes_a_message_frame_that_decodes_back() {
         let props = vec![
-            ("region".to_owned(), PropertyValue::Str("eu:west\nline".into())),
+            (
+                "region".to_owned(),
+                PropertyValue::Str("eu:west\nline".into()),
+            ),
             ("count".to_owned(), PropertyValue::Int(-3)),
             ("ok".to_owned(), PropertyValue::Bool(true)),
         ];
@@ -418,16 +421,25 @@ mod tests {
             assert_eq!(h("message-id"), "7");
             assert_eq!(h("ack"), "42");
             assert_eq!(h("priority"), "9");
-            assert_eq!((h("timestamp"), h("expires")), ("1000".into(), "5000".into()));
+            assert_eq!(
+                (h("timestamp"), h("expires")),
+                ("1000".into(), "5000".into())
+            );
             assert_eq!(h("redelivered"), "true");
-            assert_eq!((h("ferry-sender"), h("ferry-to")), ("alice".into(), "bob".into()));
+            assert_eq!(
+                (h("ferry-sender"), h("ferry-to")),
+                ("alice".into(), "bob".into())
+            );
             assert_eq!((h("count"), h("ok")), ("-3".into(), "true".into()));
             assert_eq!(h("destination"), "/queue/q");
             if version == Version::V1_2 {
                 assert_eq!(h("subscription"), "sub:1");
                 assert_eq!(h("region"), "eu:west\nline");
             }
-            assert!(out.len() <= message_len(&head, &d) + 16, "sized about right");
+            assert!(
+                out.len() <= message_len(&head, &d) + 16,
+                "sized about right"
+            );
         }
         let mut r = BytesMut::new();
         put_receipt(&mut r, "r:1", Version::V1_2);

@@ -224,7 +224,13 @@ async fn serve_connection<S: wire::ByteSource, W: wire::FrameSink>(
         Ok(slot) => slot,
         Err(reason) => {
             debug!(%peer, %reason, "STOMP connection refused: at the limit per address");
-            refuse(&gw, sink, &reason, "close some connections from this address first").await;
+            refuse(
+                &gw,
+                sink,
+                &reason,
+                "close some connections from this address first",
+            )
+            .await;
             return;
         }
     };
@@ -240,6 +246,6 @@ async fn refuse<W: wire::FrameSink>(gw: &Inner, mut sink: W, message: &str, deta
         wire::FrameSink::write(&mut sink, &[mapping::encode(&frame, v)]),
     )
     .await;
-    let _ = tokio::time::timeout(gw.settings.write_timeout, wire::FrameSink::close(&mut sink))
-        .await;
+    let _ =
+        tokio::time::timeout(gw.settings.write_timeout, wire::FrameSink::close(&mut sink)).await;
 }

@@ -74,7 +74,10 @@ impl StompEncoder {
 
     /// Why the broker ended the subscription, once it did.
     pub fn reason(&self) -> Option<ErrorReply> {
-        self.reason.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Appends the MESSAGE of `d`, recording its ack id in client modes.
@@ -83,12 +86,10 @@ impl StompEncoder {
             Mode::Auto => None,
             mode => {
                 let key = ack_key(d, self.version);
-                self.acks.lock().unwrap_or_else(|p| p.into_inner()).register(
-                    key,
-                    self.slot,
-                    d.delivery_id,
-                    mode == Mode::Client,
-                );
+                self.acks
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .register(key, self.slot, d.delivery_id, mode == Mode::Client);
                 Some(key)
             }
         };

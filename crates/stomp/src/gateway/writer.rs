@@ -82,7 +82,9 @@ pub async fn run<W: FrameSink>(
 pub async fn heartbeats(session: Arc<LocalSession>, every: Duration, last: Arc<LastWrite>) {
     let closing = session.closing();
     loop {
-        let wait = every.saturating_sub(last.since()).max(Duration::from_millis(10));
+        let wait = every
+            .saturating_sub(last.since())
+            .max(Duration::from_millis(10));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = closing.cancelled() => return,
