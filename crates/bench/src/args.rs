@@ -110,6 +110,7 @@ impl CommonArgs {
             amqp_url: amqp::DEFAULT_URL.to_string(),
             postgres_url: postgres::DEFAULT_URL.to_string(),
             postgres_sessions: postgres::DEFAULT_SESSIONS,
+            stomp_url: stomp::DEFAULT_URL.to_string(),
             name: None,
             json: None,
             csv: None,

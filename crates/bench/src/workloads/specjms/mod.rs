@@ -123,6 +123,9 @@ fn driver(args: &SpecjmsArgs, server: &str) -> Result<Arc<dyn Driver>> {
         TargetArg::Postgres => {
             bail!("target postgres has no topics: specjms needs publish/subscribe")
         }
+        TargetArg::Stomp => {
+            bail!("target stomp: the stomp driver runs queue workloads; specjms runs on ferry, nats and amqp")
+        }
     })
 }
 
