@@ -23,8 +23,7 @@ use bytes::BytesMut;
 use ferry_broker::local::{LocalSession, SessionRequest};
 use ferry_protocol::requests::{Subscribe, SubscribeTopic};
 use ferry_protocol::{
-    AckMode, ErrorCode, ErrorReply, Order, OutgoingMessage, QueueOptions, Request, Response,
-    SubscriptionId,
+    AckMode, ErrorCode, Order, OutgoingMessage, QueueOptions, Request, Response, SubscriptionId,
 };
 use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
@@ -34,6 +33,7 @@ use tokio::time::Instant;
 use tracing::{debug, info};
 
 use super::acks::Acks;
+pub(crate) use super::failure::Failure;
 use super::mapping::{self, Destination};
 use super::sender;
 use super::subscription::{Mode, StompEncoder};
@@ -44,51 +44,6 @@ use crate::login;
 
 /// How a frame's work ended: its receipt to send, or the ERROR that closes the connection.
 type Outcome = Result<Option<String>, Failure>;
-
-/// Why the connection closes with an ERROR frame.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    message: String,
-    details: String,
-    receipt: Option<String>,
-}
-
-impl Failure {
-    pub(crate) fn new(message: impl Into<String>, details: impl Into<String>) -> Failure {
-        Failure {
-            message: message.into(),
-            details: details.into(),
-            receipt: None,
-        }
-    }
-
-    fn with_receipt(mut self, receipt: Option<String>) -> Failure {
-        self.receipt = receipt;
-        self
-    }
-
-    /// A refusal by the broker (an `Unauthorized` one names the permission missing).
-    pub(crate) fn refused(what: &str, e: &ErrorReply) -> Failure {
-        Failure::new(
-            e.message.clone(),
-            format!(
-                "{what} was refused by the broker: {} (Ferry error {:?})",
-                e.message, e.code
-            ),
-        )
-    }
-
-    /// What a reply other than the one expected means.
-    fn unexpected(what: &str, reply: &Response) -> Failure {
-        match reply {
-            Response::Error(e) => Failure::refused(what, e),
-            other => Failure::new(
-                format!("unexpected reply to {what}"),
-                format!("the broker answered {:?}", other.kind()),
-            ),
-        }
-    }
-}
 
 /// How a connection ended, for the logs.
 enum Ending {

@@ -10,7 +10,8 @@
 //! for any reason, the gateway ends the session at once, and its unacknowledged client-ack
 //! deliveries go back to their queues.
 //!
-//! Modules: [`connection`] (handshake, frames in order, the end), [`mapping`] (destinations
+//! Modules: [`connection`] (handshake, frames in order, the end), [`failure`] (why a
+//! connection closes with an ERROR), [`mapping`] (destinations
 //! and headers, MESSAGE frames), [`subscription`] (the encoder of a subscription's MESSAGE
 //! frames), [`sender`] (`/sender/NAME` subscriptions), [`acks`] (the ids ACK and NACK name),
 //! [`writer`] (frames out, heart-beats, slow readers), [`wire`] (TCP and WebSocket as byte
@@ -18,6 +19,7 @@
 
 pub mod acks;
 pub mod connection;
+pub mod failure;
 pub mod mapping;
 pub mod sender;
 pub mod subscription;

@@ -18,7 +18,7 @@ use ferry_protocol::{AckMode, Order, ReceiveMode, Request, Response, Source};
 use tokio::task::JoinHandle;
 
 use super::acks::Acks;
-use super::connection::Failure;
+use super::failure::Failure;
 use super::subscription::StompEncoder;
 
 /// How long one receive waits before it looks again (so that an ended subscription's task is
