@@ -58,7 +58,7 @@ pub struct CommonArgs {
     /// RabbitMQ URL (target amqp).
     #[arg(long, value_name = "URL", env = "FERRY_AMQP_URL", default_value = amqp::DEFAULT_URL)]
     pub amqp_url: String,
-    /// STOMP broker URL (target stomp): stomp://[USER:PASS@]HOST:PORT[/VHOST]; Ferry's STOMP
+    /// STOMP broker URL (target stomp): `stomp://[USER:PASS@]HOST:PORT[/VHOST]`; Ferry's STOMP
     /// listener by default, RabbitMQ's plugin at stomp://guest:guest@127.0.0.1:61614 under
     /// `scripts/peers up`.
     #[arg(long, value_name = "URL", env = "FERRY_STOMP_URL", default_value = stomp::DEFAULT_URL)]

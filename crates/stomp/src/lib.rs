@@ -4,7 +4,7 @@
 //! Modules:
 //! - [`codec`]: STOMP frames, sans-IO: a cheap [`codec::check`] (and its resumable
 //!   [`codec::Scanner`]) that says whether a whole frame (or heart-beat) is buffered without
-//!   allocating, [`codec::decode`], and [`codec::Frame::encode`] with an exact
+//!   allocating, [`codec::decode()`], and [`codec::Frame::encode`] with an exact
 //!   [`codec::Frame::encoded_len`]; header escaping per version, `content-length` and binary
 //!   bodies, and limits enforced before a buffer grows past them.
 //! - [`gateway`]: the listener, one broker session per STOMP connection, destinations and

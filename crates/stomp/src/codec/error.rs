@@ -6,6 +6,7 @@ use super::command::Command;
 /// Why bytes from a peer are not a frame. Every one is fatal to the connection: a server
 /// answers with an ERROR frame and closes it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The frame (so far) is longer than the frame limit.
     #[error("frame larger than the limit of {limit} bytes")]
@@ -56,6 +57,7 @@ pub enum FrameError {
 
 /// Why a frame cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EncodeError {
     /// A header that the frame's escaping (none for 1.0 and CONNECT/CONNECTED, no `\r` for
     /// 1.1) cannot carry: a line break, or a colon in a name.

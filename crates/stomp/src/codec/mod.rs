@@ -15,7 +15,7 @@
 //! whether a heart-beat or a whole frame is there, and how long it is, without allocating; it
 //! enforces the [`Limits`] while it scans, so a peer that sends an endless header line, too
 //! many headers, an announced or actual body over the limit, or a frame over the frame limit
-//! is refused as soon as the bytes show it, before the caller buffers more. [`decode`] then
+//! is refused as soon as the bytes show it, before the caller buffers more. [`decode()`] then
 //! takes the frame off the buffer (the body shares the buffer's allocation) and parses its
 //! command and headers.
 //!
@@ -34,7 +34,7 @@
 //! connection.
 //!
 //! Modules: [`command`] (the commands of every version), [`frame`] ([`Frame`], [`Version`]),
-//! [`limits`], [`scan`] ([`check`]), [`decode`], [`encode`] (on [`Frame`]), [`escape`],
+//! [`limits`], [`scan`] ([`check`]), [`decode`](mod@decode), [`encode`] (on [`Frame`]), [`escape`],
 //! [`error`], [`negotiate`] (accept-version and heart-beat headers).
 
 pub mod command;
