@@ -402,6 +402,12 @@ impl Sessions {
         })
     }
 
+    /// A gateway's TLS handshake failed: counted with the native listener's
+    /// (`ferry_tls_handshakes_failed`).
+    pub fn count_tls_handshake_failed(&self) {
+        Stats::add(&self.shared.stats.tls_handshakes_failed, 1);
+    }
+
     /// The limits the broker enforces (a gateway advertises and applies the same).
     pub fn limits(&self) -> Limits {
         self.shared.limits

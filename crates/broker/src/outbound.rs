@@ -424,8 +424,8 @@ impl Writer {
             first = self.rx.recv() => first?,
             _ = self.link.closing.cancelled() => return None,
         };
+        let mut bytes = first.frames.len();
         let mut items = vec![first];
-        let mut bytes = items[0].frames.len();
         while bytes < WRITE_BATCH_BYTES && items.len() < MAX_BATCH_ITEMS {
             match self.rx.try_recv() {
                 Ok(more) => {

@@ -75,8 +75,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             udp.user = config.udp_user.clone();
             udp
         });
-        let stomp_settings = ferry_stomp::Settings::from_config(&config);
+        let mut stomp_settings = ferry_stomp::Settings::from_config(&config);
         let broker = Broker::start(config).await?;
+        stomp_settings.tls = broker.tls().cloned();
         // STOMP over TCP on its own listener, and over WebSocket at /stomp on the HTTP one.
         let stomp = broker
             .stomp_addr()

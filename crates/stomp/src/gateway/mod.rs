@@ -62,6 +62,10 @@ pub struct Settings {
     /// WebSocket connections from pages of other origins are served (the HTTP listener's
     /// `http_allow_remote`); otherwise a page must come from the address it connects to.
     pub allow_remote_origins: bool,
+    /// The broker's TLS acceptor, when its listeners speak TLS: the STOMP listener then
+    /// speaks TLS with the same certificate (and asks for client certificates when the broker
+    /// does). WebSocket connections come through the HTTP listener, which has its own.
+    pub tls: Option<ferry_tls::Acceptor>,
 }
 
 impl Default for Settings {
@@ -77,6 +81,7 @@ impl Default for Settings {
             default_prefetch: 100,
             max_connections: 1024,
             allow_remote_origins: false,
+            tls: None,
         }
     }
 }
@@ -174,21 +179,46 @@ impl Gateway {
                 };
                 backoff = Duration::from_millis(1);
                 let _ = stream.set_nodelay(true);
-                // TLS: a listener with TLS on would wrap `stream` here, with the broker's
-                // acceptor, and split the TLS stream (tokio::io::split) into the same
-                // wire::Stream halves: nothing past this point knows the transport.
-                let (rd, wr) = stream.into_split();
                 let gw = gw.clone();
-                tokio::spawn(async move {
-                    serve_connection(
-                        gw,
-                        wire::Stream::new(rd),
-                        wire::Stream::new(wr),
-                        peer.to_string(),
-                        Some(peer.ip()),
-                    )
-                    .await;
-                });
+                match gw.settings.tls.clone() {
+                    None => {
+                        let (rd, wr) = stream.into_split();
+                        tokio::spawn(async move {
+                            serve_connection(
+                                gw,
+                                wire::Stream::new(rd),
+                                wire::Stream::new(wr),
+                                peer.to_string(),
+                                Some(peer.ip()),
+                            )
+                            .await;
+                        });
+                    }
+                    // The handshake runs in the connection's own task, bounded by the time a
+                    // client has to send CONNECT; after it, nothing knows the transport.
+                    Some(tls) => {
+                        tokio::spawn(async move {
+                            let timeout = gw.settings.connect_timeout;
+                            match tls.accept(stream, timeout).await {
+                                Ok(accepted) => {
+                                    let (rd, wr) = tokio::io::split(accepted.stream);
+                                    serve_connection(
+                                        gw,
+                                        wire::Stream::new(rd),
+                                        wire::Stream::new(wr),
+                                        peer.to_string(),
+                                        Some(peer.ip()),
+                                    )
+                                    .await;
+                                }
+                                Err(e) => {
+                                    debug!(%peer, error = %e, "STOMP TLS handshake failed");
+                                    gw.sessions.count_tls_handshake_failed();
+                                }
+                            }
+                        });
+                    }
+                }
             }
         })
     }
