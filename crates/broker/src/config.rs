@@ -79,6 +79,10 @@ pub const MAX_SEGMENT_BYTES: u64 = 16 * 1024 * 1024 * 1024;
 /// Smallest `max_outbound_bytes` and `max_pending_bytes`: 64 KiB.
 pub const MIN_CONNECTION_BUDGET: u64 = 64 * 1024;
 
+/// Default `udp_receive_buffer`: 32 MiB (about 14 000 full-size datagrams: half a second of
+/// a fast sender while the ingest's reader is not scheduled).
+pub const DEFAULT_UDP_RECEIVE_BUFFER: u64 = 32 << 20;
+
 /// Smallest `max_memory`: 16 MiB.
 pub const MIN_MAX_MEMORY: u64 = 16 * 1024 * 1024;
 
@@ -243,6 +247,9 @@ pub struct BrokerConfig {
     /// The user the datagram ingest publishes as (its grants confine it); `None`: the
     /// broker's operator, with every permission.
     pub udp_user: Option<String>,
+    /// The datagram ingest's socket receive buffer in bytes, which holds datagrams while its
+    /// reader is not scheduled; forced past `net.core.rmem_max` when the broker may.
+    pub udp_receive_buffer: u64,
     /// Accept unauthenticated sessions from any address while no user exists; without it they
     /// are accepted from loopback only, and a non-loopback `listen` without users refuses to
     /// start (see `docs/security.md`).
@@ -302,6 +309,7 @@ impl Default for BrokerConfig {
             udp_topic: None,
             udp_persistent: false,
             udp_user: None,
+            udp_receive_buffer: DEFAULT_UDP_RECEIVE_BUFFER,
             allow_anonymous: false,
             anonymous_grants: Vec::new(),
             auth_failure_delay_ms: 1_000,

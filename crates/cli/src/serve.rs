@@ -73,6 +73,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             let mut udp = UdpConfig::new(listen, config.udp_topic.clone());
             udp.persistent = config.udp_persistent;
             udp.user = config.udp_user.clone();
+            udp.receive_buffer = usize::try_from(config.udp_receive_buffer).unwrap_or(usize::MAX);
             udp
         });
         let mut stomp_settings = ferry_stomp::Settings::from_config(&config);

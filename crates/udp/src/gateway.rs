@@ -1,8 +1,11 @@
 //! The gateway: a UDP socket, a bounded queue of parsed datagrams, and a publisher that turns
 //! them into batched publishes on an in-process session of the broker.
 //!
-//! Two tasks. The **reader** receives datagrams, counts them, parses them and hands the good
-//! ones to the publisher through a queue. The **publisher** takes the datagrams waiting (up to
+//! Two parts. The **reader**, a thread of its own blocked in `recv`, receives datagrams,
+//! counts them, parses them and hands the good ones to the publisher through a queue: the
+//! kernel wakes it as a datagram arrives, so it does not wait for a busy runtime's worker (a
+//! datagram that finds the socket's buffer full is lost). The **publisher**, a task, takes the
+//! datagrams waiting (up to
 //! the broker's batch limit in records and [`MAX_BATCH_BYTES`]) and publishes their records in
 //! one batch: one store write and, for persistent records, one fsync for all of them.
 //!
@@ -25,7 +28,6 @@ use ferry_broker::stats::{Stats, UdpStats};
 use ferry_broker::RunningBroker;
 use ferry_protocol::{ErrorCode, Name, OutgoingMessage, Request, Response};
 use thiserror::Error;
-use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -43,8 +45,11 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 /// records: so that a flood of tiny datagrams is bounded by the budget too.
 const DATAGRAM_OVERHEAD: usize = 128;
 const RECORD_OVERHEAD: usize = std::mem::size_of::<Bytes>();
-/// Default [`UdpConfig::receive_buffer`]: 8 MiB.
-pub const DEFAULT_RECEIVE_BUFFER: usize = 8 << 20;
+/// Default [`UdpConfig::receive_buffer`]: the broker's `udp_receive_buffer` default.
+pub const DEFAULT_RECEIVE_BUFFER: usize =
+    ferry_broker::config::DEFAULT_UDP_RECEIVE_BUFFER as usize;
+/// How often the reader looks whether it should stop while no datagram arrives.
+const STOP_POLL: Duration = Duration::from_millis(100);
 /// How often, at most, the gateway logs that it dropped datagrams.
 const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 
@@ -62,8 +67,9 @@ pub struct UdpConfig {
     /// published; a datagram beyond it is dropped (each is charged its bytes, plus a little
     /// per datagram and per record).
     pub queue_bytes: usize,
-    /// The socket's receive buffer asked of the kernel (it may grant less), which absorbs
-    /// bursts while the reader is not scheduled.
+    /// The socket's receive buffer asked of the kernel, which absorbs bursts while the reader
+    /// is not scheduled. Beyond `net.core.rmem_max` it is forced when the broker may
+    /// (`CAP_NET_ADMIN`), and otherwise capped there (with a warning).
     pub receive_buffer: usize,
     /// Publish as this user, with its grants: a datagram naming a topic the user may not
     /// send to is refused and dropped. `None`: the broker's operator, with every permission.
@@ -104,7 +110,7 @@ pub enum UdpError {
 pub struct UdpGateway {
     addr: SocketAddr,
     cancel: CancellationToken,
-    reader: JoinHandle<()>,
+    reader: std::thread::JoinHandle<()>,
     publisher: JoinHandle<()>,
     stats: Arc<Stats>,
 }
@@ -164,14 +170,17 @@ impl UdpGateway {
         let budget = Arc::new(Semaphore::new(
             config.queue_bytes.clamp(1, Semaphore::MAX_PERMITS),
         ));
-        let reader = tokio::spawn(read_loop(
-            socket,
-            config.topic.clone().map(Name::from),
-            tx,
-            budget,
-            stats.clone(),
-            cancel.clone(),
-        ));
+        let reader = {
+            let (topic, stats, cancel) = (
+                config.topic.clone().map(Name::from),
+                stats.clone(),
+                cancel.clone(),
+            );
+            std::thread::Builder::new()
+                .name("ferry-udp-reader".into())
+                .spawn(move || read_loop(socket, topic, tx, budget, stats, cancel))
+                .map_err(|e| UdpError::Broker(format!("cannot start the reader thread: {e}")))?
+        };
         let publisher = tokio::spawn(publish_loop(
             session,
             rx,
@@ -197,7 +206,8 @@ impl UdpGateway {
     /// Stops receiving, publishes what is queued, ends the session and logs the counters.
     pub async fn stop(self) {
         self.cancel.cancel();
-        let _ = self.reader.await;
+        let reader = self.reader;
+        let _ = tokio::task::spawn_blocking(move || reader.join()).await;
         // The reader held the queue's only sender: the publisher ends once it is drained.
         let _ = self.publisher.await;
         let u = &self.stats.udp;
@@ -216,8 +226,10 @@ fn broker_max_batch(broker: &RunningBroker) -> usize {
     broker.limits().max_batch as usize
 }
 
-/// A UDP socket on `addr` with a receive buffer of `receive_buffer` bytes (as granted).
-fn bind(addr: &str, receive_buffer: usize) -> std::io::Result<UdpSocket> {
+/// A blocking UDP socket on `addr` with a receive buffer of `receive_buffer` bytes (forced past
+/// the system's limit when the process may, else as granted), whose receives time out every
+/// [`STOP_POLL`] so that the reader sees a stop.
+fn bind(addr: &str, receive_buffer: usize) -> std::io::Result<std::net::UdpSocket> {
     use std::net::ToSocketAddrs;
     let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to bind")
@@ -227,16 +239,48 @@ fn bind(addr: &str, receive_buffer: usize) -> std::io::Result<UdpSocket> {
         socket2::Type::DGRAM,
         Some(socket2::Protocol::UDP),
     )?;
-    // A smaller buffer than asked is fine: it only absorbs less of a burst.
-    let _ = socket.set_recv_buffer_size(receive_buffer);
-    socket.set_nonblocking(true)?;
+    set_receive_buffer(&socket, receive_buffer);
+    socket.set_read_timeout(Some(STOP_POLL))?;
     socket.bind(&addr.into())?;
-    UdpSocket::from_std(socket.into())
+    Ok(socket.into())
 }
 
-/// Receives, counts and parses datagrams until cancelled; queues the good ones.
-async fn read_loop(
-    socket: UdpSocket,
+/// Asks for a receive buffer of `bytes`; past `net.core.rmem_max` the kernel grants the
+/// limit, so it is forced (`SO_RCVBUFFORCE`, allowed with `CAP_NET_ADMIN`). A smaller buffer
+/// than asked still works: it only absorbs less of a burst, which the warning says.
+fn set_receive_buffer(socket: &socket2::Socket, bytes: usize) {
+    let _ = socket.set_recv_buffer_size(bytes);
+    // Linux reports twice the size set (the other half is its bookkeeping).
+    let granted = |s: &socket2::Socket| s.recv_buffer_size().map_or(0, |b| b / 2);
+    if granted(socket) < bytes {
+        force_receive_buffer(socket, bytes);
+    }
+    let got = granted(socket);
+    if got < bytes {
+        warn!(
+            asked = bytes,
+            granted = got,
+            "datagram ingest: the kernel granted a smaller receive buffer than asked (raise \
+             net.core.rmem_max, or give the broker CAP_NET_ADMIN): bursts beyond it are lost"
+        );
+    } else {
+        info!(bytes = got, "datagram ingest: receive buffer");
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn force_receive_buffer(socket: &socket2::Socket, bytes: usize) {
+    // Without the privilege it fails and leaves the buffer as it was.
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size_force(socket, bytes);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn force_receive_buffer(_socket: &socket2::Socket, _bytes: usize) {}
+
+/// Receives, counts and parses datagrams until cancelled; queues the good ones. Runs on a
+/// thread of its own, blocked in `recv` (at most [`STOP_POLL`] at a time).
+fn read_loop(
+    socket: std::net::UdpSocket,
     topic: Option<Name>,
     queue: mpsc::UnboundedSender<Parsed>,
     budget: Arc<Semaphore>,
@@ -250,12 +294,21 @@ async fn read_loop(
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
     let mut log = DropLog::default();
     loop {
-        let received = tokio::select! {
-            r = socket.recv_from(&mut buf) => r,
-            _ = cancel.cancelled() => return,
-        };
-        let (n, from) = match received {
+        if cancel.is_cancelled() {
+            return;
+        }
+        let (n, from) = match socket.recv_from(&mut buf) {
             Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
             Err(e) => {
                 // ICMP errors of earlier sends and the like: nothing to do but go on.
                 warn!(error = %e, "datagram ingest: receive failed");

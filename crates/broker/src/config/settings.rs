@@ -236,6 +236,11 @@ settings! {
         set: |c, v, origin| c.udp_user = Some(v),
     };
 
+    /// the datagram ingest's socket receive buffer in bytes: what arrives while its reader
+    /// waits for a core (beyond it the kernel drops datagrams); past `net.core.rmem_max` it is
+    /// forced when the broker has `CAP_NET_ADMIN`, and capped there otherwise (with a warning)
+    udp_receive_buffer: u64, "BYTES" => field(udp_receive_buffer);
+
     /// while no user exists, accept unauthenticated sessions from any address, and start on a
     /// non-loopback `listen` without users (see [security.md](security.md))
     #[arg(num_args = 0..=1, default_missing_value = "true")]
