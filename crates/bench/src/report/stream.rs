@@ -22,6 +22,45 @@ pub struct StreamFigures {
     pub duplicates: u64,
     /// Bytes of one encoded record.
     pub record_bytes: u64,
+    /// Records in one message body (1: a message per record).
+    pub records_per_message: u64,
+    /// The datagram ingest's counters over the run (udp transport only): where the lost
+    /// records went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest: Option<IngestCounters>,
+}
+
+/// Where the datagrams of one udp run went, each counter the difference over the run.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct IngestCounters {
+    /// Datagrams the writer sent.
+    pub datagrams_sent: u64,
+    /// Datagrams the kernel dropped at the ingest's socket, its receive buffer full (the
+    /// socket's `drops` in `/proc/net/udp`); `None` when the socket was not found there.
+    pub kernel_drops: Option<u64>,
+    /// Datagrams the ingest read (broker's counter; `None` for a broker of another process).
+    pub received: Option<u64>,
+    /// Of those, datagrams that did not parse.
+    pub malformed: Option<u64>,
+    /// Of those, datagrams the ingest dropped (its memory budget spent, or a publish refused).
+    pub dropped: Option<u64>,
+}
+
+/// The kernel's count of datagrams dropped at the UDP socket bound to `port` on this machine
+/// (the `drops` column of `/proc/net/udp` and `/proc/net/udp6`).
+pub fn socket_drops(port: u16) -> Option<u64> {
+    let want = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"].iter().find_map(|path| {
+        let text = std::fs::read_to_string(path).ok()?;
+        text.lines().skip(1).find_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let local = cols.get(1)?;
+            if !local.ends_with(&want) {
+                return None;
+            }
+            cols.last()?.parse().ok()
+        })
+    })
 }
 
 impl StreamFigures {
@@ -44,5 +83,14 @@ mod tests {
         assert_eq!(StreamFigures::loss_of(0, 0), 0.0);
         assert_eq!(StreamFigures::loss_of(100, 100), 0.0);
         assert!((StreamFigures::loss_of(100, 94) - 0.06).abs() < 1e-12);
+    }
+
+    #[test]
+    fn socket_drops_finds_a_bound_socket_and_no_other() {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = sock.local_addr().unwrap().port();
+        assert_eq!(socket_drops(port), Some(0));
+        drop(sock);
+        assert_eq!(socket_drops(port), None);
     }
 }

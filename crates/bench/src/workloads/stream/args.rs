@@ -70,6 +70,11 @@ pub struct StreamArgs {
     /// Records per send (publish batch, write, datagram at most).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch: u32,
+    /// Records in one message body (broker transports; 1: a message per record, as Kieker's
+    /// broker writer sent them). More packs records as the datagram ingest does, and the
+    /// broker handles one message for several records.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub records_per_message: u32,
     /// Batches in flight on the writer's connection (broker transports).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub in_flight: u32,

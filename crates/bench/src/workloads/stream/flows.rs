@@ -31,6 +31,10 @@ pub struct Flow {
     pub rate: u64,
     /// Records per send.
     pub batch: usize,
+    /// Records per message body (broker transports).
+    pub per_message: usize,
+    /// Datagrams sent (udp transport).
+    pub datagrams_sent: AtomicU64,
 }
 
 impl Flow {
@@ -241,9 +245,11 @@ pub async fn broker(
     let (stop, stop_rx) = watch::channel(false);
     let reader = tokio::spawn(read_consumer(consumer, Tally::new(flow.clone()), stop_rx));
     let writer_conn = connect(format!("{name}-writer")).await?;
+    // A publish carries at most the broker's batch of messages, each of `per_message` records.
+    let per_message = flow.per_message.max(1);
     let batch = flow
         .batch
-        .min(writer_conn.limits().max_batch as usize)
+        .min(writer_conn.limits().max_batch as usize * per_message)
         .max(1);
     let mut writers = Vec::new();
     for _ in 0..in_flight {
@@ -254,10 +260,11 @@ pub async fn broker(
                 buf.clear();
                 flow.records(first, batch, &mut buf);
                 let body = Bytes::from(std::mem::take(&mut buf));
-                let msgs: Vec<OutMessage> = (0..batch)
-                    .map(|i| {
-                        let mut m =
-                            OutMessage::for_topic(body.slice(i * RECORD_LEN..(i + 1) * RECORD_LEN));
+                let step = per_message * RECORD_LEN;
+                let msgs: Vec<OutMessage> = (0..body.len())
+                    .step_by(step)
+                    .map(|at| {
+                        let mut m = OutMessage::for_topic(body.slice(at..(at + step).min(body.len())));
                         m.persistent = persistent;
                         if let Dest::Queue(q) = &dest {
                             m.queues = vec![q.clone()];
@@ -265,13 +272,22 @@ pub async fn broker(
                         m
                     })
                     .collect();
+                let sizes: Vec<u64> = msgs
+                    .iter()
+                    .map(|m| (m.body.len() / RECORD_LEN) as u64)
+                    .collect();
                 let results = match &dest {
                     Dest::Topic(t) => conn.publish_batch(t, msgs).await,
                     Dest::Queue(_) => conn.send_batch(msgs).await,
                 };
                 match results {
                     Ok(rs) => {
-                        let ok = rs.iter().filter(|r| r.is_ok()).count() as u64;
+                        let ok = rs
+                            .iter()
+                            .zip(&sizes)
+                            .filter(|(r, _)| r.is_ok())
+                            .map(|(_, n)| n)
+                            .sum();
                         flow.sent(ok);
                         if let Some(Err(e)) = rs.into_iter().find(Result::is_err) {
                             flow.shared.send_errors.fetch_add(1, Ordering::Relaxed);
@@ -317,7 +333,9 @@ async fn read_consumer(
         for item in batch.drain(..) {
             match item {
                 Ok(d) => {
-                    tally.record(&d.body);
+                    for r in d.body.chunks(RECORD_LEN) {
+                        tally.record(r);
+                    }
                     if let Some(token) = d.ack {
                         consumer.ack(token);
                     }
@@ -452,7 +470,10 @@ pub async fn udp(
                     packer.push(r);
                 }
                 match sock.send_to(packer.datagram(), ingest).await {
-                    Ok(_) => flow.sent(packer.len() as u64),
+                    Ok(_) => {
+                        flow.datagrams_sent.fetch_add(1, Ordering::Relaxed);
+                        flow.sent(packer.len() as u64);
+                    }
                     Err(e) => {
                         flow.shared.send_errors.fetch_add(1, Ordering::Relaxed);
                         flow.shared.note_error(format!("udp: send: {e}"));

@@ -29,7 +29,7 @@ use crate::drivers::ferry::FerryDriver;
 use crate::drivers::nats::{NatsDriver, NatsMode};
 use crate::drivers::{Capabilities, Driver};
 use crate::inproc::InProcessBroker;
-use crate::report::stream::StreamFigures;
+use crate::report::stream::{IngestCounters, StreamFigures};
 use crate::report::{rate, BenchReport, TargetResult};
 use crate::stats::windows::measured_stats;
 use crate::stats::{percentile_curve, LatencySummary, WindowSeries};
@@ -51,6 +51,8 @@ type Made = (Arc<dyn Driver>, Vec<String>, Vec<String>);
 struct FerryAt {
     server: String,
     udp: Option<std::net::SocketAddr>,
+    /// The broker's counters, when it runs in this process.
+    stats: Option<Arc<ferry_broker::stats::Stats>>,
 }
 
 /// Runs every transport asked for, `--rounds` times, and reports each one's median round.
@@ -65,6 +67,7 @@ pub async fn measure(args: &StreamArgs) -> Result<BenchReport> {
         (Some(b), _) => Some(FerryAt {
             server: b.addr(),
             udp: b.udp_addr(),
+            stats: b.stats(),
         }),
         (None, Some(server)) => Some(FerryAt {
             server: server.clone(),
@@ -72,6 +75,7 @@ pub async fn measure(args: &StreamArgs) -> Result<BenchReport> {
                 Some(a) => Some(a.parse().map_err(|e| anyhow!("--udp-addr {a}: {e}"))?),
                 None => None,
             },
+            stats: None,
         }),
         (None, None) => None,
     };
@@ -111,6 +115,7 @@ pub async fn measure(args: &StreamArgs) -> Result<BenchReport> {
             "rounds": args.rounds,
             "rate": args.rate,
             "batch": args.batch,
+            "records_per_message": args.records_per_message,
             "in_flight": args.in_flight,
             "prefetch": args.prefetch,
             "datagram_bytes": args.datagram_bytes,
@@ -156,6 +161,8 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
         session: record::session(run_id),
         rate: args.rate,
         batch: args.batch as usize,
+        per_message: args.records_per_message as usize,
+        datagrams_sent: std::sync::atomic::AtomicU64::new(0),
     });
     let name = format!(
         "ferry-bench-stream-{}-{:06x}",
@@ -265,6 +272,7 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             )
         }
     };
+    let ingest_before = (t == Transport::Udp).then(|| IngestSnapshot::take(ferry));
     let plan = ProgressPlan::of("stream", t.name(), &args.common);
     let progress = Progress::start(shared.clone(), plan, args.quiet);
     let measure_start = started + args.warmup;
@@ -296,6 +304,9 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             .await;
     }
 
+    let ingest = ingest_before.map(|before| {
+        IngestSnapshot::take(ferry).since(&before, flow.datagrams_sent.load(Ordering::Relaxed))
+    });
     let sent = shared.sent_measured.load(Ordering::Relaxed);
     let received = shared.received_measured.load(Ordering::Relaxed);
     let sent_total = shared.sent_total.load(Ordering::Relaxed);
@@ -336,8 +347,54 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             loss: StreamFigures::loss_of(sent_total, received_total),
             duplicates: end.duplicates,
             record_bytes: record::RECORD_LEN as u64,
+            records_per_message: match t {
+                Transport::Ferry | Transport::FerryPersistent | Transport::Amqp | Transport::AmqpPersistent | Transport::Nats => {
+                    u64::from(args.records_per_message)
+                }
+                Transport::Tcp | Transport::Udp => 1,
+            },
+            ingest,
         }),
     })
+}
+
+/// The datagram ingest's counters at one moment.
+struct IngestSnapshot {
+    kernel_drops: Option<u64>,
+    /// Received, malformed, dropped (the broker's counters, when in this process).
+    broker: Option<(u64, u64, u64)>,
+}
+
+impl IngestSnapshot {
+    fn take(ferry: Option<&FerryAt>) -> IngestSnapshot {
+        use ferry_broker::stats::Stats;
+        IngestSnapshot {
+            kernel_drops: ferry
+                .and_then(|f| f.udp)
+                .and_then(|a| crate::report::stream::socket_drops(a.port())),
+            broker: ferry.and_then(|f| f.stats.as_ref()).map(|s| {
+                let u = &s.udp;
+                (
+                    Stats::get(&u.datagrams_received),
+                    Stats::get(&u.datagrams_malformed),
+                    Stats::get(&u.datagrams_dropped),
+                )
+            }),
+        }
+    }
+
+    /// The counters since `before`, with the writer's `datagrams_sent`.
+    fn since(&self, before: &IngestSnapshot, datagrams_sent: u64) -> IngestCounters {
+        let diff = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+        let (now, then) = (self.broker, before.broker);
+        IngestCounters {
+            datagrams_sent,
+            kernel_drops: diff(self.kernel_drops, before.kernel_drops),
+            received: diff(now.map(|c| c.0), then.map(|c| c.0)),
+            malformed: diff(now.map(|c| c.1), then.map(|c| c.1)),
+            dropped: diff(now.map(|c| c.2), then.map(|c| c.2)),
+        }
+    }
 }
 
 /// The lines above the figures: one row per transport, as the Kieker table, with the share of
@@ -346,9 +403,10 @@ pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
     let mut out =
         format!(
-        "ferry-bench stream: {} B operation-execution records, batch {}, {} in flight, rate {}, \
-         {} s measured per transport after {} s warm-up, {} round(s), median round shown\n",
+        "ferry-bench stream: {} B operation-execution records, {} a message, batch {}, {} in flight, \
+         rate {}, {} s measured per transport after {} s warm-up, {} round(s), median round shown\n",
         p["record_bytes"],
+        p["records_per_message"],
         p["batch"],
         p["in_flight"],
         if p["rate"] == 0 { "as fast as possible".to_string() } else { format!("{}/s", p["rate"]) },
@@ -380,6 +438,18 @@ pub fn header(report: &BenchReport) -> String {
             r.latency_ms.p99,
             share
         ));
+        if let Some(i) = &s.ingest {
+            let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+            out.push_str(&format!(
+                "  datagrams: {} sent, {} dropped by the kernel (receive buffer full), {} read, \
+                 {} malformed, {} dropped by the ingest\n",
+                i.datagrams_sent,
+                n(i.kernel_drops),
+                n(i.received),
+                n(i.malformed),
+                n(i.dropped)
+            ));
+        }
     }
     out
 }
