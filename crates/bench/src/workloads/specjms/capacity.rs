@@ -72,7 +72,7 @@ impl Model {
             cpu_demand_s: c.cpu_s / messages,
             disk_demand_s: c.disk_busy_s.map_or(0.0, |b| b / c.persistent.max(1.0)),
             disk_bytes_per_message: c.disk_bytes.map_or(0.0, |b| b / c.persistent.max(1.0)),
-            cores: c.cores.max(1.0),
+            cores: c.cores.max(0.01),
             persistent_share: c.persistent / messages,
             messages_per_base: c.messages_per_base,
         }
@@ -143,6 +143,67 @@ pub fn process_write_bytes(pid: u32) -> Option<f64> {
     io.lines()
         .find_map(|l| l.strip_prefix("write_bytes:"))
         .and_then(|v| v.trim().parse::<f64>().ok())
+}
+
+/// Cores process `pid` may use: the fewest of the machine's cores, the CPUs it may run on
+/// (`Cpus_allowed_list`) and its control group's CPU quota (cgroup v2 `cpu.max`, v1
+/// `cpu.cfs_quota_us` / `cpu.cfs_period_us`). A broker confined so that it saturates before
+/// the load generator is how the model is validated.
+pub fn process_cores(pid: u32) -> f64 {
+    let machine = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|list| cpus_in_list(list.trim()) as f64)
+        .filter(|n| *n > 0.0)
+        .unwrap_or(machine);
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let quota = cgroup_quota(&cgroups, |path| std::fs::read_to_string(path).ok());
+    machine.min(allowed).min(quota.unwrap_or(f64::INFINITY))
+}
+
+/// CPUs in a list such as `0-3,6`.
+fn cpus_in_list(list: &str) -> usize {
+    list.split(',')
+        .filter_map(|part| match part.split_once('-') {
+            Some((a, b)) => Some(b.trim().parse::<usize>().ok()? + 1 - a.trim().parse::<usize>().ok()?),
+            None => part.trim().parse::<usize>().ok().map(|_| 1),
+        })
+        .sum()
+}
+
+/// The CPU quota in cores of the control group named in a `/proc/<pid>/cgroup` text, read
+/// through `read`; `None` without one.
+fn cgroup_quota(cgroups: &str, read: impl Fn(&str) -> Option<String>) -> Option<f64> {
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if controllers.is_empty() {
+            // v2: "max 100000" or "50000 100000".
+            let Some(max) = read(&format!("/sys/fs/cgroup{path}/cpu.max")) else {
+                continue;
+            };
+            let mut f = max.split_whitespace().map(|v| v.parse::<f64>().ok());
+            if let (Some(Some(q)), Some(Some(p))) = (f.next(), f.next()) {
+                return Some(q / p);
+            }
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            let dir = format!("/sys/fs/cgroup/{controllers}{path}");
+            let value = |file: &str| {
+                read(&format!("{dir}/{file}")).and_then(|v| v.trim().parse::<f64>().ok())
+            };
+            if let (Some(q), Some(p)) = (value("cpu.cfs_quota_us"), value("cpu.cfs_period_us")) {
+                if q > 0.0 && p > 0.0 {
+                    return Some(q / p);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Seconds the block devices were busy so far (`/proc/diskstats`, the time spent doing I/O,
@@ -241,6 +302,23 @@ mod tests {
             m.predict(1000.0).persistent_ms.is_infinite(),
             "past saturation"
         );
+    }
+
+    #[test]
+    fn cores_come_from_the_cpu_list_and_the_cgroup_quota() {
+        assert_eq!(cpus_in_list("0-1"), 2);
+        assert_eq!(cpus_in_list("0-3,6"), 5);
+        let files = |path: &str| match path {
+            "/sys/fs/cgroup/cpu,cpuacct/b/cpu.cfs_quota_us" => Some("25000\n".to_string()),
+            "/sys/fs/cgroup/cpu,cpuacct/b/cpu.cfs_period_us" => Some("100000\n".to_string()),
+            "/sys/fs/cgroup/c/cpu.max" => Some("150000 100000\n".to_string()),
+            "/sys/fs/cgroup/d/cpu.max" => Some("max 100000\n".to_string()),
+            _ => None,
+        };
+        assert_eq!(cgroup_quota("4:cpu,cpuacct:/b\n0::/", files), Some(0.25));
+        assert_eq!(cgroup_quota("0::/c", files), Some(1.5));
+        assert_eq!(cgroup_quota("0::/d", files), None);
+        assert!(process_cores(std::process::id()) >= 0.01);
     }
 
     #[test]

@@ -355,7 +355,7 @@ async fn run_at(
             messages: measured as f64,
             persistent: persistent as f64,
             cpu_s: b - a,
-            cores: std::thread::available_parallelism().map_or(1, usize::from) as f64,
+            cores: pid.map_or(1.0, capacity::process_cores),
             disk_busy_s: disk0.zip(disk1).map(|(a, b)| b - a),
             disk_bytes: bytes0.zip(bytes1).map(|(a, b)| b - a),
             messages_per_base: topo.messages_per_s() / f64::from(base),
