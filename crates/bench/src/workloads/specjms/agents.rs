@@ -3,9 +3,10 @@
 //! statistics record and a shipment departure; a call for offers brings an offer from each
 //! supplier of the family; the last offer brings the purchase order; ...).
 //!
-//! Connections: each kind of location shares a pool of sender connections (a location always
-//! uses the same one) and a pool of consumer connections, as an application server shares
-//! sessions among its components. A sender connection runs one transaction at a time: a
+//! Connections: by default each location has a sender connection and a consumer connection of
+//! its own, as each SPECjms agent does; with `--pool N` each kind of location shares N of each
+//! (a location always uses the same one), as an application server shares sessions among its
+//! components. A sender connection runs one transaction at a time: a
 //! handler receives a message, then sends what it causes in a transaction (committed) on its
 //! location's sender connection, then acknowledges the message. (A JMS transacted session
 //! would consume and send in one transaction; here the consume is acknowledged right after the
@@ -520,7 +521,10 @@ pub async fn build(
     let mut senders = HashMap::new();
     let mut readers: HashMap<Kind, Vec<Arc<dyn Connection>>> = HashMap::new();
     for kind in Kind::ALL {
-        let n = topo.count(kind).min(pool.max(1));
+        let n = match pool {
+            0 => topo.count(kind),
+            p => topo.count(kind).min(p),
+        };
         let mut s = Vec::new();
         let mut r = Vec::new();
         for i in 0..n {
