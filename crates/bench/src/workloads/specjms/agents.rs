@@ -3,10 +3,11 @@
 //! statistics record and a shipment departure; a call for offers brings an offer from each
 //! supplier of the family; the last offer brings the purchase order; ...).
 //!
-//! Connections: by default each location has a sender connection and a consumer connection of
-//! its own, as each SPECjms agent does; with `--pool N` each kind of location shares N of each
-//! (a location always uses the same one), as an application server shares sessions among its
-//! components. A sender connection runs one transaction at a time: a
+//! Connections: by default each location has three of its own, as SPECjms agents do: one its
+//! interactions start on, one its handlers send on, one it consumes on; with `--pool N` each
+//! kind of location shares N of each (a location always uses the same ones), as an application
+//! server shares sessions among its components. A sender connection runs one transaction at a
+//! time: a
 //! handler receives a message, then sends what it causes in a transaction (committed) on its
 //! location's sender connection, then acknowledges the message. (A JMS transacted session
 //! would consume and send in one transaction; here the consume is acknowledged right after the
@@ -139,6 +140,9 @@ pub struct World {
     /// Phase, windows, totals.
     pub shared: Arc<Shared>,
     senders: HashMap<Kind, Vec<AsyncMutex<Arc<dyn Connection>>>>,
+    /// The connections interactions start on, per kind of location (apart from the handlers',
+    /// so that a start does not wait for the transactions of the location's handlers).
+    initiators: HashMap<Kind, Vec<AsyncMutex<Arc<dyn Connection>>>>,
     /// Per message type.
     pub types: Vec<TypeCounters>,
     /// Per interaction.
@@ -157,8 +161,12 @@ pub struct World {
 
 impl World {
     /// The sender connection of `loc`.
-    fn sender(&self, loc: Loc) -> &AsyncMutex<Arc<dyn Connection>> {
-        let pool = &self.senders[&loc.kind];
+    fn sender(&self, loc: Loc, starts: bool) -> &AsyncMutex<Arc<dyn Connection>> {
+        let pool = if starts {
+            &self.initiators[&loc.kind]
+        } else {
+            &self.senders[&loc.kind]
+        };
         &pool[loc.id as usize % pool.len()]
     }
 
@@ -218,7 +226,7 @@ impl World {
                 (Dest::Topic(topic), m) => topics.entry(topic).or_default().push(m),
             }
         }
-        let conn = self.sender(from).lock().await;
+        let conn = self.sender(from, due.is_some()).lock().await;
         let late =
             due.is_some_and(|d| Instant::now().saturating_duration_since(d) > PACING_TOLERANCE);
         let result = async {
@@ -519,6 +527,7 @@ pub async fn build(
             .map_err(|e| anyhow!(e.message))?;
     }
     let mut senders = HashMap::new();
+    let mut initiators = HashMap::new();
     let mut readers: HashMap<Kind, Vec<Arc<dyn Connection>>> = HashMap::new();
     for kind in Kind::ALL {
         let n = match pool {
@@ -526,6 +535,7 @@ pub async fn build(
             p => topo.count(kind).min(p),
         };
         let mut s = Vec::new();
+        let mut starts = Vec::new();
         let mut r = Vec::new();
         for i in 0..n {
             let c: Arc<dyn Connection> = driver
@@ -535,6 +545,12 @@ pub async fn build(
                 .into();
             s.push(AsyncMutex::new(c));
             let c: Arc<dyn Connection> = driver
+                .connect(&format!("{name}-{}-i{i}", kind.code()))
+                .await
+                .map_err(|e| anyhow!(e.message))?
+                .into();
+            starts.push(AsyncMutex::new(c));
+            let c: Arc<dyn Connection> = driver
                 .connect(&format!("{name}-{}-r{i}", kind.code()))
                 .await
                 .map_err(|e| anyhow!(e.message))?
@@ -542,6 +558,7 @@ pub async fn build(
             r.push(c);
         }
         senders.insert(kind, s);
+        initiators.insert(kind, starts);
         readers.insert(kind, r);
     }
     let world = Arc::new(World {
@@ -550,6 +567,7 @@ pub async fn build(
         transactions,
         shared,
         senders,
+        initiators,
         types: MessageType::ALL
             .iter()
             .map(|_| TypeCounters::default())
@@ -675,7 +693,7 @@ impl Consumers {
         for c in self.connections {
             c.close().await;
         }
-        for pool in world.senders.values() {
+        for pool in world.senders.values().chain(world.initiators.values()) {
             for c in pool {
                 c.lock().await.close().await;
             }

@@ -76,10 +76,10 @@ pub struct SpecjmsArgs {
     /// beside the measurement; needs the broker's process (--own-broker or --broker-pid).
     #[arg(long)]
     pub model: bool,
-    /// Connections per kind of location, for senders and for consumers each; 0 (the
-    /// default): a sender and a consumer connection per location, as each SPECjms agent has
-    /// its own (locations sharing a sender wait for each other's transactions: late starts
-    /// of the load generator, not of the broker).
+    /// Connections per kind of location, for starts, handlers' sends and consumers each; 0
+    /// (the default): each location has its own, as SPECjms agents do (locations sharing a
+    /// sender wait for each other's transactions: late starts of the load generator, not of
+    /// the broker).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub pool: u32,
     /// How long to measure each run, after the warm-up.
