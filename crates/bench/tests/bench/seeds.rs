@@ -70,10 +70,57 @@ async fn stream_runs_over_ferry_tcp_and_the_datagram_ingest() {
         if r["target"] == "udp" {
             // Datagrams may be lost; at a tenth of the ingest's rate, hardly any are.
             assert!(loss < 0.5, "{r:#}");
+            // Where the datagrams went: every one sent was read or dropped by the kernel.
+            let i = &s["ingest"];
+            let sent = i["datagrams_sent"].as_u64().unwrap();
+            assert!(sent > 0, "{r:#}");
+            let read = i["received"].as_u64().unwrap();
+            let kernel = i["kernel_drops"].as_u64().unwrap();
+            assert_eq!(read + kernel, sent, "{r:#}");
+            assert_eq!(i["malformed"], 0, "{r:#}");
         } else {
+            assert!(s.get("ingest").is_none(), "{r:#}");
             assert_eq!(loss, 0.0, "{r:#}");
             assert_eq!(s["sent_total"], s["received_total"], "{r:#}");
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_packs_records_into_messages_and_counts_each_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stream.json");
+    // 7 records a message: a batch of 256 ends in a message of 4.
+    let parsed = Stream::try_parse_from([
+        "stream",
+        "--transports",
+        "ferry,ferry-persistent",
+        "--records-per-message",
+        "7",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--rate",
+        "20000",
+        "-q",
+        "--json",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    ferry_bench::workloads::run(parsed.args.with_common())
+        .await
+        .unwrap();
+    let json = json_of(&out);
+    assert_eq!(json["params"]["records_per_message"], 7);
+    for r in json["results"].as_array().unwrap() {
+        let s = &r["stream"];
+        assert_eq!(s["records_per_message"], 7, "{r:#}");
+        assert!(s["records_per_s"].as_f64().unwrap() > 5_000.0, "{r:#}");
+        assert_eq!(s["loss"], 0.0, "{r:#}");
+        assert_eq!(s["duplicates"], 0, "{r:#}");
+        assert_eq!(s["sent_total"], s["received_total"], "{r:#}");
+        assert_eq!(s["sent_total"].as_u64().unwrap() % 256, 0, "{r:#}");
     }
 }
 

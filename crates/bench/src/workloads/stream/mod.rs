@@ -178,6 +178,8 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
     };
     // What to remove after the run (unless --keep).
     let mut made: Option<Made> = None;
+    // The ingest's counters before the writer starts.
+    let ingest_before = (t == Transport::Udp).then(|| IngestSnapshot::take(ferry));
     let (running, durability): (flows::Running, String) = match t {
         Transport::Ferry | Transport::FerryPersistent => {
             let driver = ferry_driver()?;
@@ -272,7 +274,6 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             )
         }
     };
-    let ingest_before = (t == Transport::Udp).then(|| IngestSnapshot::take(ferry));
     let plan = ProgressPlan::of("stream", t.name(), &args.common);
     let progress = Progress::start(shared.clone(), plan, args.quiet);
     let measure_start = started + args.warmup;
