@@ -504,3 +504,24 @@ impl DropLog {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receive_buffer_is_what_was_asked_up_to_the_system_limit_or_forced() {
+        let asked = 6 << 20;
+        let socket = bind("127.0.0.1:0", asked).unwrap();
+        let granted = socket2::SockRef::from(&socket).recv_buffer_size().unwrap() / 2;
+        let limit = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        match limit {
+            // Forced past the limit when privileged, else capped at it.
+            Some(limit) => assert!(granted >= asked.min(limit), "{granted} of {asked}"),
+            None => assert!(granted > 0),
+        }
+        assert_eq!(socket.read_timeout().unwrap(), Some(STOP_POLL));
+    }
+}

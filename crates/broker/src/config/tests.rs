@@ -400,9 +400,17 @@ fn udp_settings_come_from_any_layer_and_are_checked() {
         .contains("# udp_listen: unset (no datagram ingest)"));
     let file: ConfigLayer =
         toml::from_str("udp_listen = \"127.0.0.1:6731\"\nudp_topic = \"monitoring\"").unwrap();
-    let env =
-        ConfigLayer::from_env([("FERRY_UDP_PERSISTENT".to_owned(), "true".to_owned())]).unwrap();
+    assert_eq!(
+        defaults.udp_receive_buffer,
+        crate::config::DEFAULT_UDP_RECEIVE_BUFFER
+    );
+    let env = ConfigLayer::from_env([
+        ("FERRY_UDP_PERSISTENT".to_owned(), "true".to_owned()),
+        ("FERRY_UDP_RECEIVE_BUFFER".to_owned(), "1048576".to_owned()),
+    ])
+    .unwrap();
     let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(cfg.udp_receive_buffer, 1 << 20);
     assert_eq!(cfg.udp_listen.as_deref(), Some("127.0.0.1:6731"));
     assert_eq!(cfg.udp_topic.as_deref(), Some("monitoring"));
     assert!(cfg.udp_persistent);
