@@ -46,8 +46,7 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 const DATAGRAM_OVERHEAD: usize = 128;
 const RECORD_OVERHEAD: usize = std::mem::size_of::<Bytes>();
 /// Default [`UdpConfig::receive_buffer`]: the broker's `udp_receive_buffer` default.
-pub const DEFAULT_RECEIVE_BUFFER: usize =
-    ferry_broker::config::DEFAULT_UDP_RECEIVE_BUFFER as usize;
+pub const DEFAULT_RECEIVE_BUFFER: usize = ferry_broker::config::DEFAULT_UDP_RECEIVE_BUFFER as usize;
 /// How often the reader looks whether it should stop while no datagram arrives.
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// How often, at most, the gateway logs that it dropped datagrams.

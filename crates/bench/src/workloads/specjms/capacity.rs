@@ -167,7 +167,9 @@ pub fn process_cores(pid: u32) -> f64 {
 fn cpus_in_list(list: &str) -> usize {
     list.split(',')
         .filter_map(|part| match part.split_once('-') {
-            Some((a, b)) => Some(b.trim().parse::<usize>().ok()? + 1 - a.trim().parse::<usize>().ok()?),
+            Some((a, b)) => {
+                Some(b.trim().parse::<usize>().ok()? + 1 - a.trim().parse::<usize>().ok()?)
+            }
             None => part.trim().parse::<usize>().ok().map(|_| 1),
         })
         .sum()

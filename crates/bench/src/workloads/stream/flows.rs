@@ -264,7 +264,8 @@ pub async fn broker(
                 let msgs: Vec<OutMessage> = (0..body.len())
                     .step_by(step)
                     .map(|at| {
-                        let mut m = OutMessage::for_topic(body.slice(at..(at + step).min(body.len())));
+                        let mut m =
+                            OutMessage::for_topic(body.slice(at..(at + step).min(body.len())));
                         m.persistent = persistent;
                         if let Dest::Queue(q) = &dest {
                             m.queues = vec![q.clone()];

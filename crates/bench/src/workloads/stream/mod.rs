@@ -349,9 +349,11 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
             duplicates: end.duplicates,
             record_bytes: record::RECORD_LEN as u64,
             records_per_message: match t {
-                Transport::Ferry | Transport::FerryPersistent | Transport::Amqp | Transport::AmqpPersistent | Transport::Nats => {
-                    u64::from(args.records_per_message)
-                }
+                Transport::Ferry
+                | Transport::FerryPersistent
+                | Transport::Amqp
+                | Transport::AmqpPersistent
+                | Transport::Nats => u64::from(args.records_per_message),
                 Transport::Tcp | Transport::Udp => 1,
             },
             ingest,
