@@ -293,6 +293,14 @@ fn the_admin_commands_reach_the_http_api_over_tls_with_http_ca() {
     // Plain HTTP against the TLS listener, and TLS trusting only the system roots, both fail.
     let (ok, out) = status(&[]);
     assert!(!ok, "plain HTTP must not reach a TLS listener: {out}");
+    assert!(
+        out.contains("HTTP API at"),
+        "a one-line error, not a panic: {out}"
+    );
     let (ok, out) = status(&["--http-tls"]);
     assert!(!ok, "an unknown CA must be refused: {out}");
+    assert!(
+        out.contains("HTTP API at"),
+        "a one-line error, not a panic: {out}"
+    );
 }
