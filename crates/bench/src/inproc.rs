@@ -46,8 +46,9 @@ impl InProcessBroker {
             data_dir: dir.clone(),
             workers,
             fsync: fsync_policy,
-            // Nobody serves it here, and a fixed port would clash with any other broker.
+            // Nobody serves them here, and a fixed port would clash with any other broker.
             http_listen: ferry_broker::config::HTTP_OFF.into(),
+            stomp_listen: ferry_broker::config::STOMP_OFF.into(),
             ..BrokerConfig::default()
         };
         let mut me = InProcessBroker {

@@ -78,6 +78,7 @@ pub async fn serve(end: &ServeEnd) -> Result<()> {
         fsync: ferry_store::embedded::FsyncPolicy::Never,
         // Inside the workload's own network namespace, reached only by its client end.
         allow_anonymous: true,
+        stomp_listen: ferry_broker::config::STOMP_OFF.into(),
         ..ferry_broker::BrokerConfig::default()
     };
     let broker = ferry_broker::Broker::start(config)
