@@ -13,7 +13,6 @@ use tokio_postgres::Row;
 
 use super::inner::Inner;
 use super::props;
-use super::store::PostgresStore;
 use super::tally::Tally;
 use super::tx::{drop_orphans, retrying, TxResult};
 use crate::admin::{
@@ -143,67 +142,7 @@ impl Inner {
         }
     }
 
-    async fn queue_details(&self) -> Result<Vec<QueueDetails>, StoreError> {
-        let now = now_ms();
-        retrying(|| async {
-            let flows = self.flow_totals().await?;
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "SELECT q.name, q.max_deliveries, d.name, e.name, coalesce(s.ready, 0), \
-                       coalesce(s.delayed, 0), coalesce(s.in_flight, 0), m.created_at, \
-                       coalesce(s.ready_bytes, 0), q.id \
-                     FROM queues q \
-                     LEFT JOIN queues d ON d.id = q.dead_letter_queue_id \
-                     LEFT JOIN queues e ON e.id = q.expiry_queue_id \
-                     LEFT JOIN (SELECT queue_id, \
-                         count(*) FILTER (WHERE lease_delivery_id IS NULL AND deliver_at <= $1) \
-                           AS ready, \
-                         count(*) FILTER (WHERE lease_delivery_id IS NULL AND deliver_at > $1) \
-                           AS delayed, \
-                         count(*) FILTER (WHERE lease_delivery_id IS NOT NULL) AS in_flight, \
-                         sum(body_bytes) FILTER (WHERE lease_delivery_id IS NULL \
-                           AND deliver_at <= $1)::bigint AS ready_bytes, \
-                         min(message_id) FILTER (WHERE lease_delivery_id IS NULL \
-                           AND deliver_at <= $1) AS oldest \
-                       FROM message_queue GROUP BY queue_id) s ON s.queue_id = q.id \
-                     LEFT JOIN messages m ON m.id = s.oldest",
-                )
-                .await?;
-            let mut out = Vec::new();
-            for row in conn.query(&stmt, &[&now]).await? {
-                let max: i32 = row.try_get(1)?;
-                let (ready, delayed, in_flight): (i64, i64, i64) =
-                    (row.try_get(4)?, row.try_get(5)?, row.try_get(6)?);
-                let oldest: Option<i64> = row.try_get(7)?;
-                let bytes: i64 = row.try_get(8)?;
-                let (entered, left) = flows
-                    .get(&row.try_get::<_, i64>(9)?)
-                    .copied()
-                    .unwrap_or_default();
-                out.push(QueueDetails {
-                    name: row.try_get(0)?,
-                    ready: ready as u64,
-                    delayed: delayed as u64,
-                    in_flight: in_flight as u64,
-                    ready_bytes: Some(bytes.max(0) as u64),
-                    oldest_created_at: oldest.map(|t| t as u64),
-                    options: QueueOptions {
-                        max_deliveries: u32::try_from(max).unwrap_or(0),
-                        dead_letter_queue: row.try_get(2)?,
-                        expiry_queue: row.try_get(3)?,
-                    },
-                    entered_total: Some(entered),
-                    left_total: Some(left),
-                });
-            }
-            out.sort_by(|a, b| a.name.cmp(&b.name));
-            Ok(out)
-        })
-        .await
-    }
-
-    async fn set_queue_options(&self, name: &str, options: &QueueOptions) -> TxResult<()> {
+    async fn try_set_queue_options(&self, name: &str, options: &QueueOptions) -> TxResult<()> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
         let lock = tx
@@ -284,7 +223,7 @@ impl Inner {
         Ok(())
     }
 
-    async fn purge_queue(&self, name: &str) -> TxResult<u64> {
+    async fn try_purge_queue(&self, name: &str) -> TxResult<u64> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
         let qid = self.queue_id(&tx, name).await?;
@@ -307,7 +246,7 @@ impl Inner {
         Ok(ids.len() as u64)
     }
 
-    async fn delete_message(&self, name: &str, id: MessageId) -> TxResult<()> {
+    async fn try_delete_message(&self, name: &str, id: MessageId) -> TxResult<()> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
         let qid = self.queue_id(&tx, name).await?;
@@ -357,7 +296,7 @@ impl Inner {
         Ok(rows)
     }
 
-    async fn browse(&self, spec: &BrowseSpec) -> TxResult<BrowsePage> {
+    async fn try_browse(&self, spec: &BrowseSpec) -> TxResult<BrowsePage> {
         let limit = spec.limit.clamp(1, MAX_BROWSE_PAGE);
         let now = i64::try_from(spec.now_ms).unwrap_or(i64::MAX);
         let mut conn = self.conn().await?;
@@ -442,7 +381,7 @@ impl Inner {
         Ok(page)
     }
 
-    async fn move_messages(
+    async fn try_move_messages(
         &self,
         from: &str,
         target: &MoveTarget,
@@ -584,7 +523,7 @@ impl Inner {
     }
 
     /// See [`Admin::forget_client`]: the row, locked, goes if nothing refers to it.
-    async fn forget_client(&self, name: &str) -> TxResult<()> {
+    async fn try_forget_client(&self, name: &str) -> TxResult<()> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
         let lock = tx
@@ -628,6 +567,99 @@ impl Inner {
         tx.commit().await?;
         Ok(())
     }
+}
+
+#[async_trait]
+impl Admin for Inner {
+    async fn queue_details(&self) -> Result<Vec<QueueDetails>, StoreError> {
+        let now = now_ms();
+        retrying(|| async {
+            let flows = self.flow_totals().await?;
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT q.name, q.max_deliveries, d.name, e.name, coalesce(s.ready, 0), \
+                       coalesce(s.delayed, 0), coalesce(s.in_flight, 0), m.created_at, \
+                       coalesce(s.ready_bytes, 0), q.id \
+                     FROM queues q \
+                     LEFT JOIN queues d ON d.id = q.dead_letter_queue_id \
+                     LEFT JOIN queues e ON e.id = q.expiry_queue_id \
+                     LEFT JOIN (SELECT queue_id, \
+                         count(*) FILTER (WHERE lease_delivery_id IS NULL AND deliver_at <= $1) \
+                           AS ready, \
+                         count(*) FILTER (WHERE lease_delivery_id IS NULL AND deliver_at > $1) \
+                           AS delayed, \
+                         count(*) FILTER (WHERE lease_delivery_id IS NOT NULL) AS in_flight, \
+                         sum(body_bytes) FILTER (WHERE lease_delivery_id IS NULL \
+                           AND deliver_at <= $1)::bigint AS ready_bytes, \
+                         min(message_id) FILTER (WHERE lease_delivery_id IS NULL \
+                           AND deliver_at <= $1) AS oldest \
+                       FROM message_queue GROUP BY queue_id) s ON s.queue_id = q.id \
+                     LEFT JOIN messages m ON m.id = s.oldest",
+                )
+                .await?;
+            let mut out = Vec::new();
+            for row in conn.query(&stmt, &[&now]).await? {
+                let max: i32 = row.try_get(1)?;
+                let (ready, delayed, in_flight): (i64, i64, i64) =
+                    (row.try_get(4)?, row.try_get(5)?, row.try_get(6)?);
+                let oldest: Option<i64> = row.try_get(7)?;
+                let bytes: i64 = row.try_get(8)?;
+                let (entered, left) = flows
+                    .get(&row.try_get::<_, i64>(9)?)
+                    .copied()
+                    .unwrap_or_default();
+                out.push(QueueDetails {
+                    name: row.try_get(0)?,
+                    ready: ready as u64,
+                    delayed: delayed as u64,
+                    in_flight: in_flight as u64,
+                    ready_bytes: Some(bytes.max(0) as u64),
+                    oldest_created_at: oldest.map(|t| t as u64),
+                    options: QueueOptions {
+                        max_deliveries: u32::try_from(max).unwrap_or(0),
+                        dead_letter_queue: row.try_get(2)?,
+                        expiry_queue: row.try_get(3)?,
+                    },
+                    entered_total: Some(entered),
+                    left_total: Some(left),
+                });
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn set_queue_options(
+        &self,
+        name: &str,
+        options: &QueueOptions,
+    ) -> Result<(), StoreError> {
+        retrying(|| self.try_set_queue_options(name, options)).await
+    }
+
+    async fn purge_queue(&self, name: &str) -> Result<u64, StoreError> {
+        retrying(|| self.try_purge_queue(name)).await
+    }
+
+    async fn browse(&self, spec: &BrowseSpec) -> Result<BrowsePage, StoreError> {
+        retrying(|| self.try_browse(spec)).await
+    }
+
+    async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError> {
+        retrying(|| self.try_delete_message(queue, id)).await
+    }
+
+    async fn move_messages(
+        &self,
+        from: &str,
+        target: &MoveTarget,
+        ids: Option<&[MessageId]>,
+        limit: usize,
+    ) -> Result<MoveReport, StoreError> {
+        retrying(|| self.try_move_messages(from, target, ids, limit)).await
+    }
 
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
         retrying(|| async {
@@ -647,65 +679,24 @@ impl Inner {
         })
         .await
     }
-}
-
-#[async_trait]
-impl Admin for PostgresStore {
-    async fn queue_details(&self) -> Result<Vec<QueueDetails>, StoreError> {
-        self.inner().queue_details().await
-    }
-
-    async fn set_queue_options(
-        &self,
-        name: &str,
-        options: &QueueOptions,
-    ) -> Result<(), StoreError> {
-        retrying(|| self.inner().set_queue_options(name, options)).await
-    }
-
-    async fn purge_queue(&self, name: &str) -> Result<u64, StoreError> {
-        retrying(|| self.inner().purge_queue(name)).await
-    }
-
-    async fn browse(&self, spec: &BrowseSpec) -> Result<BrowsePage, StoreError> {
-        retrying(|| self.inner().browse(spec)).await
-    }
-
-    async fn delete_message(&self, queue: &str, id: MessageId) -> Result<(), StoreError> {
-        retrying(|| self.inner().delete_message(queue, id)).await
-    }
-
-    async fn move_messages(
-        &self,
-        from: &str,
-        target: &MoveTarget,
-        ids: Option<&[MessageId]>,
-        limit: usize,
-    ) -> Result<MoveReport, StoreError> {
-        retrying(|| self.inner().move_messages(from, target, ids, limit)).await
-    }
-
-    async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
-        self.inner().list_clients().await
-    }
 
     async fn forget_client(&self, name: &str) -> Result<(), StoreError> {
-        retrying(|| self.inner().forget_client(name)).await?;
-        self.inner().clients.forget(name);
+        retrying(|| self.try_forget_client(name)).await?;
+        self.clients.forget(name);
         Ok(())
     }
 
     fn engine_stats(&self) -> EngineStats {
         EngineStats {
             engine: "postgres",
-            counters: self.inner().flows.counters(),
+            counters: self.flows.counters(),
             ..EngineStats::default()
         }
     }
 
     async fn check_ready(&self) -> Result<(), StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             conn.simple_query("SELECT 1").await?;
             Ok(())
         })

@@ -1,6 +1,6 @@
 //! Client names to row ids and back, and queue ids to names, with in-process caches. Ids come
 //! from sequences and are never reused, so a cached pair is never wrong about another name; it
-//! is stale once the name expired (see [`expiry`](super::expiry)), possibly on another node.
+//! is stale once the name expired (see [`upkeep`](super::upkeep)), possibly on another node.
 //! Where that matters the row is read again: a send locks its receivers' rows by name, a
 //! receive by sender looks the sender up afresh, a claim refreshes its own name's pair.
 

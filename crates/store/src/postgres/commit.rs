@@ -7,6 +7,7 @@
 //! transactions of their own: registering a client is idempotent and harmless, and a client id
 //! cached in the process must never come from a transaction that was rolled back.
 
+use async_trait::async_trait;
 use ferry_protocol::{DeliveryId, MessageId};
 
 use super::batch::{all_transient, Stored};
@@ -15,15 +16,15 @@ use super::receive::as_i64;
 use super::settle::unknown_ids;
 use super::tally::Tally;
 use super::tx::{retrying, TxResult};
-use crate::api::{NewMessage, SessionId};
+use crate::api::{NewMessage, SessionId, Sessions, Transactions};
 use crate::error::StoreError;
 
-impl Inner {
-    /// See [`crate::Transactions::commit`].
-    pub async fn commit(
+#[async_trait]
+impl Transactions for Inner {
+    async fn commit(
         &self,
         session: SessionId,
-        msgs: &[NewMessage],
+        msgs: Vec<NewMessage>,
         acks: &[DeliveryId],
     ) -> Result<Vec<MessageId>, StoreError> {
         if msgs.is_empty() && acks.is_empty() {
@@ -35,9 +36,11 @@ impl Inner {
         for s in senders {
             self.register_client(s).await?;
         }
-        retrying(|| self.try_commit(session, msgs, acks)).await
+        retrying(|| self.try_commit(session, &msgs, acks)).await
     }
+}
 
+impl Inner {
     async fn try_commit(
         &self,
         session: SessionId,

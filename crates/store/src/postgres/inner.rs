@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use deadpool_postgres::{Object, Pool};
+use tokio::sync::broadcast;
 
 use super::clients::{ClientIds, QueueNames};
 use super::publish::Selectors;
@@ -27,6 +28,8 @@ pub struct Inner {
     pub(super) selectors: Selectors,
     /// Messages in and out of each queue, dead letters, expiries and drops (see `tally`).
     pub(super) flows: Flows,
+    /// What the listener hears from other nodes, for [`crate::Sessions::subscribe_changes`].
+    pub(super) changes: broadcast::Sender<Vec<String>>,
 }
 
 impl Inner {

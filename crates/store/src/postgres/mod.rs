@@ -4,19 +4,24 @@
 //! - [`config`]: [`PostgresConfig`] and [`is_postgres_url`];
 //! - `migrate`: the versioned schema (`migrations/*.sql`), applied on open under an advisory
 //!   lock;
-//! - `store`: [`PostgresStore`], the `Store` implementation, and the pool;
-//! - `inner`: what the operations share (pool, node name, caches, flows); `flows`: counting
-//!   them and writing them to `queue_counters`;
+//! - `store`: [`PostgresStore`] and the pool; its `Store` accessors hand out the part that
+//!   plays each role, where that role's work lives: the engine itself for queues (`queues`),
+//!   [`Inner`](inner::Inner) for topics (`topics`), transactions (`commit`), sessions
+//!   (`nodes`), upkeep (`upkeep`), admin (`admin`) and users (`users`);
+//! - `inner`: what the operations share (pool, node name, caches, flows, change reports);
+//!   `flows`: counting them and writing them to `queue_counters`;
 //! - `batcher`, `batch`: sends and acks gathered into one transaction per batch;
 //! - `receive`, `gather`: receives; concurrent client-ack takes on one source are served by one
 //!   scan (`gather`);
 //! - `select`: receives with a selector, evaluated in Rust over the ready rows in order;
-//! - `settle`, `queues`, `clients`: the other operations;
+//! - `queues`: the queues role; `settle`: nacks and the returns of released sessions and
+//!   ended leases; `clients`: caches of client and queue ids;
+//! - `upkeep`: ended leases, due delays, expired messages, idle client names;
 //! - `topics`, `publish`: topics and subscriptions (each backed by a queue named `topic:name`),
 //!   and where a published message goes;
 //! - `commit`: transactions of sends, publishes and acks, all or nothing;
 //! - `consumers`: who consumes each topic subscription, on every node;
-//! - `nodes`: session claims, heartbeats, reaping dead nodes;
+//! - `nodes`: the sessions role: client names, session claims, heartbeats, reaping dead nodes;
 //! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
 //!   per-node `LISTEN` connection that turns them into change reports;
 //! - `props`, `names`, `errors`, `tx`: encoding, checks, error mapping, transaction helpers.
@@ -35,7 +40,6 @@ mod commit;
 mod consumers;
 mod dead_letter;
 mod errors;
-mod expiry;
 mod flows;
 mod gather;
 mod inner;
@@ -52,9 +56,9 @@ mod select;
 mod settle;
 mod store;
 mod tally;
-mod time;
 mod topics;
 mod tx;
+mod upkeep;
 mod users;
 
 pub use config::{is_postgres_url, PostgresConfig};

@@ -1,5 +1,6 @@
-//! Nodes and their sessions: claiming a client name for a session (one live session per name
-//! across every node), heartbeats in `nodes`, and freeing what a dead node held.
+//! Nodes and their sessions (the sessions role): registering client names, claiming one for a
+//! session (one live session per name across every node), releasing a session's deliveries,
+//! heartbeats in `nodes`, and freeing what a dead node held.
 //!
 //! A claim is the (node, session) pair on the client's row, set by a conditional upsert, so two
 //! nodes claiming at once cannot both succeed. A node is dead when its heartbeat (database
@@ -15,6 +16,9 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
 use super::consumers::drop_unconsumed_shared;
 use super::inner::{Contact, Inner};
 use super::names;
@@ -24,15 +28,79 @@ use super::settle::{names_after_dead_letters, UNLEASE};
 use super::tally::Tally;
 use super::topics::drop_owned;
 use super::tx::{first_column, retrying, TxError, TxResult};
-use crate::api::{Heartbeat, Registration, SessionId};
+use crate::api::{Heartbeat, Registration, SessionId, Sessions};
 use crate::clock::wall_ms;
 use crate::error::StoreError;
 
-impl Inner {
+#[async_trait]
+impl Sessions for Inner {
+    /// Registers a client permanently; idempotent (an ephemeral name becomes permanent). Not
+    /// answered from the cache: the name may have expired on another node.
+    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
+        names::check("client", name)?;
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "INSERT INTO clients (name) VALUES ($1) \
+                     ON CONFLICT (name) DO UPDATE SET ephemeral = false RETURNING id",
+                )
+                .await?;
+            let id: i64 = conn.query_one(&stmt, &[&name]).await?.try_get(0)?;
+            self.clients.remember(name.to_owned(), id);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Whether a client name is registered (read from the database: it may have expired).
+    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
+        retrying(|| async {
+            let conn = self.conn().await?;
+            let found = self.clients.lookup_fresh(&conn, &[name], false).await?;
+            Ok(found.contains_key(name))
+        })
+        .await
+    }
+
+    /// Returns every delivery `session` holds to its queue.
+    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
+        let session = as_i64(session);
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let stmt = tx
+                .prepare_cached(&format!(
+                    "WITH u AS (UPDATE message_queue SET {UNLEASE} \
+                       WHERE lease_node = $1 AND lease_session = $2 \
+                         AND lease_delivery_id IS NOT NULL \
+                       RETURNING queue_id, ctid) \
+                     SELECT q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
+                ))
+                .await?;
+            let rows = tx.query(&stmt, &[&self.node, &session]).await?;
+            let mut tally = Tally::default();
+            let names = names_after_dead_letters(&tx, &rows, &mut tally).await?;
+            notify(&tx, &self.node, &names).await?;
+            let stmt = tx
+                .prepare_cached(
+                    "DELETE FROM subscription_consumers WHERE node = $1 AND session = $2 \
+                     RETURNING queue_id",
+                )
+                .await?;
+            let consumed = first_column::<i64>(&tx.query(&stmt, &[&self.node, &session]).await?)?;
+            drop_unconsumed_shared(&tx, &consumed).await?;
+            tx.commit().await?;
+            self.count(tally);
+            Ok(names)
+        })
+        .await
+    }
+
     /// Registers `client` as `registration` says and claims it for `session` of this node. A
     /// name registered permanently stays so; an ephemeral one claimed as permanent becomes
     /// permanent.
-    pub async fn claim_session(
+    async fn claim_session(
         &self,
         client: &str,
         session: SessionId,
@@ -81,9 +149,9 @@ impl Inner {
     /// never attached to, or a consumer whose removal failed while the database was away).
     ///
     /// The name's expiry counts from now; an ephemeral name is deleted by the next
-    /// [`Inner::expire_clients`] once it holds nothing (telling whether it does reads the
+    /// [`crate::Upkeep::expire_clients`] once it holds nothing (telling whether it does reads the
     /// messages table, which the upkeep does once for all of them).
-    pub async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
+    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
         let session = as_i64(session);
         let now = as_i64(wall_ms());
         retrying(|| async {
@@ -111,7 +179,7 @@ impl Inner {
 
     /// Records this node's heartbeat, then reaps the nodes silent for `timeout_ms`. Reports the
     /// queues that got deliveries back and whether this node had been taken for dead.
-    pub async fn heartbeat(&self, timeout_ms: u64) -> Result<Heartbeat, StoreError> {
+    async fn heartbeat(&self, timeout_ms: u64) -> Result<Heartbeat, StoreError> {
         // Far beyond any real timeout, and within what an interval can hold.
         let timeout = i64::try_from(timeout_ms.min(1 << 50)).unwrap_or(i64::MAX);
         let beat = self.beat().await;
@@ -132,6 +200,35 @@ impl Inner {
         })
     }
 
+    /// A clean stop: frees what this node still holds and deletes its `nodes` row, in one
+    /// transaction (the other nodes are told about deliveries that went back to their queues).
+    async fn leave(&self) -> Result<(), StoreError> {
+        let me = [self.node.clone()];
+        if let Err(e) = self.write_flows().await {
+            tracing::warn!(error = %StoreError::from(e), "writing queue counters at leave failed");
+        }
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let mut tally = Tally::default();
+            self.free_nodes(&tx, &me, &mut tally).await?;
+            let stmt = tx
+                .prepare_cached("DELETE FROM nodes WHERE name = $1")
+                .await?;
+            tx.execute(&stmt, &[&self.node]).await?;
+            tx.commit().await?;
+            self.count(tally);
+            Ok(())
+        })
+        .await
+    }
+
+    fn subscribe_changes(&self) -> Option<broadcast::Receiver<Vec<String>>> {
+        Some(self.changes.subscribe())
+    }
+}
+
+impl Inner {
     /// Notes whether this heartbeat reached the database and returns how long this node has
     /// been in contact without a break. A failed beat, or a gap between beats longer than the
     /// timeout (a frozen process), starts the count again.
@@ -251,29 +348,6 @@ impl Inner {
         let names = names_after_dead_letters(tx, &rows, tally).await?;
         notify(tx, &self.node, &names).await?;
         Ok(names)
-    }
-
-    /// A clean stop: frees what this node still holds and deletes its `nodes` row, in one
-    /// transaction (the other nodes are told about deliveries that went back to their queues).
-    pub async fn leave(&self) -> Result<(), StoreError> {
-        let me = [self.node.clone()];
-        if let Err(e) = self.write_flows().await {
-            tracing::warn!(error = %StoreError::from(e), "writing queue counters at leave failed");
-        }
-        retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let mut tally = Tally::default();
-            self.free_nodes(&tx, &me, &mut tally).await?;
-            let stmt = tx
-                .prepare_cached("DELETE FROM nodes WHERE name = $1")
-                .await?;
-            tx.execute(&stmt, &[&self.node]).await?;
-            tx.commit().await?;
-            self.count(tally);
-            Ok(())
-        })
-        .await
     }
 
     /// Frees what this node's previous run held (it died or stopped with sessions and

@@ -1,43 +1,42 @@
-//! Queue and client metadata: register, create, delete, list, waiting queues.
+//! The queues role on PostgreSQL: create, delete and list queues, the queues waiting for a
+//! client; sends and acks handed to the batcher, receives to `receive`, `gather` and `select`.
 
+use async_trait::async_trait;
+use ferry_protocol::{AckMode, Delivery, DeliveryId, MessageId, QueueInfo, ReceiveMode};
+
+use super::batch::{Done, Work};
+use super::gather;
 use super::inner::Inner;
 use super::names;
+use super::store::PostgresStore;
 use super::tx::{drop_orphans, retrying, TxResult};
+use crate::api::{NewMessage, Queues, ReceiveSpec, SessionId};
 use crate::error::StoreError;
-use ferry_protocol::QueueInfo;
 
-impl Inner {
-    /// Registers a client permanently; idempotent (an ephemeral name becomes permanent). Not
-    /// answered from the cache: the name may have expired on another node.
-    pub async fn register_client(&self, name: &str) -> Result<(), StoreError> {
-        names::check("client", name)?;
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "INSERT INTO clients (name) VALUES ($1) \
-                     ON CONFLICT (name) DO UPDATE SET ephemeral = false RETURNING id",
-                )
-                .await?;
-            let id: i64 = conn.query_one(&stmt, &[&name]).await?.try_get(0)?;
-            self.clients.remember(name.to_owned(), id);
-            Ok(())
-        })
-        .await
+impl PostgresStore {
+    async fn settle_by_removal(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        match self
+            .batcher
+            .submit(Work::Ack(session, ids.to_vec()))
+            .await?
+        {
+            Done::Ack(r) => r,
+            Done::Send(_) => Err(StoreError::Internal("batcher answered out of kind".into())),
+        }
     }
+}
 
-    /// Whether a client name is registered (read from the database: it may have expired).
-    pub async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let found = self.clients.lookup_fresh(&conn, &[name], false).await?;
-            Ok(found.contains_key(name))
-        })
-        .await
-    }
-
+#[async_trait]
+impl Queues for PostgresStore {
     /// Creates a queue.
-    pub async fn create_queue(
+    async fn create_queue_with(
         &self,
         name: &str,
         options: &ferry_protocol::QueueOptions,
@@ -55,7 +54,7 @@ impl Inner {
         }
         let max = i32::try_from(options.max_deliveries).unwrap_or(i32::MAX);
         retrying(|| async {
-            let mut conn = self.conn().await?;
+            let mut conn = self.inner.conn().await?;
             let tx = conn.transaction().await?;
             let lookup = tx
                 .prepare_cached("SELECT id FROM queues WHERE name = $1 FOR KEY SHARE")
@@ -91,10 +90,124 @@ impl Inner {
     }
 
     /// Deletes a queue (see [`crate::Queues::delete_queue`]).
-    pub async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
-        retrying(|| self.try_delete_queue(name, force)).await
+    async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
+        retrying(|| self.inner.try_delete_queue(name, force)).await
     }
 
+    /// Every queue with its depth, sorted by name (bytewise, as Rust sorts); subscriptions'
+    /// queues are listed with their topics instead.
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
+        retrying(|| async {
+            let conn = self.inner.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT q.name, coalesce(r.n, 0), coalesce(l.n, 0) FROM queues q \
+                     LEFT JOIN (SELECT queue_id, count(*) AS n FROM message_queue \
+                       WHERE lease_delivery_id IS NULL GROUP BY queue_id) r ON r.queue_id = q.id \
+                     LEFT JOIN (SELECT queue_id, count(*) AS n FROM message_queue \
+                       WHERE lease_delivery_id IS NOT NULL GROUP BY queue_id) l \
+                       ON l.queue_id = q.id \
+                     WHERE q.topic_id IS NULL",
+                )
+                .await?;
+            let mut out = Vec::new();
+            for row in conn.query(&stmt, &[]).await? {
+                let (ready, in_flight): (i64, i64) = (row.try_get(1)?, row.try_get(2)?);
+                out.push(QueueInfo {
+                    name: row.try_get(0)?,
+                    ready: u64::try_from(ready).unwrap_or(0),
+                    in_flight: u64::try_from(in_flight).unwrap_or(0),
+                });
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
+        let mut results = self.send_batch(vec![msg]).await;
+        results
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Internal("a send got no result".into())))
+    }
+
+    async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
+        if msgs.is_empty() {
+            return Vec::new();
+        }
+        let n = msgs.len();
+        match self.batcher.submit(Work::Send(msgs)).await {
+            Ok(Done::Send(results)) => results,
+            Ok(Done::Ack(_)) => {
+                vec![Err(StoreError::Internal("batcher answered out of kind".into())); n]
+            }
+            Err(e) => vec![Err(e); n],
+        }
+    }
+
+    async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
+        if spec.selector.is_some() {
+            // Evaluated in Rust, one receive at a time: not gathered with others (`select`).
+            return self.inner.receive_selected(spec, max).await;
+        }
+        match (spec.mode, spec.ack) {
+            (ReceiveMode::Take, AckMode::Client) => {
+                gather::receive(&self.inner, &self.gathers, spec, max).await
+            }
+            _ => self.inner.receive(spec, max).await,
+        }
+    }
+
+    async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
+        self.settle_by_removal(session, ids).await
+    }
+
+    async fn nack(
+        &self,
+        session: SessionId,
+        ids: &[DeliveryId],
+        requeue: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        if requeue {
+            self.inner.requeue(session, ids).await
+        } else {
+            self.settle_by_removal(session, ids)
+                .await
+                .map(|()| Vec::new())
+        }
+    }
+
+    /// Queues holding ready messages addressed to `client` (delayed ones once due at
+    /// `now_ms`), sorted; subscriptions' queues are not among them.
+    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        retrying(|| async {
+            let conn = self.inner.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT DISTINCT q.name FROM clients c \
+                     JOIN message_queue mq ON mq.receiver_id = c.id \
+                       AND mq.lease_delivery_id IS NULL AND mq.deliver_at <= $2 \
+                     JOIN queues q ON q.id = mq.queue_id AND q.topic_id IS NULL \
+                     WHERE c.name = $1",
+                )
+                .await?;
+            let mut out = Vec::new();
+            for row in conn.query(&stmt, &[&client, &now]).await? {
+                out.push(row.try_get::<_, String>(0)?);
+            }
+            out.sort();
+            Ok(out)
+        })
+        .await
+    }
+}
+
+impl Inner {
     async fn try_delete_queue(&self, name: &str, force: bool) -> TxResult<()> {
         let mut conn = self.conn().await?;
         let tx = conn.transaction().await?;
@@ -166,65 +279,5 @@ impl Inner {
         tx.execute(&stmt, &[&qid]).await?;
         tx.commit().await?;
         Ok(())
-    }
-
-    /// Every queue with its depth, sorted by name (bytewise, as Rust sorts); subscriptions'
-    /// queues are listed with their topics instead.
-    pub async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "SELECT q.name, coalesce(r.n, 0), coalesce(l.n, 0) FROM queues q \
-                     LEFT JOIN (SELECT queue_id, count(*) AS n FROM message_queue \
-                       WHERE lease_delivery_id IS NULL GROUP BY queue_id) r ON r.queue_id = q.id \
-                     LEFT JOIN (SELECT queue_id, count(*) AS n FROM message_queue \
-                       WHERE lease_delivery_id IS NOT NULL GROUP BY queue_id) l \
-                       ON l.queue_id = q.id \
-                     WHERE q.topic_id IS NULL",
-                )
-                .await?;
-            let mut out = Vec::new();
-            for row in conn.query(&stmt, &[]).await? {
-                let (ready, in_flight): (i64, i64) = (row.try_get(1)?, row.try_get(2)?);
-                out.push(QueueInfo {
-                    name: row.try_get(0)?,
-                    ready: u64::try_from(ready).unwrap_or(0),
-                    in_flight: u64::try_from(in_flight).unwrap_or(0),
-                });
-            }
-            out.sort_by(|a, b| a.name.cmp(&b.name));
-            Ok(out)
-        })
-        .await
-    }
-
-    /// Queues holding ready messages addressed to `client` (delayed ones once due at
-    /// `now_ms`), sorted; subscriptions' queues are not among them.
-    pub async fn waiting_queues(
-        &self,
-        client: &str,
-        now_ms: u64,
-    ) -> Result<Vec<String>, StoreError> {
-        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "SELECT DISTINCT q.name FROM clients c \
-                     JOIN message_queue mq ON mq.receiver_id = c.id \
-                       AND mq.lease_delivery_id IS NULL AND mq.deliver_at <= $2 \
-                     JOIN queues q ON q.id = mq.queue_id AND q.topic_id IS NULL \
-                     WHERE c.name = $1",
-                )
-                .await?;
-            let mut out = Vec::new();
-            for row in conn.query(&stmt, &[&client, &now]).await? {
-                out.push(row.try_get::<_, String>(0)?);
-            }
-            out.sort();
-            Ok(out)
-        })
-        .await
     }
 }

@@ -1,16 +1,16 @@
-//! Settling client-ack deliveries other than acks (which go through the batcher): nack,
-//! release of a session, lease expiry, and the next lease deadline. What makes messages ready
-//! again is announced to the other nodes in the same transaction.
+//! Settling client-ack deliveries other than acks (which go through the batcher): nack with
+//! requeue, and the returns that a released session or an ended lease share (dead-lettering
+//! those over their queue's limit). What makes messages ready again is announced to the other
+//! nodes in the same transaction.
 
 use ferry_protocol::DeliveryId;
 
-use super::consumers::drop_unconsumed_shared;
 use super::dead_letter::move_over_limit;
 use super::inner::Inner;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::tally::Tally;
-use super::tx::{first_column, retrying, TxResult};
+use super::tx::{retrying, TxResult};
 use crate::api::SessionId;
 use crate::error::StoreError;
 
@@ -119,81 +119,5 @@ impl Inner {
         tx.commit().await?;
         self.count(tally);
         Ok((queues, settled))
-    }
-
-    /// Returns every delivery `session` holds to its queue.
-    pub async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        let session = as_i64(session);
-        retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let stmt = tx
-                .prepare_cached(&format!(
-                    "WITH u AS (UPDATE message_queue SET {UNLEASE} \
-                       WHERE lease_node = $1 AND lease_session = $2 \
-                         AND lease_delivery_id IS NOT NULL \
-                       RETURNING queue_id, ctid) \
-                     SELECT q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
-                ))
-                .await?;
-            let rows = tx.query(&stmt, &[&self.node, &session]).await?;
-            let mut tally = Tally::default();
-            let names = names_after_dead_letters(&tx, &rows, &mut tally).await?;
-            notify(&tx, &self.node, &names).await?;
-            let stmt = tx
-                .prepare_cached(
-                    "DELETE FROM subscription_consumers WHERE node = $1 AND session = $2 \
-                     RETURNING queue_id",
-                )
-                .await?;
-            let consumed = first_column::<i64>(&tx.query(&stmt, &[&self.node, &session]).await?)?;
-            drop_unconsumed_shared(&tx, &consumed).await?;
-            tx.commit().await?;
-            self.count(tally);
-            Ok(names)
-        })
-        .await
-    }
-
-    /// Returns every delivery whose lease ended at or before `now_ms`.
-    pub async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        // Deadlines past i64::MAX ms are never reached; clamp rather than wrap.
-        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
-        retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let stmt = tx
-                .prepare_cached(&format!(
-                    "WITH u AS (UPDATE message_queue SET {UNLEASE} \
-                       WHERE lease_delivery_id IS NOT NULL AND lease_until <= $1 \
-                       RETURNING queue_id, ctid) \
-                     SELECT q.name, u.ctid::text FROM u JOIN queues q ON q.id = u.queue_id"
-                ))
-                .await?;
-            let rows = tx.query(&stmt, &[&now]).await?;
-            let mut tally = Tally::default();
-            let names = names_after_dead_letters(&tx, &rows, &mut tally).await?;
-            notify(&tx, &self.node, &names).await?;
-            tx.commit().await?;
-            self.count(tally);
-            Ok(names)
-        })
-        .await
-    }
-
-    /// The earliest lease deadline.
-    pub async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
-        retrying(|| async {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "SELECT min(lease_until) FROM message_queue \
-                     WHERE lease_delivery_id IS NOT NULL",
-                )
-                .await?;
-            let min: Option<i64> = conn.query_one(&stmt, &[]).await?.try_get(0)?;
-            Ok(min.map(|v| u64::try_from(v).unwrap_or(0)))
-        })
-        .await
     }
 }

@@ -4,26 +4,22 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use ferry_protocol::{AckMode, Delivery, DeliveryId, MessageId, QueueInfo, ReceiveMode};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
-use super::batch::{Done, Work};
 use super::batcher::Batcher;
 use super::clients::{ClientIds, QueueNames};
 use super::config::PostgresConfig;
-use super::gather::{self, Gathers};
+use super::gather::Gathers;
 use super::inner::Inner;
 use super::publish::Selectors;
 use super::{listen, migrate};
-use crate::api::{
-    Heartbeat, NewMessage, Queues, ReceiveSpec, Registration, SessionId, Sessions, Topics,
-    Transactions, Upkeep,
-};
+use crate::admin::Admin;
+use crate::api::{Queues, Sessions, Store, Topics, Transactions, Upkeep};
 use crate::error::StoreError;
+use crate::users::Users;
 
 /// Change reports buffered per subscriber; one that lags further is told "anything changed".
 const CHANGES_CAPACITY: usize = 1024;
@@ -38,12 +34,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The PostgreSQL storage engine. Open it with [`PostgresStore::open`]; share the `Arc`.
 #[derive(Debug)]
 pub struct PostgresStore {
-    inner: Arc<Inner>,
-    batcher: Batcher,
+    pub(super) inner: Arc<Inner>,
+    /// Sends and acks gathered into one transaction per batch.
+    pub(super) batcher: Batcher,
     /// Client-ack takes waiting to be served together.
-    gathers: Arc<Gathers>,
-    /// What the listener hears from other nodes.
-    changes: broadcast::Sender<Vec<String>>,
+    pub(super) gathers: Arc<Gathers>,
     listener: JoinHandle<()>,
 }
 
@@ -94,6 +89,7 @@ impl PostgresStore {
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
             .map_err(|e| StoreError::Internal(format!("building the connection pool: {e}")))?;
+        let (changes, _) = broadcast::channel(CHANGES_CAPACITY);
         let inner = Arc::new(Inner {
             pool,
             node: cfg.node.clone(),
@@ -103,12 +99,12 @@ impl PostgresStore {
             contact: std::sync::Mutex::new(None),
             selectors: Selectors::default(),
             flows: Default::default(),
+            changes: changes.clone(),
         });
         let mut conn = inner.conn().await.map_err(StoreError::from)?;
         let before = migrate::migrate(&mut conn).await?;
         drop(conn);
         // Listen before anything can change, so no notice is missed.
-        let (changes, _) = broadcast::channel(CHANGES_CAPACITY);
         let listener = listen::start(pg, cfg.node.clone(), changes.clone());
         let released = inner.release_node().await?;
         inner.beat().await?;
@@ -124,258 +120,40 @@ impl PostgresStore {
             gathers: Arc::default(),
             inner,
             batcher,
-            changes,
             listener,
         }))
     }
-
-    /// What the operations share (the admin role's queries live in `admin.rs`).
-    pub(super) fn inner(&self) -> &Arc<Inner> {
-        &self.inner
-    }
-
-    async fn settle_by_removal(
-        &self,
-        session: SessionId,
-        ids: &[DeliveryId],
-    ) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        match self
-            .batcher
-            .submit(Work::Ack(session, ids.to_vec()))
-            .await?
-        {
-            Done::Ack(r) => r,
-            Done::Send(_) => Err(StoreError::Internal("batcher answered out of kind".into())),
-        }
-    }
 }
 
-// Every role is played by the engine itself.
-crate::engine_store!(PostgresStore);
-
-#[async_trait]
-impl Queues for PostgresStore {
-    async fn create_queue_with(
-        &self,
-        name: &str,
-        options: &ferry_protocol::QueueOptions,
-    ) -> Result<(), StoreError> {
-        self.inner.create_queue(name, options).await
+/// Each role is played where its work lives: queues by the engine itself (sends and acks go
+/// through its batcher, client-ack takes through its gathers), every other role by [`Inner`],
+/// which holds what those operations share.
+impl Store for PostgresStore {
+    fn queues(&self) -> &dyn Queues {
+        self
     }
 
-    async fn delete_queue(&self, name: &str, force: bool) -> Result<(), StoreError> {
-        self.inner.delete_queue(name, force).await
+    fn topics(&self) -> &dyn Topics {
+        &*self.inner
     }
 
-    async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError> {
-        self.inner.list_queues().await
+    fn transactions(&self) -> &dyn Transactions {
+        &*self.inner
     }
 
-    async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
-        let mut results = self.send_batch(vec![msg]).await;
-        results
-            .pop()
-            .unwrap_or_else(|| Err(StoreError::Internal("a send got no result".into())))
+    fn sessions(&self) -> &dyn Sessions {
+        &*self.inner
     }
 
-    async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>> {
-        if msgs.is_empty() {
-            return Vec::new();
-        }
-        let n = msgs.len();
-        match self.batcher.submit(Work::Send(msgs)).await {
-            Ok(Done::Send(results)) => results,
-            Ok(Done::Ack(_)) => {
-                vec![Err(StoreError::Internal("batcher answered out of kind".into())); n]
-            }
-            Err(e) => vec![Err(e); n],
-        }
+    fn upkeep(&self) -> &dyn Upkeep {
+        &*self.inner
     }
 
-    async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {
-        if spec.selector.is_some() {
-            // Evaluated in Rust, one receive at a time: not gathered with others (`select`).
-            return self.inner.receive_selected(spec, max).await;
-        }
-        match (spec.mode, spec.ack) {
-            (ReceiveMode::Take, AckMode::Client) => {
-                gather::receive(&self.inner, &self.gathers, spec, max).await
-            }
-            _ => self.inner.receive(spec, max).await,
-        }
+    fn admin(&self) -> &dyn Admin {
+        &*self.inner
     }
 
-    async fn ack(&self, session: SessionId, ids: &[DeliveryId]) -> Result<(), StoreError> {
-        self.settle_by_removal(session, ids).await
-    }
-
-    async fn nack(
-        &self,
-        session: SessionId,
-        ids: &[DeliveryId],
-        requeue: bool,
-    ) -> Result<Vec<String>, StoreError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        if requeue {
-            self.inner.requeue(session, ids).await
-        } else {
-            self.settle_by_removal(session, ids)
-                .await
-                .map(|()| Vec::new())
-        }
-    }
-
-    async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.inner.waiting_queues(client, now_ms).await
-    }
-}
-
-#[async_trait]
-impl Topics for PostgresStore {
-    async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
-        self.inner.create_topic(name).await
-    }
-
-    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
-        self.inner.delete_topic(name, force).await
-    }
-
-    async fn list_topics(&self) -> Result<Vec<ferry_protocol::TopicInfo>, StoreError> {
-        self.inner.list_topics().await
-    }
-
-    async fn subscribe_topic(
-        &self,
-        topic: &str,
-        name: &str,
-        options: &ferry_protocol::SubscriptionOptions,
-        owner: &str,
-    ) -> Result<String, StoreError> {
-        self.inner
-            .subscribe_topic(topic, name, options, owner)
-            .await
-    }
-
-    async fn attach_consumer(
-        &self,
-        topic: &str,
-        name: &str,
-        session: SessionId,
-        shared: bool,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .attach_consumer(topic, name, session, shared)
-            .await
-    }
-
-    async fn detach_consumer(
-        &self,
-        topic: &str,
-        name: &str,
-        session: SessionId,
-    ) -> Result<(), StoreError> {
-        self.inner.detach_consumer(topic, name, session).await
-    }
-
-    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
-        self.inner.unsubscribe(topic, name).await
-    }
-}
-
-#[async_trait]
-impl Transactions for PostgresStore {
-    async fn commit(
-        &self,
-        session: SessionId,
-        msgs: Vec<NewMessage>,
-        acks: &[DeliveryId],
-    ) -> Result<Vec<MessageId>, StoreError> {
-        self.inner.commit(session, &msgs, acks).await
-    }
-}
-
-#[async_trait]
-impl Sessions for PostgresStore {
-    async fn register_client(&self, name: &str) -> Result<(), StoreError> {
-        self.inner.register_client(name).await
-    }
-
-    async fn client_exists(&self, name: &str) -> Result<bool, StoreError> {
-        self.inner.client_exists(name).await
-    }
-
-    async fn release_session(&self, session: SessionId) -> Result<Vec<String>, StoreError> {
-        self.inner.release_session(session).await
-    }
-
-    async fn claim_session(
-        &self,
-        client: &str,
-        session: SessionId,
-        registration: Registration,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .claim_session(client, session, registration)
-            .await
-    }
-
-    async fn end_session(&self, client: &str, session: SessionId) -> Result<(), StoreError> {
-        self.inner.end_session(client, session).await
-    }
-
-    async fn heartbeat(&self, node_timeout_ms: u64) -> Result<Heartbeat, StoreError> {
-        self.inner.heartbeat(node_timeout_ms).await
-    }
-
-    async fn leave(&self) -> Result<(), StoreError> {
-        self.inner.leave().await
-    }
-
-    fn subscribe_changes(&self) -> Option<broadcast::Receiver<Vec<String>>> {
-        Some(self.changes.subscribe())
-    }
-}
-
-#[async_trait]
-impl Upkeep for PostgresStore {
-    async fn expire_clients(&self, now_ms: u64, idle_ms: u64) -> Result<u64, StoreError> {
-        self.inner.expire_clients(now_ms, idle_ms).await
-    }
-
-    async fn expire_leases(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        self.inner.expire_leases(now_ms).await
-    }
-
-    async fn next_lease_deadline(&self) -> Result<Option<u64>, StoreError> {
-        self.inner.next_lease_deadline().await
-    }
-
-    async fn delayed_due(
-        &self,
-        after_ms: u64,
-        until_ms: u64,
-    ) -> Result<(Vec<String>, Option<u64>), StoreError> {
-        self.inner.delayed_due(after_ms, until_ms).await
-    }
-
-    async fn purge_expired(&self, now_ms: u64) -> Result<u64, StoreError> {
-        self.inner.purge_expired(now_ms).await
-    }
-
-    async fn maintain(&self) -> Result<(), StoreError> {
-        // PostgreSQL's autovacuum reclaims dead rows; nothing to do here.
-        Ok(())
-    }
-
-    async fn flush(&self) -> Result<(), StoreError> {
-        // Every call returns after its transaction committed (synchronous_commit; a
-        // transaction of non-persistent messages only does not wait for the WAL flush, and
-        // such messages are not promised to survive a crash).
-        Ok(())
+    fn users(&self) -> &dyn Users {
+        &*self.inner
     }
 }

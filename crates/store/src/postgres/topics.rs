@@ -1,5 +1,6 @@
-//! Topics and subscriptions: create, delete, list, subscribe, unsubscribe, and dropping the
-//! non-durable subscriptions of clients whose sessions ended without unsubscribing.
+//! Topics and subscriptions (the topics role): create, delete, list, subscribe, unsubscribe,
+//! attach and detach consumers, and dropping the non-durable subscriptions of clients whose
+//! sessions ended without unsubscribing.
 //!
 //! A subscription is a row of `subscriptions` plus its queue, a row of `queues` named
 //! `topic:name` and marked with the topic's id. Statements that change the set of a topic's
@@ -14,19 +15,23 @@
 //! another transaction holds the row (then it stays, empty: unlisted, and reused by the next
 //! subscription on it).
 
+use async_trait::async_trait;
 use ferry_protocol::topic::{check_pattern, is_pattern};
 use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
 
+use super::consumers::drop_unconsumed_shared;
 use super::inner::Inner;
 use super::names;
+use super::receive::as_i64;
 use super::tx::{drop_orphans, first_column, retrying, TxError, TxResult};
+use crate::api::{SessionId, Topics};
 use crate::error::StoreError;
 
 pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
-impl Inner {
-    /// See [`crate::Topics::create_topic`].
-    pub async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
+#[async_trait]
+impl Topics for Inner {
+    async fn create_topic(&self, name: &str) -> Result<(), StoreError> {
         names::check("topic", name)?;
         not_a_pattern("a topic to create", name)?;
         retrying(|| async {
@@ -44,8 +49,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Topics::delete_topic`].
-    pub async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
+    async fn delete_topic(&self, name: &str, force: bool) -> Result<(), StoreError> {
         not_a_pattern("a topic to delete", name)?;
         retrying(|| async {
             let mut conn = self.conn().await?;
@@ -87,8 +91,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Topics::list_topics`].
-    pub async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError> {
+    async fn list_topics(&self) -> Result<Vec<TopicInfo>, StoreError> {
         retrying(|| async {
             let conn = self.conn().await?;
             // Ready and leased rows counted apart, so that each count uses its index.
@@ -142,8 +145,7 @@ impl Inner {
         .await
     }
 
-    /// See [`crate::Topics::subscribe_topic`].
-    pub async fn subscribe_topic(
+    async fn subscribe_topic(
         &self,
         topic: &str,
         name: &str,
@@ -164,6 +166,120 @@ impl Inner {
         Ok(queue)
     }
 
+    async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            let Some(queue_id) = lock_subscription(&tx, topic, name, RowLock::Update).await? else {
+                return Err(
+                    StoreError::SubscriptionNotFound(subscription_queue(topic, name)).into(),
+                );
+            };
+            let stmt = tx
+                .prepare_cached("SELECT 1 FROM subscription_consumers WHERE queue_id = $1 LIMIT 1")
+                .await?;
+            if tx.query_opt(&stmt, &[&queue_id]).await?.is_some() {
+                return Err(StoreError::SubscriptionInUse(subscription_queue(topic, name)).into());
+            }
+            drop_subscriptions(&tx, &[queue_id]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn attach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+        shared: bool,
+    ) -> Result<(), StoreError> {
+        let session = as_i64(session);
+        let queue = subscription_queue(topic, name);
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            // Serialises the attaches of one subscription across nodes; publishes are not
+            // held up.
+            let Some(queue_id) =
+                lock_subscription(&tx, topic, name, RowLock::NoKeyUpdate).await?
+            else {
+                return Err(StoreError::SubscriptionNotFound(queue.clone()).into());
+            };
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT bool_and(shared) FROM subscription_consumers WHERE queue_id = $1",
+                )
+                .await?;
+            let all_shared: Option<bool> = tx.query_one(&stmt, &[&queue_id]).await?.try_get(0)?;
+            if all_shared.is_some_and(|all| !(all && shared)) {
+                return Err(StoreError::SubscriptionInUse(queue.clone()).into());
+            }
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO subscription_consumers (queue_id, node, session, shared, consumers) \
+                     VALUES ($1, $2, $3, $4, 1) ON CONFLICT (queue_id, node, session) \
+                     DO UPDATE SET consumers = subscription_consumers.consumers + 1",
+                )
+                .await?;
+            tx.execute(&stmt, &[&queue_id, &self.node, &session, &shared])
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn detach_consumer(
+        &self,
+        topic: &str,
+        name: &str,
+        session: SessionId,
+    ) -> Result<(), StoreError> {
+        let session = as_i64(session);
+        retrying(|| async {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            // Locked first, as attaches do, so that a shared non-durable subscription losing
+            // its last consumer here cannot lose one attaching on another node meanwhile.
+            let queue_id = match lock_subscription(&tx, topic, name, RowLock::Update).await {
+                Ok(Some(id)) => id,
+                // Gone already (or its topic), and its consumers with it.
+                Ok(None) | Err(TxError::Store(StoreError::TopicNotFound(_))) => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            let stmt = tx
+                .prepare_cached(
+                    "UPDATE subscription_consumers SET consumers = consumers - 1 \
+                     WHERE queue_id = $1 AND node = $2 AND session = $3 RETURNING consumers",
+                )
+                .await?;
+            if let Some(row) = tx
+                .query_opt(&stmt, &[&queue_id, &self.node, &session])
+                .await?
+            {
+                let left: i32 = row.try_get(0)?;
+                if left <= 0 {
+                    let stmt = tx
+                        .prepare_cached(
+                            "DELETE FROM subscription_consumers \
+                             WHERE queue_id = $1 AND node = $2 AND session = $3",
+                        )
+                        .await?;
+                    tx.execute(&stmt, &[&queue_id, &self.node, &session])
+                        .await?;
+                }
+            }
+            drop_unconsumed_shared(&tx, &[queue_id]).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl Inner {
     async fn try_subscribe(
         &self,
         topic: &str,
@@ -271,29 +387,6 @@ impl Inner {
         .await?;
         tx.commit().await?;
         Ok(())
-    }
-
-    /// See [`crate::Topics::unsubscribe`].
-    pub async fn unsubscribe(&self, topic: &str, name: &str) -> Result<(), StoreError> {
-        retrying(|| async {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await?;
-            let Some(queue_id) = lock_subscription(&tx, topic, name, RowLock::Update).await? else {
-                return Err(
-                    StoreError::SubscriptionNotFound(subscription_queue(topic, name)).into(),
-                );
-            };
-            let stmt = tx
-                .prepare_cached("SELECT 1 FROM subscription_consumers WHERE queue_id = $1 LIMIT 1")
-                .await?;
-            if tx.query_opt(&stmt, &[&queue_id]).await?.is_some() {
-                return Err(StoreError::SubscriptionInUse(subscription_queue(topic, name)).into());
-            }
-            drop_subscriptions(&tx, &[queue_id]).await?;
-            tx.commit().await?;
-            Ok(())
-        })
-        .await
     }
 }
 

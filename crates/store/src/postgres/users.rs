@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::store::PostgresStore;
+use super::inner::Inner;
 use super::tx::{retrying, TxError};
 use crate::error::StoreError;
 use crate::users::{UserRecord, Users};
@@ -17,7 +17,7 @@ fn record(row: &tokio_postgres::Row) -> Result<UserRecord, tokio_postgres::Error
     })
 }
 
-impl PostgresStore {
+impl Inner {
     /// Runs one statement that changes one user's row; `UserNotFound` when none matched.
     async fn update_user(
         &self,
@@ -26,7 +26,7 @@ impl PostgresStore {
         value: &(dyn tokio_postgres::types::ToSql + Sync),
     ) -> Result<(), StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             let n = conn.execute(sql, &[&name, value]).await?;
             if n == 0 {
                 return Err(TxError::Store(StoreError::UserNotFound(name.to_owned())));
@@ -38,10 +38,10 @@ impl PostgresStore {
 }
 
 #[async_trait]
-impl Users for PostgresStore {
+impl Users for Inner {
     async fn create_user(&self, user: &UserRecord) -> Result<(), StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             let n = conn
                 .execute(
                     "INSERT INTO users (name, credential, grants) VALUES ($1, $2, $3) \
@@ -69,7 +69,7 @@ impl Users for PostgresStore {
 
     async fn delete_user(&self, name: &str) -> Result<(), StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             let n = conn
                 .execute("DELETE FROM users WHERE name = $1", &[&name])
                 .await?;
@@ -83,7 +83,7 @@ impl Users for PostgresStore {
 
     async fn user(&self, name: &str) -> Result<Option<UserRecord>, StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             let row = conn
                 .query_opt(
                     "SELECT name, credential, grants FROM users WHERE name = $1",
@@ -97,7 +97,7 @@ impl Users for PostgresStore {
 
     async fn list_users(&self) -> Result<Vec<UserRecord>, StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             let rows = conn
                 .query(
                     "SELECT name, credential, grants FROM users ORDER BY name COLLATE \"C\"",
@@ -111,7 +111,7 @@ impl Users for PostgresStore {
 
     async fn has_users(&self) -> Result<bool, StoreError> {
         retrying(|| async {
-            let conn = self.inner().conn().await?;
+            let conn = self.conn().await?;
             let row = conn
                 .query_one("SELECT EXISTS (SELECT 1 FROM users)", &[])
                 .await?;
