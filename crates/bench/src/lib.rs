@@ -15,17 +15,15 @@
 //! - [`workloads`]: `throughput`, `latency`, `ftab`, `fanout`, `selector`, `stream`, `specjms`,
 //!   `slowlink` and `compare`, and the live progress line on standard error while one runs;
 //! - [`report`]: the results as a terminal table, JSON (`schema/result.schema.json`), CSV and
-//!   an HTML page of plots.
-// Not yet held to the workspace rule on indexing: about fifty places in the workloads and
-// reports index vectors whose lengths they built themselves. Being rewritten with `get`,
-// iterators and patterns, crate by crate; everything else in the workspace denies it.
-#![allow(clippy::indexing_slicing)]
+//!   an HTML page of plots;
+//! - [`round_robin`]: taking turns over a list.
 
 pub mod args;
 pub mod drivers;
 pub mod inproc;
 pub mod payload;
 pub mod report;
+pub mod round_robin;
 pub mod stats;
 pub mod workloads;
 

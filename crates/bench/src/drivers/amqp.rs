@@ -166,18 +166,13 @@ impl AmqpConnection {
         &self,
         msgs: Vec<OutMessage>,
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
-        if let Some(m) = msgs.iter().find(|m| m.queues.len() != 1 || m.to.is_some()) {
-            let what = if m.to.is_some() {
-                "an addressed message"
-            } else {
-                "a send to several queues at once"
-            };
-            return Err(unsupported(what));
-        }
         let routed = msgs
             .iter()
-            .map(|m| (String::new(), m.queues[0].clone(), m))
-            .collect::<Vec<_>>();
+            .map(|m| {
+                let queue = m.only_queue().map_err(unsupported)?;
+                Ok((String::new(), queue.to_owned(), m))
+            })
+            .collect::<Result<Vec<_>, DriverError>>()?;
         self.publish_routed(routed).await
     }
 }

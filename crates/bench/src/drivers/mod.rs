@@ -164,6 +164,16 @@ impl OutMessage {
             routing_key: None,
         }
     }
+
+    /// The queue of a plain send (one queue, no addressee), or what a target that only sends
+    /// those cannot do with this message.
+    pub fn only_queue(&self) -> Result<&str, &'static str> {
+        match (self.queues.as_slice(), &self.to) {
+            (_, Some(_)) => Err("an addressed message"),
+            ([queue], None) => Ok(queue),
+            _ => Err("a send to several queues at once"),
+        }
+    }
 }
 
 /// How a workload subscribes to a topic.

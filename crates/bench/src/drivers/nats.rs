@@ -253,18 +253,13 @@ impl Connection for NatsConnection {
         &self,
         msgs: Vec<OutMessage>,
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
-        if let Some(m) = msgs.iter().find(|m| m.queues.len() != 1 || m.to.is_some()) {
-            let what = if m.to.is_some() {
-                "an addressed message"
-            } else {
-                "a send to several queues at once"
-            };
-            return Err(unsupported(what));
-        }
         let items = msgs
             .into_iter()
-            .map(|m| (subject(&m.queues[0]), m.body))
-            .collect();
+            .map(|m| {
+                let subject = subject(m.only_queue().map_err(unsupported)?);
+                Ok((subject, m.body))
+            })
+            .collect::<Result<_, DriverError>>()?;
         self.publish_many(items).await
     }
 

@@ -105,9 +105,11 @@ impl PostgresDriver {
         {
             let mut s = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             if s.open.len() >= self.max_sessions {
-                let i = s.next % s.open.len();
+                let turn = s.next;
                 s.next += 1;
-                return Ok(s.open[i].clone());
+                if let Some(session) = crate::round_robin::pick(&s.open, turn) {
+                    return Ok(session.clone());
+                }
             }
         }
         let session = Arc::new(Session {

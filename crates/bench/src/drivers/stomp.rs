@@ -339,13 +339,11 @@ async fn receipt(rx: oneshot::Receiver<Result<(), String>>, what: &str) -> Resul
 }
 
 fn send_frame(m: &OutMessage) -> Result<Frame, DriverError> {
-    if m.queues.len() != 1 || m.to.is_some() {
-        return Err(unsupported(
-            "an addressed message or a send to several queues",
-        ));
-    }
+    let queue = m
+        .only_queue()
+        .map_err(|_| unsupported("an addressed message or a send to several queues"))?;
     let mut f = Frame::new(Command::Send)
-        .header_with("destination", format!("/queue/{}", m.queues[0]))
+        .header_with("destination", format!("/queue/{queue}"))
         .header_with("persistent", if m.persistent { "true" } else { "false" })
         .body_with(m.body.clone());
     if let Some(p) = m.priority {

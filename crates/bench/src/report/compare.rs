@@ -76,10 +76,13 @@ pub fn figures_of(r: &TargetResult) -> Vec<(String, &'static str, bool, f64)> {
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.to_vec();
     v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        return v.get(mid).copied().unwrap_or(0.0);
+    }
+    match (mid.checked_sub(1).and_then(|i| v.get(i)), v.get(mid)) {
+        (Some(lower), Some(upper)) => (lower + upper) / 2.0,
+        _ => 0.0,
     }
 }
 

@@ -42,7 +42,11 @@ pub fn render(report: &BenchReport) -> String {
     }
     // Without a cool-down, the windows after the measurement are the drain: not drawn, so
     // that no cool-down band appears and the last, partial window does not drop to 0.
-    let cooldown = report.params["cooldown_s"].as_f64().unwrap_or(0.0);
+    let cooldown = report
+        .params
+        .get("cooldown_s")
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(0.0);
     for r in &report.results {
         target_section(&mut out, r, cooldown > 0.0);
     }

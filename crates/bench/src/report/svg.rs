@@ -18,6 +18,13 @@ pub const PALETTE: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
+/// The colour of series `i`, going round [`PALETTE`].
+fn colour(i: usize) -> &'static str {
+    crate::round_robin::pick(PALETTE, i)
+        .copied()
+        .unwrap_or("#000000")
+}
+
 /// One line.
 #[derive(Debug, Clone)]
 pub struct Series {
@@ -136,7 +143,7 @@ fn legend(out: &mut String, labels: &[(String, usize)]) {
             x = LEFT;
             y += 14.0;
         }
-        let colour = PALETTE[i % PALETTE.len()];
+        let colour = colour(*i);
         let _ = write!(
             out,
             r#"<rect x="{x}" y="{}" width="12" height="8" fill="{colour}"/><text x="{}" y="{}">{}</text>"#,
@@ -251,7 +258,7 @@ pub fn line_chart(c: &LineChart) -> String {
     }
     axes(&mut out, &c.x_label, &c.y_label);
     for (k, s) in c.series.iter().enumerate() {
-        let colour = PALETTE[s.colour % PALETTE.len()];
+        let colour = colour(s.colour);
         // Where two series lie on each other (sent and received of a run that keeps up), the
         // first stays visible as a wide pale band under the later, thinner, dashed ones.
         let (width, dash, opacity) = match k {
@@ -352,7 +359,7 @@ pub fn bar_chart(c: &BarChart) -> String {
         let start = gx + (group_w - bar_w * values.len() as f64) / 2.0;
         for (bi, v) in values.iter().enumerate() {
             let Some(v) = v else { continue };
-            let colour = PALETTE[bi % PALETTE.len()];
+            let colour = colour(bi);
             let x = start + bi as f64 * bar_w;
             let _ = write!(
                 out,

@@ -147,9 +147,11 @@ impl WindowSeries {
             .map_or(0, |i| i + 1)
             .max(until_measure_end)
             .min(self.slots.len());
-        (0..count)
-            .map(|i| {
-                let s = &self.slots[i];
+        self.slots
+            .iter()
+            .take(count)
+            .enumerate()
+            .map(|(i, s)| {
                 let start_s = i as f64 * w - origin_to_measure;
                 let end_s = start_s + w;
                 // A little slack for float rounding at the boundaries.

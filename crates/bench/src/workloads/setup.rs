@@ -68,7 +68,10 @@ pub async fn remove(
 /// more consumers than queues, they share queues round-robin.
 pub fn assigned_queues(i: usize, n: usize, queues: &[String]) -> Vec<String> {
     if n >= queues.len() {
-        vec![queues[i % queues.len()].clone()]
+        crate::round_robin::pick(queues, i)
+            .cloned()
+            .into_iter()
+            .collect()
     } else {
         queues.iter().skip(i).step_by(n).cloned().collect()
     }

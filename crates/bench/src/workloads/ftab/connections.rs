@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::drivers::{Connection, Driver};
 use crate::workloads::setup;
@@ -55,9 +55,11 @@ impl Connections {
             self.shared.push(conn.clone());
             return Ok(conn);
         }
-        let conn = self.shared[self.next % limit].clone();
+        let turn = self.next;
         self.next += 1;
-        Ok(conn)
+        crate::round_robin::pick(&self.shared, turn)
+            .cloned()
+            .context("no shared connection to take a turn on")
     }
 
     /// Every connection handed out, each once.

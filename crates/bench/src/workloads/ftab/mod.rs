@@ -257,7 +257,9 @@ pub async fn measure(args: &FtabArgs) -> Result<BenchReport> {
 /// The description lines above the figures.
 pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
-    let r = &report.results[0];
+    let Some(r) = report.results.first() else {
+        return String::new();
+    };
     let mix: Vec<String> = p["mix"]
         .as_object()
         .map(|m| {

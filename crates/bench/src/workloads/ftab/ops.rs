@@ -71,24 +71,49 @@ impl Op {
 /// Per-operation series and counters of one run.
 #[derive(Debug)]
 pub struct OpSeries {
-    series: Vec<WindowSeries>,
-    measured: Vec<AtomicU64>,
-    errors: Vec<AtomicU64>,
+    /// One per operation, in [`OPS`] order.
+    per_op: Vec<OpCounts>,
+}
+
+/// The series and counters of one operation.
+#[derive(Debug)]
+struct OpCounts {
+    series: WindowSeries,
+    measured: AtomicU64,
+    errors: AtomicU64,
 }
 
 impl OpSeries {
     /// Series shaped like the run's (same origin, window and span).
     pub fn new(make: impl Fn() -> WindowSeries) -> Self {
         OpSeries {
-            series: OPS.iter().map(|_| make()).collect(),
-            measured: OPS.iter().map(|_| AtomicU64::new(0)).collect(),
-            errors: OPS.iter().map(|_| AtomicU64::new(0)).collect(),
+            per_op: OPS
+                .iter()
+                .map(|_| OpCounts {
+                    series: make(),
+                    measured: AtomicU64::new(0),
+                    errors: AtomicU64::new(0),
+                })
+                .collect(),
         }
+    }
+
+    fn of(&self, op: Op) -> Option<&OpCounts> {
+        self.per_op.get(op.index())
     }
 
     /// Counts a failed `op`.
     pub fn failed(&self, op: Op) {
-        self.errors[op.index()].fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = self.of(op) {
+            c.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Operations of kind `op` completed in the measured interval.
+    #[cfg(test)]
+    fn measured(&self, op: Op) -> u64 {
+        self.of(op)
+            .map_or(0, |c| c.measured.load(Ordering::Relaxed))
     }
 
     /// Per-operation results (operations never seen are left out) and their percentile curves.
@@ -101,21 +126,20 @@ impl OpSeries {
     ) -> (BTreeMap<String, OperationResult>, Curves) {
         let mut results = BTreeMap::new();
         let mut curves = BTreeMap::new();
-        for op in OPS {
-            let i = op.index();
-            let rows = self.series[i].rows(measure_start, measure_end);
-            let errors = self.errors[i].load(Ordering::Relaxed);
+        for ((op, c), hist) in OPS.iter().zip(&self.per_op).zip(hists) {
+            let rows = c.series.rows(measure_start, measure_end);
+            let errors = c.errors.load(Ordering::Relaxed);
             let total: u64 = rows.iter().map(|r| r.sent).sum();
             if total == 0 && errors == 0 {
                 continue;
             }
-            let count = self.measured[i].load(Ordering::Relaxed);
-            let summary = LatencySummary::of(&hists[i]);
+            let count = c.measured.load(Ordering::Relaxed);
+            let summary = LatencySummary::of(hist);
             results.insert(
                 op.name().to_string(),
                 OperationResult::new(count, secs, errors, summary, &rows),
             );
-            curves.insert(op.name().to_string(), percentile_curve(&hists[i]));
+            curves.insert(op.name().to_string(), percentile_curve(hist));
         }
         (results, curves)
     }
@@ -180,13 +204,14 @@ impl Recorder {
         if self.batch > 0 && measuring != self.batch_measuring {
             self.flush();
         }
-        if measuring {
-            self.hists[i].saturating_record(micros);
+        if let (true, Some(h)) = (measuring, self.hists.get_mut(i)) {
+            h.saturating_record(micros);
         }
-        let u = &mut self.unflushed[i];
-        u.count += 1;
-        u.latency_sum_us = u.latency_sum_us.saturating_add(micros);
-        u.latency_max_us = u.latency_max_us.max(micros);
+        if let Some(u) = self.unflushed.get_mut(i) {
+            u.count += 1;
+            u.latency_sum_us = u.latency_sum_us.saturating_add(micros);
+            u.latency_max_us = u.latency_max_us.max(micros);
+        }
         self.batch += 1;
         self.batch_measuring = measuring;
         self.batch_last = now;
@@ -200,16 +225,18 @@ impl Recorder {
     /// last of them.
     fn flush(&mut self) {
         let (at, measuring) = (self.batch_last, self.batch_measuring);
-        for op in OPS {
-            let i = op.index();
-            let u = std::mem::take(&mut self.unflushed[i]);
+        for (op, unflushed) in OPS.into_iter().zip(&mut self.unflushed) {
+            let u = std::mem::take(unflushed);
             if u.count == 0 {
                 continue;
             }
-            self.ops.series[i].sent(at, u.count);
-            self.ops.series[i].latencies(at, u.latency_sum_us, u.count, u.latency_max_us);
-            if measuring {
-                self.ops.measured[i].fetch_add(u.count, Ordering::Relaxed);
+            if let Some(c) = self.ops.of(op) {
+                c.series.sent(at, u.count);
+                c.series
+                    .latencies(at, u.latency_sum_us, u.count, u.latency_max_us);
+                if measuring {
+                    c.measured.fetch_add(u.count, Ordering::Relaxed);
+                }
             }
             match op {
                 Op::Send => {
@@ -329,10 +356,7 @@ mod tests {
         let hists = rec.finish();
         assert_eq!(sent(&shared), (full + 3, full + 3));
         assert_eq!(shared.received_measured.load(Ordering::Relaxed), 3);
-        assert_eq!(
-            ops.measured[Op::Send.index()].load(Ordering::Relaxed),
-            full + 3
-        );
+        assert_eq!(ops.measured(Op::Send), full + 3);
         assert_eq!(hists[Op::Send.index()].len(), full + 3);
         let rows = shared.windows.rows(shared.started, Instant::now());
         assert_eq!(rows.iter().map(|r| r.sent).sum::<u64>(), full + 3);

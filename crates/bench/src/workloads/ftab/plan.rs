@@ -45,7 +45,7 @@ impl Plan {
     /// A random queue of the list.
     pub fn random_queue(&self) -> String {
         let i = rand::thread_rng().gen_range(0..self.queues.len());
-        self.queues[i].clone()
+        self.queues.get(i).cloned().unwrap_or_default()
     }
 
     /// `n` distinct random queues of the list (all of them when `n` is larger).

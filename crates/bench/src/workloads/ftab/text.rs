@@ -125,7 +125,10 @@ impl TextSource {
         let mut text = String::with_capacity(BLOCK_LEN + 32);
         let mut capital = true;
         while text.len() < BLOCK_LEN {
-            let word = WORDS[rng.gen_range(0..WORDS.len())];
+            let word = WORDS
+                .get(rng.gen_range(0..WORDS.len()))
+                .copied()
+                .unwrap_or_default();
             if capital {
                 let mut chars = word.chars();
                 if let Some(first) = chars.next() {
@@ -158,7 +161,7 @@ impl TextSource {
         let mut b = BytesMut::with_capacity(size);
         b.put_u64_le(context);
         b.put_u64_le(run_id);
-        b.put_slice(&self.block[start..start + text_len]);
+        b.put_slice(self.block.get(start..start + text_len).unwrap_or_default());
         // Bodies larger than the block repeat spaces; 64 KiB covers FTaB's 2000 characters.
         b.put_bytes(b' ', size - HEADER_LEN - text_len);
         b.freeze()

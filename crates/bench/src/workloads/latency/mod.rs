@@ -177,12 +177,13 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
             percentile_curve(&corrected),
         ),
     ]);
-    let kind = if args.consumers > 0 {
-        latencies.insert("end_to_end_corrected".to_string(), LatencySummary::of(&e2e));
+    let (kind, latency) = if args.consumers > 0 {
+        let summary = LatencySummary::of(&e2e);
+        latencies.insert("end_to_end_corrected".to_string(), summary.clone());
         curves.insert("end_to_end_corrected".to_string(), percentile_curve(&e2e));
-        "end_to_end_corrected"
+        ("end_to_end_corrected", summary)
     } else {
-        "send_to_ack_corrected"
+        ("send_to_ack_corrected", LatencySummary::of(&corrected))
     };
     let result = TargetResult {
         target: driver.name().to_string(),
@@ -195,7 +196,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
         sent_per_s: rate(sent, secs),
         received_per_s: rate(received, secs),
         sent_mib_per_s: rate(sent, secs) * f64::from(args.size) / (1024.0 * 1024.0),
-        latency_ms: latencies[kind].clone(),
+        latency_ms: latency,
         latency_kind: kind.to_string(),
         latencies_ms: latencies,
         window_s: shared.windows.window().as_secs_f64(),
@@ -231,7 +232,9 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
 /// The description lines above the figures.
 pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
-    let r = &report.results[0];
+    let Some(r) = report.results.first() else {
+        return String::new();
+    };
     format!(
         "ferry-bench latency ({}): open loop at {} msg/s, {} sender(s), {} consumer(s), \
          {} queue(s), {} B bodies\nmeasured {:.2} s after {:.2} s warm-up, {:.2} s cool-down \

@@ -119,7 +119,10 @@ async fn send_one(
     let intended = cfg.schedule.intended(i);
     let offset = u64::try_from((intended - cfg.schedule.start).as_micros()).unwrap_or(u64::MAX);
     let stamp = cfg.wall_start_micros.saturating_add(offset);
-    let queue = cfg.queues[(cfg.index as usize + i as usize) % cfg.queues.len()].clone();
+    let turn = cfg.index as usize + i as usize;
+    let queue = crate::round_robin::pick(&cfg.queues, turn)
+        .cloned()
+        .unwrap_or_default();
     let msg = OutMessage::to_queue(queue, payload::encode(cfg.size, stamp, shared.run_id));
     let issued = Instant::now();
     let outcome = conn.send(msg).await;

@@ -352,7 +352,9 @@ fn params(
 /// The description lines above the figures.
 pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
-    let r = &report.results[0];
+    let Some(r) = report.results.first() else {
+        return String::new();
+    };
     let mut out = format!(
         "ferry-bench {} ({}): 1 publisher, {} subscription(s){}, topic {}, {} B bodies, \
          {} messages, batch {}, {} batches in flight, {} ack, prefetch {}\n",

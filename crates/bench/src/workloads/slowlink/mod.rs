@@ -355,7 +355,8 @@ pub fn header(report: &BenchReport) -> String {
         p["answer_bytes"],
         "mode", "total s", "calls s", "ms/message", "wire B/msg", "payload", "ferry", "TCP/IP", "x ideal"
     );
-    for m in p["slowlink"]["modes"].as_array().into_iter().flatten() {
+    let modes = p.get("slowlink").and_then(|s| s.get("modes"));
+    for m in modes.and_then(|m| m.as_array()).into_iter().flatten() {
         out.push_str(&format!(
             "{:<10} {:>9.3} {:>9.3} {:>12.3} {:>11.1} {:>9.1} {:>9.1} {:>9.1} {:>10}\n",
             m["mode"].as_str().unwrap_or("?"),

@@ -161,13 +161,23 @@ pub struct World {
 
 impl World {
     /// The sender connection of `loc`.
-    fn sender(&self, loc: Loc, starts: bool) -> &AsyncMutex<Arc<dyn Connection>> {
-        let pool = if starts {
-            &self.initiators[&loc.kind]
+    fn sender(&self, loc: Loc, starts: bool) -> Option<&AsyncMutex<Arc<dyn Connection>>> {
+        let pools = if starts {
+            &self.initiators
         } else {
-            &self.senders[&loc.kind]
+            &self.senders
         };
-        &pool[loc.id as usize % pool.len()]
+        crate::round_robin::pick(pools.get(&loc.kind)?, loc.id as usize)
+    }
+
+    /// The counters of message type `t`.
+    pub fn type_counts(&self, t: MessageType) -> Option<&TypeCounters> {
+        self.types.get(t.index())
+    }
+
+    /// The counters of interaction `i`.
+    pub fn interaction_counts(&self, i: Interaction) -> Option<&InteractionCounters> {
+        self.interactions.get(i as usize)
     }
 
     /// The next HQ instance: senders spread messages over them evenly.
@@ -226,7 +236,11 @@ impl World {
                 (Dest::Topic(topic), m) => topics.entry(topic).or_default().push(m),
             }
         }
-        let conn = self.sender(from, due.is_some()).lock().await;
+        let conn = self
+            .sender(from, due.is_some())
+            .ok_or_else(|| format!("no connection to send from {from:?}"))?
+            .lock()
+            .await;
         let late =
             due.is_some_and(|d| Instant::now().saturating_duration_since(d) > PACING_TOLERANCE);
         let result = async {
@@ -345,8 +359,7 @@ impl World {
     async fn handle(&self, at: Loc, dest: &str, h: Header) -> Result<(), String> {
         let now = now_micros();
         let delivery = now.saturating_sub(h.sent_us);
-        if self.shared.phase() == MEASURE {
-            let c = &self.types[h.ty.index()];
+        if let (MEASURE, Some(c)) = (self.shared.phase(), self.type_counts(h.ty)) {
             c.measured.fetch_add(1, Ordering::Relaxed);
             c.delivery_us.fetch_add(delivery, Ordering::Relaxed);
             self.shared
@@ -587,8 +600,11 @@ pub async fn build(
     let mut tasks = Vec::new();
     let mut durables = Vec::new();
     for (loc, feed) in feeds {
-        let pool = &readers[&loc.kind];
-        let conn = pool[loc.id as usize % pool.len()].clone();
+        let conn = readers
+            .get(&loc.kind)
+            .and_then(|pool| crate::round_robin::pick(pool, loc.id as usize))
+            .cloned()
+            .ok_or_else(|| anyhow!("no reader connection for {loc:?}"))?;
         let prefetch = 256u32.min(conn.limits().max_prefetch);
         let consumer = match &feed.dest {
             Dest::Queue(q) => conn.consume(q, prefetch).await,
@@ -748,8 +764,7 @@ pub fn initiate(
                     let counted = due >= measure_start && due < measure_end;
                     tokio::spawn(async move {
                         let ok = w.start(i, n, due).await;
-                        if counted {
-                            let c = &w.interactions[i as usize];
+                        if let (true, Some(c)) = (counted, w.interaction_counts(i)) {
                             match ok {
                                 Ok(late) => {
                                     c.starts.fetch_add(1, Ordering::Relaxed);

@@ -165,7 +165,10 @@ impl Plan {
                     .collect()
             };
             if t == MessageType::CallForOffers {
-                let families = &topo.offers[loc.id as usize];
+                let families = topo
+                    .offers
+                    .get(loc.id as usize)
+                    .map_or(&[][..], Vec::as_slice);
                 let list = families
                     .iter()
                     .map(|f| format!("'{}'", family_name(*f)))

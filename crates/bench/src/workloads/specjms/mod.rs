@@ -81,8 +81,11 @@ fn topology(args: &SpecjmsArgs, base: u32) -> Result<Topology> {
         }
     };
     for i in Interaction::ALL {
-        if !args.interactions.contains(&(i.number() as u8)) {
-            t.rates[i as usize] = 0.0;
+        if let (false, Some(rate)) = (
+            args.interactions.contains(&(i.number() as u8)),
+            t.rates.get_mut(i as usize),
+        ) {
+            *rate = 0.0;
         }
     }
     Ok(t)
@@ -292,7 +295,9 @@ async fn run_at(
         if configured <= 0.0 {
             continue;
         }
-        let c = &world.interactions[i as usize];
+        let Some(c) = world.interaction_counts(i) else {
+            continue;
+        };
         let starts = c.starts.load(Ordering::Relaxed);
         let types: Vec<MessageType> = MessageType::ALL
             .into_iter()
@@ -300,11 +305,13 @@ async fn run_at(
             .collect();
         let messages: u64 = types
             .iter()
-            .map(|t| world.types[t.index()].measured.load(Ordering::Relaxed))
+            .filter_map(|&t| world.type_counts(t))
+            .map(|c| c.measured.load(Ordering::Relaxed))
             .sum();
         let delivery_us: u64 = types
             .iter()
-            .map(|t| world.types[t.index()].delivery_us.load(Ordering::Relaxed))
+            .filter_map(|&t| world.type_counts(t))
+            .map(|c| c.delivery_us.load(Ordering::Relaxed))
             .sum();
         interactions.push(InteractionFigures {
             interaction: format!("{} {}", i.number(), i.name()),
@@ -312,7 +319,7 @@ async fn run_at(
             measured_per_s: starts as f64 / args.duration.as_secs_f64(),
             starts,
             pacing_misses: c.misses.load(Ordering::Relaxed),
-            model_messages: types.iter().map(|t| model[t]).sum::<f64>()
+            model_messages: types.iter().filter_map(|t| model.get(t)).sum::<f64>()
                 * args.duration.as_secs_f64(),
             messages,
             delivery_mean_ms: if messages > 0 {
@@ -347,7 +354,8 @@ async fn run_at(
     let persistent: u64 = MessageType::ALL
         .iter()
         .filter(|t| t.spec().persistent)
-        .map(|t| world.types[t.index()].measured.load(Ordering::Relaxed))
+        .filter_map(|&t| world.type_counts(t))
+        .map(|c| c.measured.load(Ordering::Relaxed))
         .sum();
     let calibration = match (cpu0, cpu1) {
         (Some(a), Some(b)) => Some(Calibration {
@@ -400,13 +408,12 @@ async fn run_at(
 /// The report: the last passing run's figures (or the last run's), every trial's verdict, the
 /// model's predictions beside the measurements.
 fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchReport> {
-    let best = trials
+    let best_trial = trials
         .iter()
-        .enumerate()
-        .filter(|(_, t)| t.audit.passed)
-        .max_by_key(|(_, t)| t.base)
-        .map(|(i, _)| i)
-        .unwrap_or(trials.len() - 1);
+        .filter(|t| t.audit.passed)
+        .max_by_key(|t| t.base)
+        .or_else(|| trials.last())
+        .ok_or_else(|| anyhow!("no trial ran"))?;
     let largest_passing = trials
         .iter()
         .filter(|t| t.audit.passed)
@@ -455,7 +462,6 @@ fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchReport> {
             })
         })
         .collect();
-    let best_trial = &trials[best];
     let mut result = best_trial.result.clone();
     result.operations = BTreeMap::new();
     let topo = topology(args, best_trial.base)?;
@@ -522,7 +528,7 @@ pub fn header(report: &BenchReport) -> String {
     let mut out = format!(
         "ferry-bench specjms ({}): specjms2007-like, {} topology, layout {}, calls for offers {}, \
          transactions {}; {} s measured after {} s warm-up\n",
-        report.results[0].target,
+        report.results.first().map_or("?", |r| r.target.as_str()),
         p["topology"].as_str().unwrap_or("?"),
         p["layout"].as_str().unwrap_or("?"),
         p["cfo"].as_str().unwrap_or("?"),

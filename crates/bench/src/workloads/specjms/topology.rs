@@ -135,13 +135,17 @@ impl Topology {
     /// The suppliers offering `family`.
     pub fn suppliers_of(&self, family: u32) -> Vec<u32> {
         (0..self.sp)
-            .filter(|&j| self.offers[j as usize].contains(&family))
+            .filter(|&j| {
+                self.offers
+                    .get(j as usize)
+                    .is_some_and(|o| o.contains(&family))
+            })
             .collect()
     }
 
     /// Interaction `i` started per second in all.
     pub fn total_rate(&self, i: Interaction) -> f64 {
-        let r = self.rates[i as usize];
+        let r = self.rates.get(i as usize).copied().unwrap_or(0.0);
         if i.rate_per_location() {
             r * f64::from(self.count(i.initiator()))
         } else {

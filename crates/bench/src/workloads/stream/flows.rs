@@ -375,8 +375,9 @@ pub async fn tcp(flow: Arc<Flow>) -> Result<Running> {
         let mut buf = vec![0u8; 256 * 1024];
         let mut filled = 0;
         loop {
+            let free = buf.get_mut(filled..).unwrap_or_default();
             let n = tokio::select! {
-                r = sock.read(&mut buf[filled..]) => r.unwrap_or(0),
+                r = sock.read(free) => r.unwrap_or(0),
                 _ = stop_rx.wait_for(|s| *s) => 0,
             };
             if n == 0 {
@@ -385,7 +386,7 @@ pub async fn tcp(flow: Arc<Flow>) -> Result<Running> {
             filled += n;
             let whole = filled - filled % RECORD_LEN;
             tally.begin_batch();
-            for r in buf[..whole].chunks_exact(RECORD_LEN) {
+            for r in buf.chunks_exact(RECORD_LEN).take(whole / RECORD_LEN) {
                 tally.record(r);
             }
             tally.end_batch();

@@ -88,7 +88,9 @@ pub async fn measure(args: &StreamArgs) -> Result<BenchReport> {
     let mut outcome = Ok(());
     'rounds: for round in 0..args.rounds as usize {
         for k in 0..n {
-            let t = args.transports[(k + round) % n];
+            let Some(&t) = crate::round_robin::pick(&args.transports, k + round) else {
+                continue;
+            };
             match run_one(args, t, ferry.as_ref()).await {
                 Ok(r) => rounds.entry(t.name()).or_default().push(r),
                 Err(e) => {

@@ -43,7 +43,10 @@ pub fn encode(seq: u64, now_ns: u64, session: &[u8; SESSION_LEN], out: &mut Vec<
     out.extend_from_slice(&((seq % 8) as u32).to_be_bytes());
     out.extend_from_slice(&((seq % 8).min(3) as u32).to_be_bytes());
     for s in [
-        &SIGNATURE.as_bytes()[..SIGNATURE_LEN],
+        SIGNATURE
+            .as_bytes()
+            .get(..SIGNATURE_LEN)
+            .unwrap_or_default(),
         &session[..],
         HOST.as_bytes(),
     ] {
@@ -93,14 +96,17 @@ impl SeqSet {
             self.bits.resize((word + 1).next_power_of_two(), 0);
         }
         let mask = 1u64 << bit;
-        let w = &mut self.bits[word];
-        if *w & mask != 0 {
-            self.duplicates += 1;
-            return false;
+        match self.bits.get_mut(word) {
+            Some(w) if *w & mask == 0 => {
+                *w |= mask;
+                self.distinct += 1;
+                true
+            }
+            _ => {
+                self.duplicates += 1;
+                false
+            }
         }
-        *w |= mask;
-        self.distinct += 1;
-        true
     }
 }
 

@@ -272,7 +272,9 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
 /// The description lines above the figures.
 pub fn header(report: &BenchReport) -> String {
     let p = &report.params;
-    let r = &report.results[0];
+    let Some(r) = report.results.first() else {
+        return String::new();
+    };
     let mut out = format!(
         "ferry-bench throughput ({}): {} producer(s), {} consumer(s), {} queue(s), {} B bodies, \
          {} in flight, batch {}, prefetch {}\n",

@@ -88,7 +88,7 @@ async fn run_lane(
         let stamp = payload::now_micros();
         let mut messages: Vec<OutMessage> = (0..n)
             .map(|_| {
-                let queue = cfg.queues[next_queue].clone();
+                let queue = cfg.queues.get(next_queue).cloned().unwrap_or_default();
                 next_queue = (next_queue + 1) % queue_count;
                 let mut m =
                     OutMessage::to_queue(queue, payload::encode(cfg.size, stamp, shared.run_id));
