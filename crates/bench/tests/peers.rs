@@ -9,6 +9,8 @@
 // Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "bench/run.rs"]
+mod run;
 #[path = "bench/schema.rs"]
 mod schema;
 
@@ -60,10 +62,7 @@ fn argv(target: &str, dir: &tempfile::TempDir, rest: &[&str]) -> Vec<String> {
 
 /// The JSON written, after checking it against the schema and the figures every run has.
 fn checked(dir: &tempfile::TempDir, workload: &str, target: &str) -> Value {
-    let text = std::fs::read_to_string(dir.path().join("out.json")).unwrap();
-    let json: Value = serde_json::from_str(&text).unwrap();
-    let errors = schema::validate(&schema::load(), &json);
-    assert!(errors.is_empty(), "{errors:#?}\n{json:#}");
+    let json = run::report(&dir.path().join("out.json"));
     assert_eq!(json["workload"], workload);
     let r = &json["results"][0];
     assert_eq!(r["target"], target, "{r:#}");
@@ -139,21 +138,12 @@ async fn postgres_throughput_and_latency() {
     }
 }
 
-#[derive(Parser)]
-struct Stream {
-    #[command(flatten)]
-    args: ferry_bench::StreamArgs,
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_over_rabbitmq_and_core_nats() {
     if !enabled("stream_over_rabbitmq_and_core_nats") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("stream.json");
-    let parsed = Stream::try_parse_from([
-        "stream",
+    let json = run::stream(&[
         "--transports",
         "amqp,amqp-persistent,nats",
         "--duration",
@@ -162,17 +152,8 @@ async fn stream_over_rabbitmq_and_core_nats() {
         "500ms",
         "--rate",
         "5000",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
     ])
-    .unwrap();
-    ferry_bench::workloads::run(parsed.args.with_common())
-        .await
-        .unwrap();
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let errors = schema::validate(&schema::load(), &json);
-    assert!(errors.is_empty(), "{errors:#?}");
+    .await;
     for r in json["results"].as_array().unwrap() {
         assert!(
             r["stream"]["records_per_s"].as_f64().unwrap() > 1000.0,
@@ -184,21 +165,12 @@ async fn stream_over_rabbitmq_and_core_nats() {
     }
 }
 
-#[derive(Parser)]
-struct Specjms {
-    #[command(flatten)]
-    args: ferry_bench::SpecjmsArgs,
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn specjms_on_jetstream_with_the_queue_layout_without_transactions() {
     if !enabled("specjms_on_jetstream_with_the_queue_layout_without_transactions") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("specjms.json");
-    let parsed = Specjms::try_parse_from([
-        "specjms",
+    let json = run::specjms(&[
         "--target",
         "nats",
         "--transactions",
@@ -211,17 +183,8 @@ async fn specjms_on_jetstream_with_the_queue_layout_without_transactions() {
         "1s",
         "--pool",
         "2",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
     ])
-    .unwrap();
-    ferry_bench::workloads::run(parsed.args.with_common())
-        .await
-        .unwrap();
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let errors = schema::validate(&schema::load(), &json);
-    assert!(errors.is_empty(), "{errors:#?}");
+    .await;
     let t = &json["params"]["specjms"]["trials"][0];
     assert_eq!(t["receipts"], t["receipts_owed"], "{t:#}");
 }

@@ -6,12 +6,14 @@
 //! Modules: [`schema`] (a validator for the subset of JSON Schema the schema file uses),
 //! [`workloads`], [`ftab`] (the ftab workload and compare), [`report`] (the HTML page),
 //! [`cli`] (the `ferry-bench` binary as a subprocess), [`docs`] (the benchmark page and its
-//! results files).
+//! results files), [`seeds`] (the seed documents' workloads), [`run`] (a workload run from its
+//! flags, its report read and checked).
 
 mod cli;
 mod docs;
 mod ftab;
 mod report;
+mod run;
 mod schema;
 mod seeds;
 mod workloads;

@@ -5,30 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use clap::Parser;
-use ferry_bench::StreamArgs;
 use serde_json::Value;
 
-use crate::schema;
-
-#[derive(Parser)]
-struct Stream {
-    #[command(flatten)]
-    args: StreamArgs,
-}
-
-fn json_of(path: &std::path::Path) -> Value {
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let errors = schema::validate(&schema::load(), &json);
-    assert!(errors.is_empty(), "{errors:#?}\n{json:#}");
-    json
-}
+use crate::run;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_runs_over_ferry_tcp_and_the_datagram_ingest() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("stream.json");
-    let parsed = Stream::try_parse_from([
-        "stream",
+    let json = run::stream(&[
         "--transports",
         "ferry,ferry-persistent,tcp,udp",
         "--duration",
@@ -41,15 +24,8 @@ async fn stream_runs_over_ferry_tcp_and_the_datagram_ingest() {
         "20000",
         "--broker-fsync",
         "always",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
     ])
-    .unwrap();
-    ferry_bench::workloads::run(parsed.args.with_common())
-        .await
-        .unwrap();
-    let json = json_of(&out);
+    .await;
     assert_eq!(json["workload"], "stream");
     let results = json["results"].as_array().unwrap();
     let names: Vec<&str> = results
@@ -88,11 +64,8 @@ async fn stream_runs_over_ferry_tcp_and_the_datagram_ingest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_packs_records_into_messages_and_counts_each_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("stream.json");
     // 7 records a message: a batch of 256 ends in a message of 4.
-    let parsed = Stream::try_parse_from([
-        "stream",
+    let json = run::stream(&[
         "--transports",
         "ferry,ferry-persistent",
         "--records-per-message",
@@ -103,15 +76,8 @@ async fn stream_packs_records_into_messages_and_counts_each_record() {
         "500ms",
         "--rate",
         "20000",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
     ])
-    .unwrap();
-    ferry_bench::workloads::run(parsed.args.with_common())
-        .await
-        .unwrap();
-    let json = json_of(&out);
+    .await;
     assert_eq!(json["params"]["records_per_message"], 7);
     for r in json["results"].as_array().unwrap() {
         let s = &r["stream"];
@@ -124,15 +90,9 @@ async fn stream_packs_records_into_messages_and_counts_each_record() {
     }
 }
 
-#[derive(Parser)]
-struct Specjms {
-    #[command(flatten)]
-    args: ferry_bench::SpecjmsArgs,
-}
-
-fn specjms_args(server: &str, out: &std::path::Path, rest: &[&str]) -> ferry_bench::SpecjmsArgs {
-    let mut argv = vec![
-        "specjms",
+/// A short `specjms` run against `server`, with `rest` added.
+fn specjms_flags<'a>(server: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut flags = vec![
         "--server",
         server,
         "--base",
@@ -145,12 +105,9 @@ fn specjms_args(server: &str, out: &std::path::Path, rest: &[&str]) -> ferry_ben
         "5s",
         "--pool",
         "2",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
     ];
-    argv.extend_from_slice(rest);
-    Specjms::try_parse_from(argv).unwrap().args.with_common()
+    flags.extend_from_slice(rest);
+    flags
 }
 
 /// Checks what every specjms report has, and returns its only trial.
@@ -191,16 +148,9 @@ fn specjms_trial(json: &Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
     let server = ferry_testkit::TestServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("specjms.json");
     let pid = std::process::id().to_string();
-    let args = specjms_args(
-        &server.addr_string(),
-        &out,
-        &["--model", "--broker-pid", &pid],
-    );
-    ferry_bench::workloads::run(args).await.unwrap();
-    let json = json_of(&out);
+    let addr = server.addr_string();
+    let json = run::specjms(&specjms_flags(&addr, &["--model", "--broker-pid", &pid])).await;
     let t = specjms_trial(&json);
     assert!(t["broker_cpu_utilization"].as_f64().unwrap() > 0.0, "{t:#}");
     let model = &json["params"]["specjms"]["model"];
@@ -227,15 +177,12 @@ async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn specjms_runs_the_central_topic_with_selectors_and_in_selectors() {
     let server = ferry_testkit::TestServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("central.json");
-    let args = specjms_args(
-        &server.addr_string(),
-        &out,
+    let addr = server.addr_string();
+    let json = run::specjms(&specjms_flags(
+        &addr,
         &["--layout", "central", "--cfo", "in-selector", "--keep"],
-    );
-    ferry_bench::workloads::run(args).await.unwrap();
-    let json = json_of(&out);
+    ))
+    .await;
     specjms_trial(&json);
     assert_eq!(json["params"]["layout"], "central");
     // --keep leaves the central topic and its subscriptions.
@@ -264,7 +211,7 @@ async fn specjms_refuses_what_a_peer_cannot_express_naming_why() {
         (&["--target", "nats"][..], "target nats has no transactions"),
         (&["--model"][..], "--model needs the broker's process"),
     ] {
-        let args = specjms_args("127.0.0.1:1", &out, rest);
+        let args = run::specjms_args(&specjms_flags("127.0.0.1:1", rest), &out);
         let e = ferry_bench::workloads::run(args).await.unwrap_err();
         assert!(format!("{e:#}").contains(why), "{rest:?}: {e:#}");
     }
@@ -314,7 +261,7 @@ async fn slowlink_runs_every_mode_over_namespaces_and_removes_them() {
     }
     ferry_bench::workloads::run(args).await.unwrap();
     no_namespaces_left();
-    let json = json_of(&out);
+    let json = run::report(&out);
     assert_eq!(json["workload"], "slowlink");
     let modes = json["params"]["slowlink"]["modes"].as_array().unwrap();
     let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
@@ -368,7 +315,7 @@ async fn slowlink_over_a_gprs_like_link_or_the_reason_it_cannot() {
     }
     ferry_bench::workloads::run(args).await.unwrap();
     no_namespaces_left();
-    let json = json_of(&out);
+    let json = run::report(&out);
     let m = &json["params"]["slowlink"]["modes"][0];
     assert_eq!(m["answers"], 40);
     // At least one round trip of 300 ms.

@@ -8,8 +8,6 @@ use ferry_bench::{FanoutArgs, LatencyArgs, SelectorArgs, ThroughputArgs};
 use ferry_testkit::TestServer;
 use serde_json::Value;
 
-use crate::schema;
-
 #[derive(Parser)]
 struct Throughput {
     #[command(flatten)]
@@ -51,11 +49,7 @@ fn argv<'a>(server: &'a TestServer, dir: &'a tempfile::TempDir, rest: &[&'a str]
 /// The JSON and CSV written, after checking the JSON against the schema and the figures
 /// every run must have.
 fn outputs(dir: &tempfile::TempDir, workload: &str) -> (Value, String) {
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
-            .unwrap();
-    let errors = schema::validate(&schema::load(), &json);
-    assert!(errors.is_empty(), "{errors:#?}\n{json:#}");
+    let json = crate::run::report(&dir.path().join("out.json"));
     assert_eq!(json["workload"], workload);
     let r = &json["results"][0];
     assert_eq!(r["target"], "ferry");
