@@ -16,21 +16,13 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         shared: true,
         ..durable("")
     };
-    store
-        .topics()
-        .subscribe_topic("t", "pool", &both, "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "pool", &both).await;
     let in_use = |r: Result<(), StoreError>, what: &str| match r {
         Err(StoreError::SubscriptionInUse(q)) => assert!(q.starts_with("t:"), "{q}"),
         other => panic!("{what}: expected SubscriptionInUse, got {other:?}"),
     };
 
-    store
-        .topics()
-        .attach_consumer("t", "solo", SESSION, false)
-        .await
-        .unwrap();
+    attach(&store, "t", "solo", SESSION, false).await;
     in_use(
         store
             .topics()
@@ -56,37 +48,13 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         store.topics().unsubscribe("t", "solo").await,
         "unsubscribe while consumed",
     );
-    store
-        .topics()
-        .detach_consumer("t", "solo", SESSION)
-        .await
-        .unwrap();
-    store
-        .topics()
-        .detach_consumer("t", "solo", SESSION)
-        .await
-        .unwrap(); // none left: a no-op
-    store
-        .topics()
-        .attach_consumer("t", "solo", SESSION + 1, false)
-        .await
-        .unwrap();
+    detach(&store, "t", "solo", SESSION).await;
+    detach(&store, "t", "solo", SESSION).await; // none left: a no-op
+    attach(&store, "t", "solo", SESSION + 1, false).await;
 
-    store
-        .topics()
-        .attach_consumer("t", "pool", SESSION, true)
-        .await
-        .unwrap();
-    store
-        .topics()
-        .attach_consumer("t", "pool", SESSION, true)
-        .await
-        .unwrap();
-    store
-        .topics()
-        .attach_consumer("t", "pool", SESSION + 1, true)
-        .await
-        .unwrap();
+    attach(&store, "t", "pool", SESSION, true).await;
+    attach(&store, "t", "pool", SESSION, true).await;
+    attach(&store, "t", "pool", SESSION + 1, true).await;
     in_use(
         store
             .topics()
@@ -95,21 +63,13 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         "an exclusive consumer of a consumed shared subscription",
     );
     // SESSION has two consumers on the pool: one detach leaves the other.
-    store
-        .topics()
-        .detach_consumer("t", "pool", SESSION)
-        .await
-        .unwrap();
+    detach(&store, "t", "pool", SESSION).await;
     store.sessions().release_session(SESSION + 1).await.unwrap();
     in_use(
         store.topics().unsubscribe("t", "pool").await,
         "one consumer is left",
     );
-    store
-        .topics()
-        .detach_consumer("t", "pool", SESSION)
-        .await
-        .unwrap();
+    detach(&store, "t", "pool", SESSION).await;
     store.topics().unsubscribe("t", "pool").await.unwrap();
     // The session's end took its consumer of `solo` too.
     store.topics().unsubscribe("t", "solo").await.unwrap();
@@ -131,16 +91,8 @@ pub async fn consumers_of_a_subscription_exclude_each_other_unless_shared(store:
         other => panic!("unknown topic: expected TopicNotFound, got {other:?}"),
     }
     // Ending a consumer of what is gone is a no-op.
-    store
-        .topics()
-        .detach_consumer("t", "gone", SESSION)
-        .await
-        .unwrap();
-    store
-        .topics()
-        .detach_consumer("nope", "solo", SESSION)
-        .await
-        .unwrap();
+    detach(&store, "t", "gone", SESSION).await;
+    detach(&store, "nope", "solo", SESSION).await;
 }
 
 /// A shared non-durable subscription: made by its first subscriber, attached to (never
@@ -160,11 +112,7 @@ pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn
             .unwrap(),
         "t:w"
     );
-    store
-        .topics()
-        .attach_consumer("t", "w", SESSION, true)
-        .await
-        .unwrap();
+    attach(&store, "t", "w", SESSION, true).await;
     store.queues().send(publish("t", "p", "x")).await.unwrap();
     // A second subscriber attaches to it: the backlog stays.
     store
@@ -172,11 +120,7 @@ pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn
         .subscribe_topic("t", "w", &pool, "d")
         .await
         .unwrap();
-    store
-        .topics()
-        .attach_consumer("t", "w", SESSION + 1, true)
-        .await
-        .unwrap();
+    attach(&store, "t", "w", SESSION + 1, true).await;
     assert_eq!(
         peek_all(&store, "t:w").await.len(),
         1,
@@ -198,36 +142,20 @@ pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn
         Err(StoreError::SubscriptionInUse(_)) => {}
         r => panic!("an exclusive consumer: expected SubscriptionInUse, got {r:?}"),
     }
-    store
-        .topics()
-        .detach_consumer("t", "w", SESSION)
-        .await
-        .unwrap();
+    detach(&store, "t", "w", SESSION).await;
     assert_eq!(
         subscription_names(&store, "t").await,
         vec!["w"],
         "one consumer is left"
     );
-    store
-        .topics()
-        .detach_consumer("t", "w", SESSION + 1)
-        .await
-        .unwrap();
+    detach(&store, "t", "w", SESSION + 1).await;
     assert!(
         subscription_names(&store, "t").await.is_empty(),
         "gone with its last consumer"
     );
     // Made again, it starts empty.
-    store
-        .topics()
-        .subscribe_topic("t", "w", &pool, "c")
-        .await
-        .unwrap();
-    store
-        .topics()
-        .attach_consumer("t", "w", SESSION, true)
-        .await
-        .unwrap();
+    subscribe(&store, "t", "w", &pool).await;
+    attach(&store, "t", "w", SESSION, true).await;
     assert!(peek_all(&store, "t:w").await.is_empty());
     // Its last consumer's session ending removes it too.
     store.sessions().release_session(SESSION).await.unwrap();
@@ -236,16 +164,8 @@ pub async fn shared_non_durable_subscription_lives_while_consumed(store: Arc<dyn
         "gone with its last session"
     );
     // Made and never consumed: the maker's detach (it had no consumer) removes it.
-    store
-        .topics()
-        .subscribe_topic("t", "w", &pool, "c")
-        .await
-        .unwrap();
-    store
-        .topics()
-        .detach_consumer("t", "w", SESSION)
-        .await
-        .unwrap();
+    subscribe(&store, "t", "w", &pool).await;
+    detach(&store, "t", "w", SESSION).await;
     assert!(
         subscription_names(&store, "t").await.is_empty(),
         "never consumed"

@@ -102,11 +102,7 @@ pub async fn topic_and_queue_names_are_independent(store: Arc<dyn Store>) {
         .create_queue("only-topic")
         .await
         .expect("a queue may have the name of a topic");
-    store
-        .topics()
-        .subscribe_topic("shared", "s", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "shared", "s", &durable("")).await;
     assert_eq!(queue_names(&store).await, vec!["only-topic", "shared"]);
     assert_eq!(topic_names(&store).await, vec!["only-topic", "shared"]);
     store
@@ -157,30 +153,14 @@ pub async fn list_topics_shows_subscriptions_sorted_with_counts(store: Arc<dyn S
     setup(&store, &["p", "c"], &[]).await;
     store.topics().create_topic("t").await.unwrap();
     store.topics().create_topic("empty").await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "zeta", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "zeta", &durable("")).await;
     let shared = SubscriptionOptions {
         shared: true,
         ..durable("n > 1")
     };
-    store
-        .topics()
-        .subscribe_topic("t", "alpha", &shared, "c")
-        .await
-        .unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "~c.1", &non_durable(""), "c")
-        .await
-        .unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "mid", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "alpha", &shared).await;
+    subscribe(&store, "t", "~c.1", &non_durable("")).await;
+    subscribe(&store, "t", "mid", &durable("")).await;
     for n in 1..=3 {
         let mut m = publish("t", "p", &format!("m{n}"));
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
@@ -279,11 +259,7 @@ pub async fn delete_non_empty_topic_needs_force(store: Arc<dyn Store>) {
 pub async fn forced_delete_drops_subscriptions_and_messages(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("a", ""), ("b", "")]).await;
     store.topics().create_topic("other").await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("other", "a", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "other", "a", &durable("")).await;
     store.queues().send(publish("t", "p", "one")).await.unwrap();
     store.queues().send(publish("t", "p", "two")).await.unwrap();
     store
@@ -295,25 +271,17 @@ pub async fn forced_delete_drops_subscriptions_and_messages(store: Arc<dyn Store
     let id = d[0].delivery_id;
     store.topics().delete_topic("t", true).await.unwrap();
     assert_eq!(topic_names(&store).await, vec!["other"]);
-    assert_eq!(
-        store.queues().ack(SESSION, &[id]).await,
-        Err(StoreError::DeliveriesNotFound(vec![id])),
-        "deliveries of a force-deleted topic's subscription are unknown"
-    );
-    assert_eq!(store.upkeep().next_lease_deadline().await.unwrap(), None);
-    assert_eq!(
-        store.queues().receive(&take("t:a", "c"), 10).await,
-        Err(StoreError::QueueNotFound("t:a".into())),
-        "the subscription's queue is gone"
-    );
+    assert_gone_with_delivery(
+        &store,
+        "t:a",
+        id,
+        "deliveries of a force-deleted topic's subscription are unknown",
+    )
+    .await;
     assert_eq!(sub_depth(&store, "other", "a").await, (1, 0));
     // Re-created with a subscription of the same name: nothing of the old one comes back.
     store.topics().create_topic("t").await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "a", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "a", &durable("")).await;
     assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
     assert!(store
         .queues()
@@ -335,11 +303,7 @@ pub async fn topics_and_subscriptions_sort_by_name(store: Arc<dyn Store>) {
         store.queues().create_queue(n).await.unwrap();
     }
     for n in names {
-        store
-            .topics()
-            .subscribe_topic("alpha", n, &durable(""), "c")
-            .await
-            .unwrap();
+        subscribe(&store, "alpha", n, &durable("")).await;
     }
     let mut sorted: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     sorted.sort();

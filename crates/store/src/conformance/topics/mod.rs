@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use ferry_protocol::subscription_queue;
 
+use crate::error::StoreError;
+
 use super::*;
 
 mod consumers;
@@ -62,6 +64,68 @@ async fn topic_with(store: &Arc<dyn Store>, clients: &[&str], topic: &str, subs:
             .unwrap();
         assert_eq!(queue, subscription_queue(topic, name));
     }
+}
+
+/// Subscribes `name` to `topic` for client `c`, which must succeed.
+async fn subscribe(store: &Arc<dyn Store>, topic: &str, name: &str, options: &SubscriptionOptions) {
+    store
+        .topics()
+        .subscribe_topic(topic, name, options, "c")
+        .await
+        .unwrap();
+}
+
+/// Attaches a consumer of `session` to subscription `name` of `topic`, which must succeed.
+async fn attach(store: &Arc<dyn Store>, topic: &str, name: &str, session: u64, shared: bool) {
+    store
+        .topics()
+        .attach_consumer(topic, name, session, shared)
+        .await
+        .unwrap();
+}
+
+/// Detaches a consumer of `session` from subscription `name` of `topic`, which must succeed.
+async fn detach(store: &Arc<dyn Store>, topic: &str, name: &str, session: u64) {
+    store
+        .topics()
+        .detach_consumer(topic, name, session)
+        .await
+        .unwrap();
+}
+
+/// Subscribing `name` to `topic` with `options` for client `c` is refused as an invalid
+/// argument; `case` names what was tried.
+async fn subscribe_refused(
+    store: &Arc<dyn Store>,
+    topic: &str,
+    name: &str,
+    options: &SubscriptionOptions,
+    case: &str,
+) {
+    match store
+        .topics()
+        .subscribe_topic(topic, name, options, "c")
+        .await
+    {
+        Err(StoreError::InvalidArgument(_)) => {}
+        other => panic!("{case}: expected InvalidArgument, got {other:?}"),
+    }
+}
+
+/// The subscription queue `queue` is gone, and with it delivery `id` it had in flight: an ack
+/// of it finds nothing (`case` names why), no lease is left, and a receive finds no queue.
+async fn assert_gone_with_delivery(store: &Arc<dyn Store>, queue: &str, id: u64, case: &str) {
+    assert_eq!(
+        store.queues().ack(SESSION, &[id]).await,
+        Err(StoreError::DeliveriesNotFound(vec![id])),
+        "{case}"
+    );
+    assert_eq!(store.upkeep().next_lease_deadline().await.unwrap(), None);
+    assert_eq!(
+        store.queues().receive(&take(queue, "c"), 10).await,
+        Err(StoreError::QueueNotFound(queue.into())),
+        "the subscription's queue is gone"
+    );
 }
 
 /// Every ready message of a queue, in time order, without taking it.

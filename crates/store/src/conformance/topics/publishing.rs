@@ -48,17 +48,9 @@ pub async fn only_messages_published_after_subscribing(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
     store.topics().create_topic("t").await.unwrap();
     store.queues().send(publish("t", "p", "m1")).await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "early", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "early", &durable("")).await;
     store.queues().send(publish("t", "p", "m2")).await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "late", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "late", &durable("")).await;
     store.queues().send(publish("t", "p", "m3")).await.unwrap();
     assert_eq!(bodies(&peek_all(&store, "t:early").await), vec!["m2", "m3"]);
     assert_eq!(bodies(&peek_all(&store, "t:late").await), vec!["m3"]);
@@ -73,11 +65,7 @@ pub async fn publish_without_subscriptions_stores_nothing(store: Arc<dyn Store>)
         .send(publish("t", "p", "lost"))
         .await
         .unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "picky", &durable("n = 1"), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "picky", &durable("n = 1")).await;
     let b = store
         .queues()
         .send(publish("t", "p", "no match"))
@@ -92,11 +80,7 @@ pub async fn publish_without_subscriptions_stores_nothing(store: Arc<dyn Store>)
     assert_eq!(queue_names(&store).await, vec!["q"]);
     assert_eq!(depth(&store, "q").await, (1, 0));
     assert_eq!(sub_depth(&store, "t", "picky").await, (0, 0));
-    store
-        .topics()
-        .subscribe_topic("t", "all", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "all", &durable("")).await;
     assert!(peek_all(&store, "t:all").await.is_empty());
     assert!(peek_all(&store, "t:picky").await.is_empty());
     store
@@ -373,11 +357,7 @@ pub async fn subscribing_while_publishing_gets_a_suffix(store: Arc<dyn Store>) {
         tokio::task::yield_now().await;
     }
     let before = sub_depth(&store, "t", "early").await.0;
-    store
-        .topics()
-        .subscribe_topic("t", "late", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "late", &durable("")).await;
     a.await.unwrap();
     b.await.unwrap();
     assert_eq!(sub_depth(&store, "t", "early").await, (300, 0));

@@ -36,30 +36,13 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
     );
     assert_eq!(sub_depth(&store, "t", "s").await, (1, 0), "backlog kept");
     let other_selector = durable("n > 0");
-    match store
-        .topics()
-        .subscribe_topic("t", "s", &other_selector, "c")
-        .await
-    {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("another selector: expected InvalidArgument, got {other:?}"),
-    }
-    match store
-        .topics()
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-    {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("no selector instead of one: expected InvalidArgument, got {other:?}"),
-    }
+    subscribe_refused(&store, "t", "s", &other_selector, "another selector").await;
+    subscribe_refused(&store, "t", "s", &durable(""), "no selector instead of one").await;
     let shared = SubscriptionOptions {
         shared: true,
         ..durable("n > 1")
     };
-    match store.topics().subscribe_topic("t", "s", &shared, "c").await {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("shared instead of not: expected InvalidArgument, got {other:?}"),
-    }
+    subscribe_refused(&store, "t", "s", &shared, "shared instead of not").await;
     let s = find_subscription(&store, "t", "s").await.unwrap();
     assert_eq!(
         (s.durable, s.shared, s.selector.as_str(), s.ready),
@@ -74,19 +57,15 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
         "the original selector still filters"
     );
     // And the other way round: a shared subscription refuses a non-shared subscribe.
-    store
-        .topics()
-        .subscribe_topic("t", "sh", &shared, "c")
-        .await
-        .unwrap();
-    match store
-        .topics()
-        .subscribe_topic("t", "sh", &durable("n > 1"), "c")
-        .await
-    {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("not shared instead of shared: expected InvalidArgument, got {other:?}"),
-    }
+    subscribe(&store, "t", "sh", &shared).await;
+    subscribe_refused(
+        &store,
+        "t",
+        "sh",
+        &durable("n > 1"),
+        "not shared instead of shared",
+    )
+    .await;
     assert_eq!(
         store
             .topics()
@@ -108,11 +87,7 @@ pub async fn resubscribe_keeps_queue_options(store: Arc<dyn Store>) {
         },
         ..durable("")
     };
-    store
-        .topics()
-        .subscribe_topic("t", "s", &once, "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "s", &once).await;
     store
         .topics()
         .subscribe_topic("t", "s", &durable(""), "c")
@@ -137,14 +112,14 @@ pub async fn resubscribe_keeps_queue_options(store: Arc<dyn Store>) {
 pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
     store.topics().create_topic("t").await.unwrap();
-    match store
-        .topics()
-        .subscribe_topic("t", "s", &durable("n >"), "c")
-        .await
-    {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("a selector that does not parse: expected InvalidArgument, got {other:?}"),
-    }
+    subscribe_refused(
+        &store,
+        "t",
+        "s",
+        &durable("n >"),
+        "a selector that does not parse",
+    )
+    .await;
     let dlq = SubscriptionOptions {
         queue: QueueOptions {
             max_deliveries: 2,
@@ -182,16 +157,8 @@ pub async fn subscribe_rejects_bad_selector_and_missing_dead_letter_queue(store:
 pub async fn subscription_queues_are_hidden_but_receivable(store: Arc<dyn Store>) {
     setup(&store, &["p", "c", "other"], &["plain"]).await;
     store.topics().create_topic("t").await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "s", &durable(""), "c")
-        .await
-        .unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "~c.1", &non_durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "s", &durable("")).await;
+    subscribe(&store, "t", "~c.1", &non_durable("")).await;
     let mut addressed = publish("t", "p", "for c");
     addressed.receiver = Some("c".into());
     store.queues().send(addressed).await.unwrap();
@@ -284,17 +251,13 @@ pub async fn unsubscribe_removes_subscription_and_backlog(store: Arc<dyn Store>)
     assert_eq!(sub_depth(&store, "t", "a").await, (1, 1));
     store.topics().unsubscribe("t", "a").await.unwrap();
     assert_eq!(subscription_names(&store, "t").await, vec!["b"]);
-    assert_eq!(
-        store.queues().ack(SESSION, &[id]).await,
-        Err(StoreError::DeliveriesNotFound(vec![id])),
-        "the unsubscribed subscription's in-flight delivery is unknown"
-    );
-    assert_eq!(store.upkeep().next_lease_deadline().await.unwrap(), None);
-    assert_eq!(
-        store.queues().receive(&take("t:a", "c"), 10).await,
-        Err(StoreError::QueueNotFound("t:a".into())),
-        "the subscription's queue is gone"
-    );
+    assert_gone_with_delivery(
+        &store,
+        "t:a",
+        id,
+        "the unsubscribed subscription's in-flight delivery is unknown",
+    )
+    .await;
     let err = store.topics().unsubscribe("t", "a").await.unwrap_err();
     assert_eq!(err, StoreError::SubscriptionNotFound("t:a".into()));
     assert_eq!(err.code(), ErrorCode::NotFound);
@@ -313,11 +276,7 @@ pub async fn unsubscribe_removes_subscription_and_backlog(store: Arc<dyn Store>)
         .send(publish("t", "p", "three"))
         .await
         .unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "a", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "a", &durable("")).await;
     assert_eq!(sub_depth(&store, "t", "a").await, (0, 0));
     assert_eq!(sub_depth(&store, "t", "b").await, (3, 0));
     store.topics().unsubscribe("t", "b").await.unwrap();
@@ -376,11 +335,7 @@ pub async fn non_durable_subscription_lifecycle(store: Arc<dyn Store>) {
 pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
     setup(&store, &["p", "c"], &[]).await;
     store.topics().create_topic("t").await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "~c.1", &non_durable("n = 1"), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "~c.1", &non_durable("n = 1")).await;
     for n in [1, 1] {
         let mut m = publish("t", "p", "old");
         m.properties = vec![("n".into(), PropertyValue::Int(n))];
@@ -422,28 +377,24 @@ pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
 /// nothing changes).
 pub async fn durability_and_sharing_mismatches_are_refused(store: Arc<dyn Store>) {
     topic_with(&store, &["p", "c"], "t", &[("d", "")]).await;
-    store
-        .topics()
-        .subscribe_topic("t", "~c.1", &non_durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "~c.1", &non_durable("")).await;
     store.queues().send(publish("t", "p", "x")).await.unwrap();
-    match store
-        .topics()
-        .subscribe_topic("t", "d", &non_durable(""), "c")
-        .await
-    {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("non-durable over durable: expected InvalidArgument, got {other:?}"),
-    }
-    match store
-        .topics()
-        .subscribe_topic("t", "~c.1", &durable(""), "c")
-        .await
-    {
-        Err(StoreError::InvalidArgument(_)) => {}
-        other => panic!("durable over non-durable: expected InvalidArgument, got {other:?}"),
-    }
+    subscribe_refused(
+        &store,
+        "t",
+        "d",
+        &non_durable(""),
+        "non-durable over durable",
+    )
+    .await;
+    subscribe_refused(
+        &store,
+        "t",
+        "~c.1",
+        &durable(""),
+        "durable over non-durable",
+    )
+    .await;
     let shared = SubscriptionOptions {
         shared: true,
         ..non_durable("")

@@ -63,16 +63,8 @@ pub async fn subscription_dead_letters_after_max_deliveries(store: Arc<dyn Store
         },
         ..durable("")
     };
-    store
-        .topics()
-        .subscribe_topic("t", "s", &opts, "c")
-        .await
-        .unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "other", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "s", &opts).await;
+    subscribe(&store, "t", "other", &durable("")).await;
     let id = store
         .queues()
         .send(publish("t", "p", "poison"))
@@ -194,11 +186,7 @@ pub async fn subscription_queue_orders_delays_and_expires(store: Arc<dyn Store>)
         },
         ..durable("")
     };
-    store
-        .topics()
-        .subscribe_topic("t", "s", &opts, "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "s", &opts).await;
     let with = |body: &str, priority: u8, deliver_at_ms: u64, expires_at_ms: u64| NewMessage {
         priority,
         deliver_at_ms,
@@ -268,11 +256,7 @@ pub async fn settling_after_unsubscribe_is_harmless(store: Arc<dyn Store>) {
     plain.lease_until_ms = 5_000;
     store.queues().receive(&plain, 1).await.unwrap();
     store.topics().unsubscribe("t", "a").await.unwrap();
-    store
-        .topics()
-        .subscribe_topic("t", "a", &durable(""), "c")
-        .await
-        .unwrap();
+    subscribe(&store, "t", "a", &durable("")).await;
     store.queues().send(publish("t", "p", "new")).await.unwrap();
     let (x, y) = (d[0].delivery_id, d[1].delivery_id);
     assert_eq!(
