@@ -128,15 +128,9 @@ async fn order_holds_across_many_batches_and_subscriptions() {
 async fn early_pushes_come_first_in_a_batch() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
         // Pushes that overtook the reply, and one behind it.
-        peer.write_all(&[
-            deliver(5, 0, 1),
-            deliver(5, 0, 2),
-            (id, Response::Subscribed { subscription: 5 }),
-            deliver(5, 0, 3),
-        ])
-        .await;
+        peer.subscribed_overtaken(5, [deliver(5, 0, 1), deliver(5, 0, 2)], [deliver(5, 0, 3)])
+            .await;
         peer.answer_ping().await;
         peer.drain().await
     })

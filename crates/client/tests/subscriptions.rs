@@ -208,24 +208,18 @@ async fn connection_loss_ends_subscriptions_with_closed() {
 async fn pushes_that_overtake_the_subscribe_reply_are_kept() {
     let (addr, server) = serve(|mut peer| async move {
         peer.handshake(Limits::DEFAULT).await;
-        let (id, _) = peer.expect().await;
-        // A broker whose subscription task outran the reply; plus a client-ack push for a
-        // subscription nobody asked for.
-        peer.write_all(&[
-            deliver(5, 0, 1),
-            deliver(8, 31, 0),
-            deliver(5, 0, 2),
-            (id, Response::Subscribed { subscription: 5 }),
-            deliver(5, 0, 3),
-        ])
+        // Pushes that outran the reply, among them a client-ack push for a subscription
+        // nobody asked for.
+        peer.subscribed_overtaken(
+            5,
+            [deliver(5, 0, 1), deliver(8, 31, 0), deliver(5, 0, 2)],
+            [deliver(5, 0, 3)],
+        )
         .await;
         peer.expect_ok(requeue(&[31])).await;
-        let (id, _) = peer.expect().await;
-        peer.write_all(&[
-            closed(6, ErrorCode::QueueNotFound, "gone"),
-            (id, Response::Subscribed { subscription: 6 }),
-        ])
-        .await;
+        // A subscription the broker ended before its reply went out.
+        peer.subscribed_overtaken(6, [closed(6, ErrorCode::QueueNotFound, "gone")], [])
+            .await;
         peer.drain().await
     })
     .await;

@@ -152,6 +152,13 @@ fn one_subscription(queues: &'static [&'static str]) -> World<'static> {
     }
 }
 
+/// Sends each message in turn; every send must succeed.
+async fn send_all(store: &EmbeddedStore, msgs: impl IntoIterator<Item = NewMessage>) {
+    for m in msgs {
+        store.queues().send(m).await.unwrap();
+    }
+}
+
 /// Asserts the ready bodies of each queue, in time order.
 async fn expect_ready(store: &EmbeddedStore, want: &[(&str, &[&str])]) {
     for (queue, bodies) in want {
@@ -360,29 +367,19 @@ async fn non_persistent_messages_are_gone_after_reopen() {
     }
     .open(&disk, SMALL)
     .await;
-    store.queues().send(msg(&["q"], "p1")).await.unwrap();
-    store
-        .queues()
-        .send(transient(msg(&["q", "r"], "n1")))
-        .await
-        .unwrap();
-    store.queues().send(msg(&["q", "r"], "p2")).await.unwrap();
-    store
-        .queues()
-        .send(transient(msg(&["q"], "n2")))
-        .await
-        .unwrap();
-    store
-        .queues()
-        .send(transient(msg(&["q"], "n3")))
-        .await
-        .unwrap();
-    store
-        .queues()
-        .send(transient(publish("t", "n-pub")))
-        .await
-        .unwrap();
-    store.queues().send(publish("t", "p-pub")).await.unwrap();
+    send_all(
+        &store,
+        [
+            msg(&["q"], "p1"),
+            transient(msg(&["q", "r"], "n1")),
+            msg(&["q", "r"], "p2"),
+            transient(msg(&["q"], "n2")),
+            transient(msg(&["q"], "n3")),
+            transient(publish("t", "n-pub")),
+            publish("t", "p-pub"),
+        ],
+    )
+    .await;
     // n1 leased and unsettled; n2 nacked over the maximum into dlq; n3 left ready.
     let lease = spec("q", ReceiveMode::Take, AckMode::Client, 1);
     let d = store.queues().receive(&lease, 2).await.unwrap();
@@ -768,12 +765,11 @@ async fn topics_survive_compaction_and_reopen() {
 async fn committed_non_persistent_messages_are_gone_after_reopen() {
     let disk = FaultyBackend::new();
     let store = one_subscription(&["q"]).open(&disk, SMALL).await;
-    store.queues().send(msg(&["q"], "held-p")).await.unwrap();
-    store
-        .queues()
-        .send(transient(msg(&["q"], "held-n")))
-        .await
-        .unwrap();
+    send_all(
+        &store,
+        [msg(&["q"], "held-p"), transient(msg(&["q"], "held-n"))],
+    )
+    .await;
     let d = store
         .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Client, 1), 2)
@@ -844,18 +840,16 @@ async fn mixed_batch_keeps_only_persistent_messages_after_reopen() {
 async fn compaction_does_not_persist_non_persistent_messages() {
     let disk = FaultyBackend::new();
     let store = one_subscription(&["q", "churn"]).open(&disk, 512).await;
-    store.queues().send(msg(&["q"], "p-old")).await.unwrap();
-    store
-        .queues()
-        .send(transient(msg(&["q"], "n-old")))
-        .await
-        .unwrap();
-    store
-        .queues()
-        .send(transient(publish("t", "n-pub")))
-        .await
-        .unwrap();
-    store.queues().send(publish("t", "p-pub")).await.unwrap();
+    send_all(
+        &store,
+        [
+            msg(&["q"], "p-old"),
+            transient(msg(&["q"], "n-old")),
+            transient(publish("t", "n-pub")),
+            publish("t", "p-pub"),
+        ],
+    )
+    .await;
     let take = spec("churn", ReceiveMode::Take, AckMode::Auto, 1);
     for i in 0..200 {
         store

@@ -83,6 +83,23 @@ impl Peer {
         req
     }
 
+    /// Expects a subscribe request and answers it as a broker whose subscription task outran
+    /// the reply: the pushes `early`, then `subscription`, then the pushes `late`, in one
+    /// write; returns the request.
+    pub async fn subscribed_overtaken(
+        &mut self,
+        subscription: u64,
+        early: impl IntoIterator<Item = (u32, Response)>,
+        late: impl IntoIterator<Item = (u32, Response)>,
+    ) -> Request {
+        let (id, req) = self.expect().await;
+        let mut frames: Vec<_> = early.into_iter().collect();
+        frames.push((id, Response::Subscribed { subscription }));
+        frames.extend(late);
+        self.write_all(&frames).await;
+        req
+    }
+
     /// Writes frames in one go.
     pub async fn write_all(&mut self, frames: &[(u32, Response)]) {
         let mut out = BytesMut::new();
