@@ -58,18 +58,24 @@ class Client:
         got = self.l.receipts.get(timeout=WAIT)
         assert got == r, f"receipt {got}, expected {r}"
 
-    def send(self, dest, body, **headers):
+    def confirmed(self, call, *args, **kwargs):
+        """Calls `call` (a frame-sending method of `conn`) asking for a receipt, and waits for it."""
         r = self.receipt()
-        self.conn.send(dest, body, headers={**headers, "receipt": r})
+        call(*args, receipt=r, **kwargs)
         self.wait_receipt(r)
 
+    def send(self, dest, body, **headers):
+        self.confirmed(self.conn.send, dest, body, headers=headers)
+
     def subscribe(self, dest, sid, ack="auto", **headers):
-        r = self.receipt()
-        self.conn.subscribe(dest, sid, ack=ack, headers={**headers, "receipt": r})
-        self.wait_receipt(r)
+        self.confirmed(self.conn.subscribe, dest, sid, ack=ack, headers=headers)
 
     def next(self):
         return self.l.messages.get(timeout=WAIT)
+
+    def by_subscription(self, n):
+        """The next `n` messages as sorted (subscription, body) pairs."""
+        return sorted((f.headers["subscription"], f.body) for f in [self.next() for _ in range(n)])
 
     def nothing(self, seconds=0.5):
         try:
@@ -85,6 +91,13 @@ class Client:
 
 def bodies(frames):
     return [f.body for f in frames]
+
+
+def reader(b, dest, ack="auto", client_id=None, **headers):
+    """A new connection subscribed to `dest` as "s"."""
+    c = Client(b, client_id=client_id)
+    c.subscribe(dest, "s", ack=ack, **headers)
+    return c
 
 
 def check(name):
@@ -105,9 +118,8 @@ def queues_and_topics(b):
     c.subscribe("/topic/news", "t2")
     c.send("/queue/basic", "to the queue")
     c.send("/topic/news", "to the topic")
-    got = sorted((f.headers["subscription"], f.body) for f in [c.next(), c.next(), c.next()])
+    got = c.by_subscription(3)
     assert got == [("q", "to the queue"), ("t1", "to the topic"), ("t2", "to the topic")], got
-    f = got and None
     c.nothing()
     c.close()
 
@@ -120,8 +132,7 @@ def ack_auto(b):
         c.send("/queue/auto", f"m{i}")
     assert sorted(bodies([c.next() for _ in range(3)])) == ["m0", "m1", "m2"]
     c.close()
-    c = Client(b)
-    c.subscribe("/queue/auto", "s")
+    c = reader(b, "/queue/auto")
     c.nothing()
     c.close()
 
@@ -134,12 +145,9 @@ def ack_client(b):
     c.subscribe("/queue/cumulative", "s", ack="client")
     frames = [c.next() for _ in range(3)]
     assert bodies(frames) == ["m0", "m1", "m2"], bodies(frames)
-    r = c.receipt()
-    c.conn.ack(frames[1].headers["ack"], receipt=r)
-    c.wait_receipt(r)
+    c.confirmed(c.conn.ack, frames[1].headers["ack"])
     c.close()
-    c = Client(b)
-    c.subscribe("/queue/cumulative", "s", ack="client")
+    c = reader(b, "/queue/cumulative", ack="client")
     f = c.next()
     assert f.body == "m2" and f.headers["redelivered"] == "true", (f.body, f.headers)
     c.nothing()
@@ -154,12 +162,9 @@ def ack_individual(b):
         c.send("/queue/individual", f"m{i}")
     c.subscribe("/queue/individual", "s", ack="client-individual")
     frames = [c.next() for _ in range(3)]
-    r = c.receipt()
-    c.conn.ack(frames[1].headers["ack"], receipt=r)
-    c.wait_receipt(r)
+    c.confirmed(c.conn.ack, frames[1].headers["ack"])
     c.close()
-    c = Client(b)
-    c.subscribe("/queue/individual", "s", ack="client-individual")
+    c = reader(b, "/queue/individual", ack="client-individual")
     back = sorted(bodies([c.next(), c.next()]))
     assert back == ["m0", "m2"], back
     c.nothing()
@@ -187,9 +192,7 @@ def transactions(b):
     t = c.conn.begin()
     c.conn.send("/queue/txn", "aborted 1", transaction=t)
     c.conn.send("/queue/txn", "aborted 2", transaction=t)
-    r = c.receipt()
-    c.conn.abort(t, receipt=r)
-    c.wait_receipt(r)
+    c.confirmed(c.conn.abort, t)
     c.nothing()
     t = c.conn.begin()
     c.conn.send("/queue/txn", "committed 1", transaction=t)
@@ -208,20 +211,16 @@ def transactional_ack(b):
     f = c.next()
     t = c.conn.begin()
     c.conn.ack(f.headers["ack"], transaction=t)
-    r = c.receipt()
-    c.conn.abort(t, receipt=r)
-    c.wait_receipt(r)
+    c.confirmed(c.conn.abort, t)
     c.close()
-    c = Client(b)
-    c.subscribe("/queue/txnack", "s", ack="client-individual")
+    c = reader(b, "/queue/txnack", ack="client-individual")
     f = c.next()
     assert f.body == "one"
     t = c.conn.begin()
     c.conn.ack(f.headers["ack"], transaction=t)
     c.conn.commit(t)
     c.close()
-    c = Client(b)
-    c.subscribe("/queue/txnack", "s")
+    c = reader(b, "/queue/txnack")
     c.nothing()
     c.close()
 
@@ -269,7 +268,7 @@ def wildcards(b):
     c.subscribe("/topic/prices.>", "all")
     c.send("/topic/prices.eu.fish", "cod")
     c.send("/topic/prices.eu.meat", "beef")
-    got = sorted((f.headers["subscription"], f.body) for f in [c.next(), c.next(), c.next()])
+    got = c.by_subscription(3)
     assert got == [("all", "beef"), ("all", "cod"), ("one", "cod")], got
     c.nothing()
     c.close()
@@ -334,19 +333,11 @@ def receipts(b):
     c.subscribe("/queue/receipts", "s", ack="client")
     c.send("/queue/receipts", "x")
     f = c.next()
-    r = c.receipt()
-    c.conn.ack(f.headers["ack"], receipt=r)
-    c.wait_receipt(r)
+    c.confirmed(c.conn.ack, f.headers["ack"])
     t = "t-receipt"
-    r = c.receipt()
-    c.conn.begin(t, receipt=r)
-    c.wait_receipt(r)
-    r = c.receipt()
-    c.conn.commit(t, receipt=r)
-    c.wait_receipt(r)
-    r = c.receipt()
-    c.conn.unsubscribe("s", receipt=r)
-    c.wait_receipt(r)
+    c.confirmed(c.conn.begin, t)
+    c.confirmed(c.conn.commit, t)
+    c.confirmed(c.conn.unsubscribe, "s")
     c.close()
     assert c.l.receipts.get(timeout=WAIT) == f"r{c.n}", "DISCONNECT's receipt"
 
@@ -452,8 +443,7 @@ def by_sender(b):
         r.conn.ack(f.headers["ack"])
     r.nothing()
     r.close()
-    q = Client(b)
-    q.subscribe("/queue/by-sender-1", "s")
+    q = reader(b, "/queue/by-sender-1")
     assert q.next().body == "b1"
     q.nothing()
     for x in (alice, bob, q):
