@@ -19,6 +19,30 @@ use crate::drivers::nats::NatsMode;
 use crate::drivers::target::DEFAULT_SERVER;
 use crate::drivers::{amqp, nats, postgres, stomp, Target, TargetOptions};
 
+/// The output flags of a workload with flags of its own (`specjms`, `stream`), which it copies
+/// into its [`CommonArgs`] with [`OutputArgs::fill`].
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the per-window series as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No live progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Copies these flags into `common`.
+    pub fn fill(&self, common: &mut CommonArgs) {
+        common.json = self.json.clone();
+        common.csv = self.csv.clone();
+        common.quiet = self.quiet;
+    }
+}
+
 /// Flags of every workload: timing, target and output files.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {

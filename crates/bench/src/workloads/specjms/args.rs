@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::layout::{CfoLayout, Layout};
-use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs, TargetArg};
+use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs, OutputArgs, TargetArg};
 use crate::drivers::target::DEFAULT_SERVER;
 use crate::drivers::{amqp, nats};
 
@@ -118,15 +118,9 @@ pub struct SpecjmsArgs {
     /// RabbitMQ URL (target amqp).
     #[arg(long, value_name = "URL", env = "FERRY_AMQP_URL", default_value = amqp::DEFAULT_URL)]
     pub amqp_url: String,
-    /// Write the results as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the per-window series as CSV to this file.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// No live progress line.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    /// `--json`, `--csv`, `--quiet`.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// The `ferry` binary --own-broker starts. Not a flag (the binary's --ferry-bin).
     #[arg(skip)]
     pub ferry_binary: Option<PathBuf>,
@@ -147,9 +141,7 @@ impl SpecjmsArgs {
         c.broker_fsync = self.broker_fsync.clone();
         c.nats_url = self.nats_url.clone();
         c.amqp_url = self.amqp_url.clone();
-        c.json = self.json.clone();
-        c.csv = self.csv.clone();
-        c.quiet = self.quiet;
+        self.output.fill(c);
         c.keep = self.keep;
         self
     }

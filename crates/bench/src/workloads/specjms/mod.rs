@@ -166,7 +166,7 @@ async fn trials(args: &SpecjmsArgs, server: &str, pid: Option<u32>) -> Result<Ve
     let (mut pass, mut fail): (Option<u32>, Option<u32>) = (None, None);
     loop {
         let t = run_at(args, driver.clone(), base, pid).await?;
-        if !args.quiet {
+        if !args.output.quiet {
             eprintln!(
                 "ferry-bench specjms: BASE {base}: {}",
                 if t.audit.passed {
@@ -246,7 +246,7 @@ async fn run_at(
     let initiators = agents::initiate(world.clone(), measure_start, measure_end);
     let mut plan_line = ProgressPlan::of("specjms", driver.name(), &args.common);
     plan_line.warmup = args.warmup + offset;
-    let progress = Progress::start(shared.clone(), plan_line, args.quiet);
+    let progress = Progress::start(shared.clone(), plan_line, args.output.quiet);
     tokio::time::sleep_until(measure_start.into()).await;
     shared.set_phase(MEASURE);
     let cpu0 = pid.and_then(capacity::process_cpu_s);

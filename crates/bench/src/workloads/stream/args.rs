@@ -1,12 +1,11 @@
 //! Flags of `ferry-bench stream`: only those it takes (no `--target`: `--transports` names
 //! what is measured).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs};
+use crate::args::{parse_duration, parse_fsync, parse_window, CommonArgs, OutputArgs};
 use crate::drivers::target::DEFAULT_SERVER;
 use crate::drivers::{amqp, nats};
 
@@ -113,15 +112,9 @@ pub struct StreamArgs {
     /// RabbitMQ URL (transports amqp, amqp-persistent).
     #[arg(long, value_name = "URL", env = "FERRY_AMQP_URL", default_value = amqp::DEFAULT_URL)]
     pub amqp_url: String,
-    /// Write the results as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the per-window series as CSV to this file.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// No live progress line.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    /// `--json`, `--csv`, `--quiet`.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Keep the topic or queue the run made (`bench-stream`); by default it is removed.
     #[arg(long)]
     pub keep: bool,
@@ -145,9 +138,7 @@ impl StreamArgs {
         c.broker_fsync = self.broker_fsync.clone();
         c.nats_url = self.nats_url.clone();
         c.amqp_url = self.amqp_url.clone();
-        c.json = self.json.clone();
-        c.csv = self.csv.clone();
-        c.quiet = self.quiet;
+        self.output.fill(c);
         c.keep = self.keep;
         self
     }

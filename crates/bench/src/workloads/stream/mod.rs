@@ -277,7 +277,7 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
         }
     };
     let plan = ProgressPlan::of("stream", t.name(), &args.common);
-    let progress = Progress::start(shared.clone(), plan, args.quiet);
+    let progress = Progress::start(shared.clone(), plan, args.output.quiet);
     let measure_start = started + args.warmup;
     let measure_end = measure_start + args.duration;
     tokio::time::sleep_until(measure_start.into()).await;
