@@ -17,10 +17,9 @@
 //! - `queues`: the queues role; `settle`: nacks and the returns of released sessions and
 //!   ended leases; `clients`: caches of client and queue ids;
 //! - `upkeep`: ended leases, due delays, expired messages, idle client names;
-//! - `topics`, `publish`: topics and subscriptions (each backed by a queue named `topic:name`),
-//!   and where a published message goes;
+//! - `topics`, `publish`: topics and subscriptions (each backed by a queue named `topic:name`)
+//!   and who consumes each on every node, and where a published message goes;
 //! - `commit`: transactions of sends, publishes and acks, all or nothing;
-//! - `consumers`: who consumes each topic subscription, on every node;
 //! - `nodes`: the sessions role: client names, session claims, heartbeats, reaping dead nodes;
 //! - `notify`, `listen`: `NOTIFY` in the transactions that make messages ready, and the
 //!   per-node `LISTEN` connection that turns them into change reports;
@@ -37,7 +36,6 @@ mod batch;
 mod batcher;
 mod clients;
 mod commit;
-mod consumers;
 mod dead_letter;
 mod errors;
 mod flows;

@@ -19,14 +19,13 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use super::consumers::drop_unconsumed_shared;
 use super::inner::{Contact, Inner};
 use super::names;
 use super::notify::notify;
 use super::receive::as_i64;
 use super::settle::{names_after_dead_letters, UNLEASE};
 use super::tally::Tally;
-use super::topics::drop_owned;
+use super::topics::{drop_owned, drop_unconsumed_shared};
 use super::tx::{first_column, retrying, TxError, TxResult};
 use crate::api::{Heartbeat, Registration, SessionId, Sessions};
 use crate::clock::wall_ms;

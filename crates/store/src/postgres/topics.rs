@@ -2,6 +2,10 @@
 //! attach and detach consumers, and dropping the non-durable subscriptions of clients whose
 //! sessions ended without unsubscribing.
 //!
+//! Consumers of topic subscriptions across the nodes: one row of `subscription_consumers` per
+//! (subscription, node, session), so that a subscription that is not shared has one consuming
+//! session among all the nodes, and a shared non-durable one lives while it has consumers.
+//!
 //! A subscription is a row of `subscriptions` plus its queue, a row of `queues` named
 //! `topic:name` and marked with the topic's id. Statements that change the set of a topic's
 //! subscriptions lock the topic row `FOR KEY SHARE` (subscribe, unsubscribe) or `FOR UPDATE`
@@ -19,7 +23,6 @@ use async_trait::async_trait;
 use ferry_protocol::topic::{check_pattern, is_pattern};
 use ferry_protocol::{subscription_queue, SubscriptionInfo, SubscriptionOptions, TopicInfo};
 
-use super::consumers::drop_unconsumed_shared;
 use super::inner::Inner;
 use super::names;
 use super::receive::as_i64;
@@ -585,5 +588,24 @@ pub async fn drop_owned(tx: &Tx<'_>, clients: &[String]) -> TxResult<()> {
             "dropping the non-durable subscriptions of sessions that ended"
         );
     }
+    drop_subscriptions(tx, &queues).await
+}
+
+/// Drops those of `queue_ids` that are shared non-durable subscriptions nobody consumes any
+/// more: such a subscription lives as long as it has consumers.
+pub async fn drop_unconsumed_shared(tx: &Tx<'_>, queue_ids: &[i64]) -> TxResult<()> {
+    if queue_ids.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT s.queue_id FROM subscriptions s \
+             WHERE s.queue_id = ANY($1) AND NOT s.durable AND s.shared \
+               AND NOT EXISTS (SELECT 1 FROM subscription_consumers c \
+                               WHERE c.queue_id = s.queue_id) \
+             ORDER BY s.queue_id FOR UPDATE OF s",
+        )
+        .await?;
+    let queues = first_column::<i64>(&tx.query(&stmt, &[&queue_ids]).await?)?;
     drop_subscriptions(tx, &queues).await
 }
