@@ -41,6 +41,21 @@ pub async fn start(
     Ok(spawn(conn, consumers, shared, stop))
 }
 
+/// Waits for every consumer of `handles` and merges the end-to-end latencies (µs) they
+/// recorded; a consumer that failed is noted as an error of the run.
+pub async fn merged(handles: Vec<JoinHandle<Histogram<u64>>>, shared: &Shared) -> Histogram<u64> {
+    let mut all = new_histogram();
+    for handle in handles {
+        match handle.await {
+            Ok(h) => {
+                let _ = all.add(h);
+            }
+            Err(e) => shared.note_error(format!("consumer failed: {e}")),
+        }
+    }
+    all
+}
+
 /// Consumes from `consumers` (subscriptions already live on `conn`) in the background until
 /// `stop` turns true, then closes `conn`; the handle yields the end-to-end latencies (µs).
 pub fn spawn(

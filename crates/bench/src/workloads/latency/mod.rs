@@ -139,15 +139,7 @@ pub async fn measure(args: &LatencyArgs) -> Result<BenchReport> {
     }
     shared.set_phase(STOP);
     let _ = stop_tx.send(true);
-    let mut e2e = new_histogram();
-    for c in consumers {
-        match c.await {
-            Ok(h) => {
-                let _ = e2e.add(h);
-            }
-            Err(e) => shared.note_error(format!("consumer failed: {e}")),
-        }
-    }
+    let e2e = consumer::merged(consumers, &shared).await;
     progress.finish();
     admin.close().await;
     setup::remove(

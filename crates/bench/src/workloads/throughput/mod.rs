@@ -173,15 +173,7 @@ pub async fn measure(args: &ThroughputArgs) -> Result<BenchReport> {
     }
     shared.set_phase(STOP);
     let _ = stop_tx.send(true);
-    let mut e2e_hist = new_histogram();
-    for c in consumers {
-        match c.await {
-            Ok(h) => {
-                let _ = e2e_hist.add(h);
-            }
-            Err(e) => shared.note_error(format!("consumer failed: {e}")),
-        }
-    }
+    let e2e_hist = consumer::merged(consumers, &shared).await;
     progress.finish();
     admin.close().await;
     setup::remove(
