@@ -124,7 +124,7 @@ pub struct ReceiveSpec {
 
 /// The storage interface, by role: each accessor returns the part of the engine that plays
 /// it. Implementations are shared between sessions (`Arc<dyn Store>`); an engine implements each
-/// role where its work lives (on itself: [`engine_store!`] writes the accessors; or on a part it
+/// role where its work lives (on itself: [`engine_store!`](crate::engine_store) writes the accessors; or on a part it
 /// holds), while a wrapper (fault injection, say) implements only the roles it changes and hands
 /// out the inner store's for the others.
 pub trait Store: Send + Sync + 'static {

@@ -6,7 +6,7 @@
 //!   lock;
 //! - `store`: [`PostgresStore`] and the pool; its `Store` accessors hand out the part that
 //!   plays each role, where that role's work lives: the engine itself for queues (`queues`),
-//!   [`Inner`](inner::Inner) for topics (`topics`), transactions (`commit`), sessions
+//!   `Inner` (`inner`) for topics (`topics`), transactions (`commit`), sessions
 //!   (`nodes`), upkeep (`upkeep`), admin (`admin`) and users (`users`);
 //! - `inner`: what the operations share (pool, node name, caches, flows, change reports);
 //!   `flows`: counting them and writing them to `queue_counters`;

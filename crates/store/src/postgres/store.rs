@@ -126,7 +126,7 @@ impl PostgresStore {
 }
 
 /// Each role is played where its work lives: queues by the engine itself (sends and acks go
-/// through its batcher, client-ack takes through its gathers), every other role by [`Inner`],
+/// through its batcher, client-ack takes through its gathers), every other role by `Inner`,
 /// which holds what those operations share.
 impl Store for PostgresStore {
     fn queues(&self) -> &dyn Queues {
