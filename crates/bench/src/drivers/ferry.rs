@@ -12,6 +12,10 @@
 //! Consumers use a client-ack subscription; acknowledgements go out in batches from a separate
 //! acker task (every [`ACK_BATCH`] deliveries or [`ACK_INTERVAL`], whichever comes first, with
 //! several ack requests in flight), so the delivery loop never waits for an ack round trip.
+//! When every ack request allowed is in flight, what piles up meanwhile goes out in one
+//! request once one returns (up to [`MAX_ACK_IDS`] ids): under load one `Ack` settles a whole
+//! run of deliveries, in one store mutation and one wait for the disk, instead of a request per
+//! [`ACK_BATCH`] waiting behind each other.
 //! The consumer hands its acks to the acker in groups (of [`ACK_BATCH`], or whatever it holds
 //! when it is about to wait for the next delivery), not one channel message per delivery.
 
@@ -41,6 +45,8 @@ pub const ACK_BATCH: usize = 64;
 pub const ACK_INTERVAL: Duration = Duration::from_millis(1);
 /// Ack requests in flight per consumer.
 const ACKS_IN_FLIGHT: usize = 16;
+/// Delivery ids in one ack request, at most (64 KiB of ids).
+pub const MAX_ACK_IDS: usize = 8192;
 
 /// Ferry at one address.
 #[derive(Debug, Clone)]
@@ -505,10 +511,17 @@ async fn acker(
                 Ok(None) | Err(_) => break,
             }
         }
-        let ids = std::mem::replace(&mut batch, Vec::with_capacity(ACK_BATCH));
         let Ok(permit) = permits.clone().acquire_owned().await else {
             break;
         };
+        // Whatever arrived while every request was in flight goes out with this one.
+        while batch.len() < MAX_ACK_IDS {
+            match rx.try_recv() {
+                Ok(ids) => batch.extend(ids),
+                Err(_) => break,
+            }
+        }
+        let ids = std::mem::replace(&mut batch, Vec::with_capacity(ACK_BATCH));
         let (client, failures) = (client.clone(), failures.clone());
         acks.spawn(async move {
             if let Err(e) = client.ack(&ids).await {

@@ -3,8 +3,9 @@
 //! statistics record and a shipment departure; a call for offers brings an offer from each
 //! supplier of the family; the last offer brings the purchase order; ...).
 //!
-//! Connections: by default each location has three of its own, as SPECjms agents do: one its
-//! interactions start on, one its handlers send on, one it consumes on; with `--pool N` each
+//! Connections: by default each location has its own, as SPECjms agents do: those its
+//! interactions start on (a [`StartPool`]: another one when a start is due while the others are
+//! inside a transaction), one its handlers send on, one it consumes on; with `--pool N` each
 //! kind of location shares N of each (a location always uses the same ones), as an application
 //! server shares sessions among its components. A sender connection runs one transaction at a
 //! time: a
@@ -13,8 +14,8 @@
 //! would consume and send in one transaction; here the consume is acknowledged right after the
 //! commit: at least once, never lost.)
 //!
-//! Every message body starts with a [`Header`] (type, sender, target, family, correlation,
-//! send time), padded to a size drawn from the type's small / medium / large mix.
+//! Every message body starts with a [`Header`], padded to a size drawn from the type's small /
+//! medium / large mix.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,13 +23,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use bytes::{BufMut, Bytes, BytesMut};
 use hdrhistogram::Histogram;
 use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::header::Header;
 use super::layout::{Dest, Loc, Plan};
 use super::spec::{Interaction, Kind, MessageType};
+use super::starts::StartPool;
 use super::topology::Topology;
 use crate::drivers::{
     Connection, Driver, OutMessage, Properties, PropertyValue, TopicSubscription,
@@ -40,77 +42,6 @@ use crate::workloads::run::{Shared, MEASURE};
 pub const PACING_TOLERANCE: Duration = Duration::from_millis(10);
 /// Most interaction starts waiting for a sender connection at once.
 const MAX_PENDING_STARTS: usize = 20_000;
-/// Bytes of [`Header`].
-const HEADER_LEN: usize = 40;
-const MAGIC: u32 = 0x534a_4d53;
-
-/// What every message starts with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    /// Its type.
-    pub ty: MessageType,
-    /// Who sent it.
-    pub from: Loc,
-    /// The location the interaction is about (the SM of an order, the chosen SP, ...).
-    pub subject: u32,
-    /// The product family (calls for offers and what follows).
-    pub family: u32,
-    /// Correlates the offers of one call for offers.
-    pub corr: u64,
-    /// Offers expected for `corr`.
-    pub expected: u32,
-    /// Wall-clock µs when sent.
-    pub sent_us: u64,
-}
-
-fn kind_code(k: Kind) -> u8 {
-    k as u8
-}
-
-fn kind_of(b: u8) -> Option<Kind> {
-    Kind::ALL.get(usize::from(b)).copied()
-}
-
-impl Header {
-    /// The header followed by padding to `size` bytes in all.
-    pub fn encode(&self, size: usize) -> Bytes {
-        let mut b = BytesMut::with_capacity(size.max(HEADER_LEN));
-        b.put_u32(MAGIC);
-        b.put_u8(self.ty.index() as u8);
-        b.put_u8(kind_code(self.from.kind));
-        b.put_u16(0);
-        b.put_u32(self.from.id);
-        b.put_u32(self.subject);
-        b.put_u32(self.family);
-        b.put_u32(self.expected);
-        b.put_u64(self.corr);
-        b.put_u64(self.sent_us);
-        b.resize(size.max(HEADER_LEN), b'.');
-        b.freeze()
-    }
-
-    /// The header of a body, `None` when it is not one of ours.
-    pub fn decode(b: &[u8]) -> Option<Header> {
-        let u32_at = |at: usize| Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
-        let u64_at = |at: usize| Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?));
-        if u32_at(0)? != MAGIC {
-            return None;
-        }
-        Some(Header {
-            ty: *MessageType::ALL.get(usize::from(*b.get(4)?))?,
-            from: Loc {
-                kind: kind_of(*b.get(5)?)?,
-                id: u32_at(8)?,
-            },
-            subject: u32_at(12)?,
-            family: u32_at(16)?,
-            expected: u32_at(20)?,
-            corr: u64_at(24)?,
-            sent_us: u64_at(32)?,
-        })
-    }
-}
-
 /// Counters of one message type.
 #[derive(Debug, Default)]
 pub struct TypeCounters {
@@ -142,7 +73,7 @@ pub struct World {
     senders: HashMap<Kind, Vec<AsyncMutex<Arc<dyn Connection>>>>,
     /// The connections interactions start on, per kind of location (apart from the handlers',
     /// so that a start does not wait for the transactions of the location's handlers).
-    initiators: HashMap<Kind, Vec<AsyncMutex<Arc<dyn Connection>>>>,
+    initiators: HashMap<Kind, Vec<StartPool>>,
     /// Per message type.
     pub types: Vec<TypeCounters>,
     /// Per interaction.
@@ -160,14 +91,9 @@ pub struct World {
 }
 
 impl World {
-    /// The sender connection of `loc`.
-    fn sender(&self, loc: Loc, starts: bool) -> Option<&AsyncMutex<Arc<dyn Connection>>> {
-        let pools = if starts {
-            &self.initiators
-        } else {
-            &self.senders
-        };
-        crate::round_robin::pick(pools.get(&loc.kind)?, loc.id as usize)
+    /// The sender connection of `loc`'s handlers.
+    fn sender(&self, loc: Loc) -> Option<&AsyncMutex<Arc<dyn Connection>>> {
+        crate::round_robin::pick(self.senders.get(&loc.kind)?, loc.id as usize)
     }
 
     /// The counters of message type `t`.
@@ -178,6 +104,21 @@ impl World {
     /// The counters of interaction `i`.
     pub fn interaction_counts(&self, i: Interaction) -> Option<&InteractionCounters> {
         self.interactions.get(i as usize)
+    }
+
+    /// The connections `loc` starts its interactions on.
+    fn starts(&self, loc: Loc) -> Option<&StartPool> {
+        crate::round_robin::pick(self.initiators.get(&loc.kind)?, loc.id as usize)
+    }
+
+    /// Start connections opened in all (for the report: more than one a location means starts
+    /// were due while the location's others were busy).
+    pub fn start_connections(&self) -> u64 {
+        self.initiators
+            .values()
+            .flatten()
+            .map(|p| u64::from(p.opened()))
+            .sum()
     }
 
     /// The next HQ instance: senders spread messages over them evenly.
@@ -236,11 +177,16 @@ impl World {
                 (Dest::Topic(topic), m) => topics.entry(topic).or_default().push(m),
             }
         }
-        let conn = self
-            .sender(from, due.is_some())
-            .ok_or_else(|| format!("no connection to send from {from:?}"))?
-            .lock()
-            .await;
+        let no_connection = || format!("no connection to send from {from:?}");
+        let started;
+        let handled;
+        let conn: &Arc<dyn Connection> = if due.is_some() {
+            started = self.starts(from).ok_or_else(no_connection)?.take().await?;
+            &started
+        } else {
+            handled = self.sender(from).ok_or_else(no_connection)?.lock().await;
+            &handled
+        };
         let late =
             due.is_some_and(|d| Instant::now().saturating_duration_since(d) > PACING_TOLERANCE);
         let result = async {
@@ -369,10 +315,16 @@ impl World {
                 .by_destination
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let hist = by.entry(dest.to_string()).or_insert_with(|| {
-                Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("bounds")
-            });
-            let _ = hist.record(delivery.max(1));
+            // The destination's name is copied once, not per message.
+            if !by.contains_key(dest) {
+                by.insert(
+                    dest.to_string(),
+                    Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("bounds"),
+                );
+            }
+            if let Some(hist) = by.get_mut(dest) {
+                let _ = hist.record(delivery.max(1));
+            }
         }
         let instant = Instant::now();
         self.shared.windows.received(instant);
@@ -557,12 +509,9 @@ pub async fn build(
                 .map_err(|e| anyhow!(e.message))?
                 .into();
             s.push(AsyncMutex::new(c));
-            let c: Arc<dyn Connection> = driver
-                .connect(&format!("{name}-{}-i{i}", kind.code()))
-                .await
-                .map_err(|e| anyhow!(e.message))?
-                .into();
-            starts.push(AsyncMutex::new(c));
+            starts.push(
+                StartPool::open(driver.clone(), format!("{name}-{}-i{i}", kind.code())).await?,
+            );
             let c: Arc<dyn Connection> = driver
                 .connect(&format!("{name}-{}-r{i}", kind.code()))
                 .await
@@ -709,10 +658,13 @@ impl Consumers {
         for c in self.connections {
             c.close().await;
         }
-        for pool in world.senders.values().chain(world.initiators.values()) {
+        for pool in world.senders.values() {
             for c in pool {
                 c.lock().await.close().await;
             }
+        }
+        for pool in world.initiators.values().flatten() {
+            pool.close().await;
         }
         if !keep {
             for (t, d) in &self.durables {
@@ -782,30 +734,4 @@ pub fn initiate(
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers_round_trip_and_pad_to_size() {
-        let h = Header {
-            ty: MessageType::Offer,
-            from: Loc {
-                kind: Kind::Sp,
-                id: 7,
-            },
-            subject: 3,
-            family: 11,
-            corr: 99,
-            expected: 2,
-            sent_us: 123_456,
-        };
-        let b = h.encode(2560);
-        assert_eq!(b.len(), 2560);
-        assert_eq!(Header::decode(&b), Some(h));
-        assert_eq!(h.encode(10).len(), HEADER_LEN);
-        assert_eq!(Header::decode(b"nope"), None);
-    }
 }

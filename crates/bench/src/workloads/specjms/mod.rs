@@ -8,14 +8,17 @@
 //!
 //! Modules: [`spec`] (the tables), [`topology`] (counts, rates and the message model),
 //! [`layout`] (destinations and subscriptions), [`agents`] (initiators and handlers),
-//! [`audit`] (the run rules), [`capacity`] (the model), [`args`] (the flags).
+//! [`starts`] (the connections interactions start on), [`header`] (what each body starts
+//! with), [`audit`] (the run rules), [`capacity`] (the model), [`args`] (the flags).
 
 pub mod agents;
 pub mod args;
 pub mod audit;
 pub mod capacity;
+pub mod header;
 pub mod layout;
 pub mod spec;
+pub mod starts;
 pub mod topology;
 
 use std::collections::BTreeMap;
@@ -55,6 +58,9 @@ struct Trial {
     result: TargetResult,
     calibration: Option<Calibration>,
     broker_cpu_utilization: Option<f64>,
+    /// Connections the locations started interactions on (more than one a location when a
+    /// start was due while the others were inside a transaction).
+    start_connections: u64,
 }
 
 /// The topology of `args` at `base`.
@@ -286,6 +292,7 @@ async fn run_at(
     progress.finish();
     let owed = world.owed.load(Ordering::Relaxed);
     let receipts = world.received.load(Ordering::Relaxed);
+    let start_connections = world.start_connections();
     consumers.finish(&world, args.keep).await;
 
     let model = topo.model();
@@ -402,6 +409,7 @@ async fn run_at(
         input,
         result,
         calibration,
+        start_connections,
     })
 }
 
@@ -459,6 +467,7 @@ fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchReport> {
                 "worst_p90_ms": t.input.destinations_p90_ms.iter().map(|(_, p)| *p).fold(0.0, f64::max),
                 "receipts_owed": t.input.receipts_owed,
                 "receipts": t.input.receipts,
+                "start_connections": t.start_connections,
             })
         })
         .collect();
