@@ -95,8 +95,10 @@ impl StartPool {
         self.opened.load(Ordering::Relaxed)
     }
 
-    /// Closes every connection the pool opened.
+    /// Closes every connection the pool opened, once the starts using them are done.
     pub async fn close(&self) {
+        // Every permit back: no start is inside a transaction on a connection closed here.
+        let _all_idle = self.room.acquire_many(MAX_PER_LOCATION as u32).await;
         let all = std::mem::take(&mut *self.all.lock().unwrap_or_else(PoisonError::into_inner));
         self.lock_idle().clear();
         for c in all {
