@@ -8,8 +8,9 @@
 //!
 //! Modules: [`spec`] (the tables), [`topology`] (counts, rates and the message model),
 //! [`layout`] (destinations and subscriptions), [`agents`] (initiators and handlers),
-//! [`starts`] (the connections interactions start on), [`header`] (what each body starts
-//! with), [`audit`] (the run rules), [`capacity`] (the model), [`args`] (the flags).
+//! [`starts`] (the connections interactions start on), [`header`](mod@header) (what each
+//! body starts with), [`audit`] (the run rules), [`capacity`] (the model), [`args`] (the
+//! flags).
 
 pub mod agents;
 pub mod args;
