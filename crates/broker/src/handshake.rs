@@ -198,15 +198,17 @@ async fn connect(
 ) -> Result<Started, Response> {
     let ephemeral = c.flags & CONNECT_EPHEMERAL != 0;
     let keepalive = granted_keepalive(c.keepalive_ms, shared.policy.keepalive_ms);
-    let session = bind_session(shared, c.client, ephemeral, out, ip, principal, true).await?;
+    let session = bind_session(shared, c.client, ephemeral, out, ip, principal, false).await?;
     Ok(Started { session, keepalive })
 }
 
 /// Starts a session as client `client` for `principal` (a user may open sessions under its
 /// own name, or names its grants allow), claiming the name here and in the store (`ephemeral`:
 /// registered for this session alone); the error response when refused. Native connections
-/// and gateways' in-process sessions ([`crate::local`]) both start here; `check_name` false
-/// for a name a gateway made up (nobody chose it, so it names nobody else).
+/// and gateways' in-process sessions ([`crate::local`]) both start here. `generated`: a
+/// gateway made the name up for a client that named none; a user's made-up names are
+/// `USER.SOMETHING` (the user's own name space, besides what its grants allow), and a made-up
+/// name must be new, so it never inherits a registration, or messages addressed to it.
 pub(crate) async fn bind_session(
     shared: &Arc<Shared>,
     client: String,
@@ -214,11 +216,15 @@ pub(crate) async fn bind_session(
     out: &Outbound,
     ip: Option<IpAddr>,
     principal: Principal,
-    check_name: bool,
+    generated: bool,
 ) -> Result<Arc<Session>, Response> {
-    if let (Principal::User(user), true) = (&principal, check_name) {
+    if let Principal::User(user) = &principal {
+        let own_space = generated
+            && client
+                .strip_prefix(user.as_ref())
+                .is_some_and(|rest| rest.len() > 1 && rest.starts_with('.'));
         let grants = shared.access.grants(&principal);
-        if !grants.allows_client(user, &client) {
+        if !own_space && !grants.allows_client(user, &client) {
             return Err(Response::error(
                 ErrorCode::Unauthorized,
                 format!(
@@ -226,6 +232,18 @@ pub(crate) async fn bind_session(
                      (its own name, or a 'client PATTERN' grant)"
                 ),
             ));
+        }
+    }
+    if generated {
+        match shared.store.sessions().client_exists(&client).await {
+            Ok(false) => {}
+            Ok(true) => {
+                return Err(Response::error(
+                    ErrorCode::AlreadyOnline,
+                    format!("the made-up client name '{client}' is registered already"),
+                ))
+            }
+            Err(e) => return Err(store_error(&e)),
         }
     }
     if let Some(ip) = ip {

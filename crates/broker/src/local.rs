@@ -27,6 +27,7 @@ use ferry_protocol::{
 };
 use ferry_store::Registration;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::access::Principal;
 use crate::admission::AddressSlot;
@@ -53,6 +54,9 @@ pub struct LocalSession {
     subscribes: bool,
     /// Whether [`LocalSession::end`] ran.
     ended: std::sync::atomic::AtomicBool,
+    /// A gateway's session: in the registry until it ends (cancelled when an operator
+    /// closes it), and counted by the shutdown's wait while it lives.
+    registered: Option<(CancellationToken, TaskTrackerToken)>,
 }
 
 impl RunningBroker {
@@ -119,6 +123,7 @@ impl LocalSession {
             _writer: Some(writer),
             subscribes: false,
             ended: Default::default(),
+            registered: None,
         })
     }
 
@@ -255,6 +260,16 @@ impl LocalSession {
         self.session.closing().clone()
     }
 
+    /// Cancelled when an operator closes the session (the HTTP API's force-disconnect): the
+    /// gateway then tells its client and ends the session. Never cancelled for the broker's
+    /// own sessions, which are not in the session registry.
+    pub fn closed_by_operator(&self) -> CancellationToken {
+        self.registered
+            .as_ref()
+            .map(|(close, _)| close.clone())
+            .unwrap_or_default()
+    }
+
     /// Ends the session as a connection's ends: an open transaction is rolled back, unsettled
     /// deliveries return to their queues, and the name is free again.
     pub async fn close(self) {
@@ -271,6 +286,19 @@ impl LocalSession {
             let _ = crate::handlers::txn::rollback(&self.shared, &self.session).await;
         }
         crate::connection::end_session(&self.shared, &self.session).await;
+        if self.registered.is_some() {
+            self.shared.sessions.remove(self.session.id);
+        }
+    }
+}
+
+impl Drop for LocalSession {
+    fn drop(&mut self) {
+        // A gateway that did not end its session (a task cancelled) still leaves the
+        // registry; the session's own end runs when its last reference goes.
+        if self.registered.is_some() && !self.ended.load(std::sync::atomic::Ordering::Acquire) {
+            self.shared.sessions.remove(self.session.id);
+        }
     }
 }
 
@@ -305,14 +333,19 @@ pub struct SessionRequest {
     pub client: String,
     /// The name was made up for this session: registered for it alone.
     pub ephemeral: bool,
-    /// The gateway made the name up (unique, ephemeral): it is not held to the user's client
-    /// names, since nobody chose it.
+    /// The gateway made the name up (ephemeral, for a client that named none): for a user it
+    /// must be in the user's own name space, `USER.SOMETHING` (or one its `client` grants
+    /// allow), and it must be new (not registered, so it inherits nothing).
     pub generated: bool,
     /// Who the session acts as (from [`Sessions::login`], or [`Principal::Anonymous`] once
     /// [`Sessions::admit_anonymous`] allowed it).
     pub principal: Principal,
     /// The gateway's client's address (for the new-name rate per address).
     pub ip: Option<IpAddr>,
+    /// The client's address as operators see it in the session list (`IP:PORT`).
+    pub peer: String,
+    /// The protocol the client speaks, as the session list shows it (`stomp`).
+    pub protocol: &'static str,
 }
 
 impl RunningBroker {
@@ -331,6 +364,12 @@ impl Sessions {
     /// The session's pushes come out of the returned [`Pushes`].
     pub async fn open(&self, req: SessionRequest) -> Result<(LocalSession, Pushes), ErrorReply> {
         let shared = &self.shared;
+        if shared.shutdown.is_cancelled() {
+            return Err(ErrorReply::new(
+                ErrorCode::ServerFull,
+                "the broker is shutting down",
+            ));
+        }
         validate::name("client", &req.client, &shared.limits)?;
         let (out, writer) = outbound::channel(shared.policy.max_outbound_bytes, &shared.shutdown);
         let session = crate::handshake::bind_session(
@@ -340,7 +379,7 @@ impl Sessions {
             &out,
             req.ip,
             req.principal,
-            !req.generated,
+            req.generated,
         )
         .await
         .map_err(|reply| match reply {
@@ -354,6 +393,12 @@ impl Sessions {
         // their credit comes back as they are queued (the outbound budget bounds them).
         out.enable_holds(session.hold_id());
         session.set_credit_on_push();
+        // Counted before it is listed: a shutdown that started meanwhile still waits for it.
+        let tracked = shared.gateway_sessions.token();
+        Stats::add(&shared.stats.sessions_opened, 1);
+        let close = shared
+            .sessions
+            .insert(&session, req.protocol, &req.peer, shared.now_ms());
         Ok((
             LocalSession {
                 shared: shared.clone(),
@@ -361,6 +406,7 @@ impl Sessions {
                 _writer: None,
                 subscribes: true,
                 ended: Default::default(),
+                registered: Some((close, tracked)),
             },
             Pushes {
                 writer,

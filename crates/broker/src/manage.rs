@@ -38,6 +38,9 @@ pub struct SubscriptionView {
 pub struct SessionView {
     /// The client name.
     pub client: String,
+    /// The protocol its client speaks: `ferry` (native) or `stomp` (the STOMP gateway, over
+    /// TCP or WebSocket).
+    pub protocol: &'static str,
     /// The peer address.
     pub peer: String,
     /// When it connected, ms since the Unix epoch.
@@ -197,6 +200,7 @@ impl Management {
                         .unwrap_or_default(),
                     in_flight: session.as_ref().map_or(0, |s| s.in_flight()),
                     client: e.client,
+                    protocol: e.protocol,
                     peer: e.peer,
                     connected_at_ms: e.connected_at_ms,
                 }
@@ -311,6 +315,7 @@ impl Management {
         let queues = m.queues.clone();
         let topic = m.topic.clone();
         let delayed = m.delay_ms > 0;
+        let properties = crate::handlers::with_topic(m.properties, m.topic.as_deref());
         let id = store
             .queues()
             .send(NewMessage {
@@ -321,7 +326,7 @@ impl Management {
                 receiver: m.receiver,
                 priority: m.priority,
                 context: m.context,
-                properties: m.properties,
+                properties,
                 body: m.body,
                 created_at: now,
                 deliver_at_ms: after(m.delay_ms),

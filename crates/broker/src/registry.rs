@@ -1,9 +1,11 @@
-//! The live sessions of this node, as operators see them: client, peer address, when it
-//! connected, and a way to close it (the management API's force-disconnect).
+//! The live sessions of this node, as operators see them: client, protocol, peer address, when
+//! it connected, and a way to close it (the management API's force-disconnect).
 //!
-//! A connection registers its session once the connect is accepted and the returned
-//! [`Registered`] guard removes it when the connection ends, so the registry never names a
-//! session that is gone. A std mutex: held only to insert, remove or copy entries.
+//! A native connection registers its session once the connect is accepted and the returned
+//! [`Registered`] guard removes it when the connection ends; a gateway's session
+//! ([`crate::local::LocalSession`]) registers with [`Registry::insert`] and removes itself with
+//! [`Registry::remove`] when it ends. So the registry never names a session that is gone. A std
+//! mutex: held only to insert, remove or copy entries.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -20,6 +22,8 @@ pub struct SessionEntry {
     pub id: SessionId,
     /// The client name.
     pub client: String,
+    /// The protocol its client speaks (`ferry` for the native protocol, `stomp`).
+    pub protocol: &'static str,
     /// The peer's address (`IP:PORT`).
     pub peer: String,
     /// When the connect was accepted, ms since the Unix epoch.
@@ -68,25 +72,44 @@ impl Registry {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a session that just connected from `peer`.
+    /// Registers a native session that just connected from `peer`.
     pub fn register(&self, session: &Arc<Session>, peer: &str, now_ms: u64) -> Registered<'_> {
+        let close = self.insert(session, "ferry", peer, now_ms);
+        Registered {
+            registry: self,
+            id: session.id,
+            close,
+        }
+    }
+
+    /// Registers a session of `protocol` from `peer`; the token is cancelled when an
+    /// operator closes it. The caller removes it with [`Registry::remove`] when it ends.
+    pub fn insert(
+        &self,
+        session: &Arc<Session>,
+        protocol: &'static str,
+        peer: &str,
+        now_ms: u64,
+    ) -> CancellationToken {
         let close = CancellationToken::new();
         self.map().insert(
             session.id,
             SessionEntry {
                 id: session.id,
                 client: session.client.clone(),
+                protocol,
                 peer: peer.to_owned(),
                 connected_at_ms: now_ms,
                 close: close.clone(),
                 session: Arc::downgrade(session),
             },
         );
-        Registered {
-            registry: self,
-            id: session.id,
-            close,
-        }
+        close
+    }
+
+    /// Removes session `id` (it ended).
+    pub fn remove(&self, id: SessionId) {
+        self.map().remove(&id);
     }
 
     /// Every live session, sorted by client name.

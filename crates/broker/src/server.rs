@@ -368,10 +368,15 @@ impl RunningBroker {
         info!("shutting down: no new connections, draining in-flight requests");
         self.shared.shutdown.cancel();
         self.connections.close();
-        if tokio::time::timeout(self.grace, self.connections.wait())
-            .await
-            .is_err()
-        {
+        // Gateways' sessions (STOMP) end as native connections do: their clients hear why,
+        // unsettled deliveries go back, and only then does the store close.
+        self.shared.gateway_sessions.close();
+        let gateways = self.shared.gateway_sessions.clone();
+        let drained = async {
+            self.connections.wait().await;
+            gateways.wait().await;
+        };
+        if tokio::time::timeout(self.grace, drained).await.is_err() {
             warn!(grace = ?self.grace, "connections still open after the grace period; closing anyway");
         }
         for t in self.tasks {

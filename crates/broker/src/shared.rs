@@ -91,6 +91,9 @@ pub struct Shared {
     fence: watch::Sender<u64>,
     /// Live sessions with their peers, for the management API.
     pub sessions: Registry,
+    /// Gateways' sessions ([`crate::local::Sessions::open`]): each holds a token until it
+    /// ends, so that shutdown waits for them as for native connections.
+    pub gateway_sessions: tokio_util::task::TaskTracker,
     /// Rate limit of the per-session log lines (opened, closed).
     pub session_logs: LogLimit,
     /// Users' grants, the anonymous policy and the failed-authentication limiter.
@@ -120,6 +123,7 @@ impl Shared {
             delayed_sent: Notify::new(),
             fence: watch::Sender::new(0),
             sessions: Registry::default(),
+            gateway_sessions: tokio_util::task::TaskTracker::new(),
             access: crate::access::Access::new(config),
             session_logs: LogLimit::default(),
         }

@@ -28,6 +28,11 @@ pub const TRAILING_WORDS: &str = ">";
 /// Separates the words of a topic name or pattern.
 pub const WORD_SEPARATOR: char = '.';
 
+/// The property in which the broker gives every published message the topic it was published
+/// to (a string), so that a receiver of a pattern subscription knows the concrete topic; a
+/// selector may test it. A sender's own property of that name is replaced.
+pub const TOPIC_PROPERTY: &str = "ferry_topic";
+
 /// One word of a pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Word<'a> {

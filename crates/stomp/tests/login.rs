@@ -164,12 +164,12 @@ async fn client_names_are_bound_to_users() {
     );
     let (_, own) = Raw::connect(addr, "login:bob\npasscode:bob-pw\nclient-id:bob\n").await;
     assert_eq!(own.command, Cmd::Connected, "{own:?}");
-    // Without client-id the gateway names the session itself.
+    // Without client-id the gateway names the session itself, in the user's own space.
     let (_, made_up) = Raw::connect(addr, "login:carol\npasscode:carol-pw\n").await;
     assert_eq!(made_up.command, Cmd::Connected, "{made_up:?}");
     assert!(made_up
         .header("session")
-        .is_some_and(|s| s.starts_with("stomp-")));
+        .is_some_and(|s| s.starts_with("carol.stomp-")));
 }
 
 #[tokio::test]
@@ -263,4 +263,64 @@ async fn anonymous_sessions_follow_the_native_rules() {
         .ask("SEND\ndestination:/queue/private\n\nx", "p2")
         .await;
     assert!(message(&f).contains("'send'"), "{f:?}");
+}
+
+#[tokio::test]
+async fn made_up_names_are_held_to_the_user() {
+    let dir = tempfile::tempdir().expect("dir");
+    add_user(dir.path(), "dave", "dave-pw", &["receive topic news.*"]);
+    let (_server, addr) = broker(dir.path(), &[]);
+    // Without client-id, a name in carol's own space, and a new one each time.
+    let (_c1, f) = Raw::connect(addr, "login:carol\npasscode:carol-pw\n").await;
+    assert_eq!(f.command, Cmd::Connected, "{f:?}");
+    let first = f.header("session").unwrap_or_default().to_owned();
+    assert!(first.starts_with("carol.stomp-"), "{first}");
+    let (_c2, f) = Raw::connect(addr, "login:carol\npasscode:carol-pw\n").await;
+    let second = f.header("session").unwrap_or_default().to_owned();
+    assert!(
+        second.starts_with("carol.stomp-") && second != first,
+        "{second}"
+    );
+    // That space is for made-up names: carol may not choose one of it, nor one of bob's.
+    for name in [second.as_str(), "bob.stomp-1-1", "carol.stomp-x"] {
+        let (_, f) = Raw::connect(
+            addr,
+            &format!("login:carol\npasscode:carol-pw\nclient-id:{name}\n"),
+        )
+        .await;
+        assert_eq!(f.command, Cmd::Error, "{name}: {f:?}");
+        assert!(
+            message(&f).contains("may not open sessions as client"),
+            "{name}: {f:?}"
+        );
+    }
+    // A subscription does not create a topic dave may not manage; a pattern needs none.
+    let mut dave = Raw::as_user(addr, "dave", "dave-pw").await;
+    let f = dave
+        .ask("SUBSCRIBE\nid:1\ndestination:/topic/news.eu", "t")
+        .await;
+    assert_eq!(f.command, Cmd::Error, "{f:?}");
+    assert!(message(&f).contains("does not exist"), "{f:?}");
+    let mut dave = Raw::as_user(addr, "dave", "dave-pw").await;
+    let f = dave
+        .ask("SUBSCRIBE\nid:1\ndestination:/topic/news.*", "p")
+        .await;
+    assert_eq!(f.command, Cmd::Receipt, "{f:?}");
+    // Once alice (admin) creates it, dave's non-durable subscription on it works.
+    let mut alice = Raw::as_user(addr, "alice", "alice-pw").await;
+    let f = alice
+        .ask("SEND\ndestination:/topic/news.eu\n\nhello", "a")
+        .await;
+    assert_eq!(f.command, Cmd::Receipt, "{f:?}");
+    let m = loop {
+        let f = dave.frame().await.expect("a MESSAGE");
+        if f.command == Cmd::Message {
+            break f;
+        }
+    };
+    assert_eq!(m.header("destination"), Some("/topic/news.eu"), "{m:?}");
+    let f = dave
+        .ask("SUBSCRIBE\nid:2\ndestination:/topic/news.eu", "t2")
+        .await;
+    assert_eq!(f.command, Cmd::Receipt, "{f:?}");
 }

@@ -23,8 +23,28 @@ pub fn store_error(e: &StoreError) -> Response {
     Response::error(e.code(), e.to_string())
 }
 
+/// `properties` with the topic of a publish in [`TOPIC_PROPERTY`] (replacing a sender's own),
+/// so that receivers of pattern subscriptions, and selectors, know the concrete topic.
+///
+/// [`TOPIC_PROPERTY`]: ferry_protocol::topic::TOPIC_PROPERTY
+pub fn with_topic(
+    mut properties: ferry_protocol::Properties,
+    topic: Option<&str>,
+) -> ferry_protocol::Properties {
+    use ferry_protocol::topic::TOPIC_PROPERTY;
+    if let Some(topic) = topic {
+        properties.retain(|(name, _)| name != TOPIC_PROPERTY);
+        properties.push((
+            TOPIC_PROPERTY.to_owned(),
+            ferry_protocol::PropertyValue::Str(topic.to_owned()),
+        ));
+    }
+    properties
+}
+
 /// The message to store for `m` from `session`, arriving at `created_at`.
 pub fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMessage {
+    let properties = with_topic(m.properties, m.topic.as_deref());
     NewMessage {
         queues: m.queues,
         topic: m.topic,
@@ -33,7 +53,7 @@ pub fn to_new(m: OutgoingMessage, session: &Session, created_at: u64) -> NewMess
         receiver: m.receiver,
         priority: m.priority,
         context: m.context,
-        properties: m.properties,
+        properties,
         body: m.body,
         created_at,
         deliver_at_ms: if m.delay_ms == 0 {

@@ -62,8 +62,8 @@ fn table(clients: &[&Value]) -> String {
         .max()
         .unwrap_or(4);
     let mut out = format!(
-        "{:<w$}  {:<7}  {:<12}  {:<21}  {:<24}  {:>9}\n",
-        "NAME", "STATE", "NODE", "ADDRESS", "CONNECTED", "IN FLIGHT"
+        "{:<w$}  {:<7}  {:<8}  {:<12}  {:<21}  {:<24}  {:>9}\n",
+        "NAME", "STATE", "PROTOCOL", "NODE", "ADDRESS", "CONNECTED", "IN FLIGHT"
     );
     for c in clients {
         let connected = c["connected_at"]
@@ -72,13 +72,14 @@ fn table(clients: &[&Value]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<w$}  {:<7}  {:<12}  {:<21}  {:<24}  {:>9}",
+            "{:<w$}  {:<7}  {:<8}  {:<12}  {:<21}  {:<24}  {:>9}",
             c["name"].as_str().unwrap_or(""),
             if c["online"] == true {
                 "online"
             } else {
                 "offline"
             },
+            c["protocol"].as_str().unwrap_or(""),
             c["node"].as_str().unwrap_or(""),
             c["address"].as_str().unwrap_or(""),
             connected,

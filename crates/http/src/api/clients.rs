@@ -30,6 +30,7 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
                 "name": c.name,
                 "online": c.node.is_some() || local.is_some(),
                 "node": node,
+                "protocol": local.map(|s| s.protocol),
                 "address": local.map(|s| s.peer.clone()),
                 "connected_at": local.map(|s| s.connected_at_ms),
                 "in_flight": local.map(|s| s.in_flight),

@@ -246,7 +246,7 @@ struct Accepted {
 async fn accept(
     gw: &Arc<Inner>,
     f: &Frame,
-    _peer: &str,
+    peer: &str,
     ip: Option<IpAddr>,
 ) -> Result<Accepted, Failure> {
     let receipt = f.header("receipt").map(str::to_owned);
@@ -273,7 +273,7 @@ async fn accept(
     let expect_every = ms(negotiate::interval(cx, hb)).map(|d| d * 2);
     let (name, generated) = match f.header("client-id") {
         Some(id) => (id.to_owned(), false),
-        None => (gw.generated_name(), true),
+        None => (gw.generated_name(&principal), true),
     };
     let (session, pushes) = gw
         .sessions
@@ -283,6 +283,8 @@ async fn accept(
             generated,
             principal,
             ip,
+            peer: peer.to_owned(),
+            protocol: "stomp",
         })
         .await
         .map_err(|e| Failure::refused("CONNECT", &e))?;
@@ -356,6 +358,7 @@ impl Conn {
         expect_every: Option<Duration>,
     ) -> Ending {
         let closing = self.session.closing();
+        let operator = self.session.closed_by_operator();
         let read_timeout = self.gw.settings.read_timeout;
         let mut last_seen = Instant::now();
         let mut partial_since: Option<Instant> = None;
@@ -375,6 +378,7 @@ impl Conn {
                     tokio::select! {
                         _ = self.session.wait_for_room() => {}
                         _ = closing.cancelled() => return self.closed(),
+                        _ = operator.cancelled() => return operator_closed(),
                     }
                     continue;
                 }
@@ -430,6 +434,7 @@ impl Conn {
                     }
                 }
                 _ = closing.cancelled() => return self.closed(),
+                _ = operator.cancelled() => return operator_closed(),
             }
         }
     }
@@ -663,10 +668,13 @@ impl Conn {
         }
         let slot = self.next_slot;
         self.next_slot += 1;
+        let pattern =
+            matches!(&dest, Destination::Topic(t) if ferry_protocol::topic::is_pattern(t));
         let encoder = Arc::new(StompEncoder::new(
             slot,
             &id,
             dest_text,
+            pattern,
             mode,
             self.version,
             self.acks.clone(),
@@ -895,6 +903,14 @@ async fn ensure(session: &LocalSession, dest: &Destination) -> Result<(), Failur
         }
         other => Err(Failure::unexpected("creating the destination", &other)),
     }
+}
+
+/// How a connection ends when an operator closed its session.
+fn operator_closed() -> Ending {
+    Ending::Failed(Failure::new(
+        "closed by an operator",
+        "an operator closed this session; messages not acknowledged go back to their queues",
+    ))
 }
 
 fn required<'f>(f: &'f Frame, name: &str) -> Result<&'f str, Failure> {

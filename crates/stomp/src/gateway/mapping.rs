@@ -9,11 +9,14 @@
 //!   `AMQ_SCHEDULED_DELAY` or `ferry-delay` (ms) a delay; `ferry-to` the one client it is for;
 //!   every other header (including `correlation-id`, `reply-to`, `content-type`) a string
 //!   property of the same name.
-//! - MESSAGE: `message-id`, `destination`, `subscription`, `ack` (client modes), `priority`
-//!   (JMS 0-9), `timestamp` and `expires` (ms since the epoch), `redelivered`, `ferry-sender`,
-//!   `ferry-to`, and every property as a header.
+//! - MESSAGE: `message-id`, `destination` (for a topic or pattern subscription, the topic the
+//!   message was published to), `subscription`, `ack` (client modes), `priority` (JMS 0-9),
+//!   `timestamp` and `expires` (ms since the epoch), `redelivered`, `ferry-sender`, `ferry-to`,
+//!   and every property as a header (but the broker's topic property, which `destination`
+//!   carries).
 
 use bytes::{BufMut, Bytes, BytesMut};
+use ferry_protocol::topic::TOPIC_PROPERTY;
 use ferry_protocol::{DeliveryView, OutgoingMessage, PropertyValue, DEFAULT_PRIORITY};
 
 use crate::codec::{Command, Escaping, Frame, Version};
@@ -136,14 +139,47 @@ fn millis(what: &str, v: &str) -> Result<u64, String> {
 /// What every MESSAGE of one subscription starts with, escaped once: the command, the
 /// `subscription` and the `destination` headers.
 pub fn message_head(subscription: &str, destination: &str, version: Version) -> Bytes {
+    let mut head = subscription_head(subscription, version);
     let esc = Escaping::of(version, true);
-    let mut head = BytesMut::with_capacity(64 + subscription.len() + destination.len());
-    head.put_slice(b"MESSAGE\nsubscription:");
-    esc.write(&printable(subscription.to_owned(), version), &mut head);
-    head.put_slice(b"\ndestination:");
+    head.put_slice(b"destination:");
     esc.write(&printable(destination.to_owned(), version), &mut head);
     head.put_u8(b'\n');
     head.freeze()
+}
+
+/// The command and the `subscription` header (a pattern subscription's MESSAGE frames name
+/// each message's own topic: see [`put_topic_destination`]).
+pub fn subscription_head(subscription: &str, version: Version) -> BytesMut {
+    let esc = Escaping::of(version, true);
+    let mut head = BytesMut::with_capacity(64 + subscription.len());
+    head.put_slice(b"MESSAGE\nsubscription:");
+    esc.write(&printable(subscription.to_owned(), version), &mut head);
+    head.put_u8(b'\n');
+    head
+}
+
+/// Appends the `destination` header of a message published to a topic: `/topic/` and the
+/// topic the broker recorded in its [`TOPIC_PROPERTY`], or `fallback` (the subscribed
+/// pattern) for a message without it.
+pub fn put_topic_destination(
+    out: &mut BytesMut,
+    d: &DeliveryView<'_>,
+    fallback: &str,
+    version: Version,
+) {
+    let topic = d.properties.iter().find_map(|(n, v)| match v {
+        PropertyValue::Str(t) if n == TOPIC_PROPERTY => Some(t.as_str()),
+        _ => None,
+    });
+    out.put_slice(b"destination:");
+    match topic {
+        Some(t) => {
+            out.put_slice(b"/topic/");
+            Escaping::of(version, true).write(&printable(t.to_owned(), version), out);
+        }
+        None => Escaping::of(version, true).write(&printable(fallback.to_owned(), version), out),
+    }
+    out.put_u8(b'\n');
 }
 
 /// About the bytes [`put_message`] writes for `d` (exact unless headers need escaping).
@@ -205,7 +241,8 @@ pub fn put_message(
         out.put_u8(b'\n');
     }
     for (name, value) in d.properties {
-        if name == "content-length" || !writable_name(name, version) {
+        // The topic is in `destination` already.
+        if name == "content-length" || name == TOPIC_PROPERTY || !writable_name(name, version) {
             continue;
         }
         esc.write(name, out);

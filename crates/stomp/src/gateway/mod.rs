@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_broker::access::Principal;
 use ferry_broker::local::Sessions;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -109,15 +110,23 @@ pub(crate) struct Inner {
     pub(crate) settings: Settings,
     pub(crate) limits: Limits,
     names: AtomicU64,
+    /// Random per gateway: made-up client names differ from those of earlier runs.
+    salt: u32,
     slots: Arc<Semaphore>,
 }
 
 impl Inner {
-    /// A client name for a connection without `client-id`: unique in this process, in the
-    /// name alphabet, registered for the session alone.
-    pub(crate) fn generated_name(&self) -> String {
+    /// A client name for a connection without `client-id`, registered for the session alone:
+    /// in a user's own name space (`USER.stomp-…`, which the broker lets the user have), unique
+    /// in this process, and with a random part so that it is new across restarts too (the
+    /// broker refuses a made-up name that is registered already).
+    pub(crate) fn generated_name(&self, principal: &Principal) -> String {
         let n = self.names.fetch_add(1, Ordering::Relaxed);
-        format!("stomp-{}-{n}", std::process::id())
+        let salt = self.salt;
+        match principal {
+            Principal::User(user) => format!("{user}.stomp-{salt:x}-{n}"),
+            _ => format!("stomp-{salt:x}-{n}"),
+        }
     }
 }
 
@@ -139,6 +148,7 @@ impl Gateway {
                 settings,
                 limits: Limits::with_body(body),
                 names: AtomicU64::new(1),
+                salt: random_salt(),
                 slots,
             }),
         }
@@ -267,6 +277,15 @@ async fn serve_connection<S: wire::ByteSource, W: wire::FrameSink>(
         }
     };
     connection::serve(gw, src, sink, peer, ip).await;
+}
+
+/// 32 random bits from the standard library's per-process hash keys (no generator needed
+/// for a name that only has to differ from earlier runs').
+fn random_salt() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    h.finish() as u32
 }
 
 /// Answers a connection refused before its CONNECT with an ERROR frame, and closes it.

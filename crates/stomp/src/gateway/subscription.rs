@@ -34,8 +34,11 @@ pub enum Mode {
 pub struct StompEncoder {
     /// The connection's number for the subscription (its acks are kept apart by it).
     pub slot: u64,
-    /// `MESSAGE`, `subscription` and `destination`, escaped once.
+    /// `MESSAGE`, `subscription` and `destination`, escaped once; without `destination` for a
+    /// pattern subscription, whose messages each name their own topic.
     head: Bytes,
+    /// The subscribed pattern, for a pattern subscription.
+    pattern: Option<String>,
     mode: Mode,
     version: Version,
     acks: Arc<Mutex<Acks>>,
@@ -47,18 +50,28 @@ pub struct StompEncoder {
 }
 
 impl StompEncoder {
-    /// The encoder of subscription `id` (the client's) on `destination` (as subscribed).
+    /// The encoder of subscription `id` (the client's) on `destination` (as subscribed;
+    /// `pattern`: a topic pattern, whose MESSAGE frames name the topic each message was
+    /// published to).
     pub fn new(
         slot: u64,
         id: &str,
         destination: &str,
+        pattern: bool,
         mode: Mode,
         version: Version,
         acks: Arc<Mutex<Acks>>,
     ) -> StompEncoder {
+        let (head, pattern) = if pattern {
+            let head = mapping::subscription_head(id, version).freeze();
+            (head, Some(destination.to_owned()))
+        } else {
+            (mapping::message_head(id, destination, version), None)
+        };
         StompEncoder {
             slot,
-            head: mapping::message_head(id, destination, version),
+            head,
+            pattern,
             mode,
             version,
             acks,
@@ -93,13 +106,22 @@ impl StompEncoder {
                 Some(key)
             }
         };
-        mapping::put_message(out, &self.head, d, ack, self.version);
+        match &self.pattern {
+            None => mapping::put_message(out, &self.head, d, ack, self.version),
+            Some(pattern) => {
+                out.reserve(mapping::message_len(&self.head, d) + pattern.len() + 16);
+                out.extend_from_slice(&self.head);
+                mapping::put_topic_destination(out, d, pattern, self.version);
+                mapping::put_message(out, &[], d, ack, self.version);
+            }
+        }
     }
 }
 
 impl DeliveryEncoder for StompEncoder {
     fn encoded_len(&self, d: &DeliveryView<'_>) -> usize {
-        mapping::message_len(&self.head, d)
+        let destination = self.pattern.as_ref().map_or(0, |p| p.len() + 16);
+        mapping::message_len(&self.head, d) + destination
     }
 
     fn encode(&self, out: &mut BytesMut, _subscription: SubscriptionId, d: &DeliveryView<'_>) {
