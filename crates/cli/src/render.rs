@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use base64::Engine as _;
+use ferry_protocol::topic::TOPIC_PROPERTY;
 use ferry_protocol::{Message, PropertyValue, QueueInfo};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -114,6 +115,15 @@ pub fn message_block(m: &Message, delivery_id: Option<u64>) -> String {
         let _ = writeln!(out, "delivery:    {d}");
     }
     let _ = writeln!(out, "queue:       {}", m.queue);
+    // A publish names its topic in a property the broker sets: shown as a field of its own
+    // (what a pattern subscription's receiver wants to know), not among the sender's.
+    let topic = m.properties.iter().find_map(|(n, v)| match v {
+        PropertyValue::Str(t) if n == TOPIC_PROPERTY => Some(t.as_str()),
+        _ => None,
+    });
+    if let Some(topic) = topic {
+        let _ = writeln!(out, "topic:       {topic}");
+    }
     let _ = writeln!(out, "sender:      {}", m.sender);
     let _ = writeln!(
         out,
@@ -122,7 +132,13 @@ pub fn message_block(m: &Message, delivery_id: Option<u64>) -> String {
     );
     let _ = writeln!(out, "priority:    {}", m.priority);
     let _ = writeln!(out, "context:     {}", m.context);
-    let _ = writeln!(out, "properties:  {}", properties_text(&m.properties));
+    let own: Vec<(String, PropertyValue)> = m
+        .properties
+        .iter()
+        .filter(|(n, _)| n != TOPIC_PROPERTY)
+        .cloned()
+        .collect();
+    let _ = writeln!(out, "properties:  {}", properties_text(&own));
     let _ = writeln!(out, "created_at:  {}", iso8601_utc(m.created_at));
     if m.expires_at != 0 {
         let _ = writeln!(out, "expires_at:  {}", iso8601_utc(m.expires_at));

@@ -216,7 +216,10 @@ async fn durable_backlog_is_kept_between_runs() {
     .run()
     .await;
     let text = out.ok();
-    assert!(text.contains("queue:       news:reader\n"), "{text}");
+    assert!(
+        text.contains("queue:       news:reader\ntopic:       news\n"),
+        "{text}"
+    );
     assert!(text.contains("properties:  k=\"v\"\n"), "{text}");
     assert!(text.ends_with("\n\nfive\n"), "{text}");
 

@@ -407,6 +407,13 @@ impl Conn {
                     if let Err(f) = self.report(outcome).await {
                         return Ending::Failed(f);
                     }
+                    // Sends finish together (one group commit): their receipts go out in one
+                    // write, not one write (and one wake-up of the writer) each.
+                    while let Some(Some(outcome)) = self.pending.next().now_or_never() {
+                        if let Err(f) = self.report(outcome).await {
+                            return Ending::Failed(f);
+                        }
+                    }
                 }
                 read = src.read(buf) => match read {
                     Ok(0) => return Ending::Gone("the client closed the connection".into()),

@@ -28,6 +28,8 @@ pub struct Stream<T> {
     io: T,
     /// Small frames of one write, gathered (kept to be reused).
     small: BytesMut,
+    /// The last read filled all the room it had.
+    filled: bool,
 }
 
 impl<T> Stream<T> {
@@ -36,22 +38,29 @@ impl<T> Stream<T> {
         Stream {
             io,
             small: BytesMut::new(),
+            filled: false,
         }
     }
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> ByteSource for Stream<R> {
     async fn read(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 * 1024);
+        // 16 KiB at a time, 64 KiB while the client keeps filling what it gets (a pipelining
+        // producer: fewer reads per frame), so idle connections hold little.
+        let want = if self.filled { 64 * 1024 } else { 16 * 1024 };
+        if buf.capacity() - buf.len() < want / 4 {
+            buf.reserve(want);
         }
-        self.io.read_buf(buf).await
+        let room = buf.capacity() - buf.len();
+        let n = self.io.read_buf(buf).await?;
+        self.filled = n == room;
+        Ok(n)
     }
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> FrameSink for Stream<W> {
     async fn write(&mut self, frames: &[Bytes]) -> io::Result<()> {
-        let Stream { io, small } = self;
+        let Stream { io, small, .. } = self;
         match frames {
             [] => Ok(()),
             [one] => io.write_all(one).await,
