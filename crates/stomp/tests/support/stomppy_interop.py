@@ -268,8 +268,13 @@ def wildcards(b):
     c.subscribe("/topic/prices.>", "all")
     c.send("/topic/prices.eu.fish", "cod")
     c.send("/topic/prices.eu.meat", "beef")
-    got = c.by_subscription(3)
+    frames = [c.next() for _ in range(3)]
+    got = sorted((f.headers["subscription"], f.body) for f in frames)
     assert got == [("all", "beef"), ("all", "cod"), ("one", "cod")], got
+    # Each MESSAGE names the topic it was published to, not the pattern.
+    where = sorted((f.body, f.headers["destination"]) for f in frames)
+    assert where == [("beef", "/topic/prices.eu.meat"), ("cod", "/topic/prices.eu.fish"),
+                     ("cod", "/topic/prices.eu.fish")], where
     c.nothing()
     c.close()
 
