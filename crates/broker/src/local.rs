@@ -294,8 +294,8 @@ impl LocalSession {
 
 impl Drop for LocalSession {
     fn drop(&mut self) {
-        // A gateway that did not end its session (a task cancelled) still leaves the
-        // registry; the session's own end runs when its last reference goes.
+        // A gateway that did not end its session (its task cancelled) still takes it off the
+        // session list, which never names a session whose gateway is gone.
         if self.registered.is_some() && !self.ended.load(std::sync::atomic::Ordering::Acquire) {
             self.shared.sessions.remove(self.session.id);
         }
