@@ -68,17 +68,28 @@ impl EmbeddedStore {
         let mut budget = store.segment_bytes.saturating_mul(2);
         loop {
             store.writable().await?;
-            let (segment, rewritten, ticket) = {
-                let mut st = store.state();
+            let step = {
+                let st = store.state();
                 // On a full disk, rewrites go into the space reserve: only those that fit.
                 let room = store.is_full().then(|| st.journal.room());
-                let Some(step) = next_step(&st.journal, room) else {
-                    return Ok(());
-                };
+                next_step(&st.journal, room)
+            };
+            let Some(step) = step else {
+                return Ok(());
+            };
+            // A rewrite copies the bodies of the live messages from the segment's file, read
+            // here without the lock. The segment is sealed, and only compaction (this task,
+            // alone) retires segments, so it is still there, unchanged, once locked again.
+            let image = match step {
+                Step::Rewrite(n) => Some(read_segment(store, n).await?),
+                Step::Delete(_) => None,
+            };
+            let (segment, rewritten, ticket) = {
+                let mut st = store.state();
                 let mut log = store.log.lock();
-                let (segment, rewritten) = match step {
-                    Step::Delete(n) => (n, 0),
-                    Step::Rewrite(n) => (n, st.rewrite_segment(&mut log, n)),
+                let (segment, rewritten) = match (step, &image) {
+                    (Step::Rewrite(n), Some(image)) => (n, st.rewrite_segment(&mut log, n, image)?),
+                    (Step::Rewrite(n) | Step::Delete(n), _) => (n, 0),
                 };
                 log.force_sync();
                 (segment, rewritten, log.ticket())
@@ -97,6 +108,16 @@ impl EmbeddedStore {
             }
         }
     }
+}
+
+/// The content of sealed segment `n`.
+async fn read_segment(store: &EmbeddedStore, n: u64) -> Result<Vec<u8>, StoreError> {
+    let backend: Arc<dyn Backend> = store.backend.clone();
+    let path = segment_path(store.spares.dir(), n);
+    tokio::task::spawn_blocking(move || backend.read(&path))
+        .await
+        .map_err(|e| StoreError::Internal(format!("compaction task failed: {e}")))?
+        .map_err(|e| StoreError::Unavailable(format!("compaction: reading segment {n}: {e}")))
 }
 
 /// Retires a segment file, durably: renamed to a spare while the pool has room (the writer

@@ -86,7 +86,14 @@ pub struct EmbeddedConfig {
     /// Where file I/O goes: the real filesystem, or a `FaultyBackend` (`testing` feature)
     /// in tests.
     pub backend: Arc<dyn Backend>,
+    /// Most bytes of recently written message bodies kept in memory, so that consumers that
+    /// keep up never read the disk (see `docs/storage-format.md`, Message bodies); bodies
+    /// evicted from it are read back from the log.
+    pub cache_bytes: u64,
 }
+
+/// The body cache's size unless configured: 64 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 impl EmbeddedConfig {
     /// A configuration with the defaults: fsync always, 64 MiB segments, up to 8 spare
@@ -98,6 +105,7 @@ impl EmbeddedConfig {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             spare_segments: DEFAULT_SPARE_SEGMENTS,
             backend: Arc::new(FsBackend),
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 }
@@ -110,6 +118,7 @@ impl fmt::Debug for EmbeddedConfig {
             .field("segment_bytes", &self.segment_bytes)
             .field("spare_segments", &self.spare_segments)
             .field("backend", &self.backend)
+            .field("cache_bytes", &self.cache_bytes)
             .finish()
     }
 }

@@ -4,6 +4,7 @@
 //! - [`backend`]: the [`Backend`] trait for file I/O, [`FsBackend`] and (with the `testing`
 //!   feature) `FaultyBackend`;
 //! - `format`: the bytes on disk (segment header, records), drawn in `docs/storage-format.md`;
+//! - `bodies`: reading a message body back from its record in the log;
 //! - `writer`: the group-commit writer thread, poisoning and write-failure carry;
 //! - `state`: clients, queues, topics and subscriptions, messages, ready indexes, leases,
 //!   transactions, segment accounting;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 mod admin;
 pub mod backend;
+mod bodies;
 mod claims;
 mod compaction;
 pub mod config;
@@ -56,7 +58,7 @@ pub use backend::{Backend, BackendFile, DiskSpace, FsBackend};
 #[cfg(any(test, feature = "testing"))]
 pub use backend::{CrashMode, FaultKind, FaultyBackend};
 pub use config::{
-    EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_SEGMENT_BYTES,
+    EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_CACHE_BYTES, DEFAULT_SEGMENT_BYTES,
     DEFAULT_SPARE_SEGMENTS,
 };
 pub use store::EmbeddedStore;

@@ -1,9 +1,17 @@
 //! The embedded engine's receives: picking messages under the state lock in bounded steps
 //! (a selector walks the ready index a step at a time), waiting for what they depend on to be
-//! durable, and handing them out owned or lent.
+//! durable, reading the bodies that are not cached from the log (without the lock), and
+//! handing them out owned or lent.
+//!
+//! A body read that fails is retried (its record may have moved: compaction); if it still
+//! fails, the message goes back to its queue (an auto-ack take is held, not removed, until its
+//! body is read) and the receive reports the error unless it has other messages to hand out.
 
-use ferry_protocol::{Delivery, DeliveryView, Message, ReceiveMode};
+use std::time::Duration;
 
+use ferry_protocol::{Delivery, DeliveryView, Message, MessageId, ReceiveMode};
+
+use super::bodies::{Location, ReadError};
 use super::state::messages::{Handout, Walk};
 use super::writer::{self, Ticket};
 use crate::api::ReceiveSpec;
@@ -15,6 +23,12 @@ use super::store::{Class, EmbeddedStore};
 /// Most ready entries a receive with a selector examines under one hold of the lock; a longer
 /// walk goes on after other operations had their turn.
 const SELECTOR_STEP: usize = 4096;
+
+/// Tries of a body read before the message goes back to its queue.
+const READ_TRIES: u32 = 3;
+
+/// Pause before the first retry of failed body reads; doubled at each further one.
+const READ_RETRY_PAUSE: Duration = Duration::from_millis(5);
 
 impl EmbeddedStore {
     /// The messages a receive hands out, once everything they depend on is durable.
@@ -96,6 +110,95 @@ impl EmbeddedStore {
         for ticket in tickets {
             writer::wait(Some(ticket)).await?;
         }
+        self.read_bodies(handouts).await
+    }
+
+    /// Reads the bodies the handouts lack from the log, without the state lock, retrying
+    /// failures; then removes the auto-ack takes held for their read, and puts back the
+    /// messages whose body could not be read. Returns the handouts that have their body.
+    async fn read_bodies(&self, mut handouts: Vec<Handout>) -> Result<Vec<Handout>, StoreError> {
+        let mut missing: Vec<usize> = (0..handouts.len())
+            .filter(|&i| handouts[i].body.is_none())
+            .collect();
+        if missing.is_empty() {
+            return Ok(handouts);
+        }
+        let mut failure = String::new();
+        let mut pause = READ_RETRY_PAUSE;
+        for attempt in 0..READ_TRIES {
+            if attempt > 0 {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                // Compaction may have moved a record meanwhile: look the places up again.
+                let st = self.state();
+                for &i in &missing {
+                    handouts[i].at = st.location(handouts[i].msg.id);
+                }
+            }
+            let wanted: Vec<(usize, MessageId, Option<Location>)> = missing
+                .iter()
+                .map(|&i| (i, handouts[i].msg.id, handouts[i].at))
+                .collect();
+            let reader = self.bodies.clone();
+            let read = tokio::task::spawn_blocking(move || {
+                wanted
+                    .into_iter()
+                    .map(|(i, id, at)| {
+                        let got = match at {
+                            Some(at) => reader.read(id, at),
+                            None => Err(ReadError::Mismatch("the message has no record")),
+                        };
+                        (i, got)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .map_err(|e| StoreError::Internal(format!("body read task failed: {e}")))?;
+            missing.clear();
+            for (i, got) in read {
+                match got {
+                    Ok(body) => handouts[i].body = Some(body),
+                    Err(e) => {
+                        failure = format!("message {}: {e}", handouts[i].msg.id);
+                        missing.push(i);
+                    }
+                }
+            }
+            if missing.is_empty() {
+                break;
+            }
+        }
+        if !missing.is_empty() {
+            tracing::warn!(failed = missing.len(), last_error = %failure,
+                "message bodies could not be read from the log; the messages stay queued");
+        }
+        let held = handouts.iter().any(|h| h.held != 0);
+        if held || !missing.is_empty() {
+            let ticket = {
+                let mut st = self.state();
+                let mut log = self.log.lock();
+                for h in &mut handouts {
+                    let lease = if h.held != 0 { h.held } else { h.delivery_id };
+                    if h.body.is_none() {
+                        if lease != 0 {
+                            st.put_back(lease);
+                        }
+                    } else if h.held != 0 && !st.finish_take(&mut log, h.held) {
+                        // Released meanwhile (its session ended): it is queued again.
+                        h.body = None;
+                    }
+                }
+                log.ticket_if_pending()
+            };
+            writer::wait(ticket).await?;
+        }
+        let before = handouts.len();
+        handouts.retain(|h| h.body.is_some());
+        if handouts.is_empty() && before > 0 && !missing.is_empty() {
+            return Err(StoreError::Unavailable(format!(
+                "reading message bodies from the log failed: {failure}"
+            )));
+        }
         Ok(handouts)
     }
 
@@ -137,7 +240,7 @@ fn delivery(h: Handout) -> Delivery {
             priority: m.priority,
             context: m.context,
             properties: m.properties.clone(),
-            body: m.body.clone(),
+            body: h.body.clone().unwrap_or_default(),
             created_at: m.created_at,
             delivery_count: h.delivery_count,
             expires_at: m.expires_at,
@@ -159,7 +262,7 @@ fn view(h: &Handout) -> DeliveryView<'_> {
         created_at: m.created_at,
         delivery_count: h.delivery_count,
         properties: &m.properties,
-        body: &m.body,
+        body: h.body.as_deref().unwrap_or_default(),
         expires_at: m.expires_at,
     }
 }

@@ -147,7 +147,7 @@ pub fn recover(
                             format!("intact record at offset {pos} is invalid: {e}"),
                         )
                     })?;
-                    state.replay(rec, n, size as u32);
+                    state.replay(rec, n, pos as u64, size as u32);
                     pos += size;
                 }
                 Scan::Torn(why) if last => {

@@ -23,6 +23,7 @@ use ferry_protocol::{
 };
 
 use super::backend::Backend;
+use super::bodies::BodyReader;
 use super::claims::Claims;
 use super::config::EmbeddedConfig;
 use super::consumers::ConsumerClaims;
@@ -30,6 +31,7 @@ use super::figures::EngineFigures;
 use super::recovery;
 use super::space::Space;
 use super::spares::Spares;
+use super::state::cache::CacheFigures;
 use super::state::messages::BatchMemo;
 use super::state::State;
 use super::writer::{self, Files, Log};
@@ -98,6 +100,10 @@ pub struct EmbeddedStore {
     consumers: ConsumerClaims,
     /// The bytes messages take in memory (the state's gauge, read without its lock).
     memory: Arc<AtomicU64>,
+    /// Reads message bodies that are no longer cached from their records.
+    pub(super) bodies: BodyReader,
+    /// The body cache's figures (read without the state lock).
+    pub(super) cache: Arc<CacheFigures>,
     /// Users and their grants (see [`super::user_file`]).
     pub(super) users: super::user_file::UserFile,
     /// Held for the store's life so no other process writes the same log.
@@ -212,7 +218,12 @@ impl EmbeddedStore {
         )
         .map_err(|e| StoreError::Unavailable(format!("starting the log writer: {e}")))?;
         let memory = state.memory_gauge();
+        let bodies = BodyReader::new(backend.clone(), &seg_dir);
+        state.set_bodies(cfg.cache_bytes, bodies.clone());
+        let cache = state.cache_figures();
         Ok(Arc::new(EmbeddedStore {
+            bodies,
+            cache,
             memory,
             state: Mutex::new(state),
             log,
@@ -498,7 +509,8 @@ impl Queues for EmbeddedStore {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.memory.load(Ordering::Relaxed)
+        // The index (what the state keeps per message) and the cache of recent bodies.
+        self.memory.load(Ordering::Relaxed) + self.cache.bytes.load(Ordering::Relaxed)
     }
 
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {

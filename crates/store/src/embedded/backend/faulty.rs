@@ -105,6 +105,10 @@ struct Disk {
     /// Failures still to inject into renames.
     failing_renames: u32,
     rename_fault: Option<FaultKind>,
+    /// Failures still to inject into positional reads ([`Backend::read_at`]).
+    failing_reads: u32,
+    read_fault: Option<FaultKind>,
+    reads: u64,
     writes: u64,
     syncs: u64,
     background_syncs: u64,
@@ -179,6 +183,19 @@ impl FaultyBackend {
         let mut d = self.disk();
         d.failing_renames = n;
         d.rename_fault = Some(kind);
+    }
+
+    /// Makes the next `n` positional reads (a message body read from its segment) fail with
+    /// `kind`. Whole-file reads (recovery, compaction) are not affected.
+    pub fn fail_reads(&self, n: u32, kind: FaultKind) {
+        let mut d = self.disk();
+        d.failing_reads = n;
+        d.read_fault = Some(kind);
+    }
+
+    /// Number of positional reads attempted so far (failed ones included).
+    pub fn read_count(&self) -> u64 {
+        self.disk().reads
     }
 
     /// Limits the disk to `bytes` (`None`: no limit). A disk already holding more has no
@@ -385,6 +402,21 @@ impl Backend for FaultyBackend {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.file(path).ok_or_else(|| not_found(path))
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut d = self.disk();
+        d.reads += 1;
+        if d.failing_reads > 0 {
+            d.failing_reads -= 1;
+            return Err(d.read_fault.unwrap_or(FaultKind::Io).error());
+        }
+        let f = d.files.get(path).ok_or_else(|| not_found(path))?;
+        usize::try_from(offset)
+            .ok()
+            .and_then(|at| f.data.get(at..)?.get(..len))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))
     }
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {

@@ -52,6 +52,13 @@ impl Backend for FsBackend {
         fs::read(path)
     }
 
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0; len];
+        File::open(path)?.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
     fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {
         let file = OpenOptions::new()
             .create(true)

@@ -6,7 +6,8 @@
 //!   injection and crash images.
 //!
 //! The trait is deliberately small: the engine only ever lists a directory, reads a whole
-//! segment at recovery, appends to the active segment, truncates a torn or failed tail, syncs,
+//! segment at recovery and compaction, reads one record at a position (a message body that is
+//! no longer cached), appends to the active segment, truncates a torn or failed tail, syncs,
 //! allocates disk space ahead of writing (a segment's, and the reserve's), and renames or
 //! removes compacted segments (a renamed one is kept as a spare and later reused, overwritten
 //! from its start, as a new segment).
@@ -33,6 +34,18 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// The whole content of a file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// `len` bytes of the file at `path` from `offset`: a message's record, read when its body
+    /// is delivered and no longer cached. Called from blocking threads, never under the state
+    /// lock on the hot path. `UnexpectedEof` when the file is shorter. The default reads the
+    /// whole file.
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let all = self.read(path)?;
+        usize::try_from(offset)
+            .ok()
+            .and_then(|at| all.get(at..)?.get(..len))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))
+    }
     /// Creates a file (truncating it if it exists) and opens it for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
     /// Opens an existing file for appending at its end.

@@ -9,6 +9,7 @@
 use std::cmp::Reverse;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use ferry_protocol::{Message, MessageId, Order, QueueOptions, Source};
 
 use super::index::Cursor;
@@ -202,16 +203,20 @@ impl State {
     }
 
     /// The message `id` as it stands on queue `qk`.
-    fn browsed(&self, id: MessageId, qk: QueueKey) -> Option<BrowsedMessage> {
-        let e = self.messages.get(&id)?;
-        let q = self.queues.get(&qk)?;
+    /// Its body may have to be read from the log, under the lock: browsing is an operator's
+    /// tool, a page at a time.
+    fn browsed(&self, id: MessageId, qk: QueueKey) -> Result<Option<BrowsedMessage>, StoreError> {
+        let (Some(e), Some(q)) = (self.messages.get(&id), self.queues.get(&qk)) else {
+            return Ok(None);
+        };
+        let body = self.load_body(id)?;
         let count = e
             .slots
             .iter()
             .find(|s| s.queue == qk)
             .map_or(0, |s| s.count);
         let m = &e.msg;
-        Some(BrowsedMessage {
+        Ok(Some(BrowsedMessage {
             message: Message {
                 id,
                 queue: q.name.to_string().into(),
@@ -220,12 +225,12 @@ impl State {
                 priority: m.priority,
                 context: m.context,
                 properties: m.properties.clone(),
-                body: m.body.clone(),
+                body,
                 created_at: m.created_at,
                 delivery_count: count,
                 expires_at: m.expires_at,
             },
-        })
+        }))
     }
 
     /// A page of ready messages (see [`crate::admin::Admin::browse`]), examining at most
@@ -260,7 +265,10 @@ impl State {
                 let (last, end) = q
                     .ready
                     .browse(spec.order, from, limit, budget, &mut ids, |id| accept(*id));
-                page.messages = ids.iter().filter_map(|id| self.browsed(*id, qk)).collect();
+                page.messages = ids
+                    .iter()
+                    .filter_map(|id| self.browsed(*id, qk).transpose())
+                    .collect::<Result<_, _>>()?;
                 if !end {
                     page.next = last.map(|l| {
                         let (priority, id) = cursor_parts(l);
@@ -292,8 +300,8 @@ impl State {
                     index.browse(spec.order, from, limit, budget, &mut keys, |k| accept(k.0));
                 page.messages = keys
                     .iter()
-                    .filter_map(|(id, qk)| self.browsed(*id, *qk))
-                    .collect();
+                    .filter_map(|(id, qk)| self.browsed(*id, *qk).transpose())
+                    .collect::<Result<_, _>>()?;
                 if !end {
                     page.next = last.map(|l| {
                         let (priority, (id, qk)) = cursor_parts(l);
@@ -353,13 +361,23 @@ impl State {
                     continue;
                 }
             };
+            // The move writes the message again, body included: read it first (under the
+            // lock: an operator's move), so that a failed read leaves it where it is.
+            let body = match self.messages.get(&id).map(|_| self.load_body(id)) {
+                Some(Ok(body)) => body,
+                Some(Err(e)) => {
+                    report.skipped.push((id, e.to_string()));
+                    continue;
+                }
+                None => Bytes::new(),
+            };
             if !self.unready(id, from_qk) {
                 report
                     .skipped
                     .push((id, format!("not ready on queue '{from}'")));
                 continue;
             }
-            self.relocate(log, id, from_qk, to_qk);
+            self.relocate(log, id, from_qk, to_qk, &body);
             let to = self
                 .queues
                 .get(&to_qk)
@@ -399,7 +417,14 @@ impl State {
 
     /// Moves message `id` (out of `from`'s ready index already) from queue `from` to `to` with
     /// one `MessageAdded` record listing its queues now.
-    fn relocate(&mut self, log: &mut LogGuard<'_>, id: MessageId, from: QueueKey, to: QueueKey) {
+    fn relocate(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        id: MessageId,
+        from: QueueKey,
+        to: QueueKey,
+        body: &[u8],
+    ) {
         let Some(e) = self.messages.get_mut(&id) else {
             return;
         };
@@ -423,7 +448,7 @@ impl State {
             q.left += 1;
         }
         if msg.persistent {
-            let fields = msg.fields();
+            let fields = msg.fields(body);
             // Never inside a transaction group: operators' moves run on their own.
             let (seg, size) = self.journal.append(
                 log,
@@ -433,9 +458,11 @@ impl State {
             if old_segment != UNLOGGED {
                 self.journal.drop_live(old_segment, old_size);
             }
+            let offset = self.journal.last_offset;
             self.journal.add_live(seg, id, size);
             if let Some(e) = self.messages.get_mut(&id) {
                 e.segment = seg;
+                e.offset = offset;
                 e.size = size;
             }
         }

@@ -47,6 +47,10 @@ impl DirectTaps {
     /// Hands `msg`, published to queue `name` (`qk`), to the queue's one consumer if it
     /// accepts it; returns whether it did (the message then does not go on the queue).
     fn offer(&mut self, qk: QueueKey, name: &str, msg: &Stored) -> bool {
+        // Only messages not stored yet go direct: their body is still in memory.
+        let super::Body::Memory(body) = &msg.body else {
+            return false;
+        };
         let Some(consumer) = self.only(qk) else {
             return false;
         };
@@ -82,7 +86,7 @@ impl DirectTaps {
             created_at: msg.created_at,
             delivery_count: 0,
             properties: &msg.properties,
-            body: &msg.body,
+            body,
             expires_at: msg.expires_at,
         };
         p.batch.push(&view);

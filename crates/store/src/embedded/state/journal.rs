@@ -54,6 +54,8 @@ pub struct Journal {
     roll_next: bool,
     /// Every segment on disk or about to be, oldest first.
     pub segments: BTreeMap<u64, SegmentStats>,
+    /// Offset in its segment of the record [`Journal::append`] appended last.
+    pub last_offset: u64,
 }
 
 impl Journal {
@@ -67,6 +69,7 @@ impl Journal {
             segment_bytes,
             roll_next: false,
             segments: BTreeMap::new(),
+            last_offset: 0,
         }
     }
 
@@ -110,6 +113,7 @@ impl Journal {
         if let Some(frame) = log.buf().get_mut(start..) {
             record::mask_crc(frame, record::segment_mask(self.head));
         }
+        self.last_offset = self.head_len;
         self.head_len += grow;
         self.record(self.head, grow);
         (self.head, size)

@@ -12,16 +12,18 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use ferry_protocol::{
     AckMode, DeliveryId, MessageId, Name, ReceiveMode, Source, MAX_PRIORITY, MIN_PRIORITY,
 };
 
+use super::super::bodies::Location;
 use super::super::format::codec::{properties_fit, str_fits};
 use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::{Lease, NO_DEADLINE};
-use super::{ClientKey, Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
+use super::{Body, ClientKey, Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
 use crate::api::{NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
 
@@ -39,6 +41,16 @@ pub struct Handout {
     pub delivery_id: DeliveryId,
     /// Client-ack deliveries before this one.
     pub delivery_count: u32,
+    /// Its body, when it was at hand (in memory or cached); otherwise the caller reads it
+    /// from `at` after unlocking.
+    pub body: Option<Bytes>,
+    /// Where its record is, when `body` is not at hand.
+    pub at: Option<Location>,
+    /// For an auto-ack take whose body must be read from the log: the lease that holds it
+    /// meanwhile (0 otherwise). Once the body is read, [`State::finish_take`] removes it as
+    /// the take would have; if it cannot be read, [`State::put_back`] makes it ready again,
+    /// so that a failed read loses nothing.
+    pub held: DeliveryId,
 }
 
 /// Where a receive's walk over a ready index stopped, so that the next step goes on from
@@ -261,7 +273,7 @@ impl State {
         self.next_id += 1;
         // Built on the stack: a publish that goes to no queue (no subscription selects it,
         // or it went straight to consumers) never allocates it.
-        let msg = Stored {
+        let mut msg = Stored {
             id,
             sender,
             sender_key,
@@ -270,7 +282,7 @@ impl State {
             priority: m.priority,
             context: m.context,
             properties: m.properties,
-            body: m.body,
+            body: Body::Memory(m.body),
             created_at: m.created_at,
             deliver_at: m.deliver_at_ms,
             expires_at: m.expires_at_ms,
@@ -307,12 +319,18 @@ impl State {
         if keys.is_empty() {
             return Ok(id);
         }
-        let msg = Arc::new(msg);
-        let (segment, size) = if msg.persistent {
-            self.append_added(log, &msg, &keys)
-        } else {
-            (UNLOGGED, 0)
+        let (segment, offset, size) = match &msg.body {
+            Body::Memory(body) if msg.persistent => {
+                let body = body.clone();
+                let at = self.append_added(log, &msg, &body, &keys);
+                // From now on the body lives in the log, and in the cache while it is recent.
+                self.cache.insert(id, &body);
+                msg.body = Body::Logged(body.len() as u32);
+                at
+            }
+            _ => (UNLOGGED, 0, 0),
         };
+        let msg = Arc::new(msg);
         let slots = keys
             .iter()
             .map(|&queue| Slot {
@@ -330,6 +348,7 @@ impl State {
                 msg,
                 slots,
                 segment,
+                offset,
                 size,
             },
         );
@@ -523,6 +542,16 @@ impl State {
                 .iter()
                 .find(|s| s.queue == qk)
                 .map_or(0, |s| s.count);
+            let body = match &msg.body {
+                Body::Memory(b) => Some(b.clone()),
+                Body::Logged(_) => self.cache.get(id),
+            };
+            let at = if body.is_none() {
+                self.location(id)
+            } else {
+                None
+            };
+            let mut held = 0;
             let delivery_id = match (spec.mode, spec.ack) {
                 (ReceiveMode::Peek, _) => 0,
                 (ReceiveMode::Take, AckMode::Auto) if spec.hold => {
@@ -531,6 +560,13 @@ impl State {
                     // back as it was (see ReceiveSpec::hold).
                     self.unready_stored(&msg, qk);
                     self.lease(id, qk, spec.session, NO_DEADLINE, count)
+                }
+                (ReceiveMode::Take, AckMode::Auto) if body.is_none() => {
+                    // Its body is read after unlocking, and the read may fail: held until
+                    // then, without a record, so that nothing is lost if it does.
+                    self.unready_stored(&msg, qk);
+                    held = self.lease(id, qk, spec.session, NO_DEADLINE, count);
+                    0
                 }
                 (ReceiveMode::Take, AckMode::Auto) => {
                     self.unready_stored(&msg, qk);
@@ -559,9 +595,34 @@ impl State {
                 queue,
                 delivery_id,
                 delivery_count: count,
+                body,
+                at,
+                held,
             });
         }
         Ok((out, wrote))
+    }
+
+    /// Ends the hold of an auto-ack take whose body was read ([`Handout::held`]): removes the
+    /// message from its queue as the take would have. Whether it was still held (a session
+    /// released meanwhile put it back: then it must not be handed out).
+    pub fn finish_take(&mut self, log: &mut LogGuard<'_>, held: DeliveryId) -> bool {
+        let Some((id, qk)) = self.end_lease(held) else {
+            return false;
+        };
+        if let Some(queue) = self.queues.get(&qk).map(|q| q.name.clone()) {
+            self.log_removed(log, id, &queue);
+            self.drop_slot(id, qk);
+        }
+        true
+    }
+
+    /// Makes a leased or held message whose body could not be read ready again; returns its
+    /// queue's name.
+    pub fn put_back(&mut self, did: DeliveryId) -> Option<String> {
+        let (id, qk) = self.end_lease(did)?;
+        self.make_ready(id, qk);
+        self.queues.get(&qk).map(|q| q.name.to_string())
     }
 
     /// Leases message `id` (out of the ready index already) on queue `qk` to `session` until

@@ -39,6 +39,7 @@ pub use crate::id_hash::{IdHasher, IdMap};
 use crate::select;
 
 mod admin;
+pub mod cache;
 mod direct;
 pub mod index;
 pub mod journal;
@@ -54,6 +55,8 @@ mod settling;
 pub mod topics;
 pub mod txn;
 
+use super::bodies::{BodyReader, Location};
+use cache::BodyCache;
 use index::Split;
 use journal::Journal;
 use leases::Leases;
@@ -97,8 +100,8 @@ pub struct Stored {
     pub context: u64,
     /// Properties.
     pub properties: Properties,
-    /// Payload.
-    pub body: Bytes,
+    /// Payload, or its length when it is in the log.
+    pub body: Body,
     /// Arrival time.
     pub created_at: u64,
     /// Not visible before this time (0 = at once).
@@ -107,6 +110,25 @@ pub struct Stored {
     pub expires_at: u64,
     /// `false`: in memory only; no record is ever written for it or for what happens to it.
     pub persistent: bool,
+}
+
+/// Where a stored message's body is.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// In memory: a non-persistent message (it has no record), or one not stored yet.
+    Memory(Bytes),
+    /// In its `MessageAdded` record only (and perhaps in the cache); its length in bytes.
+    Logged(u32),
+}
+
+impl Body {
+    /// Bytes of the body.
+    pub fn size(&self) -> usize {
+        match self {
+            Body::Memory(b) => b.len(),
+            Body::Logged(n) => *n as usize,
+        }
+    }
 }
 
 impl Stored {
@@ -135,7 +157,8 @@ impl SelectorSource for Stored {
 }
 
 impl Stored {
-    fn fields(&self) -> MessageFields<'_> {
+    /// The fields of its `MessageAdded` record, with `body` (its body, from wherever it is).
+    fn fields<'a>(&'a self, body: &'a [u8]) -> MessageFields<'a> {
         MessageFields {
             id: self.id,
             created_at: self.created_at,
@@ -144,7 +167,7 @@ impl Stored {
             sender: &self.sender,
             receiver: self.receiver.as_deref(),
             properties: &self.properties,
-            body: &self.body,
+            body,
             deliver_at: self.deliver_at,
             expires_at: self.expires_at,
         }
@@ -173,9 +196,10 @@ struct Entry {
     msg: Arc<Stored>,
     /// Inline for the common message on one queue: no allocation of its own.
     slots: Slots,
-    /// Segment and size of its current `MessageAdded` record ([`UNLOGGED`] and 0 for a
+    /// Segment, offset and size of its current `MessageAdded` record ([`UNLOGGED`] and 0 for a
     /// non-persistent message).
     segment: u64,
+    offset: u64,
     size: u32,
 }
 
@@ -210,8 +234,9 @@ struct Queue {
 #[derive(Debug, Default)]
 struct Group {
     buf: Vec<u8>,
-    /// Messages added in the group, with the size of their `MessageAdded` record.
-    adds: Vec<(MessageId, u32)>,
+    /// Messages added in the group, with the offset of their `MessageAdded` record in `buf`
+    /// and its size.
+    adds: Vec<(MessageId, u64, u32)>,
 }
 
 /// Everything the embedded engine knows.
@@ -256,16 +281,25 @@ pub struct State {
     /// store under the lock, no read-modify-write).
     memory_bytes: u64,
     memory: Arc<AtomicU64>,
+    /// Recently written bodies (see [`cache`]).
+    cache: BodyCache,
+    /// Reads bodies from the log on the rare paths that need one under the lock (operators'
+    /// browse and moves, dead-letter and expiry copies); `None` until the store is open.
+    reader: Option<BodyReader>,
 }
 
 /// Bytes a message takes in memory besides its body and properties: the stored message, its
 /// entry and its places in the indexes, about.
 const MESSAGE_OVERHEAD: u64 = 256;
 
-/// About the bytes message `m` takes in memory.
+/// About the bytes message `m` takes in memory (a body in the log or the cache not counted).
 fn footprint(m: &Stored) -> u64 {
+    let body = match &m.body {
+        Body::Memory(b) => b.len(),
+        Body::Logged(_) => 0,
+    };
     if m.properties.is_empty() {
-        return MESSAGE_OVERHEAD + m.body.len() as u64;
+        return MESSAGE_OVERHEAD + body as u64;
     }
     let props: usize = m
         .properties
@@ -279,7 +313,7 @@ fn footprint(m: &Stored) -> u64 {
                 }
         })
         .sum();
-    MESSAGE_OVERHEAD + (m.body.len() + props) as u64
+    MESSAGE_OVERHEAD + (body + props) as u64
 }
 
 /// Builds the header of segment `n` from a metadata snapshot. A free function over fields, so
@@ -350,7 +384,58 @@ impl State {
             counters: crate::admin::MessageCounters::default(),
             memory_bytes: 0,
             memory: Arc::new(AtomicU64::new(0)),
+            cache: BodyCache::new(super::config::DEFAULT_CACHE_BYTES),
+            reader: None,
         }
+    }
+
+    /// Gives the state its body cache of `capacity` bytes and the reader of its segments.
+    pub fn set_bodies(&mut self, capacity: u64, reader: BodyReader) {
+        self.cache = BodyCache::new(capacity);
+        self.reader = Some(reader);
+    }
+
+    /// The body cache's figures, to read without the lock.
+    pub fn cache_figures(&self) -> Arc<cache::CacheFigures> {
+        self.cache.figures()
+    }
+
+    /// Limits the body cache under memory pressure (`None`: its configured capacity).
+    pub fn limit_cache(&mut self, bytes: Option<u64>) {
+        self.cache.limit(bytes);
+    }
+
+    /// Where the current `MessageAdded` record of message `id` is, if it has one.
+    pub fn location(&self, id: MessageId) -> Option<Location> {
+        let e = self.messages.get(&id)?;
+        (e.segment != UNLOGGED && e.segment != GROUPED).then_some(Location {
+            segment: e.segment,
+            offset: e.offset,
+            size: e.size,
+        })
+    }
+
+    /// The body of message `id`: in memory, cached, or read from the log *under the lock*
+    /// (only for rare operations: operators' browse and moves, dead-letter and expiry copies).
+    fn load_body(&self, id: MessageId) -> Result<Bytes, StoreError> {
+        let e = self
+            .messages
+            .get(&id)
+            .ok_or_else(|| StoreError::Internal(format!("message {id} is not stored")))?;
+        if let Body::Memory(b) = &e.msg.body {
+            return Ok(b.clone());
+        }
+        if let Some(b) = self.cache.peek(id) {
+            return Ok(b);
+        }
+        let (Some(reader), Some(at)) = (&self.reader, self.location(id)) else {
+            return Err(StoreError::Internal(format!(
+                "the body of message {id} has no place in the log"
+            )));
+        };
+        reader
+            .read(id, at)
+            .map_err(|e| StoreError::Unavailable(format!("reading the body of message {id}: {e}")))
     }
 
     /// The gauge of the bytes messages take in memory, to read without the lock.
@@ -385,27 +470,29 @@ impl State {
         )
     }
 
-    /// Appends the `MessageAdded` record of `msg` on `keys` (every delivery count 0) and
-    /// accounts for it; returns its segment and size.
+    /// Appends the `MessageAdded` record of `msg` (whose body is `body`) on `keys` (every
+    /// delivery count 0) and accounts for it; returns its segment, offset and size.
     fn append_added(
         &mut self,
         log: &mut LogGuard<'_>,
         msg: &Stored,
+        body: &[u8],
         keys: &[QueueKey],
-    ) -> (u64, u32) {
+    ) -> (u64, u64, u32) {
         let queues = &self.queues;
         let encode = |b: &mut Vec<u8>| {
             record::encode_message_added(
                 b,
-                &msg.fields(),
+                &msg.fields(body),
                 keys.iter()
                     .map(|qk| (queues.get(qk).map_or("", |q| &*q.name), 0)),
             )
         };
         if let Some(g) = &mut self.group {
+            let at = g.buf.len() as u64;
             let size = encode(&mut g.buf);
-            g.adds.push((msg.id, size));
-            return (GROUPED, size);
+            g.adds.push((msg.id, at, size));
+            return (GROUPED, 0, size);
         }
         let (segment, size) = self.journal.append(
             log,
@@ -413,7 +500,7 @@ impl State {
             snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
         );
         self.journal.add_live(segment, msg.id, size);
-        (segment, size)
+        (segment, self.journal.last_offset, size)
     }
 
     /// Logs that message `id` left `queue`, unless the message is not persistent; whether a

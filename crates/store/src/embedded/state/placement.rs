@@ -104,7 +104,7 @@ impl State {
         if let Some(q) = self.queues.get_mut(&qk) {
             q.ready.insert(m.receiver_key, m.priority, id);
             q.ready_count += 1;
-            q.ready_bytes += m.body.len() as u64;
+            q.ready_bytes += m.body.size() as u64;
             if m.expires_at != 0 {
                 q.expiring += 1;
             }
@@ -149,7 +149,7 @@ impl State {
             found = q.ready.remove(m.receiver_key, m.priority, id);
             if found {
                 q.ready_count -= 1;
-                q.ready_bytes = q.ready_bytes.saturating_sub(m.body.len() as u64);
+                q.ready_bytes = q.ready_bytes.saturating_sub(m.body.size() as u64);
                 if m.expires_at != 0 {
                     q.expiring = q.expiring.saturating_sub(1);
                 }
@@ -205,6 +205,7 @@ impl State {
         if e.slots.is_empty() {
             let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
             let msg = entry.remove().msg;
+            self.cache.remove(id);
             let bytes = self.memory_bytes.saturating_sub(footprint(&msg));
             self.set_memory(bytes);
             self.clients.release(msg.sender_key);

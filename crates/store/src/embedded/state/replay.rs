@@ -4,23 +4,27 @@
 use std::sync::Arc;
 
 use super::super::format::header;
-use super::super::format::record::{AddedMessage, Record};
+use super::super::format::record::{self, AddedMessage, Record};
 
 use super::*;
 
 impl State {
-    /// Replays one intact record found at `segment` (`size` bytes) during recovery.
-    pub fn replay(&mut self, record: Record, segment: u64, size: u32) {
+    /// Replays one intact record found in `segment` at `offset` (`size` bytes) during
+    /// recovery.
+    pub fn replay(&mut self, record: Record, segment: u64, offset: u64, size: u32) {
         self.journal.record(segment, u64::from(size));
-        self.apply(record, segment, size);
+        self.apply(record, segment, offset, size);
     }
 
     /// Applies one replayed record (a group's records one after the other).
-    pub(super) fn apply(&mut self, record: Record, segment: u64, size: u32) {
+    pub(super) fn apply(&mut self, record: Record, segment: u64, offset: u64, size: u32) {
         match record {
             Record::Group(records) => {
+                // The group's records follow its frame prefix and kind byte, back to back.
+                let mut at = offset + record::FRAME_PREFIX as u64 + 1;
                 for (r, size) in records {
-                    self.apply(r, segment, size);
+                    self.apply(r, segment, at, size);
+                    at += u64::from(size);
                 }
             }
             Record::TopicCreated(name) => self.insert_topic(&name),
@@ -48,7 +52,7 @@ impl State {
                     self.remove_queue(qk);
                 }
             }
-            Record::MessageAdded(added) => self.replay_added(added, segment, size),
+            Record::MessageAdded(added) => self.replay_added(added, segment, offset, size),
             Record::DeliveryStarted { id, queue, count } => {
                 let Some(&qk) = self.queue_keys.get(queue.as_str()) else {
                     return;
@@ -84,7 +88,7 @@ impl State {
 
     /// A `MessageAdded` record replaces whatever state an earlier record of the same id left
     /// (compaction rewrites a message with its current queues and counts).
-    pub(super) fn replay_added(&mut self, a: AddedMessage, segment: u64, size: u32) {
+    pub(super) fn replay_added(&mut self, a: AddedMessage, segment: u64, offset: u64, size: u32) {
         self.next_id = self.next_id.max(a.id.saturating_add(1));
         if let Some(old) = self.messages.get(&a.id) {
             let queues: Vec<QueueKey> = old.slots.iter().map(|s| s.queue).collect();
@@ -127,7 +131,7 @@ impl State {
             priority: a.priority,
             context: a.context,
             properties: a.properties,
-            body: a.body,
+            body: Body::Logged(a.body.len() as u32),
             created_at: a.created_at,
             deliver_at: a.deliver_at,
             expires_at: a.expires_at,
@@ -140,6 +144,7 @@ impl State {
                 msg,
                 slots,
                 segment,
+                offset,
                 size,
             },
         );

@@ -1,8 +1,10 @@
 //! Compaction's part in the state: re-appending what is still live in a segment about to be
-//! retired.
+//! retired. The bodies come from the segment's file, read by the caller without the lock: they
+//! are copied from record to record, never loaded into the state.
 
 use std::sync::Arc;
 
+use super::super::bodies::body_of;
 use super::super::format::record::{self};
 use super::super::writer::LogGuard;
 
@@ -11,8 +13,41 @@ use super::*;
 impl State {
     /// Re-appends every live message whose current `MessageAdded` record is in `segment`, with
     /// its current queues and delivery counts, and every registration whose `ClientRegistered`
-    /// record is there, so that the segment holds nothing live. Returns the bytes rewritten.
-    pub fn rewrite_segment(&mut self, log: &mut LogGuard<'_>, segment: u64) -> u64 {
+    /// record is there, so that the segment holds nothing live. `image` is the segment file's
+    /// content (sealed: it no longer changes). Returns the bytes rewritten; an error, before
+    /// anything is appended, when a live record in the image is not what the state says it is.
+    pub fn rewrite_segment(
+        &mut self,
+        log: &mut LogGuard<'_>,
+        segment: u64,
+        image: &[u8],
+    ) -> Result<u64, StoreError> {
+        // Every body first, so that a bad image changes nothing.
+        let mut bodies: IdMap<MessageId, Bytes> = IdMap::default();
+        if let Some(s) = self.journal.segments.get(&segment) {
+            for &id in &s.ids {
+                let Some(e) = self.messages.get(&id).filter(|e| e.segment == segment) else {
+                    continue;
+                };
+                let body = match &e.msg.body {
+                    Body::Memory(b) => b.clone(),
+                    Body::Logged(_) => {
+                        let frame = usize::try_from(e.offset)
+                            .ok()
+                            .and_then(|at| image.get(at..)?.get(..e.size as usize))
+                            .unwrap_or_default();
+                        body_of(frame, id, segment).map_err(|why| {
+                            StoreError::Internal(format!(
+                                "compaction: the record of message {id} in segment {segment} \
+                                 at offset {}: {why}",
+                                e.offset
+                            ))
+                        })?
+                    }
+                };
+                bodies.insert(id, body);
+            }
+        }
         let mut bytes = self.rewrite_registrations(log, segment);
         let ids = self
             .journal
@@ -27,6 +62,9 @@ impl State {
             if e.segment != segment {
                 continue;
             }
+            let Some(body) = bodies.get(&id).cloned() else {
+                continue;
+            };
             let msg = e.msg.clone();
             let slots: Vec<(Arc<str>, u32)> = e
                 .slots
@@ -40,20 +78,22 @@ impl State {
                 |b| {
                     record::encode_message_added(
                         b,
-                        &msg.fields(),
+                        &msg.fields(&body),
                         slots.iter().map(|(q, c)| (&**q, *c)),
                     )
                 },
                 snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
             );
             self.journal.drop_live(old_segment, old_size);
+            let offset = self.journal.last_offset;
             self.journal.add_live(seg, id, size);
             if let Some(e) = self.messages.get_mut(&id) {
                 e.segment = seg;
+                e.offset = offset;
                 e.size = size;
             }
             bytes += u64::from(size);
         }
-        bytes
+        Ok(bytes)
     }
 }

@@ -9,6 +9,7 @@ use super::super::writer::LogGuard;
 use super::messages::*;
 use super::{QueueKey, State};
 use crate::api::{dead_letter, NewMessage, SessionId};
+use crate::error::StoreError;
 
 impl State {
     /// Ends lease `did` (the caller checked it is held); returns its message and queue.
@@ -92,14 +93,20 @@ impl State {
         // The copy first, then the removal: a crash between them leaves the message on both
         // queues (delivered again, never lost).
         let persistent = self.persistent(id);
-        let got = self.copy_to(log, dlq, id, &name, count, dead_letter::MAX_DELIVERIES);
+        let Ok(got) = self.copy_to(log, dlq, id, &name, count, dead_letter::MAX_DELIVERIES) else {
+            // Its body could not be read for the copy: it stays, ready again.
+            self.make_ready(id, qk);
+            return Some((name.to_string(), false));
+        };
         self.log_removed(log, id, &name);
         self.drop_slot(id, qk);
         Some((got.unwrap_or_default(), persistent))
     }
 
     /// Stores a copy of message `id` (leaving `queue` after `count` deliveries for `reason`)
-    /// with its history on `target`, if that queue exists; returns its name then.
+    /// with its history on `target`, if that queue exists; returns its name then. An error
+    /// when its body, in the log, cannot be read (it is read under the lock: dead letters and
+    /// expiry copies are rare); the caller then keeps the message.
     pub(super) fn copy_to(
         &mut self,
         log: &mut LogGuard<'_>,
@@ -108,7 +115,7 @@ impl State {
         queue: &str,
         count: u32,
         reason: &str,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, StoreError> {
         let configured = target.clone();
         let Some(target) = target.filter(|t| self.queue_keys.contains_key(&**t)) else {
             if let Some(gone) = configured {
@@ -129,9 +136,14 @@ impl State {
                     );
                 }
             }
-            return None;
+            return Ok(None);
         };
-        let msg = self.messages.get(&id)?.msg.clone();
+        let Some(msg) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+            return Ok(None);
+        };
+        let body = self.load_body(id).inspect_err(|e| {
+            tracing::warn!(id, error = %e, "cannot copy a message to {target}; it stays");
+        })?;
         let copy = NewMessage {
             queues: vec![target.to_string()],
             topic: None,
@@ -142,7 +154,7 @@ impl State {
             priority: msg.priority,
             context: msg.context,
             properties: dead_letter::history(&msg.properties, queue, id, count, reason),
-            body: msg.body.clone(),
+            body,
             created_at: msg.created_at,
             deliver_at_ms: 0,
             expires_at_ms: 0,
@@ -154,11 +166,11 @@ impl State {
                 } else {
                     self.counters.dead_lettered_max_deliveries += 1;
                 }
-                Some(target.to_string())
+                Ok(Some(target.to_string()))
             }
             Err(e) => {
                 tracing::warn!(id, error = %e, "cannot move a message to {target}; dropped");
-                None
+                Ok(None)
             }
         }
     }
@@ -180,8 +192,15 @@ impl State {
                 .get(&id)
                 .and_then(|e| e.slots.iter().find(|s| s.queue == qk))
                 .map_or(0, |s| s.count);
-            if let Some(t) = self.copy_to(log, target, id, queue, count, dead_letter::EXPIRED) {
-                self.expired_to.push(t);
+            match self.copy_to(log, target, id, queue, count, dead_letter::EXPIRED) {
+                Ok(Some(t)) => self.expired_to.push(t),
+                Ok(None) => {}
+                Err(_) => {
+                    // Its body could not be read for the copy: it stays until a later try.
+                    self.counters.expired -= 1;
+                    self.make_ready(id, qk);
+                    return;
+                }
             }
         }
         self.log_removed(log, id, queue);

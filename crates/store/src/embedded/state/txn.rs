@@ -105,10 +105,13 @@ impl State {
             |b| record::encode_group(b, &g.buf),
             snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
         );
-        for (id, size) in g.adds {
+        // The group's records start after its frame prefix and kind byte.
+        let records_at = self.journal.last_offset + record::FRAME_PREFIX as u64 + 1;
+        for (id, at, size) in g.adds {
             if let Some(e) = self.messages.get_mut(&id) {
                 if e.segment == GROUPED {
                     e.segment = segment;
+                    e.offset = records_at + at;
                     self.journal.add_live(segment, id, size);
                 }
             }

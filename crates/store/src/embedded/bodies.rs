@@ -1,0 +1,105 @@
+//! Reading a message's body back from the log.
+//!
+//! A persistent message's body (with its properties) lives only in its `MessageAdded` record;
+//! the state keeps where that record is ([`Location`]). A delivery whose body is not in the
+//! cache of recent messages (see `state::cache`) reads the record with one positional read
+//! through the [`Backend`], without the state lock, and checks it before trusting it: intact
+//! (its CRC, masked with its segment's mask, or plain inside a transaction's group) and the
+//! `MessageAdded` of the right message. A record that fails the check was moved meanwhile
+//! (compaction rewrote it and reused its file): the caller looks the location up again and
+//! retries.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use ferry_protocol::MessageId;
+
+use super::backend::Backend;
+use super::format::record::{self, Record, Scan};
+use super::segment_path;
+
+/// Where a message's current `MessageAdded` record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// Segment number.
+    pub segment: u64,
+    /// Offset of the record's frame in the segment file.
+    pub offset: u64,
+    /// Bytes of the record, frame included.
+    pub size: u32,
+}
+
+/// Why a body could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The read itself failed (I/O error, file gone or shorter).
+    Io(std::io::Error),
+    /// The bytes there are not this message's record (moved by compaction, or corrupt).
+    Mismatch(&'static str),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::Mismatch(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Reads message bodies from the segments of one store.
+#[derive(Debug, Clone)]
+pub struct BodyReader {
+    backend: Arc<dyn Backend>,
+    dir: PathBuf,
+}
+
+impl BodyReader {
+    /// A reader of the segments in `dir`.
+    pub fn new(backend: Arc<dyn Backend>, dir: &Path) -> Self {
+        BodyReader {
+            backend,
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// The body of message `id` from its record at `at`. Blocks: call it from a blocking
+    /// thread (or on a rare path, such as an operator's browse).
+    pub fn read(&self, id: MessageId, at: Location) -> Result<Bytes, ReadError> {
+        let frame = self
+            .backend
+            .read_at(
+                &segment_path(&self.dir, at.segment),
+                at.offset,
+                at.size as usize,
+            )
+            .map_err(ReadError::Io)?;
+        body_of(&frame, id, at.segment)
+    }
+}
+
+/// The body in `frame`, which must be the intact `MessageAdded` record of `id` written in
+/// `segment` (its CRC masked with the segment's mask, or plain: a record inside a group).
+pub fn body_of(frame: &[u8], id: MessageId, segment: u64) -> Result<Bytes, ReadError> {
+    let scanned = match record::next_frame(frame, record::segment_mask(segment)) {
+        Scan::Record { kind, payload, .. } => Some((kind, payload)),
+        _ => match record::next_frame(frame, 0) {
+            Scan::Record { kind, payload, .. } => Some((kind, payload)),
+            _ => None,
+        },
+    };
+    let Some((kind, payload)) = scanned else {
+        return Err(ReadError::Mismatch(
+            "no intact record at the message's place",
+        ));
+    };
+    if kind != record::kind::MESSAGE_ADDED {
+        return Err(ReadError::Mismatch("the record there is not a message"));
+    }
+    match record::decode(kind, payload) {
+        Ok(Record::MessageAdded(a)) if a.id == id => Ok(a.body),
+        Ok(_) => Err(ReadError::Mismatch("the record there is another message's")),
+        Err(_) => Err(ReadError::Mismatch("the record there does not decode")),
+    }
+}
