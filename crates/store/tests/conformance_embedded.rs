@@ -1,5 +1,7 @@
 //! The conformance suite against the embedded engine, on the real filesystem in a temp dir,
-//! and once more on the in-memory faulty backend (with no faults injected).
+//! and once more on the in-memory faulty backend (with no faults injected). Both runs give the
+//! engine a body cache far smaller than the suite's backlogs (none at all in memory), so that
+//! most deliveries read their body back from the log.
 
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +20,7 @@ async fn embedded_on_disk_passes_conformance() {
             let dir = tempfile::tempdir().unwrap();
             let mut cfg = EmbeddedConfig::new(dir.path());
             cfg.segment_bytes = 1 << 20;
+            cfg.cache_bytes = 16 * 1024;
             let store = EmbeddedStore::open(cfg).await.unwrap();
             dirs.lock().unwrap().push(dir);
             store as Arc<dyn Store>
@@ -32,6 +35,7 @@ async fn embedded_in_memory_with_tiny_segments_passes_conformance() {
         let mut cfg = EmbeddedConfig::new("/mem");
         cfg.backend = Arc::new(FaultyBackend::new());
         cfg.segment_bytes = 256;
+        cfg.cache_bytes = 0;
         EmbeddedStore::open(cfg).await.unwrap() as Arc<dyn Store>
     })
     .await;
@@ -63,6 +67,23 @@ async fn embedded_users_survive_restart() {
             EmbeddedStore::open(EmbeddedConfig::new(&path))
                 .await
                 .unwrap() as Arc<dyn Store>
+        })
+    }))
+    .await;
+    drop(dir);
+}
+
+#[tokio::test]
+async fn embedded_bodies_survive_restart_byte_exact() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let path = dir.path().to_owned();
+    conformance::backlog::bodies_survive_restart_byte_exact(Box::new(move || {
+        let path = path.clone();
+        Box::pin(async move {
+            let mut cfg = EmbeddedConfig::new(&path);
+            cfg.segment_bytes = 64 * 1024;
+            cfg.cache_bytes = 8 * 1024;
+            EmbeddedStore::open(cfg).await.unwrap() as Arc<dyn Store>
         })
     }))
     .await;

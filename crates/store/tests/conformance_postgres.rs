@@ -104,3 +104,20 @@ async fn users_are_shared_by_nodes_and_survive_restart() {
     }))
     .await;
 }
+
+/// Bodies of a backlog read back byte-exact across a restart of the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_survive_restart_byte_exact() {
+    let url = tokio::task::spawn_blocking(|| cluster().fresh_database())
+        .await
+        .unwrap();
+    conformance::backlog::bodies_survive_restart_byte_exact(Box::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let mut cfg = PostgresConfig::new(url);
+            cfg.pool_size = 4;
+            PostgresStore::open(cfg).await.unwrap() as Arc<dyn Store>
+        })
+    }))
+    .await;
+}

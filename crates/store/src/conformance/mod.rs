@@ -17,7 +17,9 @@
 //! - [`admin`]: the operator's role: queue figures and settings, purge, delete, move and
 //!   redrive, clients (forgetting one), counters, `QueueInUse`, readiness;
 //! - [`users`]: users, their credentials and grants;
-//! - [`browsing`]: browsing queues and senders by cursor, in order, with selectors.
+//! - [`browsing`]: browsing queues and senders by cursor, in order, with selectors;
+//! - [`backlog`]: backlogs larger than an engine's body cache, read back byte-exact in every
+//!   order, after compaction and after a restart.
 //!
 //! Use [`run_all`] with a function that returns a fresh, empty store, or call the tests one by
 //! one. A failing check panics with a message saying what was expected.
@@ -38,6 +40,7 @@ use crate::admin::QueueDetails;
 use crate::api::{NewMessage, ReceiveSpec, SessionId, Store};
 
 pub mod admin;
+pub mod backlog;
 pub mod browsing;
 pub mod dead_letters;
 pub mod non_persistent;
@@ -201,6 +204,9 @@ macro_rules! for_each_conformance_test {
             browsing::browse_cursor_is_stable_under_takes,
             browsing::browse_by_sender_across_queues,
             browsing::browse_with_selector_pages_past_the_budget,
+            backlog::backlog_by_queue_is_delivered_byte_exact_in_both_orders,
+            backlog::backlog_by_sender_is_delivered_byte_exact,
+            backlog::bodies_are_byte_exact_after_compaction,
         );
     };
 }

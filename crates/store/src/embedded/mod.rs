@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 mod admin;
 pub mod backend;
 mod bodies;
+#[cfg(test)]
+mod body_tests;
 mod claims;
 mod compaction;
 pub mod config;

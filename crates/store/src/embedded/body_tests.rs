@@ -1,0 +1,129 @@
+//! Message bodies in the log: the cache of recent bodies, reads from the log, and failed reads
+//! (injected by the [`FaultyBackend`]) that are retried or reported, losing nothing.
+
+use std::sync::atomic::Ordering;
+
+use ferry_protocol::{AckMode, ReceiveMode};
+
+use super::engine_tests::{bodies, config, message, spec};
+use super::{EmbeddedStore, FaultKind, FaultyBackend};
+use crate::api::Store;
+use crate::error::StoreError;
+
+/// A store on `disk` whose body cache holds `cache_bytes`, with queue `q` and client `c`.
+async fn open_with_cache(disk: &FaultyBackend, cache_bytes: u64) -> std::sync::Arc<EmbeddedStore> {
+    let mut cfg = config(disk, 1 << 20);
+    cfg.cache_bytes = cache_bytes;
+    let store = EmbeddedStore::open(cfg).await.unwrap();
+    store.register_client("c").await.unwrap();
+    if store.create_queue("q").await.is_err() {
+        // Reopened: the queue is there already.
+    }
+    store
+}
+
+async fn send(store: &EmbeddedStore, bodies: &[&str]) {
+    for b in bodies {
+        store.send(message(&["q"], None, b, "eu")).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn consumers_that_keep_up_never_read_the_disk() {
+    let disk = FaultyBackend::new();
+    let store = open_with_cache(&disk, 1 << 20).await;
+    for i in 0..50 {
+        send(&store, &[&format!("m{i}")]).await;
+        let d = store
+            .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 1), 1)
+            .await
+            .unwrap();
+        assert_eq!(&d[0].message.body[..], format!("m{i}").as_bytes());
+    }
+    assert_eq!(disk.read_count(), 0, "every body came from the cache");
+    let f = store.cache.clone();
+    assert_eq!(f.hits.load(Ordering::Relaxed), 50);
+    assert_eq!(
+        f.bytes.load(Ordering::Relaxed),
+        0,
+        "taken bodies leave the cache"
+    );
+}
+
+#[tokio::test]
+async fn bodies_evicted_from_the_cache_are_read_from_the_log() {
+    let disk = FaultyBackend::new();
+    // Room for about two of these bodies.
+    let store = open_with_cache(&disk, 2 * (1000 + 64)).await;
+    let big: Vec<String> = (0..5).map(|i| format!("{i}").repeat(1000)).collect();
+    send(&store, &big.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(bodies(&store, "q").await, big);
+    assert_eq!(disk.read_count(), 3, "the three oldest were evicted");
+}
+
+#[tokio::test]
+async fn a_failed_body_read_is_retried() {
+    let disk = FaultyBackend::new();
+    let store = open_with_cache(&disk, 0).await;
+    send(&store, &["a", "b", "c"]).await;
+    disk.fail_reads(2, FaultKind::Io);
+    let d = store
+        .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 1), 10)
+        .await
+        .unwrap();
+    let got: Vec<&[u8]> = d.iter().map(|d| &d.message.body[..]).collect();
+    assert_eq!(got, [b"a", b"b", b"c"]);
+    assert_eq!(disk.read_count(), 5, "three reads, two retries");
+    assert!(bodies(&store, "q").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_body_that_cannot_be_read_is_reported_and_the_message_stays() {
+    let disk = FaultyBackend::new();
+    let store = open_with_cache(&disk, 0).await;
+    send(&store, &["a", "b"]).await;
+    for (mode, ack) in [
+        (ReceiveMode::Take, AckMode::Auto),
+        (ReceiveMode::Take, AckMode::Client),
+        (ReceiveMode::Peek, AckMode::Auto),
+    ] {
+        disk.fail_reads(u32::MAX, FaultKind::Io);
+        let err = store
+            .receive(&spec("q", mode, ack, 1), 10)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Unavailable(why) if why.contains("reading message bodies")),
+            "{mode:?} {ack:?}: {err}"
+        );
+        disk.fail_reads(0, FaultKind::Io);
+        assert_eq!(bodies(&store, "q").await, ["a", "b"], "{mode:?} {ack:?}");
+    }
+    // Nothing was removed either after a restart.
+    drop(store);
+    let store = open_with_cache(&disk, 0).await;
+    let d = store
+        .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 1), 10)
+        .await
+        .unwrap();
+    let got: Vec<&[u8]> = d.iter().map(|d| &d.message.body[..]).collect();
+    assert_eq!(got, [b"a", b"b"]);
+}
+
+#[tokio::test]
+async fn the_memory_figure_counts_the_cache_and_not_the_bodies_in_the_log() {
+    let disk = FaultyBackend::new();
+    let store = open_with_cache(&disk, 0).await;
+    let body = "x".repeat(100_000);
+    send(&store, &[&body]).await;
+    let held = store.memory_bytes();
+    assert!(held < 1_000, "a body in the log is not in memory: {held}");
+    drop(store);
+    let store = open_with_cache(&disk, 1 << 20).await;
+    send(&store, &[&body]).await;
+    let held = store.memory_bytes();
+    assert!(
+        (100_000..101_000).contains(&held),
+        "the cached body counts: {held}"
+    );
+}
