@@ -176,6 +176,9 @@ pub struct BrokerConfig {
     /// Size at which the embedded engine seals a log segment and starts the next; between
     /// [`MIN_SEGMENT_BYTES`] and [`MAX_SEGMENT_BYTES`].
     pub segment_bytes: u64,
+    /// Most bytes of recently sent message bodies the embedded engine keeps in memory (older
+    /// bodies are read back from the log).
+    pub body_cache_bytes: u64,
     /// How long a client name that holds nothing (no message sent by it or addressed to it, no
     /// durable subscription of its own) stays registered after its last session ended; then
     /// the broker forgets it (its next session registers it again). `None` (`0` in the
@@ -287,6 +290,7 @@ impl Default for BrokerConfig {
             store_batch_max: 1024,
             spare_segments: ferry_store::embedded::DEFAULT_SPARE_SEGMENTS as u32,
             segment_bytes: ferry_store::embedded::DEFAULT_SEGMENT_BYTES,
+            body_cache_bytes: ferry_store::embedded::DEFAULT_CACHE_BYTES,
             client_expiry: Some(DEFAULT_CLIENT_EXPIRY),
             node: None,
             node_timeout_ms: 10_000,

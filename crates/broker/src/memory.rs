@@ -1,7 +1,8 @@
 //! The broker-wide memory budget (`max_memory`).
 //!
 //! What is counted: the message data the store keeps in the broker's memory
-//! ([`ferry_store::Queues::memory_bytes`]: the embedded engine keeps every message it holds),
+//! ([`ferry_store::Queues::memory_bytes`]: the embedded engine's index of the messages it holds
+//! and its cache of recent message bodies; the bodies themselves are in its log),
 //! every connection's outbound bytes not yet written and every connection's pending requests
 //! (see [`crate::outbound::Probe`]). As a safety net for what is not counted (buffers,
 //! indexes, fragmentation), the process's resident size is read too: at the budget it counts
@@ -17,6 +18,10 @@
 //!   is refused with `ResourceExhausted`, which is retryable; nothing of it took effect.
 //!
 //! Consumers keep working at any pressure: receives, acks and the like free memory.
+//!
+//! Before anyone is slowed, the store lets go of what it can read back
+//! ([`ferry_store::Store::relieve_memory`]: the embedded engine empties its body cache and keeps
+//! it empty while memory is short; deliveries then read bodies from the log).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;

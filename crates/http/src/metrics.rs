@@ -381,6 +381,38 @@ impl Collector for SnapshotCollector {
                 h,
             )?;
         }
+        if let Some(v) = e.index_bytes {
+            gauge(
+                &mut enc,
+                "ferry_store_index_bytes",
+                "Bytes of the in-memory index of stored messages, about.",
+                v as i64,
+            )?;
+        }
+        if let Some(v) = e.cache_bytes {
+            gauge(
+                &mut enc,
+                "ferry_store_body_cache_bytes",
+                "Bytes of message bodies in the cache of recent bodies.",
+                v as i64,
+            )?;
+        }
+        if let Some(v) = e.cache_hits {
+            counter(
+                &mut enc,
+                "ferry_store_body_cache_hits",
+                "Deliveries whose body was in the cache.",
+                v,
+            )?;
+        }
+        if let Some(v) = e.cache_misses {
+            counter(
+                &mut enc,
+                "ferry_store_body_cache_misses",
+                "Deliveries whose body was read from the log.",
+                v,
+            )?;
+        }
         if let Some(v) = e.compactions {
             counter(
                 &mut enc,

@@ -185,6 +185,15 @@ pub struct EngineStats {
     pub disk_free_bytes: Option<u64>,
     /// Bytes of that filesystem.
     pub disk_total_bytes: Option<u64>,
+    /// Bytes the engine's in-memory index of the stored messages takes, about (the messages'
+    /// bookkeeping, without the bodies in the log).
+    pub index_bytes: Option<u64>,
+    /// Bytes of message bodies held in the engine's cache of recent bodies.
+    pub cache_bytes: Option<u64>,
+    /// Deliveries whose body was in the cache.
+    pub cache_hits: Option<u64>,
+    /// Deliveries whose body was read from the log.
+    pub cache_misses: Option<u64>,
 }
 
 /// Below this many free bytes on its filesystem an engine that writes files is not ready

@@ -274,6 +274,15 @@ pub trait Queues: Send + Sync {
     fn memory_bytes(&self) -> u64 {
         0
     }
+
+    /// Memory is short (`short`), or no longer is: an engine that keeps what it can read back
+    /// (the embedded engine's cache of recent message bodies) lets it go first, and keeps it
+    /// empty while memory stays short. Returns whether that freed memory. Called by the
+    /// broker's memory watcher: it must not block for long. The default has nothing to free.
+    fn relieve_memory(&self, short: bool) -> bool {
+        let _ = short;
+        false
+    }
 }
 
 /// Topics and their subscriptions: create, delete and list topics; subscribe and unsubscribe;

@@ -121,6 +121,13 @@ settings! {
     #[default = "67108864 (64 MiB)"]
     segment_bytes: u64, "BYTES" => field(segment_bytes);
 
+    /// most bytes of recently sent message bodies kept in memory so that consumers that keep
+    /// up never read the disk; older bodies are read back from the log (embedded engine; it
+    /// counts against `max_memory`, see [limits](#limits-and-protection)); 0 reads every body
+    /// from the log
+    #[default = "67108864 (64 MiB)"]
+    body_cache_bytes: u64, "BYTES" => field(body_cache_bytes);
+
     /// a client name that holds nothing (no session, no message it sent or that is addressed
     /// to it, no durable subscription of its own) is forgotten this long after its last
     /// session; 0 keeps names forever (see [client names](#client-names))

@@ -18,9 +18,17 @@ pub async fn run(shared: Arc<Shared>) {
             _ = shared.shutdown.cancelled() => return,
         }
         let budget = &shared.memory;
-        if let Some(pressure) =
-            budget.update(shared.store.queues().memory_bytes(), resident_bytes())
-        {
+        let before = budget.pressure();
+        let resident = resident_bytes();
+        budget.update(shared.store.queues().memory_bytes(), resident);
+        // The store's cache of what it can read back goes first: while memory is short it
+        // stays empty, and the budget is counted again without it before anyone is slowed.
+        let short = budget.pressure() != Pressure::Normal;
+        if shared.store.queues().relieve_memory(short) {
+            budget.update(shared.store.queues().memory_bytes(), resident);
+        }
+        let after = budget.pressure();
+        if let Some(pressure) = (after != before).then_some(after) {
             let (counted, resident) = budget.usage();
             let max = budget.max();
             match pressure {

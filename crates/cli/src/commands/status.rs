@@ -108,6 +108,16 @@ pub fn render(o: &Value) -> String {
             ),
         ),
         (
+            "memory",
+            format!(
+                "index {}, body cache {} ({} hits, {} read from the log)",
+                bytes(&s["index_bytes"]),
+                bytes(&s["body_cache_bytes"]),
+                num(&s["body_cache_hits"]),
+                num(&s["body_cache_misses"])
+            ),
+        ),
+        (
             "dead letters",
             format!(
                 "{} dead-lettered, {} expired, {} dropped (target gone)",

@@ -107,6 +107,10 @@ impl Admin for EmbeddedStore {
             counters,
             disk_free_bytes: disk.map(|d| d.free),
             disk_total_bytes: disk.map(|d| d.total),
+            index_bytes: Some(self.index_bytes()),
+            cache_bytes: Some(self.cache.bytes.load(Ordering::Relaxed)),
+            cache_hits: Some(self.cache.hits.load(Ordering::Relaxed)),
+            cache_misses: Some(self.cache.misses.load(Ordering::Relaxed)),
         }
     }
 

@@ -127,3 +127,28 @@ async fn the_memory_figure_counts_the_cache_and_not_the_bodies_in_the_log() {
         "the cached body counts: {held}"
     );
 }
+
+#[tokio::test]
+async fn the_cache_lets_go_first_when_memory_is_short() {
+    let disk = FaultyBackend::new();
+    let store = open_with_cache(&disk, 1 << 20).await;
+    let body = "y".repeat(50_000);
+    send(&store, &[&body]).await;
+    let index = store.index_bytes();
+    assert!(store.memory_bytes() > index + 50_000);
+    assert!(store.relieve_memory(true), "the cached body is freed");
+    assert_eq!(store.memory_bytes(), index);
+    send(&store, &[&body]).await;
+    assert!(
+        store.memory_bytes() < 2 * index + 1000,
+        "nothing is cached while memory is short"
+    );
+    assert!(!store.relieve_memory(true), "nothing more to free");
+    assert!(!store.relieve_memory(false));
+    send(&store, &[&body]).await;
+    assert!(store.memory_bytes() > 50_000, "cached again");
+    assert_eq!(
+        bodies(&store, "q").await,
+        [body.clone(), body.clone(), body]
+    );
+}

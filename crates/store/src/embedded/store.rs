@@ -258,6 +258,12 @@ impl EmbeddedStore {
         Ok(())
     }
 
+    /// About the bytes the in-memory index of stored messages takes (bodies in the log and in
+    /// the cache not counted).
+    pub fn index_bytes(&self) -> u64 {
+        self.memory.load(Ordering::Relaxed)
+    }
+
     /// Number of messages stored (each counted once, whatever its number of queues).
     pub fn message_count(&self) -> usize {
         self.state().message_count()
@@ -511,6 +517,16 @@ impl Queues for EmbeddedStore {
     fn memory_bytes(&self) -> u64 {
         // The index (what the state keeps per message) and the cache of recent bodies.
         self.memory.load(Ordering::Relaxed) + self.cache.bytes.load(Ordering::Relaxed)
+    }
+
+    fn relieve_memory(&self, short: bool) -> bool {
+        let held = self.cache.bytes.load(Ordering::Relaxed);
+        let limited = self.cache.capacity.load(Ordering::Relaxed) == 0;
+        if short == limited && (held == 0 || !short) {
+            return false;
+        }
+        self.state().limit_cache(short.then_some(0));
+        short && held > 0
     }
 
     async fn waiting_queues(&self, client: &str, now_ms: u64) -> Result<Vec<String>, StoreError> {

@@ -129,11 +129,6 @@ impl BodyCache {
         self.shrink_to(self.capacity);
     }
 
-    /// Bytes held.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
     fn publish(&self) {
         self.figures.bytes.store(self.bytes, Ordering::Relaxed);
     }
@@ -148,12 +143,12 @@ mod tests {
         let mut c = BodyCache::new(3 * (100 + ENTRY_OVERHEAD));
         for id in 1..=5 {
             c.insert(id, &[id as u8; 100]);
-            assert!(c.bytes() <= 3 * (100 + ENTRY_OVERHEAD));
+            assert!(c.bytes <= 3 * (100 + ENTRY_OVERHEAD));
         }
         assert!(c.peek(1).is_none() && c.peek(2).is_none());
         assert_eq!(&c.peek(5).unwrap()[..], &[5u8; 100][..]);
         c.remove(5);
-        assert_eq!(c.bytes(), 2 * (100 + ENTRY_OVERHEAD));
+        assert_eq!(c.bytes, 2 * (100 + ENTRY_OVERHEAD));
         c.limit(Some(100 + ENTRY_OVERHEAD));
         assert!(c.peek(3).is_none() && c.peek(4).is_some());
         c.limit(None);
@@ -165,7 +160,7 @@ mod tests {
     fn a_body_larger_than_the_cache_is_not_kept_and_hits_are_counted() {
         let mut c = BodyCache::new(1000);
         c.insert(1, &[0; 2000]);
-        assert_eq!(c.bytes(), 0);
+        assert_eq!(c.bytes, 0);
         assert!(c.get(1).is_none());
         c.insert(2, &[1; 10]);
         assert!(c.get(2).is_some());

@@ -1,0 +1,114 @@
+//! What a queued message really costs the embedded engine in memory once its body is in the
+//! log: every byte the engine allocates for it (its stored fields, its entry, its places in
+//! the ready and by-sender indexes, the tables' spare room), counted by a counting global
+//! allocator around 200,000 sends of 1 KiB messages to one queue, the body cache off.
+//!
+//! The figure is printed (`--nocapture`) and documented in docs/storage-format.md; the
+//! assertion only guards against a regression that would bring bodies back into memory.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use bytes::Bytes;
+use ferry_protocol::{AckMode, Order, ReceiveMode, Source};
+use ferry_store::{EmbeddedConfig, EmbeddedStore, FsyncPolicy, NewMessage, ReceiveSpec, Store};
+
+/// Bytes allocated and not yet freed, by every thread.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+struct Counting;
+
+// SAFETY: every call is passed on to the system allocator unchanged; only a counter is kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const MESSAGES: usize = 200_000;
+const BATCH: usize = 100;
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = EmbeddedConfig::new(dir.path());
+    cfg.fsync = FsyncPolicy::Never;
+    cfg.cache_bytes = 0;
+    let store = EmbeddedStore::open(cfg).await.unwrap();
+    store.register_client("p").await.unwrap();
+    store.create_queue("q").await.unwrap();
+    let body = Bytes::from(vec![7u8; 1024]);
+    let message = || NewMessage {
+        queues: vec!["q".into()],
+        topic: None,
+        persistent: true,
+        sender: "p".into(),
+        receiver: None,
+        priority: 4,
+        context: 0,
+        properties: Vec::new(),
+        body: body.clone(),
+        created_at: 1,
+        deliver_at_ms: 0,
+        expires_at_ms: 0,
+    };
+    // One batch first, so that the writer's buffers are at their working size.
+    store.send_batch((0..BATCH).map(|_| message()).collect()).await;
+    let before = LIVE.load(Ordering::Relaxed);
+    for _ in 0..MESSAGES / BATCH {
+        for r in store.send_batch((0..BATCH).map(|_| message()).collect()).await {
+            r.unwrap();
+        }
+    }
+    let after = LIVE.load(Ordering::Relaxed);
+    let per_message = (after - before) as f64 / MESSAGES as f64;
+    eprintln!(
+        "{MESSAGES} queued 1 KiB messages on one queue: {per_message:.0} bytes each in memory \
+         (the engine's own estimate: {} bytes each)",
+        store.memory_bytes() / (MESSAGES + BATCH) as u64
+    );
+    assert!(
+        per_message < 400.0,
+        "{per_message:.0} bytes per queued message: are bodies back in memory?"
+    );
+    // And they are all there, bodies read back from the log.
+    let spec = ReceiveSpec {
+        source: Source::Queue("q".into()),
+        order: Order::Time,
+        mode: ReceiveMode::Take,
+        ack: AckMode::Auto,
+        hold: false,
+        client: "c".into(),
+        session: 1,
+        lease_until_ms: 0,
+        selector: None,
+        now_ms: 1,
+    };
+    let mut n = 0;
+    loop {
+        let d = store.receive(&spec, 10_000).await.unwrap();
+        if d.is_empty() {
+            break;
+        }
+        assert!(d.iter().all(|d| d.message.body == body));
+        n += d.len();
+    }
+    assert_eq!(n, MESSAGES + BATCH);
+}
