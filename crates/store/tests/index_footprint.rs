@@ -6,41 +6,19 @@
 //! The figure is printed (`--nocapture`) and documented in docs/storage-format.md; the
 //! assertion only guards against a regression that would bring bodies back into memory.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
 use bytes::Bytes;
 use ferry_protocol::{AckMode, Order, ReceiveMode, Source};
 use ferry_store::{EmbeddedConfig, EmbeddedStore, FsyncPolicy, NewMessage, ReceiveSpec, Store};
 
-/// Bytes allocated and not yet freed, by every thread.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: every call is passed on to the system allocator unchanged; only a counter is kept.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
+/// The process's resident size in bytes (what the allocator really took from the system).
+fn rss() -> i64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 const MESSAGES: usize = 200_000;
 const BATCH: usize = 100;
@@ -70,14 +48,19 @@ async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
         expires_at_ms: 0,
     };
     // One batch first, so that the writer's buffers are at their working size.
-    store.send_batch((0..BATCH).map(|_| message()).collect()).await;
-    let before = LIVE.load(Ordering::Relaxed);
+    store
+        .send_batch((0..BATCH).map(|_| message()).collect())
+        .await;
+    let before = rss();
     for _ in 0..MESSAGES / BATCH {
-        for r in store.send_batch((0..BATCH).map(|_| message()).collect()).await {
+        for r in store
+            .send_batch((0..BATCH).map(|_| message()).collect())
+            .await
+        {
             r.unwrap();
         }
     }
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = rss();
     let per_message = (after - before) as f64 / MESSAGES as f64;
     eprintln!(
         "{MESSAGES} queued 1 KiB messages on one queue: {per_message:.0} bytes each in memory \

@@ -31,13 +31,13 @@ pub fn body_of(i: usize) -> Bytes {
 /// `parity` "even" or "odd".
 fn backlog_message(queues: &[&str], i: usize) -> NewMessage {
     NewMessage {
-        sender: if i % 2 == 0 { "s0" } else { "s1" }.into(),
+        sender: if i.is_multiple_of(2) { "s0" } else { "s1" }.into(),
         priority: 1 + (i % 9) as u8,
         properties: vec![
             ("n".into(), PropertyValue::Int(i as i64)),
             (
                 "parity".into(),
-                PropertyValue::Str(if i % 2 == 0 { "even" } else { "odd" }.into()),
+                PropertyValue::Str(if i.is_multiple_of(2) { "even" } else { "odd" }.into()),
             ),
         ],
         body: body_of(i),

@@ -117,10 +117,7 @@ impl EmbeddedStore {
     /// failures; then removes the auto-ack takes held for their read, and puts back the
     /// messages whose body could not be read. Returns the handouts that have their body.
     async fn read_bodies(&self, mut handouts: Vec<Handout>) -> Result<Vec<Handout>, StoreError> {
-        let mut missing: Vec<usize> = (0..handouts.len())
-            .filter(|&i| handouts[i].body.is_none())
-            .collect();
-        if missing.is_empty() {
+        if handouts.iter().all(|h| h.body.is_some()) {
             return Ok(handouts);
         }
         let mut failure = String::new();
@@ -131,49 +128,49 @@ impl EmbeddedStore {
                 pause *= 2;
                 // Compaction may have moved a record meanwhile: look the places up again.
                 let st = self.state();
-                for &i in &missing {
-                    handouts[i].at = st.location(handouts[i].msg.id);
+                for h in handouts.iter_mut().filter(|h| h.body.is_none()) {
+                    h.at = st.location(h.msg.id);
                 }
             }
-            let wanted: Vec<(usize, MessageId, Option<Location>)> = missing
+            let wanted: Vec<(MessageId, Option<Location>)> = handouts
                 .iter()
-                .map(|&i| (i, handouts[i].msg.id, handouts[i].at))
+                .filter(|h| h.body.is_none())
+                .map(|h| (h.msg.id, h.at))
                 .collect();
             let reader = self.bodies.clone();
             let read = tokio::task::spawn_blocking(move || {
                 wanted
                     .into_iter()
-                    .map(|(i, id, at)| {
-                        let got = match at {
-                            Some(at) => reader.read(id, at),
-                            None => Err(ReadError::Mismatch("the message has no record")),
-                        };
-                        (i, got)
+                    .map(|(id, at)| match at {
+                        Some(at) => reader.read(id, at),
+                        None => Err(ReadError::Mismatch("the message has no record")),
                     })
                     .collect::<Vec<_>>()
             })
             .await
             .map_err(|e| StoreError::Internal(format!("body read task failed: {e}")))?;
-            missing.clear();
-            for (i, got) in read {
+            // The same handouts, in the same order, as `wanted` listed.
+            let mut failed = false;
+            for (h, got) in handouts.iter_mut().filter(|h| h.body.is_none()).zip(read) {
                 match got {
-                    Ok(body) => handouts[i].body = Some(body),
+                    Ok(body) => h.body = Some(body),
                     Err(e) => {
-                        failure = format!("message {}: {e}", handouts[i].msg.id);
-                        missing.push(i);
+                        failure = format!("message {}: {e}", h.msg.id);
+                        failed = true;
                     }
                 }
             }
-            if missing.is_empty() {
+            if !failed {
                 break;
             }
         }
-        if !missing.is_empty() {
-            tracing::warn!(failed = missing.len(), last_error = %failure,
+        let missing = handouts.iter().filter(|h| h.body.is_none()).count();
+        if missing > 0 {
+            tracing::warn!(failed = missing, last_error = %failure,
                 "message bodies could not be read from the log; the messages stay queued");
         }
         let held = handouts.iter().any(|h| h.held != 0);
-        if held || !missing.is_empty() {
+        if held || missing > 0 {
             let ticket = {
                 let mut st = self.state();
                 let mut log = self.log.lock();
@@ -194,7 +191,7 @@ impl EmbeddedStore {
         }
         let before = handouts.len();
         handouts.retain(|h| h.body.is_some());
-        if handouts.is_empty() && before > 0 && !missing.is_empty() {
+        if handouts.is_empty() && before > 0 && missing > 0 {
             return Err(StoreError::Unavailable(format!(
                 "reading message bodies from the log failed: {failure}"
             )));

@@ -59,6 +59,9 @@ pub struct Recovered {
     pub spares: Vec<u64>,
 }
 
+/// How often a long recovery logs its progress.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Replays the log in `seg_dir` and opens its active segment for appending, creating the
 /// first segment of a new store. Keeps up to `spare_limit` spare files.
 pub fn recover(
@@ -94,7 +97,20 @@ pub fn recover(
     let mut head: Option<(u64, u64, u64, Option<u64>, u16)> = None;
     let mut first = true;
     let count = numbers.len();
+    // A long recovery says how far it got, every few seconds.
+    let started = std::time::Instant::now();
+    let mut reported = started;
     for (i, &n) in numbers.iter().enumerate() {
+        if reported.elapsed() >= PROGRESS_EVERY {
+            reported = std::time::Instant::now();
+            tracing::info!(
+                segment = i + 1,
+                segments = count,
+                messages = state.message_count(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "recovering the log"
+            );
+        }
         let last = i + 1 == count;
         let path = segment_path(seg_dir, n);
         let bytes = backend
