@@ -79,6 +79,73 @@ impl BodyReader {
     }
 }
 
+/// Records this close together are read with one read (the bytes between them read and
+/// dropped): a backlog's records lie back to back, so draining it reads the log sequentially in
+/// large reads instead of one small read per message.
+const COALESCE_GAP: u64 = 64 * 1024;
+
+/// Largest span read at once.
+const MAX_SPAN: u64 = 4 * 1024 * 1024;
+
+impl BodyReader {
+    /// The bodies of several messages, each `(id, place)`, in the order given; neighbouring
+    /// records of one segment are read together.
+    pub fn read_many(
+        &self,
+        wanted: &[(MessageId, Option<Location>)],
+    ) -> Vec<Result<Bytes, ReadError>> {
+        let mut out: Vec<Option<Result<Bytes, ReadError>>> = wanted.iter().map(|_| None).collect();
+        // By place, so that neighbours are next to each other.
+        let mut order: Vec<(usize, MessageId, Location)> = wanted
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (id, at))| Some((i, *id, (*at)?)))
+            .collect();
+        order.sort_unstable_by_key(|(_, _, at)| (at.segment, at.offset));
+        let mut rest = order.as_slice();
+        while let Some(((_, _, first), _)) = rest.split_first() {
+            let (segment, start) = (first.segment, first.offset);
+            let mut end = start + u64::from(first.size);
+            let mut n = 1;
+            for (_, _, at) in rest.iter().skip(1) {
+                let next_end = at.offset + u64::from(at.size);
+                if at.segment != segment
+                    || at.offset > end + COALESCE_GAP
+                    || next_end - start > MAX_SPAN
+                {
+                    break;
+                }
+                end = end.max(next_end);
+                n += 1;
+            }
+            let (group, after) = rest.split_at(n);
+            rest = after;
+            let span = self.backend.read_at(
+                &segment_path(&self.dir, segment),
+                start,
+                (end - start) as usize,
+            );
+            for (i, id, at) in group {
+                let got = match &span {
+                    Ok(bytes) => {
+                        let from = (at.offset - start) as usize;
+                        let frame = bytes.get(from..from + at.size as usize).unwrap_or_default();
+                        body_of(frame, *id, segment)
+                    }
+                    // One failed read fails the span: each is tried again on its own.
+                    Err(_) => self.read(*id, *at),
+                };
+                if let Some(slot) = out.get_mut(*i) {
+                    *slot = Some(got);
+                }
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or(Err(ReadError::Mismatch("the message has no record"))))
+            .collect()
+    }
+}
+
 /// The body in `frame`, which must be the intact `MessageAdded` record of `id` written in
 /// `segment` (its CRC masked with the segment's mask, or plain: a record inside a group).
 pub fn body_of(frame: &[u8], id: MessageId, segment: u64) -> Result<Bytes, ReadError> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ferry_protocol::{Delivery, DeliveryView, Message, MessageId, ReceiveMode};
 
-use super::bodies::{Location, ReadError};
+use super::bodies::Location;
 use super::state::messages::{Handout, Walk};
 use super::writer::{self, Ticket};
 use crate::api::ReceiveSpec;
@@ -138,17 +138,9 @@ impl EmbeddedStore {
                 .map(|h| (h.msg.id, h.at))
                 .collect();
             let reader = self.bodies.clone();
-            let read = tokio::task::spawn_blocking(move || {
-                wanted
-                    .into_iter()
-                    .map(|(id, at)| match at {
-                        Some(at) => reader.read(id, at),
-                        None => Err(ReadError::Mismatch("the message has no record")),
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .await
-            .map_err(|e| StoreError::Internal(format!("body read task failed: {e}")))?;
+            let read = tokio::task::spawn_blocking(move || reader.read_many(&wanted))
+                .await
+                .map_err(|e| StoreError::Internal(format!("body read task failed: {e}")))?;
             // The same handouts, in the same order, as `wanted` listed.
             let mut failed = false;
             for (h, got) in handouts.iter_mut().filter(|h| h.body.is_none()).zip(read) {
