@@ -60,6 +60,7 @@ async fn status_and_clients_show_the_broker_and_forget_removes_a_client() {
         "messages:",
         "rates:",
         "store:",
+        "memory:",
     ] {
         assert!(text.contains(label), "{label} missing:\n{text}");
     }
