@@ -81,13 +81,17 @@ fn main() {
         let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
             .await
             .unwrap();
-        store.register_client("p").await.unwrap();
-        store.create_queue("q").await.unwrap();
+        store.sessions().register_client("p").await.unwrap();
+        store.queues().create_queue("q").await.unwrap();
         let started = Instant::now();
         let mut sent = 0;
         while sent < messages {
             let n = (messages - sent).min(1000);
-            for r in store.send_batch((0..n).map(|_| message()).collect()).await {
+            for r in store
+                .queues()
+                .send_batch((0..n).map(|_| message()).collect())
+                .await
+            {
                 r.unwrap();
             }
             sent += n;
@@ -143,7 +147,7 @@ fn main() {
         let started = Instant::now();
         let mut n = 0;
         while n < messages {
-            let d = store.receive(&spec, 1000).await.unwrap();
+            let d = store.queues().receive(&spec, 1000).await.unwrap();
             assert!(!d.is_empty(), "the backlog ended early at {n}");
             assert!(d.iter().all(|d| d.message.body.len() == size));
             n += d.len();

@@ -30,8 +30,8 @@ async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
     cfg.fsync = FsyncPolicy::Never;
     cfg.cache_bytes = 0;
     let store = EmbeddedStore::open(cfg).await.unwrap();
-    store.register_client("p").await.unwrap();
-    store.create_queue("q").await.unwrap();
+    store.sessions().register_client("p").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
     let body = Bytes::from(vec![7u8; 1024]);
     let message = || NewMessage {
         queues: vec!["q".into()],
@@ -49,11 +49,13 @@ async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
     };
     // One batch first, so that the writer's buffers are at their working size.
     store
+        .queues()
         .send_batch((0..BATCH).map(|_| message()).collect())
         .await;
     let before = rss();
     for _ in 0..MESSAGES / BATCH {
         for r in store
+            .queues()
             .send_batch((0..BATCH).map(|_| message()).collect())
             .await
         {
@@ -65,7 +67,7 @@ async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
     eprintln!(
         "{MESSAGES} queued 1 KiB messages on one queue: {per_message:.0} bytes each in memory \
          (the engine's own estimate: {} bytes each)",
-        store.memory_bytes() / (MESSAGES + BATCH) as u64
+        store.queues().memory_bytes() / (MESSAGES + BATCH) as u64
     );
     assert!(
         per_message < 400.0,
@@ -86,7 +88,7 @@ async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
     };
     let mut n = 0;
     loop {
-        let d = store.receive(&spec, 10_000).await.unwrap();
+        let d = store.queues().receive(&spec, 10_000).await.unwrap();
         if d.is_empty() {
             break;
         }

@@ -49,7 +49,13 @@ fn backlog_message(queues: &[&str], i: usize) -> NewMessage {
 async fn send_backlog(store: &Arc<dyn Store>, queues: &[&str]) -> Vec<u64> {
     let mut ids = Vec::new();
     for i in 0..BACKLOG {
-        ids.push(store.send(backlog_message(queues, i)).await.unwrap());
+        ids.push(
+            store
+                .queues()
+                .send(backlog_message(queues, i))
+                .await
+                .unwrap(),
+        );
     }
     ids
 }
@@ -102,12 +108,12 @@ pub async fn backlog_by_queue_is_delivered_byte_exact_in_both_orders(store: Arc<
     for order in [Order::Priority, Order::Time] {
         let mut spec = peek("q", "c");
         spec.order = order;
-        let d = store.receive(&spec, BACKLOG).await.unwrap();
+        let d = store.queues().receive(&spec, BACKLOG).await.unwrap();
         check_exact(&ids, &d);
         assert_eq!(ids_of(&d), expected(&ids, order, |_| true), "{order:?}");
         let mut spec = selecting(peek("q", "c"), "parity = 'odd' AND n > 100");
         spec.order = order;
-        let d = store.receive(&spec, BACKLOG).await.unwrap();
+        let d = store.queues().receive(&spec, BACKLOG).await.unwrap();
         check_exact(&ids, &d);
         assert_eq!(
             ids_of(&d),
@@ -120,19 +126,19 @@ pub async fn backlog_by_queue_is_delivered_byte_exact_in_both_orders(store: Arc<
     spec.order = Order::Time;
     let mut got = Vec::new();
     loop {
-        let d = store.receive(&spec, 7).await.unwrap();
+        let d = store.queues().receive(&spec, 7).await.unwrap();
         if d.is_empty() {
             break;
         }
         check_exact(&ids, &d);
         let dids: Vec<_> = d.iter().map(|d| d.delivery_id).collect();
-        store.ack(SESSION, &dids).await.unwrap();
+        store.queues().ack(SESSION, &dids).await.unwrap();
         got.extend(ids_of(&d));
     }
     assert_eq!(got, expected(&ids, Order::Time, |i| i % 2 == 1));
     let mut got = Vec::new();
     loop {
-        let d = store.receive(&take("q", "c"), 11).await.unwrap();
+        let d = store.queues().receive(&take("q", "c"), 11).await.unwrap();
         if d.is_empty() {
             break;
         }
@@ -154,7 +160,7 @@ pub async fn backlog_by_sender_is_delivered_byte_exact(store: Arc<dyn Store>) {
         spec.order = order;
         let mut got = Vec::new();
         loop {
-            let d = store.receive(&spec, 13).await.unwrap();
+            let d = store.queues().receive(&spec, 13).await.unwrap();
             if d.is_empty() {
                 break;
             }
@@ -181,24 +187,28 @@ pub async fn bodies_are_byte_exact_after_compaction(store: Arc<dyn Store>) {
     let extra: Vec<NewMessage> = (BACKLOG..BACKLOG + 5)
         .map(|i| backlog_message(&["q"], i % BACKLOG))
         .collect();
-    let committed = store.commit(SESSION, extra, &[]).await.unwrap();
+    let committed = store
+        .transactions()
+        .commit(SESSION, extra, &[])
+        .await
+        .unwrap();
     let mut spec = take("q", "c");
     spec.order = Order::Time;
-    let d = store.receive(&spec, BACKLOG / 2).await.unwrap();
+    let d = store.queues().receive(&spec, BACKLOG / 2).await.unwrap();
     check_exact(&ids, &d);
     for _ in 0..3 {
-        store.maintain().await.unwrap();
+        store.upkeep().maintain().await.unwrap();
     }
     ids.extend(&committed);
     let mut all = peek("q", "c");
     all.order = Order::Time;
-    let d = store.receive(&all, 2 * BACKLOG).await.unwrap();
+    let d = store.queues().receive(&all, 2 * BACKLOG).await.unwrap();
     assert_eq!(d.len(), BACKLOG - BACKLOG / 2 + 5);
     for d in &d {
         let i = ids.iter().position(|id| *id == d.message.id).unwrap() % BACKLOG;
         assert_eq!(d.message.body, body_of(i), "message {i} after compaction");
     }
-    let d = store.receive(&spec, 2 * BACKLOG).await.unwrap();
+    let d = store.queues().receive(&spec, 2 * BACKLOG).await.unwrap();
     assert_eq!(d.len(), BACKLOG - BACKLOG / 2 + 5);
 }
 
@@ -207,20 +217,20 @@ pub async fn bodies_survive_restart_byte_exact(reopen: super::wildcards::Reopen)
     let store = reopen().await;
     setup(&store, &["s0", "s1", "c"], &["q"]).await;
     let ids = send_backlog(&store, &["q"]).await;
-    let d = store.receive(&lease("q", "c"), 10).await.unwrap();
+    let d = store.queues().receive(&lease("q", "c"), 10).await.unwrap();
     check_exact(&ids, &d);
     drop(d);
     drop(store);
     let store = reopen().await;
     let mut spec = from_queue("q", "c", ReceiveMode::Peek, AckMode::Auto);
     spec.order = Order::Time;
-    let d = store.receive(&spec, BACKLOG).await.unwrap();
+    let d = store.queues().receive(&spec, BACKLOG).await.unwrap();
     assert_eq!(d.len(), BACKLOG, "every message is back");
     check_exact(&ids, &d);
     assert_eq!(ids_of(&d), expected(&ids, Order::Time, |_| true));
     let mut got = Vec::new();
     loop {
-        let d = store.receive(&take("q", "c"), 50).await.unwrap();
+        let d = store.queues().receive(&take("q", "c"), 50).await.unwrap();
         if d.is_empty() {
             break;
         }

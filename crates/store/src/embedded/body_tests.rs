@@ -15,8 +15,8 @@ async fn open_with_cache(disk: &FaultyBackend, cache_bytes: u64) -> std::sync::A
     let mut cfg = config(disk, 1 << 20);
     cfg.cache_bytes = cache_bytes;
     let store = EmbeddedStore::open(cfg).await.unwrap();
-    store.register_client("c").await.unwrap();
-    if store.create_queue("q").await.is_err() {
+    store.sessions().register_client("c").await.unwrap();
+    if store.queues().create_queue("q").await.is_err() {
         // Reopened: the queue is there already.
     }
     store
@@ -24,7 +24,11 @@ async fn open_with_cache(disk: &FaultyBackend, cache_bytes: u64) -> std::sync::A
 
 async fn send(store: &EmbeddedStore, bodies: &[&str]) {
     for b in bodies {
-        store.send(message(&["q"], None, b, "eu")).await.unwrap();
+        store
+            .queues()
+            .send(message(&["q"], None, b, "eu"))
+            .await
+            .unwrap();
     }
 }
 
@@ -35,6 +39,7 @@ async fn consumers_that_keep_up_never_read_the_disk() {
     for i in 0..50 {
         send(&store, &[&format!("m{i}")]).await;
         let d = store
+            .queues()
             .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 1), 1)
             .await
             .unwrap();
@@ -72,6 +77,7 @@ async fn a_failed_body_read_is_retried() {
     send(&store, &["a", "b", "c"]).await;
     disk.fail_reads(2, FaultKind::Io);
     let d = store
+        .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 1), 10)
         .await
         .unwrap();
@@ -93,6 +99,7 @@ async fn a_body_that_cannot_be_read_is_reported_and_the_message_stays() {
     ] {
         disk.fail_reads(u32::MAX, FaultKind::Io);
         let err = store
+            .queues()
             .receive(&spec("q", mode, ack, 1), 10)
             .await
             .unwrap_err();
@@ -107,6 +114,7 @@ async fn a_body_that_cannot_be_read_is_reported_and_the_message_stays() {
     drop(store);
     let store = open_with_cache(&disk, 0).await;
     let d = store
+        .queues()
         .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 1), 10)
         .await
         .unwrap();
@@ -120,12 +128,12 @@ async fn the_memory_figure_counts_the_cache_and_not_the_bodies_in_the_log() {
     let store = open_with_cache(&disk, 0).await;
     let body = "x".repeat(100_000);
     send(&store, &[&body]).await;
-    let held = store.memory_bytes();
+    let held = store.queues().memory_bytes();
     assert!(held < 1_000, "a body in the log is not in memory: {held}");
     drop(store);
     let store = open_with_cache(&disk, 1 << 20).await;
     send(&store, &[&body]).await;
-    let held = store.memory_bytes();
+    let held = store.queues().memory_bytes();
     assert!(
         (100_000..101_000).contains(&held),
         "the cached body counts: {held}"
@@ -139,18 +147,21 @@ async fn the_cache_lets_go_first_when_memory_is_short() {
     let body = "y".repeat(50_000);
     send(&store, &[&body]).await;
     let index = store.index_bytes();
-    assert!(store.memory_bytes() > index + 50_000);
-    assert!(store.relieve_memory(true), "the cached body is freed");
-    assert_eq!(store.memory_bytes(), index);
+    assert!(store.queues().memory_bytes() > index + 50_000);
+    assert!(
+        store.queues().relieve_memory(true),
+        "the cached body is freed"
+    );
+    assert_eq!(store.queues().memory_bytes(), index);
     send(&store, &[&body]).await;
     assert!(
-        store.memory_bytes() < 2 * index + 1000,
+        store.queues().memory_bytes() < 2 * index + 1000,
         "nothing is cached while memory is short"
     );
-    assert!(!store.relieve_memory(true), "nothing more to free");
-    assert!(!store.relieve_memory(false));
+    assert!(!store.queues().relieve_memory(true), "nothing more to free");
+    assert!(!store.queues().relieve_memory(false));
     send(&store, &[&body]).await;
-    assert!(store.memory_bytes() > 50_000, "cached again");
+    assert!(store.queues().memory_bytes() > 50_000, "cached again");
     assert_eq!(
         bodies(&store, "q").await,
         [body.clone(), body.clone(), body]
