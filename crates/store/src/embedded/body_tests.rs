@@ -123,6 +123,35 @@ async fn a_body_that_cannot_be_read_is_reported_and_the_message_stays() {
 }
 
 #[tokio::test]
+async fn a_receive_cancelled_while_reading_puts_back_what_it_took() {
+    let disk = FaultyBackend::new();
+    let store = open_with_cache(&disk, 0).await;
+    send(&store, &["a", "b"]).await;
+    for ack in [AckMode::Auto, AckMode::Client] {
+        // The reads fail until the retries give up (at least 15 ms of pauses): the receive is
+        // still reading, its messages taken, when its caller gives up on it after 1 ms.
+        disk.fail_reads(u32::MAX, FaultKind::Io);
+        let taking = spec("q", ReceiveMode::Take, ack, 1);
+        let receive = store.queues().receive(&taking, 10);
+        let cancelled = tokio::time::timeout(std::time::Duration::from_millis(1), receive).await;
+        assert!(cancelled.is_err(), "{ack:?}: the receive was still reading");
+        disk.fail_reads(0, FaultKind::Io);
+        assert_eq!(
+            bodies(&store, "q").await,
+            ["a", "b"],
+            "{ack:?}: ready again at once, not when the session ends"
+        );
+    }
+    let d = store
+        .queues()
+        .receive(&spec("q", ReceiveMode::Take, AckMode::Auto, 2), 10)
+        .await
+        .unwrap();
+    let got: Vec<&[u8]> = d.iter().map(|d| &d.message.body[..]).collect();
+    assert_eq!(got, [b"a", b"b"], "another session takes them");
+}
+
+#[tokio::test]
 async fn the_memory_figure_counts_the_cache_and_not_the_bodies_in_the_log() {
     let disk = FaultyBackend::new();
     let store = open_with_cache(&disk, 0).await;

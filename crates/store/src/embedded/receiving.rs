@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use ferry_protocol::{Delivery, DeliveryView, Message, MessageId, ReceiveMode};
+use ferry_protocol::{Delivery, DeliveryId, DeliveryView, Message, MessageId, ReceiveMode};
 
 use super::bodies::Location;
 use super::state::messages::{Handout, Walk};
@@ -107,16 +107,25 @@ impl EmbeddedStore {
             }
             tokio::task::yield_now().await;
         }
+        // From here on the receive may be dropped at an await, or fail: what it took must not
+        // stay leased to a receive that never returns it.
+        let mut unhanded = Unhanded::new(self, &handouts);
         for ticket in tickets {
             writer::wait(Some(ticket)).await?;
         }
-        self.read_bodies(handouts).await
+        let handouts = self.read_bodies(handouts, &mut unhanded).await?;
+        unhanded.disarm();
+        Ok(handouts)
     }
 
     /// Reads the bodies the handouts lack from the log, without the state lock, retrying
     /// failures; then removes the auto-ack takes held for their read, and puts back the
     /// messages whose body could not be read. Returns the handouts that have their body.
-    async fn read_bodies(&self, mut handouts: Vec<Handout>) -> Result<Vec<Handout>, StoreError> {
+    async fn read_bodies(
+        &self,
+        mut handouts: Vec<Handout>,
+        unhanded: &mut Unhanded<'_>,
+    ) -> Result<Vec<Handout>, StoreError> {
         if handouts.iter().all(|h| h.body.is_some()) {
             return Ok(handouts);
         }
@@ -179,6 +188,8 @@ impl EmbeddedStore {
                 }
                 log.ticket_if_pending()
             };
+            // Every lease was ended or put back under the lock just now.
+            unhanded.disarm();
             writer::wait(ticket).await?;
         }
         let before = handouts.len();
@@ -214,6 +225,51 @@ impl EmbeddedStore {
             sink(handouts.len(), view(h));
         }
         Ok(handouts.len())
+    }
+}
+
+/// The leases a receive holds for messages it has not handed out yet: the auto-ack takes held
+/// for their body's read ([`Handout::held`]), client-ack leases and the caller's holds. If the
+/// receive is dropped at an await (its caller gave up on it) or returns an error before handing
+/// them out, nobody will ever settle them, so they are put back on their queues at once, as
+/// they were, instead of staying leased until the session ends (or forever, for a held take:
+/// it has no deadline).
+struct Unhanded<'a> {
+    store: &'a EmbeddedStore,
+    leases: Vec<DeliveryId>,
+}
+
+impl<'a> Unhanded<'a> {
+    fn new(store: &'a EmbeddedStore, handouts: &[Handout]) -> Self {
+        let leases = handouts
+            .iter()
+            .map(|h| if h.held != 0 { h.held } else { h.delivery_id })
+            .filter(|&lease| lease != 0)
+            .collect();
+        Unhanded { store, leases }
+    }
+
+    /// The handouts were settled or handed out: nothing to put back.
+    fn disarm(&mut self) {
+        self.leases.clear();
+    }
+}
+
+impl Drop for Unhanded<'_> {
+    fn drop(&mut self) {
+        if self.leases.is_empty() {
+            return;
+        }
+        // No record is written: a held take wrote none, and a client-ack delivery's start
+        // stays counted (as when its lease expires).
+        let mut st = self.store.state();
+        for &lease in &self.leases {
+            st.put_back(lease);
+        }
+        tracing::debug!(
+            messages = self.leases.len(),
+            "a receive ended before handing out what it took; put back"
+        );
     }
 }
 
