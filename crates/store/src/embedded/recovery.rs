@@ -157,7 +157,8 @@ pub fn recover(
                     payload,
                     size,
                 } => {
-                    let rec = record::decode(kind, payload).map_err(|e| {
+                    // The state keeps where each body is, not the body: none is copied.
+                    let rec = record::decode_skipping_bodies(kind, payload).map_err(|e| {
                         corrupt(
                             &path,
                             format!("intact record at offset {pos} is invalid: {e}"),

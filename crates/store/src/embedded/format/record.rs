@@ -111,8 +111,10 @@ pub struct AddedMessage {
     pub queues: Vec<(String, u32)>,
     /// Properties.
     pub properties: Properties,
-    /// Payload.
+    /// Payload (empty when decoded by [`decode_skipping_bodies`]).
     pub body: Bytes,
+    /// Bytes of the payload, decoded or skipped.
+    pub body_len: u32,
     /// Not visible before this time (0 = at once); 0 in records without the time trailer.
     pub deliver_at: u64,
     /// Never delivered at or after this time (0 = never); 0 in records without the trailer.
@@ -398,13 +400,31 @@ pub fn next_frame(buf: &[u8], mask: u32) -> Scan<'_> {
 
 /// Decodes the payload of an intact record.
 pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
+    decode_with(kind, payload, Bodies::Copy)
+}
+
+/// [`decode`], except that message bodies are skipped, not copied: each `MessageAdded` comes
+/// with an empty `body` and its `body_len`. Recovery rebuilds the state this way (the state
+/// keeps where a body is, never the body), so that it costs no copy of every body in the log.
+pub fn decode_skipping_bodies(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
+    decode_with(kind, payload, Bodies::Skip)
+}
+
+/// Whether decoding copies message bodies out or skips them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bodies {
+    Copy,
+    Skip,
+}
+
+fn decode_with(kind: u8, payload: &[u8], bodies: Bodies) -> Result<Record, FormatError> {
     let mut r = Reader::new(payload);
     let record = match kind {
         kind::CLIENT_REGISTERED => Record::ClientRegistered(r.str("client name")?),
         kind::CLIENT_FORGOTTEN => Record::ClientForgotten(r.str("client name")?),
         kind::QUEUE_CREATED => Record::QueueCreated(r.str("queue name")?),
         kind::QUEUE_DELETED => Record::QueueDeleted(r.str("queue name")?),
-        kind::MESSAGE_ADDED => Record::MessageAdded(decode_added(&mut r)?),
+        kind::MESSAGE_ADDED => Record::MessageAdded(decode_added(&mut r, bodies)?),
         kind::TOPIC_CREATED => Record::TopicCreated(r.str("topic name")?),
         kind::TOPIC_DELETED => Record::TopicDeleted(r.str("topic name")?),
         kind::SUBSCRIPTION_CREATED => Record::SubscriptionCreated(subscription::read(&mut r)?),
@@ -412,7 +432,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
             topic: r.str("topic name")?,
             name: r.str("subscription name")?,
         },
-        kind::GROUP => Record::Group(decode_group(r.take(r.remaining(), "group")?)?),
+        kind::GROUP => Record::Group(decode_group(r.take(r.remaining(), "group")?, bodies)?),
         kind::DELIVERY_STARTED => Record::DeliveryStarted {
             id: r.u64("message id")?,
             count: r.u32("delivery count")?,
@@ -454,7 +474,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
 
 /// The records of a group. Its own CRC matched, so an inner record that is not intact, or a
 /// group inside a group, is a bug, not a torn write.
-fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
+fn decode_group(mut buf: &[u8], bodies: Bodies) -> Result<Vec<(Record, u32)>, FormatError> {
     let mut records = Vec::new();
     loop {
         match next_frame(buf, 0) {
@@ -472,7 +492,7 @@ fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
                 payload,
                 size,
             } => {
-                records.push((decode(kind, payload)?, size as u32));
+                records.push((decode_with(kind, payload, bodies)?, size as u32));
                 buf = buf.get(size..).unwrap_or_default();
             }
             Scan::Torn(_) => return Err(FormatError::Truncated("record inside a group")),
@@ -480,7 +500,7 @@ fn decode_group(mut buf: &[u8]) -> Result<Vec<(Record, u32)>, FormatError> {
     }
 }
 
-fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {
+fn decode_added(r: &mut Reader<'_>, bodies: Bodies) -> Result<AddedMessage, FormatError> {
     let id = r.u64("message id")?;
     let created_at = r.u64("created_at")?;
     let context = r.u64("context")?;
@@ -504,7 +524,18 @@ fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {
         queues.push((q, r.u32("delivery count")?));
     }
     let properties = r.properties()?;
-    let body = r.bytes("body")?;
+    let (body, body_len) = match bodies {
+        Bodies::Copy => {
+            let body = r.bytes("body")?;
+            let len = body.len() as u32;
+            (body, len)
+        }
+        Bodies::Skip => {
+            let len = r.u32("body")?;
+            r.take(len as usize, "body")?;
+            (Bytes::new(), len)
+        }
+    };
     // The optional time trailer (records written before it existed, and messages without a
     // delay or time to live, end after the body).
     let (deliver_at, expires_at) = if r.remaining() > 0 {
@@ -522,6 +553,7 @@ fn decode_added(r: &mut Reader<'_>) -> Result<AddedMessage, FormatError> {
         queues,
         properties,
         body,
+        body_len,
         deliver_at,
         expires_at,
     })
@@ -625,6 +657,31 @@ mod tests {
                 id: 9,
                 queue: "q1".into()
             }
+        );
+    }
+
+    #[test]
+    fn skipping_bodies_decodes_everything_else_alike() {
+        let mut out = Vec::new();
+        sample(&mut out);
+        let Scan::Record { kind, payload, .. } = next_frame(&out, 0) else {
+            panic!("not intact");
+        };
+        let (Record::MessageAdded(full), Record::MessageAdded(skipped)) = (
+            decode(kind, payload).unwrap(),
+            decode_skipping_bodies(kind, payload).unwrap(),
+        ) else {
+            panic!("not a message");
+        };
+        assert_eq!((&full.body[..], full.body_len), (&b"hello"[..], 5));
+        assert!(skipped.body.is_empty());
+        assert_eq!(
+            AddedMessage {
+                body: full.body.clone(),
+                ..skipped
+            },
+            full,
+            "only the body is left out; its length is kept"
         );
     }
 

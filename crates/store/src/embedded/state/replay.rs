@@ -131,7 +131,7 @@ impl State {
             priority: a.priority,
             context: a.context,
             properties: a.properties,
-            body: Body::Logged(a.body.len() as u32),
+            body: Body::Logged(a.body_len),
             created_at: a.created_at,
             deliver_at: a.deliver_at,
             expires_at: a.expires_at,
