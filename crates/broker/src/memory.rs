@@ -20,7 +20,7 @@
 //! Consumers keep working at any pressure: receives, acks and the like free memory.
 //!
 //! Before anyone is slowed, the store lets go of what it can read back
-//! ([`ferry_store::Store::relieve_memory`]: the embedded engine empties its body cache and keeps
+//! ([`ferry_store::Queues::relieve_memory`]: the embedded engine empties its body cache and keeps
 //! it empty while memory is short; deliveries then read bodies from the log).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
