@@ -16,7 +16,7 @@ use bytes::Bytes;
 use ferry_protocol::MessageId;
 
 use super::backend::Backend;
-use super::format::record::{self, Record, Scan};
+use super::format::record::{self, Scan};
 use super::segment_path;
 
 /// Where a message's current `MessageAdded` record is.
@@ -75,6 +75,7 @@ impl BodyReader {
                 at.size as usize,
             )
             .map_err(ReadError::Io)?;
+        let frame = Bytes::from(frame);
         body_of(&frame, id, at.segment)
     }
 }
@@ -120,17 +121,27 @@ impl BodyReader {
             }
             let (group, after) = rest.split_at(n);
             rest = after;
-            let span = self.backend.read_at(
-                &segment_path(&self.dir, segment),
-                start,
-                (end - start) as usize,
-            );
+            // The bodies are handed out as slices of the span (no copy): deliveries are
+            // encoded and dropped, so the span lives as long as the receive.
+            let span = self
+                .backend
+                .read_at(
+                    &segment_path(&self.dir, segment),
+                    start,
+                    (end - start) as usize,
+                )
+                .map(Bytes::from);
             for (i, id, at) in group {
                 let got = match &span {
                     Ok(bytes) => {
                         let from = (at.offset - start) as usize;
-                        let frame = bytes.get(from..from + at.size as usize).unwrap_or_default();
-                        body_of(frame, *id, segment)
+                        let to = (from + at.size as usize).min(bytes.len()).max(from);
+                        let frame = if from <= bytes.len() {
+                            bytes.slice(from..to)
+                        } else {
+                            Bytes::new()
+                        };
+                        body_of(&frame, *id, segment)
                     }
                     // One failed read fails the span: each is tried again on its own.
                     Err(_) => self.read(*id, *at),
@@ -147,8 +158,14 @@ impl BodyReader {
 }
 
 /// The body in `frame`, which must be the intact `MessageAdded` record of `id` written in
-/// `segment` (its CRC masked with the segment's mask, or plain: a record inside a group).
-pub fn body_of(frame: &[u8], id: MessageId, segment: u64) -> Result<Bytes, ReadError> {
+/// `segment` (its CRC masked with the segment's mask, or plain: a record inside a group). The
+/// body is a slice of `frame`, not a copy.
+pub fn body_of(frame: &Bytes, id: MessageId, segment: u64) -> Result<Bytes, ReadError> {
+    body_in(frame, id, segment).map(|body| frame.slice_ref(body))
+}
+
+/// [`body_of`], borrowed from `frame`.
+pub fn body_in(frame: &[u8], id: MessageId, segment: u64) -> Result<&[u8], ReadError> {
     let scanned = match record::next_frame(frame, record::segment_mask(segment)) {
         Scan::Record { kind, payload, .. } => Some((kind, payload)),
         _ => match record::next_frame(frame, 0) {
@@ -164,8 +181,8 @@ pub fn body_of(frame: &[u8], id: MessageId, segment: u64) -> Result<Bytes, ReadE
     if kind != record::kind::MESSAGE_ADDED {
         return Err(ReadError::Mismatch("the record there is not a message"));
     }
-    match record::decode(kind, payload) {
-        Ok(Record::MessageAdded(a)) if a.id == id => Ok(a.body),
+    match record::added_body(payload) {
+        Ok((found, body)) if found == id => Ok(body),
         Ok(_) => Err(ReadError::Mismatch("the record there is another message's")),
         Err(_) => Err(ReadError::Mismatch("the record there does not decode")),
     }

@@ -93,8 +93,92 @@ pub fn recover(
     let spares = keep_spares(backend, seg_dir, spares, spare_limit)?;
 
     let mut state = State::new(Journal::new(segment_bytes, 1, 0, 0));
+    // Segments are read one ahead, on a thread of their own, while the previous one is
+    // replayed: the reads of a cold log overlap with the replay's work.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(1);
+    let paths: Vec<PathBuf> = numbers.iter().map(|&n| segment_path(seg_dir, n)).collect();
+    let reading = backend.clone();
+    let reader = std::thread::Builder::new()
+        .name("ferry-recovery-read".into())
+        .spawn(move || {
+            for path in paths {
+                // Stops when replay no longer listens (it failed, or ended early).
+                if tx.send(reading.read(&path)).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| StoreError::Internal(format!("starting the recovery reader: {e}")))?;
+    let replayed = replay_segments(backend, seg_dir, &numbers, &rx, &mut state);
+    // Whatever happened, the reader is told to stop, and waited for.
+    drop(rx);
+    if reader.join().is_err() {
+        return Err(StoreError::Internal("the recovery reader panicked".into()));
+    }
+    let head = replayed?;
+
+    let head = match head {
+        Some((n, len, header_len, cut, version)) => {
+            let path = segment_path(seg_dir, n);
+            let mut file = backend
+                .open_append(&path)
+                .map_err(|e| io_error("opening", &path, e))?;
+            if let Some(len) = cut {
+                file.truncate(len)
+                    .and_then(|()| file.sync())
+                    .map_err(|e| io_error("truncating", &path, e))?;
+            }
+            if version < FORMAT_VERSION {
+                // Its records have unmasked CRCs: seal it (synced, like any sealed segment)
+                // and append the new records to a new segment.
+                tracing::info!(
+                    segment = n,
+                    version,
+                    "continuing a log of an older format version in a new segment"
+                );
+                file.sync().map_err(|e| io_error("syncing", &path, e))?;
+                drop(file);
+                start_segment(backend, seg_dir, &mut state, n + 1)?
+            } else {
+                state.journal.set_head(n, len, header_len);
+                Head {
+                    file,
+                    segment: n,
+                    len,
+                }
+            }
+        }
+        None => {
+            // A new store, or one whose only segment was torn while being created.
+            let n = numbers.first().copied().unwrap_or(1).max(1);
+            start_segment(backend, seg_dir, &mut state, n)?
+        }
+    };
+    // Names that only messages since removed brought in hold nothing.
+    state.forget_unheld();
+    Ok(Recovered {
+        state,
+        head,
+        spares,
+    })
+}
+
+/// The end of the log that replay found: the last segment, its length, its header's length,
+/// where a torn tail was cut, and its format version.
+type LogEnd = (u64, u64, u64, Option<u64>, u16);
+
+/// Replays segments `numbers` into `state`, in order, their contents read ahead by another
+/// thread and received from `rx`; returns the end of the log (`None`: no segment to go on
+/// with).
+fn replay_segments(
+    backend: &Arc<dyn Backend>,
+    seg_dir: &Path,
+    numbers: &[u64],
+    rx: &std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    state: &mut State,
+) -> Result<Option<LogEnd>, StoreError> {
     // segment, len, header len, cut, format version
-    let mut head: Option<(u64, u64, u64, Option<u64>, u16)> = None;
+    let mut head: Option<LogEnd> = None;
     let mut first = true;
     let count = numbers.len();
     // A long recovery says how far it got, every few seconds.
@@ -113,8 +197,9 @@ pub fn recover(
         }
         let last = i + 1 == count;
         let path = segment_path(seg_dir, n);
-        let bytes = backend
-            .read(&path)
+        let bytes = rx
+            .recv()
+            .map_err(|_| StoreError::Internal("the recovery reader stopped".into()))?
             .map_err(|e| io_error("reading", &path, e))?;
         let being_created = match header::decode(&bytes) {
             Ok((h, header_len)) if h.segment == n => Ok((h, header_len)),
@@ -181,51 +266,7 @@ pub fn recover(
         }
         head = Some((n, pos as u64, header_len as u64, cut, h.version));
     }
-
-    let head = match head {
-        Some((n, len, header_len, cut, version)) => {
-            let path = segment_path(seg_dir, n);
-            let mut file = backend
-                .open_append(&path)
-                .map_err(|e| io_error("opening", &path, e))?;
-            if let Some(len) = cut {
-                file.truncate(len)
-                    .and_then(|()| file.sync())
-                    .map_err(|e| io_error("truncating", &path, e))?;
-            }
-            if version < FORMAT_VERSION {
-                // Its records have unmasked CRCs: seal it (synced, like any sealed segment)
-                // and append the new records to a new segment.
-                tracing::info!(
-                    segment = n,
-                    version,
-                    "continuing a log of an older format version in a new segment"
-                );
-                file.sync().map_err(|e| io_error("syncing", &path, e))?;
-                drop(file);
-                start_segment(backend, seg_dir, &mut state, n + 1)?
-            } else {
-                state.journal.set_head(n, len, header_len);
-                Head {
-                    file,
-                    segment: n,
-                    len,
-                }
-            }
-        }
-        None => {
-            // A new store, or one whose only segment was torn while being created.
-            let n = numbers.first().copied().unwrap_or(1).max(1);
-            start_segment(backend, seg_dir, &mut state, n)?
-        }
-    };
-    // Names that only messages since removed brought in hold nothing.
-    state.forget_unheld();
-    Ok(Recovered {
-        state,
-        head,
-        spares,
-    })
+    Ok(head)
 }
 
 /// Creates segment `n` with a header of the current state and makes it the active one.

@@ -1,7 +1,6 @@
 //! Little-endian field writers and a checked reader. The reader never panics and never
 //! allocates more than the bytes actually present, whatever the counts on disk say.
 
-use bytes::Bytes;
 use ferry_protocol::{Properties, PropertyValue};
 
 use super::FormatError;
@@ -159,13 +158,6 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(bytes)
             .map(str::to_owned)
             .map_err(|_| FormatError::Utf8(field))
-    }
-
-    /// A byte string: u32 length, then the bytes (copied, so that a message body does not keep
-    /// a whole segment buffer alive).
-    pub fn bytes(&mut self, field: &'static str) -> Result<Bytes, FormatError> {
-        let len = self.u32(field)? as usize;
-        Ok(Bytes::copy_from_slice(self.take(len, field)?))
     }
 
     /// A count of elements that take at least `min_elem` bytes each, checked against the bytes

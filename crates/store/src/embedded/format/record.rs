@@ -398,7 +398,9 @@ pub fn next_frame(buf: &[u8], mask: u32) -> Scan<'_> {
     }
 }
 
-/// Decodes the payload of an intact record.
+/// Decodes the payload of an intact record, message bodies included (the engine itself never
+/// needs them decoded: recovery skips them, deliveries find them with [`added_body`]).
+#[cfg(test)]
 pub fn decode(kind: u8, payload: &[u8]) -> Result<Record, FormatError> {
     decode_with(kind, payload, Bodies::Copy)
 }
@@ -410,9 +412,10 @@ pub fn decode_skipping_bodies(kind: u8, payload: &[u8]) -> Result<Record, Format
     decode_with(kind, payload, Bodies::Skip)
 }
 
-/// Whether decoding copies message bodies out or skips them.
+/// Whether decoding copies message bodies out (tests only) or skips them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Bodies {
+    #[cfg(test)]
     Copy,
     Skip,
 }
@@ -500,6 +503,41 @@ fn decode_group(mut buf: &[u8], bodies: Bodies) -> Result<Vec<(Record, u32)>, Fo
     }
 }
 
+/// The message id and the body of a `MessageAdded` payload, the body borrowed from it: what a
+/// delivery reads from the log. Skips the other fields without decoding them (no allocation),
+/// checking only that they are there.
+pub fn added_body(payload: &[u8]) -> Result<(u64, &[u8]), FormatError> {
+    let mut r = Reader::new(payload);
+    let id = r.u64("message id")?;
+    r.take(8 + 8 + 1, "times, context and priority")?;
+    skip_str(&mut r, "sender")?;
+    if r.u8("receiver presence")? != 0 {
+        skip_str(&mut r, "receiver")?;
+    }
+    for _ in 0..r.u16("queue count")? {
+        skip_str(&mut r, "queue name")?;
+        r.take(4, "delivery count")?;
+    }
+    for _ in 0..r.u16("property count")? {
+        skip_str(&mut r, "property name")?;
+        match r.u8("property type")? {
+            0 => r.take(1, "property value")?,
+            1 | 2 => r.take(8, "property value")?,
+            _ => {
+                skip_str(&mut r, "property value")?;
+                &[]
+            }
+        };
+    }
+    let len = r.u32("body")? as usize;
+    Ok((id, r.take(len, "body")?))
+}
+
+fn skip_str(r: &mut Reader<'_>, field: &'static str) -> Result<(), FormatError> {
+    let len = r.u16(field)?;
+    r.take(usize::from(len), field).map(|_| ())
+}
+
 fn decode_added(r: &mut Reader<'_>, bodies: Bodies) -> Result<AddedMessage, FormatError> {
     let id = r.u64("message id")?;
     let created_at = r.u64("created_at")?;
@@ -525,10 +563,10 @@ fn decode_added(r: &mut Reader<'_>, bodies: Bodies) -> Result<AddedMessage, Form
     }
     let properties = r.properties()?;
     let (body, body_len) = match bodies {
+        #[cfg(test)]
         Bodies::Copy => {
-            let body = r.bytes("body")?;
-            let len = body.len() as u32;
-            (body, len)
+            let len = r.u32("body")?;
+            (Bytes::copy_from_slice(r.take(len as usize, "body")?), len)
         }
         Bodies::Skip => {
             let len = r.u32("body")?;
@@ -683,6 +721,40 @@ mod tests {
             full,
             "only the body is left out; its length is kept"
         );
+    }
+
+    #[test]
+    fn a_body_is_found_past_every_kind_of_field() {
+        let props: Properties = vec![
+            ("b".into(), PropertyValue::Bool(true)),
+            ("i".into(), PropertyValue::Int(-5)),
+            ("f".into(), PropertyValue::Float(1.5)),
+            ("s".into(), PropertyValue::Str("text".into())),
+        ];
+        for (receiver, props, timed) in [
+            (None, Vec::new(), false),
+            (Some("bob"), props.clone(), true),
+        ] {
+            let mut out = Vec::new();
+            let m = MessageFields {
+                id: 42,
+                created_at: 1,
+                context: 2,
+                priority: 3,
+                sender: "alice",
+                receiver,
+                properties: &props,
+                body: b"the body",
+                deliver_at: u64::from(timed),
+                expires_at: 0,
+            };
+            encode_message_added(&mut out, &m, [("q1", 0u32), ("q2", 2)].into_iter());
+            let Scan::Record { payload, .. } = next_frame(&out, 0) else {
+                panic!("not intact");
+            };
+            assert_eq!(added_body(payload).unwrap(), (42, &b"the body"[..]));
+            assert!(added_body(&payload[..payload.len() - 20]).is_err());
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::super::bodies::body_of;
+use super::super::bodies::body_in;
 use super::super::format::record::{self};
 use super::super::writer::LogGuard;
 
@@ -36,13 +36,15 @@ impl State {
                             .ok()
                             .and_then(|at| image.get(at..)?.get(..e.size as usize))
                             .unwrap_or_default();
-                        body_of(frame, id, segment).map_err(|why| {
-                            StoreError::Internal(format!(
-                                "compaction: the record of message {id} in segment {segment} \
+                        body_in(frame, id, segment)
+                            .map(Bytes::copy_from_slice)
+                            .map_err(|why| {
+                                StoreError::Internal(format!(
+                                    "compaction: the record of message {id} in segment {segment} \
                                  at offset {}: {why}",
-                                e.offset
-                            ))
-                        })?
+                                    e.offset
+                                ))
+                            })?
                     }
                 };
                 bodies.insert(id, body);
