@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ferry_client::Client;
-use ferry_protocol::{AckMode, MessageId, Order, OutgoingMessage, ReceiveMode};
+use ferry_protocol::{AckMode, ErrorCode, MessageId, Order, OutgoingMessage, ReceiveMode};
 use ferry_testkit::BinaryServer;
 use rand::{Rng, SeedableRng};
 
@@ -198,11 +198,23 @@ async fn dying_sessions(addr: String, n: usize, model: Arc<Mutex<Model>>, seed: 
         let queue = queue.as_str();
         // Anonymous (what `anonymous_grants` allows when authentication is on).
         let host = split_addr(&addr).0;
-        let mut raw = match ferry_testkit::RawConn::connect(host, &format!("waiter{n}")).await {
-            Ok((raw, Response::Connected(_))) => raw,
-            // The last round's session died a moment ago: its name must be free already.
-            Ok((_, refused)) => panic!("waiter{n} cannot connect again: {refused:?}"),
-            Err(_) => return, // the broker is gone
+        // The last round's session died a moment ago: the broker frees its name once it has
+        // ended that session (its receives stopped, its deliveries handed back), which on a
+        // loaded machine may take a moment longer than this task's sends; never longer than
+        // a few seconds.
+        let mut tries = 0;
+        let mut raw = loop {
+            match ferry_testkit::RawConn::connect(host, &format!("waiter{n}")).await {
+                Ok((raw, Response::Connected(_))) => break raw,
+                Ok((_, Response::Error(e)))
+                    if e.code == ErrorCode::AlreadyOnline && tries < 100 =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Ok((_, refused)) => panic!("waiter{n} cannot connect again: {refused:?}"),
+                Err(_) => return, // the broker is gone
+            }
         };
         let waits = rng.gen_range(1..20);
         for i in 0..waits {
