@@ -56,6 +56,14 @@ fn message(queue: &str, body: Bytes) -> OutgoingMessage {
     }
 }
 
+/// A non-persistent message: the broker holds its body in memory until it is taken.
+fn in_memory(queue: &str, body: Bytes) -> OutgoingMessage {
+    OutgoingMessage {
+        persistent: false,
+        ..message(queue, body)
+    }
+}
+
 fn receive(queue: &str, mode: ReceiveMode, wait_ms: u32, selector: String) -> Request {
     Request::Receive(Receive {
         source: Source::Queue(queue.into()),
@@ -232,7 +240,8 @@ async fn a_flood_of_long_polls_with_big_selectors_is_bounded_and_closed() {
 
 /// At `max_memory` a send is refused with `ResourceExhausted` (after being held back a
 /// moment); a consumer still takes messages, and once it has drained the queue sends succeed
-/// again.
+/// again. The messages are non-persistent: their bodies are what a broker must hold in memory
+/// (a persistent message's body stays in the log).
 #[tokio::test]
 async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
     let b = BinaryServer::start(&[
@@ -248,7 +257,7 @@ async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
     let body = Bytes::from(vec![b'x'; 512 << 10]);
     let mut stored = 0u64;
     let refused = loop {
-        match producer.send(message("q", body.clone())).await {
+        match producer.send(in_memory("q", body.clone())).await {
             Ok(_) => stored += 1,
             Err(ClientError::Server(e)) if e.code == ErrorCode::ResourceExhausted => break e,
             Err(e) => panic!("unexpected error: {e}"),
@@ -285,9 +294,56 @@ async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
     // The budget is looked at every 20 ms.
     tokio::time::sleep(Duration::from_millis(200)).await;
     producer
-        .send(message("q", body))
+        .send(in_memory("q", body))
         .await
         .expect("sends succeed again once memory is back");
     let rss = ferry_hostile::rss_bytes(b.pid().expect("running")).expect("rss");
     assert!(rss < RSS_BOUND, "{rss}");
+}
+
+/// A persistent backlog eight times the memory budget is accepted and kept: its bodies stay in
+/// the log (the body cache is let go under pressure), so the broker's memory stays bounded and
+/// every body comes back byte-exact.
+#[tokio::test]
+async fn a_persistent_backlog_beyond_the_memory_budget_stays_on_disk() {
+    let b = BinaryServer::start(&[
+        "--fsync",
+        "never",
+        "--max-memory",
+        &(64u64 << 20).to_string(),
+    ])
+    .expect("ferry serve starts");
+    let addr = b.addr().to_string();
+    let producer = Client::connect(&addr, "producer").await.expect("connects");
+    producer.create_queue("q").await.expect("created");
+    let count = 1024u32;
+    for i in 0..count {
+        let mut body = vec![b'a' + (i % 26) as u8; 512 << 10];
+        body[..4].copy_from_slice(&i.to_be_bytes());
+        producer
+            .send(message("q", Bytes::from(body)))
+            .await
+            .unwrap_or_else(|e| panic!("send {i} of a persistent backlog refused: {e}"));
+    }
+    let rss = ferry_hostile::rss_bytes(b.pid().expect("running")).expect("rss");
+    assert!(rss < RSS_BOUND, "512 MB queued took {rss} bytes of memory");
+    let consumer = Client::connect(&addr, "consumer").await.expect("connects");
+    let take = ferry_client::Receive {
+        source: Source::Queue("q".into()),
+        order: Order::Time,
+        mode: ReceiveMode::Take,
+        ack: AckMode::Auto,
+        wait_ms: 0,
+        selector: String::new(),
+    };
+    for i in 0..count {
+        let got = consumer
+            .receive(take.clone())
+            .await
+            .expect("taken")
+            .unwrap_or_else(|| panic!("message {i} of the backlog is missing"));
+        let mut want = vec![b'a' + (i % 26) as u8; 512 << 10];
+        want[..4].copy_from_slice(&i.to_be_bytes());
+        assert!(got.message.body[..] == want[..], "message {i} differs");
+    }
 }
