@@ -64,6 +64,35 @@ fn in_memory(queue: &str, body: Bytes) -> OutgoingMessage {
     }
 }
 
+/// A broker with a 64 MiB memory budget (no fsync: the disk is not what is tested) and a
+/// producer connected to it, queue `q` created.
+async fn broker_with_a_64_mib_budget() -> (BinaryServer, Client) {
+    let b = BinaryServer::start(&[
+        "--fsync",
+        "never",
+        "--max-memory",
+        &(64u64 << 20).to_string(),
+    ])
+    .expect("ferry serve starts");
+    let producer = Client::connect(&b.addr().to_string(), "producer")
+        .await
+        .expect("connects");
+    producer.create_queue("q").await.expect("created");
+    (b, producer)
+}
+
+/// An auto-ack take of the oldest message on `q`, not waiting.
+fn take_from_q() -> ferry_client::Receive {
+    ferry_client::Receive {
+        source: Source::Queue("q".into()),
+        order: Order::Time,
+        mode: ReceiveMode::Take,
+        ack: AckMode::Auto,
+        wait_ms: 0,
+        selector: String::new(),
+    }
+}
+
 fn receive(queue: &str, mode: ReceiveMode, wait_ms: u32, selector: String) -> Request {
     Request::Receive(Receive {
         source: Source::Queue(queue.into()),
@@ -244,16 +273,8 @@ async fn a_flood_of_long_polls_with_big_selectors_is_bounded_and_closed() {
 /// (a persistent message's body stays in the log).
 #[tokio::test]
 async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
-    let b = BinaryServer::start(&[
-        "--fsync",
-        "never",
-        "--max-memory",
-        &(64u64 << 20).to_string(),
-    ])
-    .expect("ferry serve starts");
+    let (b, producer) = broker_with_a_64_mib_budget().await;
     let addr = b.addr().to_string();
-    let producer = Client::connect(&addr, "producer").await.expect("connects");
-    producer.create_queue("q").await.expect("created");
     let body = Bytes::from(vec![b'x'; 512 << 10]);
     let mut stored = 0u64;
     let refused = loop {
@@ -273,14 +294,7 @@ async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
         "refused after {stored} messages of 512 KiB"
     );
     let consumer = Client::connect(&addr, "consumer").await.expect("connects");
-    let take = ferry_client::Receive {
-        source: Source::Queue("q".into()),
-        order: Order::Time,
-        mode: ReceiveMode::Take,
-        ack: AckMode::Auto,
-        wait_ms: 0,
-        selector: String::new(),
-    };
+    let take = take_from_q();
     for _ in 0..stored {
         assert!(
             consumer
@@ -306,16 +320,8 @@ async fn at_the_memory_budget_publishers_are_refused_and_consumers_drain() {
 /// every body comes back byte-exact.
 #[tokio::test]
 async fn a_persistent_backlog_beyond_the_memory_budget_stays_on_disk() {
-    let b = BinaryServer::start(&[
-        "--fsync",
-        "never",
-        "--max-memory",
-        &(64u64 << 20).to_string(),
-    ])
-    .expect("ferry serve starts");
+    let (b, producer) = broker_with_a_64_mib_budget().await;
     let addr = b.addr().to_string();
-    let producer = Client::connect(&addr, "producer").await.expect("connects");
-    producer.create_queue("q").await.expect("created");
     let count = 1024u32;
     for i in 0..count {
         let mut body = vec![b'a' + (i % 26) as u8; 512 << 10];
@@ -328,14 +334,7 @@ async fn a_persistent_backlog_beyond_the_memory_budget_stays_on_disk() {
     let rss = ferry_hostile::rss_bytes(b.pid().expect("running")).expect("rss");
     assert!(rss < RSS_BOUND, "512 MB queued took {rss} bytes of memory");
     let consumer = Client::connect(&addr, "consumer").await.expect("connects");
-    let take = ferry_client::Receive {
-        source: Source::Queue("q".into()),
-        order: Order::Time,
-        mode: ReceiveMode::Take,
-        ack: AckMode::Auto,
-        wait_ms: 0,
-        selector: String::new(),
-    };
+    let take = take_from_q();
     for i in 0..count {
         let got = consumer
             .receive(take.clone())
