@@ -284,6 +284,28 @@ impl Client {
         let limits = &self.inner.limits;
         check_batch_len(msgs.len(), limits)?;
         let room = (limits.max_frame_bytes as usize).saturating_sub(HEADER_LEN + 4);
+        // The usual case: every message is fine and together they fit one request. It goes
+        // out as it is and the reply's results are the call's, without the per-message
+        // bookkeeping below (positions, slots) that only a split or a refused message needs.
+        if let Some(used) = whole_batch_len(&msgs, limits, room) {
+            let n = msgs.len();
+            let reply = self
+                .shared()
+                .submit_sized(&Request::SendBatch(msgs), used + HEADER_LEN + 4)?
+                .reply()
+                .await?;
+            return match reply {
+                Response::BatchSent(items) if items.len() == n => Ok(items
+                    .into_iter()
+                    .map(|r| r.map_err(ClientError::Server))
+                    .collect()),
+                Response::BatchSent(_) => Err(ClientError::Protocol(WireError::InvalidValue {
+                    field: "batch result count",
+                    value: 0,
+                })),
+                other => Err(ClientError::unexpected(other.kind())),
+            };
+        }
         // Each message's encoded length, or why it cannot be sent.
         let checked: Vec<Result<usize, ClientError>> = msgs
             .iter()
@@ -441,4 +463,21 @@ impl Client {
         self.shared().close();
         res
     }
+}
+
+/// The encoded length of `msgs` as one `SendBatch` request when there are some, each passes
+/// the limit checks and together they fit `room`; `None` otherwise.
+fn whole_batch_len(msgs: &[OutgoingMessage], limits: &Limits, room: usize) -> Option<usize> {
+    if msgs.is_empty() {
+        return None;
+    }
+    let mut used = 0usize;
+    for m in msgs {
+        check_message(m, limits).ok()?;
+        used = used.saturating_add(outgoing_encoded_len(m));
+        if used > room {
+            return None;
+        }
+    }
+    Some(used)
 }

@@ -33,11 +33,17 @@ pub fn with_topic(
 ) -> ferry_protocol::Properties {
     use ferry_protocol::topic::TOPIC_PROPERTY;
     if let Some(topic) = topic {
-        properties.retain(|(name, _)| name != TOPIC_PROPERTY);
-        properties.push((
+        let named = (
             TOPIC_PROPERTY.to_owned(),
             ferry_protocol::PropertyValue::Str(topic.to_owned()),
-        ));
+        );
+        if properties.is_empty() {
+            // Most publishes carry no properties of their own: one allocation of one slot,
+            // not a vector grown to four (this runs once per message published).
+            return vec![named];
+        }
+        properties.retain(|(name, _)| name != TOPIC_PROPERTY);
+        properties.push(named);
     }
     properties
 }
