@@ -443,3 +443,31 @@ async fn a_client_ack_delivery_whose_caller_gave_up_is_handed_back() {
     .unwrap();
     assert_eq!(rest, vec![]);
 }
+
+#[tokio::test]
+async fn a_batch_reply_with_the_wrong_number_of_results_fails_the_call() {
+    let (addr, server) = serve(|mut peer| async move {
+        peer.handshake(Limits::DEFAULT).await;
+        let (id, req) = peer.expect().await;
+        let Request::SendBatch(items) = req else {
+            panic!("expected one batch request, got {req:?}")
+        };
+        assert_eq!(items.len(), 2, "the batch goes out whole");
+        // One result for two messages: the client cannot tell whose it is.
+        peer.write(id, Response::BatchSent(vec![Ok(1)])).await;
+        peer.answer_ping().await;
+        peer.drain().await
+    })
+    .await;
+    let client = within(Client::connect(&addr, "miscount")).await.unwrap();
+    let batch = vec![
+        OutgoingMessage::new("q", "a"),
+        OutgoingMessage::new("q", "b"),
+    ];
+    let e = within(client.send_batch(batch)).await.unwrap_err();
+    assert!(matches!(e, ClientError::Protocol(_)), "{e:?}");
+    // The connection stays usable.
+    within(client.ping()).await.unwrap();
+    drop(client);
+    within(server).await.unwrap();
+}
