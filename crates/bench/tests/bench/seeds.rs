@@ -99,6 +99,8 @@ fn specjms_flags<'a>(server: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
         "2",
         "--duration",
         "3s",
+        "--ramp",
+        "1s",
         "--warmup",
         "1s",
         "--drain",
@@ -110,16 +112,16 @@ fn specjms_flags<'a>(server: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
     flags
 }
 
-/// Checks what every specjms report has, and returns its only trial.
-fn specjms_trial(json: &Value) -> Value {
+/// Checks what every specjms report has, and returns its last trial (of `runs`).
+fn specjms_trial(json: &Value, runs: usize) -> Value {
     assert_eq!(json["workload"], "specjms");
     assert_eq!(
         json["params"]["name"],
         "specjms2007-like (not SPECjms2007 results)"
     );
     let trials = json["params"]["specjms"]["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 1);
-    let t = trials[0].clone();
+    assert_eq!(trials.len(), runs);
+    let t = trials[runs - 1].clone();
     let rules: Vec<&str> = t["rules"]
         .as_array()
         .unwrap()
@@ -150,11 +152,26 @@ async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
     let server = ferry_testkit::TestServer::start().await;
     let pid = std::process::id().to_string();
     let addr = server.addr_string();
-    let json = run::specjms(&specjms_flags(&addr, &["--model", "--broker-pid", &pid])).await;
-    let t = specjms_trial(&json);
+    let json = run::specjms(&specjms_flags(
+        &addr,
+        &["--model", "--broker-pid", &pid, "--calibrate", "1"],
+    ))
+    .await;
+    let t = specjms_trial(&json, 2);
     assert!(t["broker_cpu_utilization"].as_f64().unwrap() > 0.0, "{t:#}");
+    assert_eq!(json["params"]["specjms"]["trials"][0]["calibration_run"], true);
+    // Prediction beside measurement, per resource and per interaction.
+    let measured = t["measured_utilization"]["broker_cpu"].as_f64().unwrap();
+    let predicted = t["predicted_utilization"]["broker_cpu"].as_f64().unwrap();
+    assert!(measured > 0.0 && predicted > 0.0, "{t:#}");
+    let i = &t["interactions"][0];
+    assert!(i["predicted_delivery_mean_ms"].as_f64().unwrap() > 0.0, "{i:#}");
     let model = &json["params"]["specjms"]["model"];
-    assert!(model["cpu_demand_us"].as_f64().unwrap() > 0.0, "{model:#}");
+    assert_eq!(model["calibrated_on"], "the --calibrate runs", "{model:#}");
+    assert_eq!(model["calibrated_on_bases"], serde_json::json!([1.0]), "{model:#}");
+    let cpu = &model["resources"][0];
+    assert_eq!(cpu["resource"], "broker_cpu", "{model:#}");
+    assert!(cpu["per_message_us"].as_f64().unwrap() > 0.0, "{model:#}");
     assert!(
         model["predicted_max_base"].as_f64().unwrap() > 0.0,
         "{model:#}"
@@ -183,7 +200,7 @@ async fn specjms_runs_the_central_topic_with_selectors_and_in_selectors() {
         &["--layout", "central", "--cfo", "in-selector", "--keep"],
     ))
     .await;
-    specjms_trial(&json);
+    specjms_trial(&json, 1);
     assert_eq!(json["params"]["layout"], "central");
     // --keep leaves the central topic and its subscriptions.
     let client = server.client("inspector").await;

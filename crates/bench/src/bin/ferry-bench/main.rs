@@ -269,6 +269,12 @@ mod tests {
         for gone in ["postgres-url", "postgres-sessions", "nats-mode", "cooldown"] {
             assert!(!specjms.iter().any(|f| f == gone), "specjms lists --{gone}");
         }
+        for own in ["ramp", "calibrate", "model"] {
+            assert!(specjms.iter().any(|f| f == own), "specjms lacks --{own}");
+            for w in ["throughput", "fanout", "stream", "slowlink"] {
+                assert!(!listed(w).iter().any(|f| f == own), "{w} lists --{own}");
+            }
+        }
         let slowlink = listed("slowlink");
         for gone in ["target", "server", "duration", "warmup"] {
             assert!(

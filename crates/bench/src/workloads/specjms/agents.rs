@@ -681,11 +681,14 @@ impl Consumers {
     }
 }
 
-/// Starts every interaction that is on at its total rate; each start is due at a fixed
-/// interval and runs as a task of its own (so that a slow one does not hold up the next),
-/// counted as a pacing miss when it gets its connection later than [`PACING_TOLERANCE`].
+/// Starts every interaction that is on at its total rate, from `begin` (reached linearly over
+/// `ramp`: [`super::ramp`]); each start is due at a fixed interval and runs as a task of its
+/// own (so that a slow one does not hold up the next), counted as a pacing miss when it gets
+/// its connection later than [`PACING_TOLERANCE`].
 pub fn initiate(
     world: Arc<World>,
+    begin: Instant,
+    ramp: Duration,
     measure_start: Instant,
     measure_end: Instant,
 ) -> Vec<JoinHandle<()>> {
@@ -697,13 +700,12 @@ pub fn initiate(
             let (world, gate) = (world.clone(), gate.clone());
             tokio::spawn(async move {
                 let rate = world.topo.total_rate(i);
-                let start = world.shared.started;
                 // Locations take turns from a random one, so that short runs do not favour
                 // the first ones.
                 let offset = rand::random::<u32>() as u64;
                 let mut k = 0u64;
                 while !world.shared.stopping() {
-                    let due = start + Duration::from_secs_f64(k as f64 / rate);
+                    let due = begin + super::ramp::due(k, rate, ramp);
                     tokio::time::sleep_until(due.into()).await;
                     if world.shared.stopping() {
                         break;

@@ -72,10 +72,17 @@ pub struct SpecjmsArgs {
     /// Most runs of --find-max.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub max_trials: u32,
-    /// Print the capacity model (service demands, predicted largest BASE and delivery times)
-    /// beside the measurement; needs the broker's process (--own-broker or --broker-pid).
+    /// Print the capacity model (service demands fitted over two or more runs, predicted
+    /// largest BASE and delivery times) beside the measurement; needs the broker's process
+    /// (--own-broker or --broker-pid). Calibrated on the --calibrate runs, else on the runs
+    /// that passed (all runs when fewer than two passed).
     #[arg(long)]
     pub model: bool,
+    /// Runs at these BASEs first (comma-separated, e.g. 5,10,20) to calibrate --model on;
+    /// audited and reported like the others.
+    #[arg(long, value_delimiter = ',', value_name = "BASE,...", requires = "model",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub calibrate: Vec<u32>,
     /// Connections per kind of location, for starts, handlers' sends and consumers each; 0
     /// (the default): each location has its own, as SPECjms agents do (locations sharing a
     /// sender wait for each other's transactions: late starts of the load generator, not of
@@ -85,7 +92,11 @@ pub struct SpecjmsArgs {
     /// How long to measure each run, after the warm-up.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub duration: Duration,
-    /// Load before measuring (the drivers ramp to their rates).
+    /// At the start of each run, the time over which every interaction's rate rises linearly
+    /// from 0 to its configured rate (before --warmup; 0s: a step to full rate).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub ramp: Duration,
+    /// Load at the full rate after the ramp, before measuring.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub warmup: Duration,
     /// After the load stops: the longest the backlog may take to drain without progress.
@@ -134,7 +145,7 @@ impl SpecjmsArgs {
     pub fn with_common(mut self) -> Self {
         let c = &mut self.common;
         c.duration = self.duration;
-        c.warmup = self.warmup;
+        c.warmup = self.ramp + self.warmup;
         c.window = self.window;
         c.target = self.target;
         c.server = self.server.clone();

@@ -3,14 +3,15 @@
 //! headquarters exchange the nineteen message types of the seven interactions at the spec's
 //! rates, in horizontal, vertical or freeform topologies and the jms2009-PS destination
 //! layouts; after a warm-up, a measurement and a drain, the auditor judges the run rule by
-//! rule; `--find-max` searches the largest BASE that passes; `--model` calibrates the capacity
-//! model on a run and prints its predictions beside the measurements.
+//! rule; `--find-max` searches the largest BASE that passes; `--model` fits the capacity
+//! model over two or more runs and prints its predictions beside the measurements.
 //!
 //! Modules: [`spec`] (the tables), [`topology`] (counts, rates and the message model),
 //! [`layout`] (destinations and subscriptions), [`agents`] (initiators and handlers),
-//! [`starts`] (the connections interactions start on), [`header`](mod@header) (what each
-//! body starts with), [`audit`] (the run rules), [`capacity`] (the model), [`args`] (the
-//! flags).
+//! [`ramp`] (how starts rise to rate), [`starts`] (the connections interactions start on),
+//! [`header`](mod@header) (what each body starts with), [`audit`] (the run rules),
+//! [`probes`] (what the model is calibrated with), [`capacity`] (the model), [`report`] (the
+//! JSON and the lines printed), [`args`] (the flags).
 
 pub mod agents;
 pub mod args;
@@ -18,6 +19,9 @@ pub mod audit;
 pub mod capacity;
 pub mod header;
 pub mod layout;
+pub mod probes;
+pub mod ramp;
+pub mod report;
 pub mod spec;
 pub mod starts;
 pub mod topology;
@@ -28,7 +32,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
-use serde_json::json;
 
 pub use args::{SpecjmsArgs, TopologyArg};
 
@@ -44,16 +47,21 @@ use crate::workloads::progress::{Progress, ProgressPlan};
 use crate::workloads::pubsub::child_broker::ChildBroker;
 use crate::workloads::run::{Shared, WindowLatency, MEASURE, STOP, WARMUP};
 use audit::{Audit, AuditInput, InteractionFigures};
-use capacity::{Calibration, Model};
+use capacity::Calibration;
+use probes::Probe;
 use layout::{CfoLayout, Layout, Plan};
 use spec::{Interaction, MessageType};
 use topology::Topology;
+
+pub use report::header;
 
 super::workload::impl_workload!(SpecjmsArgs, measure, header);
 
 /// One run at one BASE.
 struct Trial {
     base: u32,
+    /// Run for `--calibrate` (before the search).
+    calibration_run: bool,
     audit: Audit,
     input: AuditInput,
     result: TargetResult,
@@ -157,25 +165,37 @@ pub async fn measure(args: &SpecjmsArgs) -> Result<BenchReport> {
         .as_ref()
         .map_or(args.server.clone(), |c| c.addr().to_string());
     let pid = child.as_ref().map(ChildBroker::pid).or(args.broker_pid);
-    let outcome = trials(args, &server, pid).await;
+    // The fsync's service time, timed before any load on the filesystem the own broker's
+    // data directory is made in (the system's temporary directory).
+    let fsync_s = args
+        .model
+        .then(|| probes::fsync_seconds(&std::env::temp_dir(), FSYNC_PROBES))
+        .flatten();
+    let outcome = trials(args, &server, pid, fsync_s).await;
     if let Some(c) = child {
         c.stop().await;
     }
     let trials = outcome?;
-    report(args, trials)
+    report::report(args, trials)
 }
 
-/// The runs: one, or the search.
-async fn trials(args: &SpecjmsArgs, server: &str, pid: Option<u32>) -> Result<Vec<Trial>> {
+/// Fsyncs timed for the model's commit wait.
+const FSYNC_PROBES: u32 = 50;
+
+/// The runs: the calibration runs, then one run or the search.
+async fn trials(
+    args: &SpecjmsArgs,
+    server: &str,
+    pid: Option<u32>,
+    fsync_s: Option<f64>,
+) -> Result<Vec<Trial>> {
     let driver = driver(args, server)?;
     let mut done = Vec::new();
-    let mut base = args.base;
-    let (mut pass, mut fail): (Option<u32>, Option<u32>) = (None, None);
-    loop {
-        let t = run_at(args, driver.clone(), base, pid).await?;
+    let say = |t: &Trial, what: &str| {
         if !args.output.quiet {
             eprintln!(
-                "ferry-bench specjms: BASE {base}: {}",
+                "ferry-bench specjms: {what}BASE {}: {}",
+                t.base,
                 if t.audit.passed {
                     "passed".to_string()
                 } else {
@@ -183,13 +203,26 @@ async fn trials(args: &SpecjmsArgs, server: &str, pid: Option<u32>) -> Result<Ve
                 }
             );
         }
+    };
+    for &base in &args.calibrate {
+        let mut t = run_at(args, driver.clone(), base, pid, fsync_s).await?;
+        t.calibration_run = true;
+        say(&t, "calibration, ");
+        done.push(t);
+    }
+    let searched = done.len();
+    let mut base = args.base;
+    let (mut pass, mut fail): (Option<u32>, Option<u32>) = (None, None);
+    loop {
+        let t = run_at(args, driver.clone(), base, pid, fsync_s).await?;
+        say(&t, "");
         if t.audit.passed {
             pass = Some(pass.map_or(base, |p| p.max(base)));
         } else {
             fail = Some(fail.map_or(base, |f| f.min(base)));
         }
         done.push(t);
-        if !args.find_max || done.len() >= args.max_trials as usize {
+        if !args.find_max || done.len() - searched >= args.max_trials as usize {
             break;
         }
         base = match (pass, fail) {
@@ -208,6 +241,7 @@ async fn run_at(
     driver: Arc<dyn Driver>,
     base: u32,
     pid: Option<u32>,
+    fsync_s: Option<f64>,
 ) -> Result<Trial> {
     let topo = topology(args, base)?;
     let plan = Plan {
@@ -217,9 +251,9 @@ async fn run_at(
     let started = Instant::now();
     let windows = WindowSeries::new(
         started,
-        args.warmup,
+        args.ramp + args.warmup,
         args.window,
-        args.warmup + args.duration + args.drain * 3,
+        args.ramp + args.warmup + args.duration + args.drain * 3,
     );
     let shared = Arc::new(Shared::new(
         rand::random(),
@@ -248,23 +282,25 @@ async fn run_at(
     let started = Instant::now();
     let shared_started = shared.started;
     let offset = started.saturating_duration_since(shared_started);
-    let measure_start = shared_started + offset + args.warmup;
+    let measure_start = shared_started + offset + args.ramp + args.warmup;
     let measure_end = measure_start + args.duration;
-    let initiators = agents::initiate(world.clone(), measure_start, measure_end);
+    let initiators = agents::initiate(
+        world.clone(),
+        started,
+        args.ramp,
+        measure_start,
+        measure_end,
+    );
     let mut plan_line = ProgressPlan::of("specjms", driver.name(), &args.common);
-    plan_line.warmup = args.warmup + offset;
+    plan_line.warmup = args.ramp + args.warmup + offset;
     let progress = Progress::start(shared.clone(), plan_line, args.output.quiet);
     tokio::time::sleep_until(measure_start.into()).await;
     shared.set_phase(MEASURE);
-    let cpu0 = pid.and_then(capacity::process_cpu_s);
-    let disk0 = capacity::disks_busy_s();
-    let bytes0 = pid.and_then(capacity::process_write_bytes);
+    let before = Probe::now(pid);
     let flipped = Instant::now();
     tokio::time::sleep_until(measure_end.into()).await;
     let secs = flipped.elapsed().as_secs_f64();
-    let cpu1 = pid.and_then(capacity::process_cpu_s);
-    let disk1 = capacity::disks_busy_s();
-    let bytes1 = pid.and_then(capacity::process_write_bytes);
+    let used = Probe::now(pid).since(&before);
     shared.set_phase(STOP);
     for i in initiators {
         let _ = i.await;
@@ -359,25 +395,27 @@ async fn run_at(
     };
     let audit = audit::audit(&input);
     let measured = shared.received_measured.load(Ordering::Relaxed);
-    let persistent: u64 = MessageType::ALL
-        .iter()
-        .filter(|t| t.spec().persistent)
-        .filter_map(|&t| world.type_counts(t))
+    let committed: u64 = MessageType::ALL
+        .into_iter()
+        .filter(|&t| report::committed(t, args.transactions))
+        .filter_map(|t| world.type_counts(t))
         .map(|c| c.measured.load(Ordering::Relaxed))
         .sum();
-    let calibration = match (cpu0, cpu1) {
-        (Some(a), Some(b)) => Some(Calibration {
-            secs,
-            messages: measured as f64,
-            persistent: persistent as f64,
-            cpu_s: b - a,
-            cores: pid.map_or(1.0, capacity::process_cores),
-            disk_busy_s: disk0.zip(disk1).map(|(a, b)| b - a),
-            disk_bytes: bytes0.zip(bytes1).map(|(a, b)| b - a),
-            messages_per_base: topo.messages_per_s() / f64::from(base),
-        }),
-        _ => None,
-    };
+    let calibration = used.broker_cpu_s.map(|broker_cpu_s| Calibration {
+        base: f64::from(base),
+        secs,
+        messages: measured as f64,
+        committed: committed as f64,
+        broker_cpu_s,
+        generator_cpu_s: used.generator_cpu_s,
+        machine_busy_s: used.machine_busy_s,
+        disk_busy_s: used.disks.map(|d| d.busy_s),
+        disk_bytes: used.broker_write_bytes,
+        flushes: used.disks.map(|d| d.flushes),
+        fsync_s,
+        broker_cores: pid.map_or(1.0, probes::process_cores),
+        machine_cores: probes::machine_cores(),
+    });
     let rows = shared.windows.rows(measure_start, measure_end);
     let latency = LatencySummary::of(&all);
     let result = TargetResult {
@@ -405,7 +443,8 @@ async fn run_at(
     };
     Ok(Trial {
         base,
-        broker_cpu_utilization: calibration.map(|c| c.cpu_s / (c.secs * c.cores)),
+        calibration_run: false,
+        broker_cpu_utilization: calibration.map(|c| c.broker_cpu_s / (c.secs * c.broker_cores)),
         audit,
         input,
         result,
@@ -414,204 +453,3 @@ async fn run_at(
     })
 }
 
-/// The report: the last passing run's figures (or the last run's), every trial's verdict, the
-/// model's predictions beside the measurements.
-fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchReport> {
-    let best_trial = trials
-        .iter()
-        .filter(|t| t.audit.passed)
-        .max_by_key(|t| t.base)
-        .or_else(|| trials.last())
-        .ok_or_else(|| anyhow!("no trial ran"))?;
-    let largest_passing = trials
-        .iter()
-        .filter(|t| t.audit.passed)
-        .map(|t| t.base)
-        .max();
-    // Calibrated on the first passing run (the first run when none passed).
-    let calibrated = trials
-        .iter()
-        .find(|t| t.audit.passed && t.calibration.is_some())
-        .or_else(|| trials.iter().find(|t| t.calibration.is_some()))
-        .filter(|_| args.model);
-    let model = calibrated.and_then(|t| t.calibration.map(|c| (t.base, Model::calibrate(&c))));
-    let (calibrated_on, model) = match model {
-        Some((b, m)) => (Some(b), Some(m)),
-        None => (None, None),
-    };
-    let trial_rows: Vec<_> = trials
-        .iter()
-        .map(|t| {
-            let predicted = model.map(|m| m.predict(f64::from(t.base)));
-            json!({
-                "base": t.base,
-                "passed": t.audit.passed,
-                "rules": t.audit.rules,
-                "received_per_s": t.result.received_per_s,
-                "broker_cpu_utilization": t.broker_cpu_utilization,
-                "predicted_cpu_utilization": predicted.map(|p| p.cpu_utilization),
-                "interactions": t.input.interactions.iter().map(|i| {
-                    let persistent_share = persistent_share(&i.interaction);
-                    json!({
-                        "interaction": i.interaction,
-                        "configured_per_s": i.configured_per_s,
-                        "measured_per_s": i.measured_per_s,
-                        "starts": i.starts,
-                        "pacing_misses": i.pacing_misses,
-                        "model_messages": i.model_messages,
-                        "messages": i.messages,
-                        "delivery_mean_ms": i.delivery_mean_ms,
-                        "predicted_delivery_mean_ms": predicted.map(|p| persistent_share * p.persistent_ms + (1.0 - persistent_share) * p.non_persistent_ms),
-                    })
-                }).collect::<Vec<_>>(),
-                "destinations": t.input.destinations_p90_ms.len(),
-                "worst_p90_ms": t.input.destinations_p90_ms.iter().map(|(_, p)| *p).fold(0.0, f64::max),
-                "receipts_owed": t.input.receipts_owed,
-                "receipts": t.input.receipts,
-                "start_connections": t.start_connections,
-            })
-        })
-        .collect();
-    let mut result = best_trial.result.clone();
-    result.operations = BTreeMap::new();
-    let topo = topology(args, best_trial.base)?;
-    Ok(BenchReport {
-        workload: "specjms".to_string(),
-        environment: None,
-        params: json!({
-            "name": "specjms2007-like (not SPECjms2007 results)",
-            "topology": topo.name,
-            "base": args.base,
-            "layout": format!("{:?}", args.layout).to_lowercase(),
-            "cfo": format!("{:?}", args.cfo).to_lowercase(),
-            "transactions": args.transactions,
-            "interactions": args.interactions,
-            "find_max": args.find_max,
-            "pool": args.pool,
-            "duration_s": args.duration.as_secs_f64(),
-            "warmup_s": args.warmup.as_secs_f64(),
-            "drain_s": args.drain.as_secs_f64(),
-            "window_s": args.window.as_secs_f64(),
-            "locations": { "sm": topo.sm, "dc": topo.dc, "sp": topo.sp, "hq": topo.hq, "families": topo.families },
-            "messages_per_s_model": topo.messages_per_s(),
-            "specjms": {
-                "largest_passing_base": largest_passing,
-                "reported_base": best_trial.base,
-                "trials": trial_rows,
-                "model": model.map(|m| json!({
-                    "calibrated_on_base": calibrated_on,
-                    "cpu_demand_us": m.cpu_demand_s * 1e6,
-                    "disk_demand_us": m.disk_demand_s * 1e6,
-                    "disk_bytes_per_message": m.disk_bytes_per_message,
-                    "cores": m.cores,
-                    "bottleneck": m.bottleneck(),
-                    "predicted_max_base": m.max_base(),
-                    "predicted_max_messages_per_s": m.max_messages_per_s(),
-                })),
-            },
-        }),
-        results: vec![result],
-        compare: None,
-    })
-}
-
-/// The share of persistent messages among an interaction's messages (by the model's mix),
-/// from its report label `"<n> <name>"`.
-fn persistent_share(label: &str) -> f64 {
-    let Some(i) = Interaction::ALL
-        .into_iter()
-        .find(|i| label.ends_with(i.name()))
-    else {
-        return 1.0;
-    };
-    let types: Vec<MessageType> = MessageType::ALL
-        .into_iter()
-        .filter(|t| t.spec().interaction == i)
-        .collect();
-    types.iter().filter(|t| t.spec().persistent).count() as f64 / types.len().max(1) as f64
-}
-
-/// The lines above the figures: the audit of each run and the model.
-pub fn header(report: &BenchReport) -> String {
-    let p = &report.params;
-    let s = &p["specjms"];
-    let mut out = format!(
-        "ferry-bench specjms ({}): specjms2007-like, {} topology, layout {}, calls for offers {}, \
-         transactions {}; {} s measured after {} s warm-up\n",
-        report.results.first().map_or("?", |r| r.target.as_str()),
-        p["topology"].as_str().unwrap_or("?"),
-        p["layout"].as_str().unwrap_or("?"),
-        p["cfo"].as_str().unwrap_or("?"),
-        p["transactions"],
-        p["duration_s"],
-        p["warmup_s"],
-    );
-    for t in s["trials"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "BASE {}: {} ({:.0} messages/s received; {} of {} receipts after the drain; worst p90 {:.1} ms)\n",
-            t["base"],
-            if t["passed"] == true { "PASSED" } else { "FAILED" },
-            t["received_per_s"].as_f64().unwrap_or(0.0),
-            t["receipts"],
-            t["receipts_owed"],
-            t["worst_p90_ms"].as_f64().unwrap_or(0.0),
-        ));
-        for r in t["rules"].as_array().into_iter().flatten() {
-            out.push_str(&format!(
-                "  {:<15} {}  {}\n",
-                r["rule"].as_str().unwrap_or("?"),
-                if r["passed"] == true { "pass" } else { "FAIL" },
-                r["reason"].as_str().unwrap_or("")
-            ));
-        }
-        out.push_str("  interaction               starts/s  configured  messages   model  misses  delivery ms");
-        out.push_str(if t["predicted_cpu_utilization"].is_null() {
-            "\n"
-        } else {
-            "  predicted ms\n"
-        });
-        for i in t["interactions"].as_array().into_iter().flatten() {
-            out.push_str(&format!(
-                "  {:<24} {:>9.2} {:>11.2} {:>9} {:>7.0} {:>7} {:>12.2}",
-                i["interaction"].as_str().unwrap_or("?"),
-                i["measured_per_s"].as_f64().unwrap_or(0.0),
-                i["configured_per_s"].as_f64().unwrap_or(0.0),
-                i["messages"],
-                i["model_messages"].as_f64().unwrap_or(0.0),
-                i["pacing_misses"],
-                i["delivery_mean_ms"].as_f64().unwrap_or(0.0),
-            ));
-            match i["predicted_delivery_mean_ms"].as_f64() {
-                Some(v) => out.push_str(&format!(" {v:>13.2}\n")),
-                None => out.push('\n'),
-            }
-        }
-        if let (Some(m), Some(pr)) = (
-            t["broker_cpu_utilization"].as_f64(),
-            t["predicted_cpu_utilization"].as_f64(),
-        ) {
-            out.push_str(&format!(
-                "  broker CPU utilization: measured {:.1}%, model {:.1}%\n",
-                100.0 * m,
-                100.0 * pr
-            ));
-        }
-    }
-    if let Some(b) = s["largest_passing_base"].as_u64() {
-        out.push_str(&format!("largest BASE that passed: {b}\n"));
-    }
-    if let Some(m) = s["model"].as_object() {
-        out.push_str(&format!(
-            "model (calibrated on BASE {}): CPU {:.1} µs and disk {:.1} µs ({:.0} bytes) per message; \
-             bottleneck {}; predicted largest BASE {:.0} ({:.0} messages/s)\n",
-            m["calibrated_on_base"],
-            m["cpu_demand_us"].as_f64().unwrap_or(0.0),
-            m["disk_demand_us"].as_f64().unwrap_or(0.0),
-            m["disk_bytes_per_message"].as_f64().unwrap_or(0.0),
-            m["bottleneck"].as_str().unwrap_or("?"),
-            m["predicted_max_base"].as_f64().unwrap_or(0.0),
-            m["predicted_max_messages_per_s"].as_f64().unwrap_or(0.0),
-        ));
-    }
-    out
-}
