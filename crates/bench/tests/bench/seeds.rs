@@ -159,16 +159,26 @@ async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
     .await;
     let t = specjms_trial(&json, 2);
     assert!(t["broker_cpu_utilization"].as_f64().unwrap() > 0.0, "{t:#}");
-    assert_eq!(json["params"]["specjms"]["trials"][0]["calibration_run"], true);
+    assert_eq!(
+        json["params"]["specjms"]["trials"][0]["calibration_run"],
+        true
+    );
     // Prediction beside measurement, per resource and per interaction.
     let measured = t["measured_utilization"]["broker_cpu"].as_f64().unwrap();
     let predicted = t["predicted_utilization"]["broker_cpu"].as_f64().unwrap();
     assert!(measured > 0.0 && predicted > 0.0, "{t:#}");
     let i = &t["interactions"][0];
-    assert!(i["predicted_delivery_mean_ms"].as_f64().unwrap() > 0.0, "{i:#}");
+    assert!(
+        i["predicted_delivery_mean_ms"].as_f64().unwrap() > 0.0,
+        "{i:#}"
+    );
     let model = &json["params"]["specjms"]["model"];
     assert_eq!(model["calibrated_on"], "the --calibrate runs", "{model:#}");
-    assert_eq!(model["calibrated_on_bases"], serde_json::json!([1.0]), "{model:#}");
+    assert_eq!(
+        model["calibrated_on_bases"],
+        serde_json::json!([1.0]),
+        "{model:#}"
+    );
     let cpu = &model["resources"][0];
     assert_eq!(cpu["resource"], "broker_cpu", "{model:#}");
     assert!(cpu["per_message_us"].as_f64().unwrap() > 0.0, "{model:#}");

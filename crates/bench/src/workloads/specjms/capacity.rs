@@ -254,9 +254,8 @@ impl Model {
                 .then(|| Line::fit(&points))
                 .flatten()
         };
-        let mean = |f: &dyn Fn(&Calibration) -> f64| {
-            runs.iter().map(f).sum::<f64>() / runs.len() as f64
-        };
+        let mean =
+            |f: &dyn Fn(&Calibration) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
         let mut resources = Vec::new();
         if let Some(demand) = line(ResourceKind::BrokerCpu) {
             resources.push(Resource {
@@ -481,7 +480,12 @@ mod tests {
         assert!((m.max_base_exact(rate, 100_000) - 234.3999).abs() < 1e-3);
         assert_eq!(m.max_base(rate, 100), 100, "held to the ceiling");
         // The utilization at the largest rate is the limit.
-        assert!(close(m.predict(m.max_messages_per_s()).utilization_of(ResourceKind::HostCpu).unwrap(), 1.0));
+        assert!(close(
+            m.predict(m.max_messages_per_s())
+                .utilization_of(ResourceKind::HostCpu)
+                .unwrap(),
+            1.0
+        ));
     }
 
     #[test]
@@ -506,7 +510,10 @@ mod tests {
         assert!((p.commit_ms - 1.904_762).abs() < 1e-6, "{}", p.commit_ms);
         assert!(close(p.delivery_ms(false), p.cpu_ms));
         assert!(close(p.delivery_ms(true), p.cpu_ms + p.commit_ms));
-        assert!(m.predict(20_000.0).delivery_ms(false).is_infinite(), "past saturation");
+        assert!(
+            m.predict(20_000.0).delivery_ms(false).is_infinite(),
+            "past saturation"
+        );
         assert!(close(residence(2.0, 0.5), 4.0));
     }
 

@@ -48,8 +48,8 @@ use crate::workloads::pubsub::child_broker::ChildBroker;
 use crate::workloads::run::{Shared, WindowLatency, MEASURE, STOP, WARMUP};
 use audit::{Audit, AuditInput, InteractionFigures};
 use capacity::Calibration;
-use probes::Probe;
 use layout::{CfoLayout, Layout, Plan};
+use probes::Probe;
 use spec::{Interaction, MessageType};
 use topology::Topology;
 
@@ -452,4 +452,3 @@ async fn run_at(
         start_connections,
     })
 }
-

@@ -273,21 +273,36 @@ mod tests {
             generator_cpu_s: Some(2.0),
             machine_busy_s: Some(10.0),
             broker_write_bytes: None,
-            disks: Some(DiskFigures { busy_s: 1.0, flushes: 10.0, flush_s: 0.5 }),
+            disks: Some(DiskFigures {
+                busy_s: 1.0,
+                flushes: 10.0,
+                flush_s: 0.5,
+            }),
         };
         let b = Probe {
             broker_cpu_s: Some(1.5),
             generator_cpu_s: Some(3.0),
             machine_busy_s: Some(12.0),
             broker_write_bytes: Some(5.0),
-            disks: Some(DiskFigures { busy_s: 1.25, flushes: 30.0, flush_s: 0.75 }),
+            disks: Some(DiskFigures {
+                busy_s: 1.25,
+                flushes: 30.0,
+                flush_s: 0.75,
+            }),
         };
         let d = b.since(&a);
         assert_eq!(d.broker_cpu_s, Some(0.5));
         assert_eq!(d.generator_cpu_s, Some(1.0));
         assert_eq!(d.machine_busy_s, Some(2.0));
         assert_eq!(d.broker_write_bytes, None, "unknown before: unknown");
-        assert_eq!(d.disks, Some(DiskFigures { busy_s: 0.25, flushes: 20.0, flush_s: 0.25 }));
+        assert_eq!(
+            d.disks,
+            Some(DiskFigures {
+                busy_s: 0.25,
+                flushes: 20.0,
+                flush_s: 0.25
+            })
+        );
         assert!(Probe::now(Some(std::process::id())).broker_cpu_s.is_some());
     }
 

@@ -53,7 +53,10 @@ fn predicted_delivery_ms(label: &str, p: &Prediction, topo: &Topology, tx: bool)
         .find(|i| label == format!("{} {}", i.number(), i.name()))?;
     let mix = topo.model();
     let (mut sum, mut weight) = (0.0, 0.0);
-    for t in MessageType::ALL.into_iter().filter(|t| t.spec().interaction == i) {
+    for t in MessageType::ALL
+        .into_iter()
+        .filter(|t| t.spec().interaction == i)
+    {
         let w = mix.get(&t).copied().unwrap_or(0.0);
         sum += w * p.delivery_ms(committed(t, tx));
         weight += w;
@@ -63,9 +66,7 @@ fn predicted_delivery_ms(label: &str, p: &Prediction, topo: &Topology, tx: bool)
 
 /// Busy time per second of each resource, keyed by its JSON name.
 fn by_resource(values: impl Iterator<Item = (ResourceKind, f64)>) -> Value {
-    let map: Map<String, Value> = values
-        .map(|(k, v)| (resource_key(k), json!(v)))
-        .collect();
+    let map: Map<String, Value> = values.map(|(k, v)| (resource_key(k), json!(v))).collect();
     Value::Object(map)
 }
 
@@ -211,7 +212,13 @@ fn percents(v: &Value) -> String {
     v.as_object()
         .into_iter()
         .flatten()
-        .map(|(k, u)| format!("{} {:.1}%", k.replace('_', " "), 100.0 * u.as_f64().unwrap_or(0.0)))
+        .map(|(k, u)| {
+            format!(
+                "{} {:.1}%",
+                k.replace('_', " "),
+                100.0 * u.as_f64().unwrap_or(0.0)
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -296,13 +303,18 @@ pub fn header(report: &BenchReport) -> String {
             m["calibrated_on"].as_str().unwrap_or("?"),
         ));
         for r in m["resources"].as_array().into_iter().flatten() {
+            // JSON has no infinity: a resource that never saturates has null.
+            let saturates = r["max_messages_per_s"]
+                .as_f64()
+                .map_or("never saturates".to_string(), |x| {
+                    format!("saturates at {x:.0} messages/s")
+                });
             out.push_str(&format!(
-                "  {:<10} {:.3} + {:.1} µs a message; limit {:.2}; saturates at {:.0} messages/s\n",
+                "  {:<10} {:.3} + {:.1} µs a message; limit {:.2}; {saturates}\n",
                 r["resource"].as_str().unwrap_or("?").replace('_', " "),
                 r["fixed"].as_f64().unwrap_or(0.0),
                 r["per_message_us"].as_f64().unwrap_or(0.0),
                 r["limit"].as_f64().unwrap_or(0.0),
-                r["max_messages_per_s"].as_f64().unwrap_or(0.0),
             ));
         }
         out.push_str(&format!(
@@ -320,7 +332,10 @@ pub fn header(report: &BenchReport) -> String {
             m["predicted_max_base_exact"].as_f64().unwrap_or(0.0),
             m["predicted_max_messages_per_s"].as_f64().unwrap_or(0.0),
         ));
-        match (m["measured_max_base"].as_u64(), m["max_base_error"].as_f64()) {
+        match (
+            m["measured_max_base"].as_u64(),
+            m["max_base_error"].as_f64(),
+        ) {
             (Some(b), Some(e)) => {
                 out.push_str(&format!("; measured {b}: {:+.1}%\n", 100.0 * e));
             }
