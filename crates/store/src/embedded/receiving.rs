@@ -84,7 +84,7 @@ impl EmbeddedStore {
                         // on disk. Records are in state order, so the current batch covers
                         // everything the handouts depend on. Non-persistent messages depend
                         // on no record.
-                        let ticket = if log.appended() || got.iter().any(|h| h.msg.persistent) {
+                        let ticket = if log.appended() || got.iter().any(|h| h.msg.persistent()) {
                             log.ticket_if_pending()
                         } else {
                             None
@@ -138,13 +138,13 @@ impl EmbeddedStore {
                 // Compaction may have moved a record meanwhile: look the places up again.
                 let st = self.state();
                 for h in handouts.iter_mut().filter(|h| h.body.is_none()) {
-                    h.at = st.location(h.msg.id);
+                    h.at = st.location(h.id);
                 }
             }
             let wanted: Vec<(MessageId, Option<Location>)> = handouts
                 .iter()
                 .filter(|h| h.body.is_none())
-                .map(|h| (h.msg.id, h.at))
+                .map(|h| (h.id, h.at))
                 .collect();
             let reader = self.bodies.clone();
             let read = tokio::task::spawn_blocking(move || reader.read_many(&wanted))
@@ -156,7 +156,7 @@ impl EmbeddedStore {
                 match got {
                     Ok(body) => h.body = Some(body),
                     Err(e) => {
-                        failure = format!("message {}: {e}", h.msg.id);
+                        failure = format!("message {}: {e}", h.id);
                         failed = true;
                     }
                 }
@@ -278,14 +278,14 @@ fn delivery(h: Handout) -> Delivery {
     Delivery {
         delivery_id: h.delivery_id,
         message: Message {
-            id: m.id,
+            id: h.id,
             queue: h.queue.clone().into(),
-            sender: m.sender.clone().into(),
-            receiver: m.receiver.as_deref().map(str::to_owned),
+            sender: h.sender.clone().into(),
+            receiver: h.receiver.as_deref().map(str::to_owned),
             priority: m.priority,
             context: m.context,
-            properties: m.properties.clone(),
-            body: h.body.clone().unwrap_or_default(),
+            properties: h.properties,
+            body: h.body.unwrap_or_default(),
             created_at: m.created_at,
             delivery_count: h.delivery_count,
             expires_at: m.expires_at,
@@ -298,15 +298,15 @@ fn view(h: &Handout) -> DeliveryView<'_> {
     let m = &h.msg;
     DeliveryView {
         delivery_id: h.delivery_id,
-        id: m.id,
+        id: h.id,
         queue: &h.queue,
-        sender: &m.sender,
-        receiver: m.receiver.as_deref(),
+        sender: &h.sender,
+        receiver: h.receiver.as_deref(),
         priority: m.priority,
         context: m.context,
         created_at: m.created_at,
         delivery_count: h.delivery_count,
-        properties: &m.properties,
+        properties: &h.properties,
         body: h.body.as_deref().unwrap_or_default(),
         expires_at: m.expires_at,
     }

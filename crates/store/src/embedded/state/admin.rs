@@ -13,7 +13,7 @@ use bytes::Bytes;
 use ferry_protocol::{Message, MessageId, Order, QueueOptions, Source};
 
 use super::index::Cursor;
-use super::{snapshot, QueueKey, Slot, State, UNLOGGED};
+use super::{record_fields, snapshot, Place, QueueKey, Slot, State, UNLOGGED};
 use crate::admin::{
     forms_cycle, origin_of, BrowseCursor, BrowsePage, BrowseSpec, BrowsedMessage, MoveReport,
     MoveTarget, QueueDetails,
@@ -216,15 +216,16 @@ impl State {
             .find(|s| s.queue == qk)
             .map_or(0, |s| s.count);
         let m = &e.msg;
+        let (sender, receiver, properties) = self.names_and_properties(id, m);
         Ok(Some(BrowsedMessage {
             message: Message {
                 id,
                 queue: q.name.to_string().into(),
-                sender: m.sender.to_string().into(),
-                receiver: m.receiver.as_deref().map(str::to_owned),
+                sender: sender.to_string().into(),
+                receiver: receiver.as_deref().map(str::to_owned),
                 priority: m.priority,
                 context: m.context,
-                properties: m.properties.clone(),
+                properties,
                 body,
                 created_at: m.created_at,
                 delivery_count: count,
@@ -246,7 +247,7 @@ impl State {
                     && spec
                         .selector
                         .as_ref()
-                        .is_none_or(|sel| sel.matches(&*e.msg))
+                        .is_none_or(|sel| sel.matches(&self.selectable(id, &e.msg)))
             })
         };
         let order = spec.order;
@@ -400,7 +401,7 @@ impl State {
             receiver: None,
             priority: 0,
             context: 0,
-            properties: e.msg.properties.clone(),
+            properties: self.names_and_properties(id, &e.msg).2,
             body: Default::default(),
             created_at: 0,
             delivery_count: 0,
@@ -437,8 +438,8 @@ impl State {
                 lease: None,
             });
         }
-        let msg = e.msg.clone();
-        let (old_segment, old_size) = (e.segment, e.size);
+        let msg = e.msg;
+        let (old_segment, old_size) = (e.segment(), e.place.size);
         let slots: Vec<(Arc<str>, u32)> = e
             .slots
             .iter()
@@ -447,8 +448,8 @@ impl State {
         if let Some(q) = self.queues.get_mut(&from) {
             q.left += 1;
         }
-        if msg.persistent {
-            let fields = msg.fields(body);
+        if msg.persistent() {
+            let fields = record_fields(&self.clients, &self.properties, id, &msg, body);
             // Never inside a transaction group: operators' moves run on their own.
             let (seg, size) = self.journal.append(
                 log,
@@ -461,13 +462,11 @@ impl State {
             let offset = self.journal.last_offset;
             self.journal.add_live(seg, id, size);
             if let Some(e) = self.messages.get_mut(&id) {
-                e.segment = seg;
-                e.offset = offset;
-                e.size = size;
+                e.place = Place::new(seg, offset, size);
             }
         }
         if !already {
-            self.place_stored(&msg, to);
+            self.place_stored(id, &msg, to);
         }
     }
 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use ferry_protocol::DeliveryView;
 
 use super::{IdMap, QueueKey, State, Stored};
+use crate::api::NewMessage;
 use crate::direct::{DirectBatch, DirectConsumer};
+use ferry_protocol::MessageId;
 
 /// Deliveries made to one consumer, not handed over yet.
 struct Pending {
@@ -46,11 +48,7 @@ impl DirectTaps {
 
     /// Hands `msg`, published to queue `name` (`qk`), to the queue's one consumer if it
     /// accepts it; returns whether it did (the message then does not go on the queue).
-    fn offer(&mut self, qk: QueueKey, name: &str, msg: &Stored) -> bool {
-        // Only messages not stored yet go direct: their body is still in memory.
-        let super::Body::Memory(body) = &msg.body else {
-            return false;
-        };
+    fn offer(&mut self, qk: QueueKey, name: &str, id: MessageId, m: &NewMessage) -> bool {
         let Some(consumer) = self.only(qk) else {
             return false;
         };
@@ -77,17 +75,17 @@ impl DirectTaps {
         };
         let view = DeliveryView {
             delivery_id: 0,
-            id: msg.id,
+            id,
             queue: name,
-            sender: &msg.sender,
+            sender: &m.sender,
             receiver: None,
-            priority: msg.priority,
-            context: msg.context,
-            created_at: msg.created_at,
+            priority: m.priority,
+            context: m.context,
+            created_at: m.created_at,
             delivery_count: 0,
-            properties: &msg.properties,
-            body,
-            expires_at: msg.expires_at,
+            properties: &m.properties,
+            body: &m.body,
+            expires_at: m.expires_at_ms,
         };
         p.batch.push(&view);
         true
@@ -123,17 +121,23 @@ impl State {
 
     /// Hands `msg`, being published to subscription queue `qk`, straight to the queue's
     /// consumer when [`crate::direct`]'s conditions hold; returns whether it did.
-    pub(super) fn deliver_direct(&mut self, msg: &Stored, qk: QueueKey) -> bool {
+    pub(super) fn deliver_direct(
+        &mut self,
+        id: MessageId,
+        msg: &Stored,
+        m: &NewMessage,
+        qk: QueueKey,
+    ) -> bool {
         if self.direct.by_queue.is_empty()
-            || msg.persistent
+            || msg.persistent()
             || msg.deliver_at != 0
-            || msg.receiver.is_some()
+            || msg.receiver_key().is_some()
             || self.group.is_some()
         {
             return false;
         }
         match self.queues.get(&qk) {
-            Some(q) if q.ready_count == 0 => self.direct.offer(qk, &q.name, msg),
+            Some(q) if q.ready_count == 0 => self.direct.offer(qk, &q.name, id, m),
             _ => false,
         }
     }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use ferry_protocol::{
-    AckMode, DeliveryId, MessageId, Name, ReceiveMode, Source, MAX_PRIORITY, MIN_PRIORITY,
+    AckMode, DeliveryId, MessageId, Name, Properties, ReceiveMode, Source, MAX_PRIORITY,
+    MIN_PRIORITY,
 };
 
 use super::super::bodies::Location;
@@ -23,7 +24,10 @@ use super::super::format::record::{self, MessageFields};
 use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::{Lease, NO_DEADLINE};
-use super::{Body, ClientKey, Entry, QueueKey, QueueKeys, Slot, State, Stored, UNLOGGED};
+use super::{
+    selectable, ClientKey, Entry, Place, QueueKey, QueueKeys, Selectable, Slot, State, Stored,
+    NO_CLIENT, PERSISTENT, UNLOGGED,
+};
 use crate::api::{NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
 
@@ -33,8 +37,16 @@ const MAX_RECORD: usize = u32::MAX as usize - 64;
 /// One message handed out by [`State::receive`], turned into a `Delivery` after unlocking.
 #[derive(Debug)]
 pub struct Handout {
+    /// Message id.
+    pub id: MessageId,
     /// The message.
-    pub msg: Arc<Stored>,
+    pub msg: Stored,
+    /// Its sender's name.
+    pub sender: Arc<str>,
+    /// Its receiver's name.
+    pub receiver: Option<Arc<str>>,
+    /// Its properties.
+    pub properties: Properties,
     /// The queue it came from.
     pub queue: Arc<str>,
     /// Delivery id (0 for peeks and auto-ack takes).
@@ -105,8 +117,6 @@ struct LastSenderEntry {
     /// The name as the caller passed it: every message of a session's batch shares one
     /// allocation, so the next message is recognised by pointer, without comparing bytes.
     given: Arc<str>,
-    /// The state's own copy of the name, which stored messages share.
-    name: Arc<str>,
     key: ClientKey,
 }
 
@@ -232,31 +242,30 @@ impl State {
         self.send_checked(log, m, keys, last)
     }
 
-    /// The key and shared name of `sender`, registering it if it is new.
+    /// The key of `sender`, registering it if it is new.
     fn sender_key(
         &mut self,
         log: &mut LogGuard<'_>,
         sender: &Arc<str>,
         last: &mut BatchMemo,
-    ) -> Result<(ClientKey, Arc<str>), StoreError> {
+    ) -> Result<ClientKey, StoreError> {
         if let Some(e) = &last.sender {
             if Arc::ptr_eq(&e.given, sender) || *e.given == **sender {
-                return Ok((e.key, e.name.clone()));
+                return Ok(e.key);
             }
         }
-        let (key, name) = match self.clients.get_key_value(sender) {
-            Some((name, key)) => (*key, name.clone()),
+        let key = match self.clients.get(sender) {
+            Some(key) => *key,
             None => {
                 self.register_client(log, sender)?;
-                self.client_key(sender)
+                self.client_key(sender).0
             }
         };
         last.sender = Some(LastSenderEntry {
             given: sender.clone(),
-            name: name.clone(),
             key,
         });
-        Ok((key, name))
+        Ok(key)
     }
 
     /// [`State::send`] after [`State::check_send`] passed, with the keys it returned.
@@ -267,35 +276,35 @@ impl State {
         keys: QueueKeys,
         last: &mut BatchMemo,
     ) -> Result<MessageId, StoreError> {
-        let (sender_key, sender) = self.sender_key(log, &m.sender, last)?;
-        let receiver = m.receiver.as_deref().map(|r| self.client_key(r));
+        let sender = self.sender_key(log, &m.sender, last)?;
+        let receiver = m.receiver.as_deref().map(|r| self.client_key(r).0);
         let id = self.next_id;
         self.next_id += 1;
-        // Built on the stack: a publish that goes to no queue (no subscription selects it,
-        // or it went straight to consumers) never allocates it.
-        let mut msg = Stored {
-            id,
-            sender,
-            sender_key,
-            receiver_key: receiver.as_ref().map(|r| r.0),
-            receiver: receiver.map(|r| r.1),
-            priority: m.priority,
+        let msg = Stored {
             context: m.context,
-            properties: m.properties,
-            body: Body::Memory(m.body),
             created_at: m.created_at,
             deliver_at: m.deliver_at_ms,
             expires_at: m.expires_at_ms,
-            persistent: m.persistent,
+            sender,
+            receiver: receiver.unwrap_or(NO_CLIENT),
+            body_len: m.body.len() as u32,
+            priority: m.priority,
+            flags: if m.persistent { PERSISTENT } else { 0 },
         };
         let keys = match &m.topic {
             Some(topic) => {
+                let seen = Selectable {
+                    msg: &msg,
+                    sender: &m.sender,
+                    receiver: m.receiver.as_deref(),
+                    properties: &m.properties,
+                };
                 // Subscriptions without selectors take every message: their queues are looked
                 // up once per batch. Those that take it directly are left out.
                 let selected = if last.targets_of(topic).is_some() {
                     None
                 } else {
-                    let (keys, for_any) = self.publish_targets(topic, &msg);
+                    let (keys, for_any) = self.publish_targets(topic, &seen);
                     if for_any {
                         last.note_topic(topic);
                         last.targets = Some(keys);
@@ -311,7 +320,7 @@ impl State {
                     .unwrap_or_default()
                     .iter()
                     .copied()
-                    .filter(|&qk| !self.deliver_direct(&msg, qk))
+                    .filter(|&qk| !self.deliver_direct(id, &msg, &m, qk))
                     .collect()
             }
             None => keys,
@@ -319,18 +328,26 @@ impl State {
         if keys.is_empty() {
             return Ok(id);
         }
-        let (segment, offset, size) = match &msg.body {
-            Body::Memory(body) if msg.persistent => {
-                let body = body.clone();
-                let at = self.append_added(log, &msg, &body, &keys);
-                // From now on the body lives in the log, and in the cache while it is recent.
-                self.cache.insert(id, &body);
-                msg.body = Body::Logged(body.len() as u32);
-                at
-            }
-            _ => (UNLOGGED, 0, 0),
+        let (place, unlogged) = if msg.persistent() {
+            let fields = MessageFields {
+                id,
+                created_at: m.created_at,
+                context: m.context,
+                priority: m.priority,
+                sender: &m.sender,
+                receiver: m.receiver.as_deref(),
+                properties: &m.properties,
+                body: &m.body,
+                deliver_at: m.deliver_at_ms,
+                expires_at: m.expires_at_ms,
+            };
+            let (segment, offset, size) = self.append_added(log, &fields, &keys);
+            // From now on the body lives in the log, and in the cache while it is recent.
+            self.cache.insert(id, &m.body);
+            (Place::new(segment, offset, size), None)
+        } else {
+            (Place::new(UNLOGGED, 0, 0), Some(m.body))
         };
-        let msg = Arc::new(msg);
         let slots = keys
             .iter()
             .map(|&queue| Slot {
@@ -339,19 +356,13 @@ impl State {
                 lease: None,
             })
             .collect();
-        for &qk in &keys {
-            self.place_stored(&msg, qk);
+        self.insert_entry(id, Entry { msg, place, slots }, unlogged, m.properties);
+        // After the entry: it may have flagged the message's properties as kept.
+        if let Some(stored) = self.messages.get(&id).map(|e| e.msg) {
+            for &qk in &keys {
+                self.place_stored(id, &stored, qk);
+            }
         }
-        self.insert_entry(
-            id,
-            Entry {
-                msg,
-                slots,
-                segment,
-                offset,
-                size,
-            },
-        );
         Ok(id)
     }
 
@@ -375,7 +386,7 @@ impl State {
         // Expired messages met on the way are passed over and removed after the walk.
         let mut expired: Vec<MessageId> = Vec::new();
         // A selector passes over the messages it does not select; they stay in the index.
-        let messages = &self.messages;
+        let (messages, clients, properties) = (&self.messages, &self.clients, &self.properties);
         let mut selected = |id: &MessageId| {
             let Some(e) = messages.get(id) else {
                 return false;
@@ -386,7 +397,7 @@ impl State {
             }
             match &spec.selector {
                 None => true,
-                Some(selector) => selector.matches(&*e.msg),
+                Some(selector) => selector.matches(&selectable(clients, properties, *id, &e.msg)),
             }
         };
         match &spec.source {
@@ -536,21 +547,22 @@ impl State {
             let Some(e) = self.messages.get(&id) else {
                 continue;
             };
-            let msg = e.msg.clone();
+            let msg = e.msg;
             let count = e
                 .slots
                 .iter()
                 .find(|s| s.queue == qk)
                 .map_or(0, |s| s.count);
-            let body = match &msg.body {
-                Body::Memory(b) => Some(b.clone()),
-                Body::Logged(_) => self.cache.get(id),
+            let body = match self.unlogged.get(&id) {
+                Some(b) => Some(b.clone()),
+                None => self.cache.get(id),
             };
             let at = if body.is_none() {
                 self.location(id)
             } else {
                 None
             };
+            let (sender, receiver, properties) = self.names_and_properties(id, &msg);
             let mut held = 0;
             let delivery_id = match (spec.mode, spec.ack) {
                 (ReceiveMode::Peek, _) => 0,
@@ -558,20 +570,20 @@ impl State {
                     // Held: leased without a deadline, a record or a new delivery count, so
                     // that an ack removes it as the take would have and a release puts it
                     // back as it was (see ReceiveSpec::hold).
-                    self.unready_stored(&msg, qk);
+                    self.unready_stored(id, &msg, qk);
                     self.lease(id, qk, spec.session, NO_DEADLINE, count)
                 }
                 (ReceiveMode::Take, AckMode::Auto) if body.is_none() => {
                     // Its body is read after unlocking, and the read may fail: held until
                     // then, without a record, so that nothing is lost if it does.
-                    self.unready_stored(&msg, qk);
+                    self.unready_stored(id, &msg, qk);
                     held = self.lease(id, qk, spec.session, NO_DEADLINE, count);
                     0
                 }
                 (ReceiveMode::Take, AckMode::Auto) => {
-                    self.unready_stored(&msg, qk);
+                    self.unready_stored(id, &msg, qk);
                     // As log_removed, with the message at hand.
-                    if msg.persistent {
+                    if msg.persistent() {
                         self.append(log, |b| record::encode_message_removed(b, id, &queue));
                         wrote = true;
                     }
@@ -579,9 +591,9 @@ impl State {
                     0
                 }
                 (ReceiveMode::Take, AckMode::Client) => {
-                    self.unready_stored(&msg, qk);
+                    self.unready_stored(id, &msg, qk);
                     let next = count.saturating_add(1);
-                    if msg.persistent {
+                    if msg.persistent() {
                         self.append(log, |b| {
                             record::encode_started_delivery(b, id, &queue, next)
                         });
@@ -591,7 +603,11 @@ impl State {
                 }
             };
             out.push(Handout {
+                id,
                 msg,
+                sender,
+                receiver,
+                properties,
                 queue,
                 delivery_id,
                 delivery_count: count,
@@ -625,6 +641,26 @@ impl State {
         self.queues.get(&qk).map(|q| q.name.to_string())
     }
 
+    /// The names of message `id`'s sender and receiver, shared with the registry, and a copy
+    /// of its properties, for a handout.
+    pub(super) fn names_and_properties(
+        &self,
+        id: MessageId,
+        msg: &Stored,
+    ) -> (Arc<str>, Option<Arc<str>>, Properties) {
+        let name = |key| {
+            self.clients
+                .entry(key)
+                .map_or_else(|| Arc::from(""), |r| r.name.clone())
+        };
+        let properties = if msg.has_properties() {
+            self.properties.get(&id).cloned().unwrap_or_default()
+        } else {
+            Properties::new()
+        };
+        (name(msg.sender), msg.receiver_key().map(name), properties)
+    }
+
     /// Leases message `id` (out of the ready index already) on queue `qk` to `session` until
     /// `deadline`, with `count` as its delivery count there; returns the delivery id.
     fn lease(
@@ -647,7 +683,7 @@ impl State {
             .and_then(|e| e.slots.iter_mut().find(|s| s.queue == qk))
         {
             slot.count = count;
-            slot.lease = Some(did);
+            slot.lease = std::num::NonZeroU64::new(did);
         }
         if let Some(q) = self.queues.get_mut(&qk) {
             q.in_flight += 1;

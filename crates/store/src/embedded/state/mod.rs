@@ -22,11 +22,12 @@
 //! add record of its message, and its durability implies the add's.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferry_protocol::{DeliveryId, MessageId, Properties};
+use ferry_protocol::{MessageId, Properties};
 use ferry_selector::{Header, SelectorSource, Value};
 use smallvec::SmallVec;
 
@@ -81,54 +82,41 @@ pub fn is_subscription(qk: QueueKey) -> bool {
 const UNLOGGED: u64 = 0;
 /// The segment of a message added by the transaction group being built; set when the group is
 /// appended.
-const GROUPED: u64 = u64::MAX;
+const GROUPED: u64 = (1 << 40) - 1;
 
-/// A stored message's immutable part, shared by every queue it is on and every delivery.
-#[derive(Debug)]
+/// The receiver key of a message addressed to no client.
+pub const NO_CLIENT: ClientKey = ClientKey::MAX;
+
+/// [`Stored::flags`]: records are written for it (its body is in the log).
+const PERSISTENT: u8 = 1;
+/// [`Stored::flags`]: it has properties, kept in the state's properties map.
+const PROPERTIES_IN_MEMORY: u8 = 2;
+
+/// A stored message as the state keeps it: what ordering, selection and bookkeeping need, in
+/// 48 bytes with no allocation of its own. Its sender and receiver are registry keys (the
+/// names are the registry's); its body is in its `MessageAdded` record (a non-persistent
+/// message's in the state's map of unlogged bodies), its properties, if any, in the state's
+/// map of properties. Shared by every queue it is on.
+#[derive(Debug, Clone, Copy)]
 pub struct Stored {
-    /// Message id.
-    pub id: MessageId,
-    /// Sending client.
-    pub sender: Arc<str>,
-    sender_key: ClientKey,
-    /// Addressed client.
-    pub receiver: Option<Arc<str>>,
-    receiver_key: Option<ClientKey>,
-    /// 1 to 10.
-    pub priority: u8,
     /// Application context.
     pub context: u64,
-    /// Properties.
-    pub properties: Properties,
-    /// Payload, or its length when it is in the log.
-    pub body: Body,
     /// Arrival time.
     pub created_at: u64,
     /// Not visible before this time (0 = at once).
     pub deliver_at: u64,
     /// Never delivered at or after this time (0 = never).
     pub expires_at: u64,
-    /// `false`: in memory only; no record is ever written for it or for what happens to it.
-    pub persistent: bool,
-}
-
-/// Where a stored message's body is.
-#[derive(Debug, Clone)]
-pub enum Body {
-    /// In memory: a non-persistent message (it has no record), or one not stored yet.
-    Memory(Bytes),
-    /// In its `MessageAdded` record only (and perhaps in the cache); its length in bytes.
-    Logged(u32),
-}
-
-impl Body {
-    /// Bytes of the body.
-    pub fn size(&self) -> usize {
-        match self {
-            Body::Memory(b) => b.len(),
-            Body::Logged(n) => *n as usize,
-        }
-    }
+    /// Sending client.
+    pub sender: ClientKey,
+    /// Addressed client, or [`NO_CLIENT`].
+    pub receiver: ClientKey,
+    /// Bytes of its body.
+    pub body_len: u32,
+    /// 1 to 10.
+    pub priority: u8,
+    /// [`PERSISTENT`], [`PROPERTIES_IN_MEMORY`].
+    flags: u8,
 }
 
 impl Stored {
@@ -136,41 +124,133 @@ impl Stored {
     pub fn expired(&self, now_ms: u64) -> bool {
         self.expires_at != 0 && self.expires_at <= now_ms
     }
+
+    /// `false`: in memory only; no record is ever written for it or for what happens to it.
+    pub fn persistent(&self) -> bool {
+        self.flags & PERSISTENT != 0
+    }
+
+    /// Whether it has properties (in the state's properties map).
+    fn has_properties(&self) -> bool {
+        self.flags & PROPERTIES_IN_MEMORY != 0
+    }
+
+    /// Its addressed client, if any.
+    pub fn receiver_key(&self) -> Option<ClientKey> {
+        (self.receiver != NO_CLIENT).then_some(self.receiver)
+    }
 }
 
-/// A stored message as a selector reads it: every value borrowed from the message.
-impl SelectorSource for Stored {
+/// Where a message's current `MessageAdded` record is: segment and offset as 40-bit numbers in
+/// 14 bytes (a segment may be up to 16 GiB; segment numbers only grow).
+#[derive(Debug, Clone, Copy, Default)]
+struct Place {
+    segment_low: u32,
+    offset_low: u32,
+    size: u32,
+    segment_high: u8,
+    offset_high: u8,
+}
+
+impl Place {
+    fn new(segment: u64, offset: u64, size: u32) -> Self {
+        debug_assert!(segment <= GROUPED && offset < 1 << 40);
+        Place {
+            segment_low: segment as u32,
+            offset_low: offset as u32,
+            size,
+            segment_high: (segment >> 32) as u8,
+            offset_high: (offset >> 32) as u8,
+        }
+    }
+
+    fn segment(&self) -> u64 {
+        u64::from(self.segment_high) << 32 | u64::from(self.segment_low)
+    }
+
+    fn offset(&self) -> u64 {
+        u64::from(self.offset_high) << 32 | u64::from(self.offset_low)
+    }
+}
+
+/// A stored message as a selector reads it: the message, its names and its properties,
+/// borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Selectable<'a> {
+    msg: &'a Stored,
+    sender: &'a str,
+    receiver: Option<&'a str>,
+    properties: &'a [(String, ferry_protocol::PropertyValue)],
+}
+
+impl SelectorSource for Selectable<'_> {
     fn header(&self, h: Header) -> Value<'_> {
+        let m = self.msg;
         select::header(
             h,
-            self.priority,
-            &self.sender,
-            self.receiver.as_deref(),
-            self.context,
-            self.created_at,
+            m.priority,
+            self.sender,
+            self.receiver,
+            m.context,
+            m.created_at,
         )
     }
 
     fn property(&self, name: &str) -> Value<'_> {
-        select::property(&self.properties, name)
+        select::property(self.properties, name)
     }
 }
 
-impl Stored {
-    /// The fields of its `MessageAdded` record, with `body` (its body, from wherever it is).
-    fn fields<'a>(&'a self, body: &'a [u8]) -> MessageFields<'a> {
-        MessageFields {
-            id: self.id,
-            created_at: self.created_at,
-            context: self.context,
-            priority: self.priority,
-            sender: &self.sender,
-            receiver: self.receiver.as_deref(),
-            properties: &self.properties,
-            body,
-            deliver_at: self.deliver_at,
-            expires_at: self.expires_at,
-        }
+/// The name of client `key` (empty if it has none: a message holds its names, so never).
+fn name_of(clients: &Registry, key: ClientKey) -> &str {
+    clients.entry(key).map_or("", |r| &r.name)
+}
+
+/// Message `id` (`msg`) as a selector reads it, its names from `clients` and its properties
+/// from `properties`.
+fn selectable<'a>(
+    clients: &'a Registry,
+    properties: &'a IdMap<MessageId, Properties>,
+    id: MessageId,
+    msg: &'a Stored,
+) -> Selectable<'a> {
+    Selectable {
+        msg,
+        sender: name_of(clients, msg.sender),
+        receiver: msg.receiver_key().map(|r| name_of(clients, r)),
+        properties: if msg.has_properties() {
+            properties.get(&id).map_or(&[], Vec::as_slice)
+        } else {
+            &[]
+        },
+    }
+}
+
+/// The fields of the `MessageAdded` record of message `id` (`msg`), whose body is `body`, its
+/// names from `clients` and its properties from `properties`.
+fn record_fields<'a>(
+    clients: &'a Registry,
+    properties: &'a IdMap<MessageId, Properties>,
+    id: MessageId,
+    msg: &Stored,
+    body: &'a [u8],
+) -> MessageFields<'a> {
+    static NONE: Properties = Vec::new();
+    MessageFields {
+        id,
+        created_at: msg.created_at,
+        context: msg.context,
+        priority: msg.priority,
+        sender: name_of(clients, msg.sender),
+        receiver: msg.receiver_key().map(|r| name_of(clients, r)),
+        properties: if msg.has_properties() {
+            properties.get(&id).unwrap_or(&NONE)
+        } else {
+            &NONE
+        },
+        body,
+        deliver_at: msg.deliver_at,
+        expires_at: msg.expires_at,
     }
 }
 
@@ -180,8 +260,8 @@ struct Slot {
     queue: QueueKey,
     /// Client-ack deliveries so far on this queue.
     count: u32,
-    /// The lease holding it, if it is in flight.
-    lease: Option<DeliveryId>,
+    /// The lease holding it, if it is in flight (delivery ids start at 1).
+    lease: Option<NonZeroU64>,
 }
 
 /// The queues a send or publish puts a message on (inline up to four: no allocation).
@@ -190,17 +270,24 @@ pub type QueueKeys = SmallVec<[QueueKey; 4]>;
 /// The queues a message is on.
 type Slots = SmallVec<[Slot; 1]>;
 
-/// A stored message with the queues it is still on.
+/// A stored message with the queues it is still on: 88 bytes, no allocation of its own for
+/// a message on one queue.
 #[derive(Debug)]
 struct Entry {
-    msg: Arc<Stored>,
-    /// Inline for the common message on one queue: no allocation of its own.
+    msg: Stored,
+    /// Its current `MessageAdded` record ([`UNLOGGED`] segment for a non-persistent message).
+    place: Place,
+    /// Inline for the common message on one queue.
     slots: Slots,
-    /// Segment, offset and size of its current `MessageAdded` record ([`UNLOGGED`] and 0 for a
-    /// non-persistent message).
-    segment: u64,
-    offset: u64,
-    size: u32,
+}
+
+// The layout the footprint figures (docs/storage-format.md) rely on.
+const _: () = assert!(std::mem::size_of::<Stored>() == 48 && std::mem::size_of::<Entry>() == 88);
+
+impl Entry {
+    fn segment(&self) -> u64 {
+        self.place.segment()
+    }
 }
 
 /// One queue.
@@ -250,6 +337,10 @@ pub struct State {
     queues: IdMap<QueueKey, Queue>,
     next_queue_key: QueueKey,
     messages: IdMap<MessageId, Entry>,
+    /// Bodies of the non-persistent messages (the others are in the log).
+    unlogged: IdMap<MessageId, Bytes>,
+    /// Properties of the messages that have some.
+    properties: IdMap<MessageId, Properties>,
     senders: IdMap<ClientKey, Split<(MessageId, QueueKey)>>,
     leases: Leases,
     /// Messages waiting for their delivery time, by (delivery time, id, queue); they enter
@@ -276,7 +367,7 @@ pub struct State {
     pub journal: Journal,
     /// Dead letters, expiries and drops, for metrics.
     pub counters: crate::admin::MessageCounters,
-    /// About the bytes the messages held take in memory (see [`footprint`]), counted here and
+    /// About the bytes the messages held take in memory (see [`MESSAGE_OVERHEAD`]), counted here and
     /// published to `memory`, shared so that it can be read without the state's lock (a plain
     /// store under the lock, no read-modify-write).
     memory_bytes: u64,
@@ -288,32 +379,28 @@ pub struct State {
     reader: Option<BodyReader>,
 }
 
-/// Bytes a message takes in memory besides its body and properties: the stored message, its
-/// entry and its places in the indexes, about.
-const MESSAGE_OVERHEAD: u64 = 256;
+/// Bytes a message takes in memory besides its body and properties: its entry in the messages
+/// table (88 bytes and its key, with the table's spare room) and its places in the ready and
+/// by-sender indexes, about (see `tests/index_footprint.rs`).
+const MESSAGE_OVERHEAD: u64 = 160;
 
-/// About the bytes message `m` takes in memory (a body in the log or the cache not counted).
-fn footprint(m: &Stored) -> u64 {
-    let body = match &m.body {
-        Body::Memory(b) => b.len(),
-        Body::Logged(_) => 0,
-    };
-    if m.properties.is_empty() {
-        return MESSAGE_OVERHEAD + body as u64;
+/// About the bytes that properties take in memory.
+fn properties_footprint(properties: &Properties) -> u64 {
+    if properties.is_empty() {
+        return 0;
     }
-    let props: usize = m
-        .properties
+    let bytes: usize = properties
         .iter()
         .map(|(name, v)| {
             name.len()
-                + 32
+                + 48
                 + match v {
                     ferry_protocol::PropertyValue::Str(s) => s.len(),
                     _ => 0,
                 }
         })
         .sum();
-    MESSAGE_OVERHEAD + (body + props) as u64
+    (bytes + 24) as u64
 }
 
 /// Builds the header of segment `n` from a metadata snapshot. A free function over fields, so
@@ -370,6 +457,8 @@ impl State {
             queues: IdMap::default(),
             next_queue_key: 0,
             messages: IdMap::default(),
+            unlogged: IdMap::default(),
+            properties: IdMap::default(),
             senders: IdMap::default(),
             leases: Leases::default(),
             delayed: BTreeSet::new(),
@@ -408,21 +497,21 @@ impl State {
     /// Where the current `MessageAdded` record of message `id` is, if it has one.
     pub fn location(&self, id: MessageId) -> Option<Location> {
         let e = self.messages.get(&id)?;
-        (e.segment != UNLOGGED && e.segment != GROUPED).then_some(Location {
-            segment: e.segment,
-            offset: e.offset,
-            size: e.size,
+        let segment = e.segment();
+        (segment != UNLOGGED && segment != GROUPED).then_some(Location {
+            segment,
+            offset: e.place.offset(),
+            size: e.place.size,
         })
     }
 
     /// The body of message `id`: in memory, cached, or read from the log *under the lock*
     /// (only for rare operations: operators' browse and moves, dead-letter and expiry copies).
     fn load_body(&self, id: MessageId) -> Result<Bytes, StoreError> {
-        let e = self
-            .messages
-            .get(&id)
-            .ok_or_else(|| StoreError::Internal(format!("message {id} is not stored")))?;
-        if let Body::Memory(b) = &e.msg.body {
+        if !self.messages.contains_key(&id) {
+            return Err(StoreError::Internal(format!("message {id} is not stored")));
+        }
+        if let Some(b) = self.unlogged.get(&id) {
             return Ok(b.clone());
         }
         if let Some(b) = self.cache.peek(id) {
@@ -470,20 +559,20 @@ impl State {
         )
     }
 
-    /// Appends the `MessageAdded` record of `msg` (whose body is `body`) on `keys` (every
+    /// Appends the `MessageAdded` record with `fields` on `keys` (every
     /// delivery count 0) and accounts for it; returns its segment, offset and size.
     fn append_added(
         &mut self,
         log: &mut LogGuard<'_>,
-        msg: &Stored,
-        body: &[u8],
+        fields: &MessageFields<'_>,
         keys: &[QueueKey],
     ) -> (u64, u64, u32) {
         let queues = &self.queues;
+        let id = fields.id;
         let encode = |b: &mut Vec<u8>| {
             record::encode_message_added(
                 b,
-                &msg.fields(body),
+                fields,
                 keys.iter()
                     .map(|qk| (queues.get(qk).map_or("", |q| &*q.name), 0)),
             )
@@ -491,7 +580,7 @@ impl State {
         if let Some(g) = &mut self.group {
             let at = g.buf.len() as u64;
             let size = encode(&mut g.buf);
-            g.adds.push((msg.id, at, size));
+            g.adds.push((id, at, size));
             return (GROUPED, 0, size);
         }
         let (segment, size) = self.journal.append(
@@ -499,7 +588,7 @@ impl State {
             encode,
             snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
         );
-        self.journal.add_live(segment, msg.id, size);
+        self.journal.add_live(segment, id, size);
         (segment, self.journal.last_offset, size)
     }
 
@@ -515,7 +604,12 @@ impl State {
 
     /// Whether message `id` is persistent (records are written for it).
     fn persistent(&self, id: MessageId) -> bool {
-        self.messages.get(&id).is_some_and(|e| e.msg.persistent)
+        self.messages.get(&id).is_some_and(|e| e.msg.persistent())
+    }
+
+    /// Message `id` (`msg`) as a selector reads it.
+    fn selectable<'a>(&'a self, id: MessageId, msg: &'a Stored) -> Selectable<'a> {
+        selectable(&self.clients, &self.properties, id, msg)
     }
 
     /// Number of stored messages (tests and diagnostics).

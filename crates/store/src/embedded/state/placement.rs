@@ -11,21 +11,21 @@ impl State {
     /// Places a message that arrived (send, recovery) on queue `qk`: ready, or waiting for its
     /// delivery time.
     pub(super) fn place(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(msg) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+        let Some(msg) = self.messages.get(&id).map(|e| e.msg) else {
             return;
         };
-        self.place_stored(&msg, qk);
+        self.place_stored(id, &msg, qk);
     }
 
     /// [`State::place`] for a message at hand (no lookup: a publish places one message on
     /// many queues).
-    pub(super) fn place_stored(&mut self, m: &Stored, qk: QueueKey) {
-        let (id, deliver_at) = (m.id, m.deliver_at);
+    pub(super) fn place_stored(&mut self, id: MessageId, m: &Stored, qk: QueueKey) {
+        let deliver_at = m.deliver_at;
         if let Some(q) = self.queues.get_mut(&qk) {
             q.entered += 1;
         }
         if deliver_at == 0 {
-            self.make_ready_stored(m, qk);
+            self.make_ready_stored(id, m, qk);
         } else {
             self.delayed.insert((deliver_at, id, qk));
             if let Some(q) = self.queues.get_mut(&qk) {
@@ -92,27 +92,26 @@ impl State {
 
     /// Puts message `id` in the ready indexes of queue `qk` (and of its sender).
     pub(super) fn make_ready(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(m) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+        let Some(m) = self.messages.get(&id).map(|e| e.msg) else {
             return;
         };
-        self.make_ready_stored(&m, qk);
+        self.make_ready_stored(id, &m, qk);
     }
 
     /// [`State::make_ready`] for a message at hand.
-    pub(super) fn make_ready_stored(&mut self, m: &Stored, qk: QueueKey) {
-        let id = m.id;
+    pub(super) fn make_ready_stored(&mut self, id: MessageId, m: &Stored, qk: QueueKey) {
         if let Some(q) = self.queues.get_mut(&qk) {
-            q.ready.insert(m.receiver_key, m.priority, id);
+            q.ready.insert(m.receiver_key(), m.priority, id);
             q.ready_count += 1;
-            q.ready_bytes += m.body.size() as u64;
+            q.ready_bytes += u64::from(m.body_len);
             if m.expires_at != 0 {
                 q.expiring += 1;
             }
         }
         // By-sender receives do not search subscription queues.
         if !is_subscription(qk) {
-            self.senders.entry(m.sender_key).or_default().insert(
-                m.receiver_key,
+            self.senders.entry(m.sender).or_default().insert(
+                m.receiver_key(),
                 m.priority,
                 (id, qk),
             );
@@ -135,21 +134,20 @@ impl State {
 
     /// Takes message `id` out of the ready indexes of queue `qk`; whether it was ready there.
     pub(super) fn unready(&mut self, id: MessageId, qk: QueueKey) -> bool {
-        let Some(m) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+        let Some(m) = self.messages.get(&id).map(|e| e.msg) else {
             return false;
         };
-        self.unready_stored(&m, qk)
+        self.unready_stored(id, &m, qk)
     }
 
     /// [`State::unready`] for a message at hand.
-    pub(super) fn unready_stored(&mut self, m: &Stored, qk: QueueKey) -> bool {
-        let id = m.id;
+    pub(super) fn unready_stored(&mut self, id: MessageId, m: &Stored, qk: QueueKey) -> bool {
         let mut found = false;
         if let Some(q) = self.queues.get_mut(&qk) {
-            found = q.ready.remove(m.receiver_key, m.priority, id);
+            found = q.ready.remove(m.receiver_key(), m.priority, id);
             if found {
                 q.ready_count -= 1;
-                q.ready_bytes = q.ready_bytes.saturating_sub(m.body.size() as u64);
+                q.ready_bytes = q.ready_bytes.saturating_sub(u64::from(m.body_len));
                 if m.expires_at != 0 {
                     q.expiring = q.expiring.saturating_sub(1);
                 }
@@ -158,10 +156,10 @@ impl State {
         if is_subscription(qk) {
             return found;
         }
-        if let Some(s) = self.senders.get_mut(&m.sender_key) {
-            s.remove(m.receiver_key, m.priority, (id, qk));
+        if let Some(s) = self.senders.get_mut(&m.sender) {
+            s.remove(m.receiver_key(), m.priority, (id, qk));
             if s.is_empty() {
-                self.senders.remove(&m.sender_key);
+                self.senders.remove(&m.sender);
             }
         }
         found
@@ -174,20 +172,35 @@ impl State {
         self.by_expiry.len()
     }
 
-    /// Stores a message's entry, and indexes it by expiry time if it has one. Its sender and
-    /// receiver now hold it.
-    pub(super) fn insert_entry(&mut self, id: MessageId, entry: Entry) {
-        if entry.msg.expires_at != 0 {
-            self.by_expiry.insert((entry.msg.expires_at, id));
+    /// Stores a message's entry, with its body if it is not in the log and its properties,
+    /// and indexes it by expiry time if it has one. Its sender and receiver now hold it. A
+    /// message with the same id must be gone first (see `replay_added`).
+    pub(super) fn insert_entry(
+        &mut self,
+        id: MessageId,
+        mut entry: Entry,
+        unlogged: Option<Bytes>,
+        properties: Properties,
+    ) {
+        let m = &mut entry.msg;
+        if m.expires_at != 0 {
+            self.by_expiry.insert((m.expires_at, id));
         }
-        self.clients.hold(entry.msg.sender_key);
-        if let Some(r) = entry.msg.receiver_key {
+        self.clients.hold(m.sender);
+        if let Some(r) = m.receiver_key() {
             self.clients.hold(r);
         }
-        let mut bytes = self.memory_bytes + footprint(&entry.msg);
-        if let Some(old) = self.messages.insert(id, entry) {
-            bytes -= footprint(&old.msg);
+        let mut bytes = self.memory_bytes + MESSAGE_OVERHEAD;
+        if let Some(body) = unlogged {
+            bytes += body.len() as u64;
+            self.unlogged.insert(id, body);
         }
+        if !properties.is_empty() {
+            bytes += properties_footprint(&properties);
+            m.flags |= PROPERTIES_IN_MEMORY;
+            self.properties.insert(id, properties);
+        }
+        self.messages.insert(id, entry);
         self.set_memory(bytes);
     }
 
@@ -203,17 +216,26 @@ impl State {
             q.left += 1;
         }
         if e.slots.is_empty() {
-            let (segment, size, expires_at) = (e.segment, e.size, e.msg.expires_at);
+            let (segment, size) = (e.segment(), e.place.size);
             let msg = entry.remove().msg;
             self.cache.remove(id);
-            let bytes = self.memory_bytes.saturating_sub(footprint(&msg));
+            let mut freed = MESSAGE_OVERHEAD;
+            if let Some(body) = self.unlogged.remove(&id) {
+                freed += body.len() as u64;
+            }
+            if msg.has_properties() {
+                if let Some(p) = self.properties.remove(&id) {
+                    freed += properties_footprint(&p);
+                }
+            }
+            let bytes = self.memory_bytes.saturating_sub(freed);
             self.set_memory(bytes);
-            self.clients.release(msg.sender_key);
-            if let Some(r) = msg.receiver_key {
+            self.clients.release(msg.sender);
+            if let Some(r) = msg.receiver_key() {
                 self.clients.release(r);
             }
-            if expires_at != 0 {
-                self.by_expiry.remove(&(expires_at, id));
+            if msg.expires_at != 0 {
+                self.by_expiry.remove(&(msg.expires_at, id));
             }
             if segment != UNLOGGED {
                 self.journal.drop_live(segment, size);

@@ -56,11 +56,6 @@ impl Registry {
         self.by_name.get(name)
     }
 
-    /// The registry's own copy of `name` and its key, if registered.
-    pub fn get_key_value(&self, name: &str) -> Option<(&Arc<str>, &ClientKey)> {
-        self.by_name.get_key_value(name)
-    }
-
     /// Whether `name` is registered.
     pub fn contains_key(&self, name: &str) -> bool {
         self.by_name.contains_key(name)

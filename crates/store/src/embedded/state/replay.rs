@@ -1,8 +1,6 @@
 //! Recovery: the metadata snapshot of the oldest segment's header, then every record replayed
 //! in log order.
 
-use std::sync::Arc;
-
 use super::super::format::header;
 use super::super::format::record::{self, AddedMessage, Record};
 
@@ -120,33 +118,29 @@ impl State {
         if slots.is_empty() {
             return;
         }
-        let (sender_key, sender) = self.client_key(&a.sender);
-        let receiver = a.receiver.as_deref().map(|r| self.client_key(r));
-        let msg = Arc::new(Stored {
-            id: a.id,
-            sender,
-            sender_key,
-            receiver_key: receiver.as_ref().map(|r| r.0),
-            receiver: receiver.map(|r| r.1),
-            priority: a.priority,
+        let sender = self.client_key(&a.sender).0;
+        let receiver = a.receiver.as_deref().map(|r| self.client_key(r).0);
+        let msg = Stored {
             context: a.context,
-            properties: a.properties,
-            body: Body::Logged(a.body_len),
             created_at: a.created_at,
             deliver_at: a.deliver_at,
             expires_at: a.expires_at,
-            persistent: true,
-        });
-        let queues: Vec<QueueKey> = slots.iter().map(|s| s.queue).collect();
+            sender,
+            receiver: receiver.unwrap_or(NO_CLIENT),
+            body_len: a.body_len,
+            priority: a.priority,
+            flags: PERSISTENT,
+        };
+        let queues: QueueKeys = slots.iter().map(|s| s.queue).collect();
         self.insert_entry(
             a.id,
             Entry {
                 msg,
+                place: Place::new(segment, offset, size),
                 slots,
-                segment,
-                offset,
-                size,
             },
+            None,
+            a.properties,
         );
         self.journal.add_live(segment, a.id, size);
         for qk in queues {

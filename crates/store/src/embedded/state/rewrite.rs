@@ -26,27 +26,22 @@ impl State {
         let mut bodies: IdMap<MessageId, Bytes> = IdMap::default();
         if let Some(s) = self.journal.segments.get(&segment) {
             for &id in &s.ids {
-                let Some(e) = self.messages.get(&id).filter(|e| e.segment == segment) else {
+                let Some(e) = self.messages.get(&id).filter(|e| e.segment() == segment) else {
                     continue;
                 };
-                let body = match &e.msg.body {
-                    Body::Memory(b) => b.clone(),
-                    Body::Logged(_) => {
-                        let frame = usize::try_from(e.offset)
-                            .ok()
-                            .and_then(|at| image.get(at..)?.get(..e.size as usize))
-                            .unwrap_or_default();
-                        body_in(frame, id, segment)
-                            .map(Bytes::copy_from_slice)
-                            .map_err(|why| {
-                                StoreError::Internal(format!(
-                                    "compaction: the record of message {id} in segment {segment} \
-                                 at offset {}: {why}",
-                                    e.offset
-                                ))
-                            })?
-                    }
-                };
+                let offset = e.place.offset();
+                let frame = usize::try_from(offset)
+                    .ok()
+                    .and_then(|at| image.get(at..)?.get(..e.place.size as usize))
+                    .unwrap_or_default();
+                let body = body_in(frame, id, segment)
+                    .map(Bytes::copy_from_slice)
+                    .map_err(|why| {
+                        StoreError::Internal(format!(
+                            "compaction: the record of message {id} in segment {segment} at \
+                             offset {offset}: {why}"
+                        ))
+                    })?;
                 bodies.insert(id, body);
             }
         }
@@ -61,38 +56,31 @@ impl State {
             let Some(e) = self.messages.get(&id) else {
                 continue;
             };
-            if e.segment != segment {
+            if e.segment() != segment {
                 continue;
             }
             let Some(body) = bodies.get(&id).cloned() else {
                 continue;
             };
-            let msg = e.msg.clone();
+            let msg = e.msg;
             let slots: Vec<(Arc<str>, u32)> = e
                 .slots
                 .iter()
                 .filter_map(|s| Some((self.queues.get(&s.queue)?.name.clone(), s.count)))
                 .collect();
-            let (old_segment, old_size) = (e.segment, e.size);
+            let (old_segment, old_size) = (e.segment(), e.place.size);
+            let fields = record_fields(&self.clients, &self.properties, id, &msg, &body);
             // Never inside a transaction group: compaction runs on its own.
             let (seg, size) = self.journal.append(
                 log,
-                |b| {
-                    record::encode_message_added(
-                        b,
-                        &msg.fields(&body),
-                        slots.iter().map(|(q, c)| (&**q, *c)),
-                    )
-                },
+                |b| record::encode_message_added(b, &fields, slots.iter().map(|(q, c)| (&**q, *c))),
                 snapshot(self.next_id, &self.queue_keys, &self.queues, &self.topics),
             );
             self.journal.drop_live(old_segment, old_size);
             let offset = self.journal.last_offset;
             self.journal.add_live(seg, id, size);
             if let Some(e) = self.messages.get_mut(&id) {
-                e.segment = seg;
-                e.offset = offset;
-                e.size = size;
+                e.place = Place::new(seg, offset, size);
             }
             bytes += u64::from(size);
         }

@@ -138,9 +138,10 @@ impl State {
             }
             return Ok(None);
         };
-        let Some(msg) = self.messages.get(&id).map(|e| e.msg.clone()) else {
+        let Some(msg) = self.messages.get(&id).map(|e| e.msg) else {
             return Ok(None);
         };
+        let (sender, receiver, properties) = self.names_and_properties(id, &msg);
         let body = self.load_body(id).inspect_err(|e| {
             tracing::warn!(id, error = %e, "cannot copy a message to {target}; it stays");
         })?;
@@ -148,12 +149,12 @@ impl State {
             queues: vec![target.to_string()],
             topic: None,
             // A copy of a non-persistent message is not persistent either.
-            persistent: msg.persistent,
-            sender: msg.sender.clone(),
-            receiver: msg.receiver.as_deref().map(str::to_owned),
+            persistent: msg.persistent(),
+            sender,
+            receiver: receiver.as_deref().map(str::to_owned),
             priority: msg.priority,
             context: msg.context,
-            properties: dead_letter::history(&msg.properties, queue, id, count, reason),
+            properties: dead_letter::history(&properties, queue, id, count, reason),
             body,
             created_at: msg.created_at,
             deliver_at_ms: 0,

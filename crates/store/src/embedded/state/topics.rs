@@ -34,7 +34,7 @@ use super::super::format::header::TopicSnapshot;
 use super::super::format::record::{self, kind};
 use super::super::format::subscription::{SubscriptionDef, SubscriptionFields};
 use super::super::writer::LogGuard;
-use super::{check_name, IdMap, Queue, QueueKey, QueueKeys, State, Stored};
+use super::{check_name, IdMap, Queue, QueueKey, QueueKeys, Selectable, State};
 use crate::error::StoreError;
 
 /// The most queues one message can be placed on: its `MessageAdded` record counts them in a
@@ -100,7 +100,7 @@ impl Filter {
         })
     }
 
-    fn matches(&self, m: &Stored) -> bool {
+    fn matches(&self, m: &Selectable<'_>) -> bool {
         match self {
             Filter::All => true,
             Filter::Select(s) => s.matches(m),
@@ -451,7 +451,7 @@ impl State {
     /// The queues of the subscriptions of `topic` and of the patterns it matches that take
     /// `msg` (each subscription once: a subscription has one topic or pattern), and whether
     /// they are the same for any message (no subscription has a selector).
-    pub(super) fn publish_targets(&self, topic: &str, msg: &Stored) -> (QueueKeys, bool) {
+    pub(super) fn publish_targets(&self, topic: &str, msg: &Selectable<'_>) -> (QueueKeys, bool) {
         let Ok(audience) = self.audience(topic) else {
             return (QueueKeys::new(), false);
         };

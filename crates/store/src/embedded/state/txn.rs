@@ -109,9 +109,8 @@ impl State {
         let records_at = self.journal.last_offset + record::FRAME_PREFIX as u64 + 1;
         for (id, at, size) in g.adds {
             if let Some(e) = self.messages.get_mut(&id) {
-                if e.segment == GROUPED {
-                    e.segment = segment;
-                    e.offset = records_at + at;
+                if e.segment() == GROUPED {
+                    e.place = super::Place::new(segment, records_at + at, size);
                     self.journal.add_live(segment, id, size);
                 }
             }
