@@ -179,6 +179,9 @@ pub struct BrokerConfig {
     /// Most bytes of recently sent message bodies the embedded engine keeps in memory (older
     /// bodies are read back from the log).
     pub body_cache_bytes: u64,
+    /// Most bytes of persistent messages' properties the embedded engine keeps in memory
+    /// (the others are read back from the log when needed).
+    pub properties_memory_bytes: u64,
     /// How long a client name that holds nothing (no message sent by it or addressed to it, no
     /// durable subscription of its own) stays registered after its last session ended; then
     /// the broker forgets it (its next session registers it again). `None` (`0` in the
@@ -291,6 +294,7 @@ impl Default for BrokerConfig {
             spare_segments: ferry_store::embedded::DEFAULT_SPARE_SEGMENTS as u32,
             segment_bytes: ferry_store::embedded::DEFAULT_SEGMENT_BYTES,
             body_cache_bytes: ferry_store::embedded::DEFAULT_CACHE_BYTES,
+            properties_memory_bytes: ferry_store::embedded::DEFAULT_PROPERTIES_BYTES,
             client_expiry: Some(DEFAULT_CLIENT_EXPIRY),
             node: None,
             node_timeout_ms: 10_000,

@@ -129,6 +129,7 @@ impl Broker {
                 store_cfg.spare_segments = config.spare_segments as usize;
                 store_cfg.segment_bytes = config.segment_bytes;
                 store_cfg.cache_bytes = config.body_cache_bytes;
+                store_cfg.properties_bytes = config.properties_memory_bytes;
                 EmbeddedStore::open(store_cfg).await?
             }
             StoreSetting::Postgres(url) => {

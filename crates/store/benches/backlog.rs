@@ -9,6 +9,12 @@
 //! - the time to drain the backlog with auto-ack takes of 1,000 (bodies read from the log:
 //!   the cache is empty after a reopen), and the read bandwidth that makes.
 //!
+//! With `--properties`, every message carries two properties (an integer `n`, its number, and
+//! a short string), and after the reopen a receive whose selector (`n < 0`) matches nothing
+//! walks the whole backlog: the cost of a selector skipping it. `--properties-bytes B` sets the
+//! properties budget (`properties_memory_bytes`; 0: every message's properties are read from
+//! the log by that walk).
+//!
 //! With `--drop-caches` (as root) the page cache is dropped before the reopen and again before
 //! the drain (recovery reads the whole log, which would leave it cached), so both read the log
 //! from the disk; and the disk's own sequential read bandwidth is measured first, in the same
@@ -18,7 +24,7 @@
 //!
 //! ```sh
 //! cargo bench -p ferry-store --bench backlog -- --messages 1000000 --size 1024 \
-//!   [--dir DIR] [--drop-caches] [--json FILE]
+//!   [--dir DIR] [--drop-caches] [--properties] [--properties-bytes B] [--json FILE]
 //! ```
 //!
 //! The store lives in a new directory under `DIR` (default: the system's temp dir), removed at
@@ -28,7 +34,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use ferry_protocol::{AckMode, Order, ReceiveMode, Source};
+use ferry_protocol::{AckMode, Order, PropertyValue, ReceiveMode, Source};
 use ferry_store::{EmbeddedConfig, EmbeddedStore, NewMessage, ReceiveSpec, Store};
 
 fn arg(name: &str) -> Option<String> {
@@ -75,7 +81,26 @@ fn main() {
         .build()
         .unwrap();
     let body = Bytes::from(vec![0x5a; size]);
-    let message = || NewMessage {
+    let with_properties = flag("--properties");
+    let budget: Option<u64> = arg("--properties-bytes").map(|v| v.parse().unwrap());
+    let config = || {
+        let mut cfg = EmbeddedConfig::new(dir.path());
+        if let Some(b) = budget {
+            cfg.properties_bytes = b;
+        }
+        cfg
+    };
+    let properties = |i: usize| {
+        if with_properties {
+            vec![
+                ("n".to_string(), PropertyValue::Int(i as i64)),
+                ("tag".to_string(), PropertyValue::Str("backlog".into())),
+            ]
+        } else {
+            Vec::new()
+        }
+    };
+    let message = |i: usize| NewMessage {
         queues: vec!["q".into()],
         topic: None,
         persistent: true,
@@ -83,7 +108,7 @@ fn main() {
         receiver: None,
         priority: 4,
         context: 0,
-        properties: Vec::new(),
+        properties: properties(i),
         body: body.clone(),
         created_at: 1,
         deliver_at_ms: 0,
@@ -91,9 +116,7 @@ fn main() {
     };
     let rss_start = rss();
     let (fill_secs, rss_full, index, cache) = rt.block_on(async {
-        let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
-            .await
-            .unwrap();
+        let store = EmbeddedStore::open(config()).await.unwrap();
         store.sessions().register_client("p").await.unwrap();
         store.queues().create_queue("q").await.unwrap();
         let started = Instant::now();
@@ -102,7 +125,7 @@ fn main() {
             let n = (messages - sent).min(1000);
             for r in store
                 .queues()
-                .send_batch((0..n).map(|_| message()).collect())
+                .send_batch((sent..sent + n).map(message).collect())
                 .await
             {
                 r.unwrap();
@@ -151,11 +174,9 @@ fn main() {
         }
         drop_caches();
     }
-    let (recovery_secs, rss_recovered, drain_secs) = rt.block_on(async {
+    let (recovery_secs, rss_recovered, select_secs, drain_secs) = rt.block_on(async {
         let started = Instant::now();
-        let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path()))
-            .await
-            .unwrap();
+        let store = EmbeddedStore::open(config()).await.unwrap();
         let recovery = started.elapsed().as_secs_f64();
         let rss_recovered = rss();
         if cold {
@@ -174,6 +195,22 @@ fn main() {
             selector: None,
             now_ms: 1,
         };
+        let select = if with_properties {
+            let nothing = ReceiveSpec {
+                selector: Some(std::sync::Arc::new(
+                    ferry_selector::Selector::parse("n < 0").unwrap(),
+                )),
+                ..spec.clone()
+            };
+            let started = Instant::now();
+            let got = store.queues().receive(&nothing, 1000).await.unwrap();
+            assert!(got.is_empty());
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("a selector matching nothing walked the backlog in {secs:.2} s");
+            Some(secs)
+        } else {
+            None
+        };
         let started = Instant::now();
         let mut n = 0;
         while n < messages {
@@ -182,7 +219,12 @@ fn main() {
             assert!(d.iter().all(|d| d.message.body.len() == size));
             n += d.len();
         }
-        (recovery, rss_recovered, started.elapsed().as_secs_f64())
+        (
+            recovery,
+            rss_recovered,
+            select,
+            started.elapsed().as_secs_f64(),
+        )
     });
     let drain_rate = messages as f64 / drain_secs;
     let drain_mb_s = mb(log_bytes) / drain_secs;
@@ -214,6 +256,9 @@ fn main() {
         "dropped_page_cache": flag("--drop-caches"),
         "recovery_seconds": recovery_secs,
         "rss_after_recovery_bytes": rss_recovered,
+        "properties": with_properties,
+        "properties_bytes": budget,
+        "select_nothing_seconds": select_secs,
         "drain_seconds": drain_secs,
         "drain_messages_per_second": drain_rate,
         "drain_log_mb_per_second": drain_mb_s,

@@ -30,12 +30,14 @@ async fn embedded_on_disk_passes_conformance() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn embedded_in_memory_with_tiny_segments_passes_conformance() {
+async fn embedded_in_memory_with_tiny_segments_and_properties_in_the_log_passes_conformance() {
     conformance::run_all(|| async {
         let mut cfg = EmbeddedConfig::new("/mem");
         cfg.backend = Arc::new(FaultyBackend::new());
         cfg.segment_bytes = 256;
         cfg.cache_bytes = 0;
+        // Every persistent message's properties in the log only.
+        cfg.properties_bytes = 0;
         EmbeddedStore::open(cfg).await.unwrap() as Arc<dyn Store>
     })
     .await;

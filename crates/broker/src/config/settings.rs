@@ -128,6 +128,12 @@ settings! {
     #[default = "67108864 (64 MiB)"]
     body_cache_bytes: u64, "BYTES" => field(body_cache_bytes);
 
+    /// most bytes of persistent messages' properties kept in memory; the properties of the
+    /// messages stored beyond it stay in the log, read back when a selector or a delivery
+    /// needs them (embedded engine; see [selectors over a backlog](storage-format.md#selectors-over-a-backlog))
+    #[default = "67108864 (64 MiB)"]
+    properties_memory_bytes: u64, "BYTES" => field(properties_memory_bytes);
+
     /// a client name that holds nothing (no session, no message it sent or that is addressed
     /// to it, no durable subscription of its own) is forgotten this long after its last
     /// session; 0 keeps names forever (see [client names](#client-names))

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferry_protocol::MessageId;
+use ferry_protocol::{MessageId, Properties};
 
 use super::backend::Backend;
 use super::format::record::{self, Scan};
@@ -67,6 +67,21 @@ impl BodyReader {
     /// The body of message `id` from its record at `at`. Blocks: call it from a blocking
     /// thread (or on a rare path, such as an operator's browse).
     pub fn read(&self, id: MessageId, at: Location) -> Result<Bytes, ReadError> {
+        self.read_with(id, at, body_of)
+    }
+
+    /// The properties of message `id` from its record at `at` (blocks, as [`BodyReader::read`]).
+    pub fn read_properties(&self, id: MessageId, at: Location) -> Result<Properties, ReadError> {
+        self.read_with(id, at, properties_of)
+    }
+
+    /// What `extract` takes from the record of message `id` at `at`.
+    fn read_with<T>(
+        &self,
+        id: MessageId,
+        at: Location,
+        extract: impl Fn(&Bytes, MessageId, u64) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
         let frame = self
             .backend
             .read_at(
@@ -76,7 +91,7 @@ impl BodyReader {
             )
             .map_err(ReadError::Io)?;
         let frame = Bytes::from(frame);
-        body_of(&frame, id, at.segment)
+        extract(&frame, id, at.segment)
     }
 }
 
@@ -89,13 +104,14 @@ const COALESCE_GAP: u64 = 64 * 1024;
 const MAX_SPAN: u64 = 4 * 1024 * 1024;
 
 impl BodyReader {
-    /// The bodies of several messages, each `(id, place)`, in the order given; neighbouring
-    /// records of one segment are read together.
-    pub fn read_many(
+    /// What `extract` takes (a body, properties) from the records of several messages, each
+    /// `(id, place)`, in the order given; neighbouring records of one segment are read together.
+    pub fn read_many_with<T>(
         &self,
         wanted: &[(MessageId, Option<Location>)],
-    ) -> Vec<Result<Bytes, ReadError>> {
-        let mut out: Vec<Option<Result<Bytes, ReadError>>> = wanted.iter().map(|_| None).collect();
+        extract: impl Fn(&Bytes, MessageId, u64) -> Result<T, ReadError>,
+    ) -> Vec<Result<T, ReadError>> {
+        let mut out: Vec<Option<Result<T, ReadError>>> = wanted.iter().map(|_| None).collect();
         // By place, so that neighbours are next to each other.
         let mut order: Vec<(usize, MessageId, Location)> = wanted
             .iter()
@@ -141,10 +157,10 @@ impl BodyReader {
                         } else {
                             Bytes::new()
                         };
-                        body_of(&frame, *id, segment)
+                        extract(&frame, *id, segment)
                     }
                     // One failed read fails the span: each is tried again on its own.
-                    Err(_) => self.read(*id, *at),
+                    Err(_) => self.read_with(*id, *at, &extract),
                 };
                 if let Some(slot) = out.get_mut(*i) {
                     *slot = Some(got);
@@ -164,8 +180,24 @@ pub fn body_of(frame: &Bytes, id: MessageId, segment: u64) -> Result<Bytes, Read
     body_in(frame, id, segment).map(|body| frame.slice_ref(body))
 }
 
-/// [`body_of`], borrowed from `frame`.
-pub fn body_in(frame: &[u8], id: MessageId, segment: u64) -> Result<&[u8], ReadError> {
+/// The properties in `frame`, which must be the intact `MessageAdded` record of `id` written in
+/// `segment` (see [`body_of`]).
+pub fn properties_of(frame: &Bytes, id: MessageId, segment: u64) -> Result<Properties, ReadError> {
+    properties_in(frame, id, segment)
+}
+
+/// [`properties_of`], from a borrowed frame.
+pub fn properties_in(frame: &[u8], id: MessageId, segment: u64) -> Result<Properties, ReadError> {
+    let payload = added_payload(frame, segment)?;
+    match record::decode_skipping_bodies(record::kind::MESSAGE_ADDED, payload) {
+        Ok(record::Record::MessageAdded(a)) if a.id == id => Ok(a.properties),
+        Ok(_) => Err(ReadError::Mismatch("the record there is another message's")),
+        Err(_) => Err(ReadError::Mismatch("the record there does not decode")),
+    }
+}
+
+/// The payload of the `MessageAdded` record in `frame` (see [`body_of`]).
+fn added_payload(frame: &[u8], segment: u64) -> Result<&[u8], ReadError> {
     let scanned = match record::next_frame(frame, record::segment_mask(segment)) {
         Scan::Record { kind, payload, .. } => Some((kind, payload)),
         _ => match record::next_frame(frame, 0) {
@@ -181,6 +213,12 @@ pub fn body_in(frame: &[u8], id: MessageId, segment: u64) -> Result<&[u8], ReadE
     if kind != record::kind::MESSAGE_ADDED {
         return Err(ReadError::Mismatch("the record there is not a message"));
     }
+    Ok(payload)
+}
+
+/// [`body_of`], borrowed from `frame`.
+pub fn body_in(frame: &[u8], id: MessageId, segment: u64) -> Result<&[u8], ReadError> {
+    let payload = added_payload(frame, segment)?;
     match record::added_body(payload) {
         Ok((found, body)) if found == id => Ok(body),
         Ok(_) => Err(ReadError::Mismatch("the record there is another message's")),

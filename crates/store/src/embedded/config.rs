@@ -90,7 +90,14 @@ pub struct EmbeddedConfig {
     /// keep up never read the disk (see `docs/storage-format.md`, Message bodies); bodies
     /// evicted from it are read back from the log.
     pub cache_bytes: u64,
+    /// Most bytes of persistent messages' properties kept in memory; the properties of the
+    /// messages stored beyond it stay in the log only, read back (without the state lock)
+    /// when a selector or a delivery needs them.
+    pub properties_bytes: u64,
 }
+
+/// The properties kept in memory unless configured: 64 MiB.
+pub const DEFAULT_PROPERTIES_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The body cache's size unless configured: 64 MiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
@@ -106,6 +113,7 @@ impl EmbeddedConfig {
             spare_segments: DEFAULT_SPARE_SEGMENTS,
             backend: Arc::new(FsBackend),
             cache_bytes: DEFAULT_CACHE_BYTES,
+            properties_bytes: DEFAULT_PROPERTIES_BYTES,
         }
     }
 }
@@ -119,6 +127,7 @@ impl fmt::Debug for EmbeddedConfig {
             .field("spare_segments", &self.spare_segments)
             .field("backend", &self.backend)
             .field("cache_bytes", &self.cache_bytes)
+            .field("properties_bytes", &self.properties_bytes)
             .finish()
     }
 }

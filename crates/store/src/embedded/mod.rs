@@ -42,6 +42,8 @@ mod flusher_tests;
 mod format;
 #[cfg(test)]
 mod perf_tests;
+#[cfg(test)]
+mod properties_tests;
 mod receiving;
 mod recovery;
 #[cfg(test)]
@@ -60,8 +62,8 @@ pub use backend::{Backend, BackendFile, DiskSpace, FsBackend};
 #[cfg(any(test, feature = "testing"))]
 pub use backend::{CrashMode, FaultKind, FaultyBackend};
 pub use config::{
-    EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_CACHE_BYTES, DEFAULT_SEGMENT_BYTES,
-    DEFAULT_SPARE_SEGMENTS,
+    EmbeddedConfig, FsyncPolicy, FsyncPolicyParseError, DEFAULT_CACHE_BYTES,
+    DEFAULT_PROPERTIES_BYTES, DEFAULT_SEGMENT_BYTES, DEFAULT_SPARE_SEGMENTS,
 };
 pub use store::EmbeddedStore;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ferry_protocol::{Delivery, DeliveryId, DeliveryView, Message, MessageId, ReceiveMode};
 
-use super::bodies::Location;
+use super::bodies::{body_of, properties_of, Location};
 use super::state::messages::{Handout, Walk};
 use super::writer::{self, Ticket};
 use crate::api::ReceiveSpec;
@@ -58,6 +58,10 @@ impl EmbeddedStore {
         let mut walk = Walk::default();
         let mut handouts: Vec<Handout> = Vec::new();
         let mut tickets: Vec<Ticket> = Vec::new();
+        // What is taken must not stay leased to a receive that never returns it: dropped at an
+        // await (its caller gave up on it) or failed, it puts it back.
+        let mut unhanded = Unhanded::new(self, &[]);
+        let mut failed_reads = 0;
         loop {
             let step = {
                 let mut st = self.state();
@@ -94,6 +98,7 @@ impl EmbeddedStore {
             };
             match step {
                 Ok((got, ticket)) => {
+                    unhanded.add(&got);
                     handouts.extend(got);
                     tickets.extend(ticket);
                 }
@@ -102,20 +107,76 @@ impl EmbeddedStore {
                 Err(_) if !handouts.is_empty() => break,
                 Err(e) => return Err(e),
             }
-            if walk.end || handouts.len() >= max {
+            if handouts.len() >= max {
+                break;
+            }
+            if !walk.wanted.is_empty() {
+                // The selector needs properties that are in the log only: read them without
+                // the lock, then walk the same entries again.
+                match self
+                    .read_wanted_properties(&mut walk, &mut failed_reads)
+                    .await
+                {
+                    Ok(()) => continue,
+                    // What earlier steps took is handed out; nothing was taken for the
+                    // messages whose properties could not be read.
+                    Err(_) if !handouts.is_empty() => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            if walk.end {
                 break;
             }
             tokio::task::yield_now().await;
         }
-        // From here on the receive may be dropped at an await, or fail: what it took must not
-        // stay leased to a receive that never returns it.
-        let mut unhanded = Unhanded::new(self, &handouts);
         for ticket in tickets {
             writer::wait(Some(ticket)).await?;
         }
         let handouts = self.read_bodies(handouts, &mut unhanded).await?;
         unhanded.disarm();
         Ok(handouts)
+    }
+
+    /// Reads the properties a selector's step asked for (`walk.wanted`) from the log, without
+    /// the state lock, into `walk.known`. A failed read is tried again by the next step, which
+    /// looks the record up again (compaction may have moved it); after [`READ_TRIES`] failed
+    /// rounds the receive reports the error.
+    async fn read_wanted_properties(
+        &self,
+        walk: &mut Walk,
+        failed_reads: &mut u32,
+    ) -> Result<(), StoreError> {
+        let wanted = walk.wanted.clone();
+        let reader = self.bodies.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            reader.read_many_with(&wanted, |frame, id, segment| {
+                properties_of(frame, id, segment)
+            })
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("property read task failed: {e}")))?;
+        let mut failure = None;
+        for ((id, _), got) in walk.wanted.iter().zip(read) {
+            match got {
+                Ok(properties) => {
+                    walk.known.insert(*id, properties);
+                }
+                Err(e) => failure = Some(format!("message {id}: {e}")),
+            }
+        }
+        let Some(failure) = failure else {
+            return Ok(());
+        };
+        *failed_reads += 1;
+        if *failed_reads >= READ_TRIES {
+            tracing::warn!(last_error = %failure,
+                "message properties could not be read from the log for a selector");
+            return Err(StoreError::Unavailable(format!(
+                "reading message properties from the log failed: {failure}"
+            )));
+        }
+        tokio::time::sleep(READ_RETRY_PAUSE * 2u32.pow(*failed_reads - 1)).await;
+        Ok(())
     }
 
     /// Reads the bodies the handouts lack from the log, without the state lock, retrying
@@ -146,15 +207,36 @@ impl EmbeddedStore {
                 .filter(|h| h.body.is_none())
                 .map(|h| (h.id, h.at))
                 .collect();
+            // Properties in the log only come from the same records.
+            let pending: std::collections::HashSet<MessageId> = handouts
+                .iter()
+                .filter(|h| h.properties_pending)
+                .map(|h| h.id)
+                .collect();
             let reader = self.bodies.clone();
-            let read = tokio::task::spawn_blocking(move || reader.read_many(&wanted))
-                .await
-                .map_err(|e| StoreError::Internal(format!("body read task failed: {e}")))?;
+            let read = tokio::task::spawn_blocking(move || {
+                reader.read_many_with(&wanted, |frame, id, segment| {
+                    let body = body_of(frame, id, segment)?;
+                    let properties = pending
+                        .contains(&id)
+                        .then(|| properties_of(frame, id, segment))
+                        .transpose()?;
+                    Ok((body, properties))
+                })
+            })
+            .await
+            .map_err(|e| StoreError::Internal(format!("body read task failed: {e}")))?;
             // The same handouts, in the same order, as `wanted` listed.
             let mut failed = false;
             for (h, got) in handouts.iter_mut().filter(|h| h.body.is_none()).zip(read) {
                 match got {
-                    Ok(body) => h.body = Some(body),
+                    Ok((body, properties)) => {
+                        h.body = Some(body);
+                        if let Some(properties) = properties {
+                            h.properties = properties;
+                            h.properties_pending = false;
+                        }
+                    }
                     Err(e) => {
                         failure = format!("message {}: {e}", h.id);
                         failed = true;
@@ -247,6 +329,16 @@ impl<'a> Unhanded<'a> {
             .filter(|&lease| lease != 0)
             .collect();
         Unhanded { store, leases }
+    }
+
+    /// Takes on the leases of `handouts` too.
+    fn add(&mut self, handouts: &[Handout]) {
+        self.leases.extend(
+            handouts
+                .iter()
+                .map(|h| if h.held != 0 { h.held } else { h.delivery_id })
+                .filter(|&lease| lease != 0),
+        );
     }
 
     /// The handouts were settled or handed out: nothing to put back.

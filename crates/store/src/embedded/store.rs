@@ -220,6 +220,7 @@ impl EmbeddedStore {
         let memory = state.memory_gauge();
         let bodies = BodyReader::new(backend.clone(), &seg_dir);
         state.set_bodies(cfg.cache_bytes, bodies.clone());
+        state.set_properties_budget(cfg.properties_bytes);
         let cache = state.cache_figures();
         Ok(Arc::new(EmbeddedStore {
             bodies,

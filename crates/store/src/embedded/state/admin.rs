@@ -10,10 +10,13 @@ use std::cmp::Reverse;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ferry_protocol::{Message, MessageId, Order, QueueOptions, Source};
+use ferry_protocol::{Message, MessageId, Order, Properties, QueueOptions, Source};
 
 use super::index::Cursor;
-use super::{record_fields, snapshot, Place, QueueKey, Slot, State, UNLOGGED};
+use super::{
+    record_fields, selectable, selectable_with, snapshot, Place, QueueKey, Slot, State, Stored,
+    UNLOGGED,
+};
 use crate::admin::{
     forms_cycle, origin_of, BrowseCursor, BrowsePage, BrowseSpec, BrowsedMessage, MoveReport,
     MoveTarget, QueueDetails,
@@ -216,7 +219,8 @@ impl State {
             .find(|s| s.queue == qk)
             .map_or(0, |s| s.count);
         let m = &e.msg;
-        let (sender, receiver, properties) = self.names_and_properties(id, m);
+        let (sender, receiver) = self.names(m);
+        let properties = self.load_properties(id)?;
         Ok(Some(BrowsedMessage {
             message: Message {
                 id,
@@ -247,7 +251,7 @@ impl State {
                     && spec
                         .selector
                         .as_ref()
-                        .is_none_or(|sel| sel.matches(&self.selectable(id, &e.msg)))
+                        .is_none_or(|sel| self.browse_selects(sel, id, &e.msg))
             })
         };
         let order = spec.order;
@@ -364,13 +368,17 @@ impl State {
             };
             // The move writes the message again, body included: read it first (under the
             // lock: an operator's move), so that a failed read leaves it where it is.
-            let body = match self.messages.get(&id).map(|_| self.load_body(id)) {
-                Some(Ok(body)) => body,
+            let loaded = self
+                .messages
+                .get(&id)
+                .map(|_| Ok::<_, StoreError>((self.load_body(id)?, self.load_properties(id)?)));
+            let (body, properties) = match loaded {
+                Some(Ok(loaded)) => loaded,
                 Some(Err(e)) => {
                     report.skipped.push((id, e.to_string()));
                     continue;
                 }
-                None => Bytes::new(),
+                None => (Bytes::new(), Properties::new()),
             };
             if !self.unready(id, from_qk) {
                 report
@@ -378,7 +386,7 @@ impl State {
                     .push((id, format!("not ready on queue '{from}'")));
                 continue;
             }
-            self.relocate(log, id, from_qk, to_qk, &body);
+            self.relocate(log, id, from_qk, to_qk, &body, &properties);
             let to = self
                 .queues
                 .get(&to_qk)
@@ -389,11 +397,31 @@ impl State {
         Ok(report)
     }
 
+    /// Whether a browse's selector takes message `id` (`msg`); properties in the log only
+    /// are read under the lock (an operator's tool, a page at a time).
+    fn browse_selects(
+        &self,
+        selector: &ferry_selector::Selector,
+        id: MessageId,
+        msg: &Stored,
+    ) -> bool {
+        match selectable(&self.clients, &self.properties, None, id, msg).verdict(selector) {
+            Some(verdict) => verdict,
+            None => match self.load_properties(id) {
+                Ok(p) => selector.matches(&selectable_with(&self.clients, msg, Some(&p))),
+                Err(e) => {
+                    tracing::warn!(id, error = %e, "browse: properties unreadable; not shown");
+                    false
+                }
+            },
+        }
+    }
+
     /// The queue a dead letter came from, or why it cannot go back.
     fn origin_key(&self, id: MessageId) -> Result<QueueKey, String> {
-        let Some(e) = self.messages.get(&id) else {
+        if !self.messages.contains_key(&id) {
             return Err("no such message".into());
-        };
+        }
         let probe = Message {
             id,
             queue: String::new().into(),
@@ -401,7 +429,7 @@ impl State {
             receiver: None,
             priority: 0,
             context: 0,
-            properties: self.names_and_properties(id, &e.msg).2,
+            properties: self.load_properties(id).map_err(|e| e.to_string())?,
             body: Default::default(),
             created_at: 0,
             delivery_count: 0,
@@ -425,6 +453,7 @@ impl State {
         from: QueueKey,
         to: QueueKey,
         body: &[u8],
+        properties: &Properties,
     ) {
         let Some(e) = self.messages.get_mut(&id) else {
             return;
@@ -449,7 +478,7 @@ impl State {
             q.left += 1;
         }
         if msg.persistent() {
-            let fields = record_fields(&self.clients, &self.properties, id, &msg, body);
+            let fields = record_fields(&self.clients, properties, id, &msg, body);
             // Never inside a transaction group: operators' moves run on their own.
             let (seg, size) = self.journal.append(
                 log,

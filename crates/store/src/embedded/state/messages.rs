@@ -25,8 +25,8 @@ use super::super::writer::LogGuard;
 use super::index::Cursor;
 use super::leases::{Lease, NO_DEADLINE};
 use super::{
-    selectable, ClientKey, Entry, Place, QueueKey, QueueKeys, Selectable, Slot, State, Stored,
-    NO_CLIENT, PERSISTENT, UNLOGGED,
+    selectable, ClientKey, Entry, IdMap, Place, QueueKey, QueueKeys, Selectable, Slot, State,
+    Stored, NO_CLIENT, PERSISTENT, UNLOGGED,
 };
 use crate::api::{NewMessage, ReceiveSpec, SessionId};
 use crate::error::StoreError;
@@ -47,6 +47,8 @@ pub struct Handout {
     pub receiver: Option<Arc<str>>,
     /// Its properties.
     pub properties: Properties,
+    /// Whether its properties are still to be read from its record (with its body).
+    pub properties_pending: bool,
     /// The queue it came from.
     pub queue: Arc<str>,
     /// Delivery id (0 for peeks and auto-ack takes).
@@ -67,13 +69,26 @@ pub struct Handout {
 
 /// Where a receive's walk over a ready index stopped, so that the next step goes on from
 /// there. Starts at the head of the index ([`Walk::default`]).
-#[derive(Debug, Default, Clone, Copy)]
+///
+/// A selector that asks for properties that are in the log only cannot judge their message
+/// under the lock: the step stops picking at the first such message, lists the messages whose
+/// properties it needs (`wanted`), and leaves the walk where the step started. The caller reads
+/// those properties without the lock into `known`, and the next step walks the same entries
+/// again, judging them.
+#[derive(Debug, Default)]
 pub struct Walk {
     queue: Option<Cursor<MessageId>>,
     sender: Option<Cursor<(MessageId, QueueKey)>>,
     /// Whether the walk reached the end of the index.
     pub end: bool,
+    /// Messages whose properties the last step needed, and where their records are.
+    pub wanted: Vec<(MessageId, Option<Location>)>,
+    /// Properties read from the log for the step about to walk again.
+    pub known: IdMap<MessageId, Properties>,
 }
+
+/// Most record bytes one step of a walk asks to be read for their properties.
+const WANTED_BYTES: u64 = 4 * 1024 * 1024;
 
 /// What the previous messages of a batch looked up, valid while the state lock is held: a
 /// batch usually comes from one client and publishes to one topic, whose names are then looked
@@ -297,7 +312,8 @@ impl State {
                     msg: &msg,
                     sender: &m.sender,
                     receiver: m.receiver.as_deref(),
-                    properties: &m.properties,
+                    properties: Some(&m.properties),
+                    missed: std::cell::Cell::new(false),
                 };
                 // Subscriptions without selectors take every message: their queues are looked
                 // up once per batch. Those that take it directly are left out.
@@ -383,10 +399,21 @@ impl State {
         let due = self.promote_due(now);
         self.due_unreported.extend(due);
         let mut picks: Vec<(MessageId, QueueKey)> = Vec::new();
+        // What the last step read for this one; otherwise nothing known is needed any more.
+        if walk.wanted.is_empty() {
+            walk.known.clear();
+        }
+        walk.wanted.clear();
         // Expired messages met on the way are passed over and removed after the walk.
         let mut expired: Vec<MessageId> = Vec::new();
+        // Messages whose properties the selector needs from the log; from the first one on,
+        // nothing more is picked in this step (the order of picks is the index's).
+        let mut wanted: Vec<(MessageId, Option<Location>)> = Vec::new();
+        let mut wanted_bytes = 0u64;
+        let mut blocked = false;
         // A selector passes over the messages it does not select; they stay in the index.
         let (messages, clients, properties) = (&self.messages, &self.clients, &self.properties);
+        let known = &walk.known;
         let mut selected = |id: &MessageId| {
             let Some(e) = messages.get(id) else {
                 return false;
@@ -395,9 +422,19 @@ impl State {
                 expired.push(*id);
                 return false;
             }
-            match &spec.selector {
-                None => true,
-                Some(selector) => selector.matches(&selectable(clients, properties, *id, &e.msg)),
+            let Some(selector) = &spec.selector else {
+                return true;
+            };
+            match selectable(clients, properties, Some(known), *id, &e.msg).verdict(selector) {
+                Some(verdict) => verdict && !blocked,
+                None => {
+                    blocked = true;
+                    if wanted_bytes < WANTED_BYTES {
+                        wanted.push((*id, e.location()));
+                        wanted_bytes += u64::from(e.place.size);
+                    }
+                    false
+                }
             }
         };
         match &spec.source {
@@ -406,32 +443,36 @@ impl State {
                     return Err(StoreError::QueueNotFound(name.clone()));
                 };
                 let mut ids = Vec::new();
+                let from = walk.queue;
                 walk.end = true;
                 if let Some(q) = self.queues.get(&qk) {
                     // Without a selector or messages that can expire, every entry is taken as
                     // it is: no need to look at the messages during the walk.
                     let look = spec.selector.is_some() || q.expiring > 0;
-                    let from = walk.queue;
                     (walk.queue, walk.end) =
                         q.ready
                             .walk(client, spec.order, from, max, budget, &mut ids, |id| {
                                 !look || selected(id)
                             });
                 }
+                if !wanted.is_empty() {
+                    (walk.queue, walk.end) = (from, false);
+                    walk.wanted = wanted;
+                }
                 picks.extend(ids.into_iter().map(|id| (id, qk)));
                 let mut wrote = false;
                 for id in expired {
                     wrote |= self.remove_expired(log, id, qk);
                 }
-                return self.hand_out(log, spec, picks, wrote);
+                return self.hand_out(log, spec, picks, wrote, &walk.known);
             }
             Source::Sender(name) => {
                 let Some(&sk) = self.clients.get(name.as_str()) else {
                     return Err(StoreError::ClientNotFound(name.clone()));
                 };
+                let from = walk.sender;
                 walk.end = true;
                 if let Some(s) = self.senders.get(&sk) {
-                    let from = walk.sender;
                     (walk.sender, walk.end) = s.walk(
                         client,
                         spec.order,
@@ -441,6 +482,10 @@ impl State {
                         &mut picks,
                         |(id, _)| selected(id),
                     );
+                }
+                if !wanted.is_empty() {
+                    (walk.sender, walk.end) = (from, false);
+                    walk.wanted = wanted;
                 }
             }
         }
@@ -463,7 +508,7 @@ impl State {
                 wrote |= self.remove_expired(log, id, qk);
             }
         }
-        self.hand_out(log, spec, picks, wrote)
+        self.hand_out(log, spec, picks, wrote, &walk.known)
     }
 
     /// Removes expired message `id` from queue `qk` if it is ready there; whether it did.
@@ -528,6 +573,7 @@ impl State {
         spec: &ReceiveSpec,
         picks: Vec<(MessageId, QueueKey)>,
         wrote: bool,
+        known: &IdMap<MessageId, Properties>,
     ) -> Result<(Vec<Handout>, bool), StoreError> {
         let mut wrote = wrote;
         let mut out = Vec::with_capacity(picks.len());
@@ -553,7 +599,17 @@ impl State {
                 .iter()
                 .find(|s| s.queue == qk)
                 .map_or(0, |s| s.count);
+            // Properties in the log only are read with the body, unless this receive's
+            // selector read them already.
+            let (properties, properties_pending) = if msg.properties_logged() {
+                known
+                    .get(&id)
+                    .map_or((Properties::new(), true), |p| (p.clone(), false))
+            } else {
+                (self.properties_in_memory(id, &msg), false)
+            };
             let body = match self.unlogged.get(&id) {
+                _ if properties_pending => None,
                 Some(b) => Some(b.clone()),
                 None => self.cache.get(id),
             };
@@ -562,7 +618,7 @@ impl State {
             } else {
                 None
             };
-            let (sender, receiver, properties) = self.names_and_properties(id, &msg);
+            let (sender, receiver) = self.names(&msg);
             let mut held = 0;
             let delivery_id = match (spec.mode, spec.ack) {
                 (ReceiveMode::Peek, _) => 0,
@@ -608,6 +664,7 @@ impl State {
                 sender,
                 receiver,
                 properties,
+                properties_pending,
                 queue,
                 delivery_id,
                 delivery_count: count,
@@ -641,24 +698,24 @@ impl State {
         self.queues.get(&qk).map(|q| q.name.to_string())
     }
 
-    /// The names of message `id`'s sender and receiver, shared with the registry, and a copy
-    /// of its properties, for a handout.
-    pub(super) fn names_and_properties(
-        &self,
-        id: MessageId,
-        msg: &Stored,
-    ) -> (Arc<str>, Option<Arc<str>>, Properties) {
+    /// The names of `msg`'s sender and receiver, shared with the registry.
+    pub(super) fn names(&self, msg: &Stored) -> (Arc<str>, Option<Arc<str>>) {
         let name = |key| {
             self.clients
                 .entry(key)
                 .map_or_else(|| Arc::from(""), |r| r.name.clone())
         };
-        let properties = if msg.has_properties() {
+        (name(msg.sender), msg.receiver_key().map(name))
+    }
+
+    /// A copy of the properties of message `id` (`msg`) kept in memory (none if they are in
+    /// the log only).
+    pub(super) fn properties_in_memory(&self, id: MessageId, msg: &Stored) -> Properties {
+        if msg.has_properties() {
             self.properties.get(&id).cloned().unwrap_or_default()
         } else {
             Properties::new()
-        };
-        (name(msg.sender), msg.receiver_key().map(name), properties)
+        }
     }
 
     /// Leases message `id` (out of the ready index already) on queue `qk` to `session` until

@@ -91,6 +91,8 @@ pub const NO_CLIENT: ClientKey = ClientKey::MAX;
 const PERSISTENT: u8 = 1;
 /// [`Stored::flags`]: it has properties, kept in the state's properties map.
 const PROPERTIES_IN_MEMORY: u8 = 2;
+/// [`Stored::flags`]: it has properties, in its record only (over the properties budget).
+const PROPERTIES_LOGGED: u8 = 4;
 
 /// A stored message as the state keeps it: what ordering, selection and bookkeeping need, in
 /// 48 bytes with no allocation of its own. Its sender and receiver are registry keys (the
@@ -115,7 +117,7 @@ pub struct Stored {
     pub body_len: u32,
     /// 1 to 10.
     pub priority: u8,
-    /// [`PERSISTENT`], [`PROPERTIES_IN_MEMORY`].
+    /// [`PERSISTENT`], [`PROPERTIES_IN_MEMORY`], [`PROPERTIES_LOGGED`].
     flags: u8,
 }
 
@@ -130,9 +132,14 @@ impl Stored {
         self.flags & PERSISTENT != 0
     }
 
-    /// Whether it has properties (in the state's properties map).
+    /// Whether it has properties in the state's properties map.
     fn has_properties(&self) -> bool {
         self.flags & PROPERTIES_IN_MEMORY != 0
+    }
+
+    /// Whether it has properties that are in its record only.
+    pub fn properties_logged(&self) -> bool {
+        self.flags & PROPERTIES_LOGGED != 0
     }
 
     /// Its addressed client, if any.
@@ -174,13 +181,24 @@ impl Place {
 }
 
 /// A stored message as a selector reads it: the message, its names and its properties,
-/// borrowed.
-#[derive(Debug, Clone, Copy)]
+/// borrowed. Properties that are in the log only (`None`) read as absent, and the selector's
+/// asking for one is noted (`missed`): its verdict then waits for them to be read.
+#[derive(Debug)]
 pub struct Selectable<'a> {
     msg: &'a Stored,
     sender: &'a str,
     receiver: Option<&'a str>,
-    properties: &'a [(String, ferry_protocol::PropertyValue)],
+    properties: Option<&'a [(String, ferry_protocol::PropertyValue)]>,
+    missed: std::cell::Cell<bool>,
+}
+
+impl Selectable<'_> {
+    /// Whether `selector` takes the message: `Some(verdict)`, or `None` when it asked for
+    /// properties that are in the log only.
+    pub fn verdict(&self, selector: &ferry_selector::Selector) -> Option<bool> {
+        let verdict = selector.matches(self);
+        (!self.missed.get()).then_some(verdict)
+    }
 }
 
 impl SelectorSource for Selectable<'_> {
@@ -197,7 +215,13 @@ impl SelectorSource for Selectable<'_> {
     }
 
     fn property(&self, name: &str) -> Value<'_> {
-        select::property(self.properties, name)
+        match self.properties {
+            Some(properties) => select::property(properties, name),
+            None => {
+                self.missed.set(true);
+                Value::Null
+            }
+        }
     }
 }
 
@@ -207,35 +231,48 @@ fn name_of(clients: &Registry, key: ClientKey) -> &str {
 }
 
 /// Message `id` (`msg`) as a selector reads it, its names from `clients` and its properties
-/// from `properties`.
+/// from `properties`, or from `known` (read from the log) when they are in the log only.
 fn selectable<'a>(
     clients: &'a Registry,
     properties: &'a IdMap<MessageId, Properties>,
+    known: Option<&'a IdMap<MessageId, Properties>>,
     id: MessageId,
     msg: &'a Stored,
+) -> Selectable<'a> {
+    let properties = if msg.has_properties() {
+        Some(properties.get(&id).map_or(&[][..], Vec::as_slice))
+    } else if msg.properties_logged() {
+        known.and_then(|k| k.get(&id)).map(Vec::as_slice)
+    } else {
+        Some(&[][..])
+    };
+    selectable_with(clients, msg, properties)
+}
+
+/// `msg` as a selector reads it, with `properties` (`None`: in the log only).
+fn selectable_with<'a>(
+    clients: &'a Registry,
+    msg: &'a Stored,
+    properties: Option<&'a [(String, ferry_protocol::PropertyValue)]>,
 ) -> Selectable<'a> {
     Selectable {
         msg,
         sender: name_of(clients, msg.sender),
         receiver: msg.receiver_key().map(|r| name_of(clients, r)),
-        properties: if msg.has_properties() {
-            properties.get(&id).map_or(&[], Vec::as_slice)
-        } else {
-            &[]
-        },
+        properties,
+        missed: std::cell::Cell::new(false),
     }
 }
 
-/// The fields of the `MessageAdded` record of message `id` (`msg`), whose body is `body`, its
-/// names from `clients` and its properties from `properties`.
+/// The fields of the `MessageAdded` record of message `id` (`msg`), whose body is `body` and
+/// properties `properties`, its names from `clients`.
 fn record_fields<'a>(
     clients: &'a Registry,
-    properties: &'a IdMap<MessageId, Properties>,
+    properties: &'a Properties,
     id: MessageId,
     msg: &Stored,
     body: &'a [u8],
 ) -> MessageFields<'a> {
-    static NONE: Properties = Vec::new();
     MessageFields {
         id,
         created_at: msg.created_at,
@@ -243,11 +280,7 @@ fn record_fields<'a>(
         priority: msg.priority,
         sender: name_of(clients, msg.sender),
         receiver: msg.receiver_key().map(|r| name_of(clients, r)),
-        properties: if msg.has_properties() {
-            properties.get(&id).unwrap_or(&NONE)
-        } else {
-            &NONE
-        },
+        properties,
         body,
         deliver_at: msg.deliver_at,
         expires_at: msg.expires_at,
@@ -287,6 +320,16 @@ const _: () = assert!(std::mem::size_of::<Stored>() == 48 && std::mem::size_of::
 impl Entry {
     fn segment(&self) -> u64 {
         self.place.segment()
+    }
+
+    /// Where its `MessageAdded` record is, if it has one.
+    fn location(&self) -> Option<Location> {
+        let segment = self.segment();
+        (segment != UNLOGGED && segment != GROUPED).then_some(Location {
+            segment,
+            offset: self.place.offset(),
+            size: self.place.size,
+        })
     }
 }
 
@@ -339,8 +382,12 @@ pub struct State {
     messages: IdMap<MessageId, Entry>,
     /// Bodies of the non-persistent messages (the others are in the log).
     unlogged: IdMap<MessageId, Bytes>,
-    /// Properties of the messages that have some.
+    /// Properties of the messages that have some, unless they are in the log only.
     properties: IdMap<MessageId, Properties>,
+    /// About the bytes the properties of persistent messages take in `properties`, and the
+    /// most they may take.
+    properties_bytes: u64,
+    properties_budget: u64,
     senders: IdMap<ClientKey, Split<(MessageId, QueueKey)>>,
     leases: Leases,
     /// Messages waiting for their delivery time, by (delivery time, id, queue); they enter
@@ -459,6 +506,8 @@ impl State {
             messages: IdMap::default(),
             unlogged: IdMap::default(),
             properties: IdMap::default(),
+            properties_bytes: 0,
+            properties_budget: super::config::DEFAULT_PROPERTIES_BYTES,
             senders: IdMap::default(),
             leases: Leases::default(),
             delayed: BTreeSet::new(),
@@ -484,6 +533,59 @@ impl State {
         self.reader = Some(reader);
     }
 
+    /// Keeps at most `bytes` of persistent messages' properties in memory: those of the
+    /// oldest messages; the others' (recovery kept every one) are dropped from memory, to be
+    /// read from the log when needed.
+    pub fn set_properties_budget(&mut self, bytes: u64) {
+        self.properties_budget = bytes;
+        if self.properties_bytes <= bytes {
+            return;
+        }
+        let mut ids: Vec<MessageId> = self
+            .properties
+            .keys()
+            .copied()
+            .filter(|id| self.messages.get(id).is_some_and(|e| e.msg.persistent()))
+            .collect();
+        ids.sort_unstable();
+        let mut kept = 0;
+        let mut freed = 0;
+        for id in ids {
+            let size = self.properties.get(&id).map_or(0, properties_footprint);
+            if kept + size <= bytes {
+                kept += size;
+                continue;
+            }
+            self.properties.remove(&id);
+            if let Some(e) = self.messages.get_mut(&id) {
+                e.msg.flags = e.msg.flags & !PROPERTIES_IN_MEMORY | PROPERTIES_LOGGED;
+            }
+            freed += size;
+        }
+        self.properties_bytes = kept;
+        let memory = self.memory_bytes.saturating_sub(freed);
+        self.set_memory(memory);
+    }
+
+    /// The properties of message `id`: in memory, or read from the log *under the lock* (only
+    /// for rare operations, as [`State::load_body`]).
+    fn load_properties(&self, id: MessageId) -> Result<Properties, StoreError> {
+        let Some(e) = self.messages.get(&id) else {
+            return Err(StoreError::Internal(format!("message {id} is not stored")));
+        };
+        if !e.msg.properties_logged() {
+            return Ok(self.properties.get(&id).cloned().unwrap_or_default());
+        }
+        let (Some(reader), Some(at)) = (&self.reader, self.location(id)) else {
+            return Err(StoreError::Internal(format!(
+                "the properties of message {id} have no place in the log"
+            )));
+        };
+        reader.read_properties(id, at).map_err(|e| {
+            StoreError::Unavailable(format!("reading the properties of message {id}: {e}"))
+        })
+    }
+
     /// The body cache's figures, to read without the lock.
     pub fn cache_figures(&self) -> Arc<cache::CacheFigures> {
         self.cache.figures()
@@ -496,13 +598,7 @@ impl State {
 
     /// Where the current `MessageAdded` record of message `id` is, if it has one.
     pub fn location(&self, id: MessageId) -> Option<Location> {
-        let e = self.messages.get(&id)?;
-        let segment = e.segment();
-        (segment != UNLOGGED && segment != GROUPED).then_some(Location {
-            segment,
-            offset: e.place.offset(),
-            size: e.place.size,
-        })
+        self.messages.get(&id)?.location()
     }
 
     /// The body of message `id`: in memory, cached, or read from the log *under the lock*
@@ -605,11 +701,6 @@ impl State {
     /// Whether message `id` is persistent (records are written for it).
     fn persistent(&self, id: MessageId) -> bool {
         self.messages.get(&id).is_some_and(|e| e.msg.persistent())
-    }
-
-    /// Message `id` (`msg`) as a selector reads it.
-    fn selectable<'a>(&'a self, id: MessageId, msg: &'a Stored) -> Selectable<'a> {
-        selectable(&self.clients, &self.properties, id, msg)
     }
 
     /// Number of stored messages (tests and diagnostics).

@@ -172,7 +172,8 @@ impl State {
         self.by_expiry.len()
     }
 
-    /// Stores a message's entry, with its body if it is not in the log and its properties,
+    /// Stores a message's entry, with its body if it is not in the log and its properties
+    /// (those of a persistent message beyond the properties budget stay in its record only),
     /// and indexes it by expiry time if it has one. Its sender and receiver now hold it. A
     /// message with the same id must be gone first (see `replay_added`).
     pub(super) fn insert_entry(
@@ -196,9 +197,19 @@ impl State {
             self.unlogged.insert(id, body);
         }
         if !properties.is_empty() {
-            bytes += properties_footprint(&properties);
-            m.flags |= PROPERTIES_IN_MEMORY;
-            self.properties.insert(id, properties);
+            let size = properties_footprint(&properties);
+            if !m.persistent() {
+                bytes += size;
+                m.flags |= PROPERTIES_IN_MEMORY;
+                self.properties.insert(id, properties);
+            } else if self.properties_bytes + size <= self.properties_budget {
+                bytes += size;
+                self.properties_bytes += size;
+                m.flags |= PROPERTIES_IN_MEMORY;
+                self.properties.insert(id, properties);
+            } else {
+                m.flags |= PROPERTIES_LOGGED;
+            }
         }
         self.messages.insert(id, entry);
         self.set_memory(bytes);
@@ -225,7 +236,11 @@ impl State {
             }
             if msg.has_properties() {
                 if let Some(p) = self.properties.remove(&id) {
-                    freed += properties_footprint(&p);
+                    let size = properties_footprint(&p);
+                    freed += size;
+                    if msg.persistent() {
+                        self.properties_bytes = self.properties_bytes.saturating_sub(size);
+                    }
                 }
             }
             let bytes = self.memory_bytes.saturating_sub(freed);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::super::bodies::body_in;
+use super::super::bodies::{body_in, properties_in};
 use super::super::format::record::{self};
 use super::super::writer::LogGuard;
 
@@ -24,6 +24,8 @@ impl State {
     ) -> Result<u64, StoreError> {
         // Every body first, so that a bad image changes nothing.
         let mut bodies: IdMap<MessageId, Bytes> = IdMap::default();
+        // And the properties that are in the log only.
+        let mut logged: IdMap<MessageId, Properties> = IdMap::default();
         if let Some(s) = self.journal.segments.get(&segment) {
             for &id in &s.ids {
                 let Some(e) = self.messages.get(&id).filter(|e| e.segment() == segment) else {
@@ -34,14 +36,18 @@ impl State {
                     .ok()
                     .and_then(|at| image.get(at..)?.get(..e.place.size as usize))
                     .unwrap_or_default();
+                let broken = |why| {
+                    StoreError::Internal(format!(
+                        "compaction: the record of message {id} in segment {segment} at offset \
+                         {offset}: {why}"
+                    ))
+                };
                 let body = body_in(frame, id, segment)
                     .map(Bytes::copy_from_slice)
-                    .map_err(|why| {
-                        StoreError::Internal(format!(
-                            "compaction: the record of message {id} in segment {segment} at \
-                             offset {offset}: {why}"
-                        ))
-                    })?;
+                    .map_err(broken)?;
+                if e.msg.properties_logged() {
+                    logged.insert(id, properties_in(frame, id, segment).map_err(broken)?);
+                }
                 bodies.insert(id, body);
             }
         }
@@ -69,7 +75,12 @@ impl State {
                 .filter_map(|s| Some((self.queues.get(&s.queue)?.name.clone(), s.count)))
                 .collect();
             let (old_segment, old_size) = (e.segment(), e.place.size);
-            let fields = record_fields(&self.clients, &self.properties, id, &msg, &body);
+            static NONE: Properties = Vec::new();
+            let properties = match logged.get(&id) {
+                Some(p) => p,
+                None => self.properties.get(&id).unwrap_or(&NONE),
+            };
+            let fields = record_fields(&self.clients, properties, id, &msg, &body);
             // Never inside a transaction group: compaction runs on its own.
             let (seg, size) = self.journal.append(
                 log,

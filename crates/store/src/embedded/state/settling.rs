@@ -141,8 +141,11 @@ impl State {
         let Some(msg) = self.messages.get(&id).map(|e| e.msg) else {
             return Ok(None);
         };
-        let (sender, receiver, properties) = self.names_and_properties(id, &msg);
+        let (sender, receiver) = self.names(&msg);
         let body = self.load_body(id).inspect_err(|e| {
+            tracing::warn!(id, error = %e, "cannot copy a message to {target}; it stays");
+        })?;
+        let properties = self.load_properties(id).inspect_err(|e| {
             tracing::warn!(id, error = %e, "cannot copy a message to {target}; it stays");
         })?;
         let copy = NewMessage {
