@@ -63,12 +63,14 @@ pub struct Recovered {
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Replays the log in `seg_dir` and opens its active segment for appending, creating the
-/// first segment of a new store. Keeps up to `spare_limit` spare files.
+/// first segment of a new store. Keeps up to `spare_limit` spare files, and up to
+/// `properties_bytes` of persistent messages' properties in memory.
 pub fn recover(
     backend: &Arc<dyn Backend>,
     seg_dir: &Path,
     segment_bytes: u64,
     spare_limit: usize,
+    properties_bytes: u64,
 ) -> Result<Recovered, StoreError> {
     backend
         .create_dir_all(seg_dir)
@@ -93,6 +95,8 @@ pub fn recover(
     let spares = keep_spares(backend, seg_dir, spares, spare_limit)?;
 
     let mut state = State::new(Journal::new(segment_bytes, 1, 0, 0));
+    // The properties budget applies as messages are replayed.
+    state.set_properties_budget(properties_bytes);
     // Segments are read one ahead, on a thread of their own, while the previous one is
     // replayed: the reads of a cold log overlap with the replay's work.
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(1);

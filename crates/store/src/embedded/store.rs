@@ -169,7 +169,13 @@ impl EmbeddedStore {
             mut state,
             mut head,
             spares,
-        } = recovery::recover(&backend, &seg_dir, segment_bytes, cfg.spare_segments)?;
+        } = recovery::recover(
+            &backend,
+            &seg_dir,
+            segment_bytes,
+            cfg.spare_segments,
+            cfg.properties_bytes,
+        )?;
         // Appends must never meet a full disk: the active segment's space is allocated ahead.
         // Where it cannot be (no room, or no allocation ahead on this filesystem), the next
         // record starts a new segment, whose file comes with its space or is the reserve.
@@ -220,7 +226,6 @@ impl EmbeddedStore {
         let memory = state.memory_gauge();
         let bodies = BodyReader::new(backend.clone(), &seg_dir);
         state.set_bodies(cfg.cache_bytes, bodies.clone());
-        state.set_properties_budget(cfg.properties_bytes);
         let cache = state.cache_figures();
         Ok(Arc::new(EmbeddedStore {
             bodies,
