@@ -5,9 +5,12 @@
 //! - the process's resident size with the whole backlog queued, and the engine's index and
 //!   cache figures;
 //! - the time to reopen the store (recovery replays the log: the same path a restart after
-//!   `kill -9` takes, the log being identical), and the resident size after it;
+//!   `kill -9` takes, the log being identical), and the resident size after it; with
+//!   `--kill-9`, the store is filled by a child process that is killed with `kill -9` at full
+//!   backlog, and this process recovers what it left;
 //! - the time to drain the backlog with auto-ack takes of 1,000 (bodies read from the log:
-//!   the cache is empty after a reopen), and the read bandwidth that makes.
+//!   the cache is empty after a reopen), and the read bandwidth that makes; by one consumer,
+//!   or by `--consumers N` taking from the queue at once.
 //!
 //! With `--properties`, every message carries two properties (an integer `n`, its number, and
 //! a short string), and after the reopen a receive whose selector (`n < 0`) matches nothing
@@ -25,10 +28,14 @@
 //! ```sh
 //! cargo bench -p ferry-store --bench backlog -- --messages 1000000 --size 1024 \
 //!   [--dir DIR] [--drop-caches] [--properties] [--properties-bytes B] [--json FILE]
+//!   [--store DIR] [--no-drain] [--consumers N] [--kill-9]
 //! ```
 //!
 //! The store lives in a new directory under `DIR` (default: the system's temp dir), removed at
-//! the end. The store runs in this process, without a broker around it.
+//! the end. With `--store DIR` it lives in `DIR` itself and is kept; a store already there is
+//! reused without filling it again (it must hold `--messages` messages), so that recovery can
+//! be measured (and profiled) again and again with `--no-drain`, which skips the drain. The
+//! store runs in this process, without a broker around it.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::time::Instant;
@@ -70,11 +77,49 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
+/// Fills the store in `dir` in a child process (this benchmark with `--fill-only`), which is
+/// killed with `kill -9` once the backlog is full; returns the fill's time, the child's
+/// resident size at full backlog, and its index and cache figures.
+fn fill_in_a_child(dir: &std::path::Path) -> (f64, u64, u64, u64) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(&args)
+        .arg("--store")
+        .arg(dir)
+        .arg("--fill-only")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9),
+        "the filling child was to die of kill -9"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let f: Vec<&str> = text.split_whitespace().collect();
+    (
+        f[0].parse().unwrap(),
+        f[1].parse().unwrap(),
+        f[2].parse().unwrap(),
+        f[3].parse().unwrap(),
+    )
+}
+
 fn main() {
     let messages: usize = arg("--messages").map_or(1_000_000, |v| v.parse().unwrap());
     let size: usize = arg("--size").map_or(1024, |v| v.parse().unwrap());
+    let consumer_count: usize = arg("--consumers").map_or(1, |v| v.parse().unwrap());
     let base = arg("--dir").map_or_else(std::env::temp_dir, Into::into);
-    let dir = tempfile::tempdir_in(base).unwrap();
+    let temp;
+    let kept = arg("--store").map(std::path::PathBuf::from);
+    let dir: &std::path::Path = match &kept {
+        Some(path) => path,
+        None => {
+            temp = tempfile::tempdir_in(base).unwrap();
+            temp.path()
+        }
+    };
+    let reused = dir.join("segments").is_dir();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -84,7 +129,7 @@ fn main() {
     let with_properties = flag("--properties");
     let budget: Option<u64> = arg("--properties-bytes").map(|v| v.parse().unwrap());
     let config = || {
-        let mut cfg = EmbeddedConfig::new(dir.path());
+        let mut cfg = EmbeddedConfig::new(dir);
         if let Some(b) = budget {
             cfg.properties_bytes = b;
         }
@@ -115,7 +160,15 @@ fn main() {
         expires_at_ms: 0,
     };
     let rss_start = rss();
+    let kill_9 = flag("--kill-9");
     let (fill_secs, rss_full, index, cache) = rt.block_on(async {
+        if kill_9 && !reused && !flag("--fill-only") {
+            return fill_in_a_child(dir);
+        }
+        if reused {
+            // Filled by an earlier run: only its recovery is measured.
+            return (0.0, rss(), 0, 0);
+        }
         let store = EmbeddedStore::open(config()).await.unwrap();
         store.sessions().register_client("p").await.unwrap();
         store.queues().create_queue("q").await.unwrap();
@@ -141,7 +194,19 @@ fn main() {
             stats.cache_bytes.unwrap_or(0),
         )
     });
-    let log_bytes: u64 = std::fs::read_dir(dir.path().join("segments"))
+    if flag("--fill-only") {
+        // The child of `--kill-9`: says what the fill took, then dies at full backlog.
+        println!("{fill_secs} {rss_full} {index} {cache}");
+        use std::io::Write;
+        std::io::stdout().flush().unwrap();
+        let me = std::process::id().to_string();
+        std::process::Command::new("kill")
+            .args(["-9", &me])
+            .status()
+            .unwrap();
+        unreachable!("still alive after kill -9");
+    }
+    let log_bytes: u64 = std::fs::read_dir(dir.join("segments"))
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
         .sum();
@@ -164,7 +229,7 @@ fn main() {
                 "-c",
                 "for f in \"$0\"/*.log; do dd if=\"$f\" of=/dev/null bs=4M status=none; done",
             ])
-            .arg(dir.path().join("segments"))
+            .arg(dir.join("segments"))
             .status()
             .is_ok_and(|s| s.success());
         let secs = started.elapsed().as_secs_f64();
@@ -212,13 +277,34 @@ fn main() {
             None
         };
         let started = Instant::now();
-        let mut n = 0;
-        while n < messages {
-            let d = store.queues().receive(&spec, 1000).await.unwrap();
-            assert!(!d.is_empty(), "the backlog ended early at {n}");
-            assert!(d.iter().all(|d| d.message.body.len() == size));
-            n += d.len();
+        let drained = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut consumers = Vec::new();
+        for _ in 0..if flag("--no-drain") {
+            0
+        } else {
+            consumer_count
+        } {
+            let (store, spec, drained) = (store.clone(), spec.clone(), drained.clone());
+            consumers.push(tokio::spawn(async move {
+                use std::sync::atomic::Ordering;
+                while drained.load(Ordering::Relaxed) < messages {
+                    let d = store.queues().receive(&spec, 1000).await.unwrap();
+                    if d.is_empty() {
+                        break;
+                    }
+                    assert!(d.iter().all(|d| d.message.body.len() == size));
+                    drained.fetch_add(d.len(), Ordering::Relaxed);
+                }
+            }));
         }
+        for consumer in consumers {
+            consumer.await.unwrap();
+        }
+        let n = drained.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            flag("--no-drain") || n == messages,
+            "the backlog ended early at {n}"
+        );
         (
             recovery,
             rss_recovered,
@@ -233,14 +319,16 @@ fn main() {
          {drain_rate:.0} messages/s, {drain_mb_s:.0} MB/s of log",
         mb(rss_recovered)
     );
-    // The command as it is typed (the binary's own path and `--dir` say nothing useful).
+    // The command as it is typed (the binary's own path and the directories say nothing useful).
     let mut args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    if let Some(i) = args.iter().position(|a| a == "--dir") {
-        if let Some(v) = args.get_mut(i + 1) {
-            *v = "DIR".into();
+    for option in ["--dir", "--store"] {
+        if let Some(i) = args.iter().position(|a| a == option) {
+            if let Some(v) = args.get_mut(i + 1) {
+                *v = "DIR".into();
+            }
         }
     }
     let json = serde_json::json!({
@@ -254,11 +342,13 @@ fn main() {
         "cache_bytes": cache,
         "log_bytes": log_bytes,
         "dropped_page_cache": flag("--drop-caches"),
+        "recovered_after_kill_9": kill_9,
         "recovery_seconds": recovery_secs,
         "rss_after_recovery_bytes": rss_recovered,
         "properties": with_properties,
         "properties_bytes": budget,
         "select_nothing_seconds": select_secs,
+        "drain_consumers": consumer_count,
         "drain_seconds": drain_secs,
         "drain_messages_per_second": drain_rate,
         "drain_log_mb_per_second": drain_mb_s,

@@ -8,9 +8,15 @@
 //! `MessageAdded` of the right message. A record that fails the check was moved meanwhile
 //! (compaction rewrote it and reused its file): the caller looks the location up again and
 //! retries.
+//!
+//! Draining a backlog reads the log from one end to the other. Reads that follow each other
+//! through a segment ask the backend to read ahead of them ([`READ_AHEAD`] bytes, asked for
+//! again when half of it is used), so the disk keeps reading while the consumer waits for its
+//! batch's removals to be synced and handles its messages, and the next batch's reads find the
+//! page cache filled. A read elsewhere (another queue, a selector's pick) asks for nothing.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use ferry_protocol::{MessageId, Properties};
@@ -53,6 +59,54 @@ impl std::fmt::Display for ReadError {
 pub struct BodyReader {
     backend: Arc<dyn Backend>,
     dir: PathBuf,
+    /// The run of reads going through the log, shared by the reader's clones.
+    run: Arc<Mutex<Run>>,
+}
+
+/// The last read, and how far ahead of it reading was asked for.
+#[derive(Debug, Default)]
+struct Run {
+    /// Segment of the last read.
+    segment: u64,
+    /// Where the last read ended.
+    end: u64,
+    /// Where the read ahead asked for in this segment ends (0: none).
+    ahead: u64,
+}
+
+/// Bytes read ahead of a run of reads through a segment.
+pub const READ_AHEAD: u64 = 16 * 1024 * 1024;
+
+impl Run {
+    /// Notes a read of `start..end` of `segment`; returns the part to read ahead, if any: when
+    /// the read follows the previous one (in the same segment, at most a read ahead past its
+    /// end and not before it; or near the start of the next segment) and what was asked for
+    /// before is half used.
+    fn read(&mut self, segment: u64, start: u64, end: u64) -> Option<(u64, u64)> {
+        // `end` is 0 before the first read: nothing to follow.
+        let follows = self.end > 0
+            && if segment == self.segment {
+                start >= self.end && start <= self.end + READ_AHEAD
+            } else {
+                // The run goes on at the start of the next segment.
+                segment == self.segment + 1 && start <= READ_AHEAD
+            };
+        if segment != self.segment {
+            self.ahead = 0;
+        }
+        self.segment = segment;
+        self.end = end;
+        if !follows {
+            self.ahead = 0;
+            return None;
+        }
+        if self.ahead >= end + READ_AHEAD / 2 {
+            return None;
+        }
+        let from = self.ahead.max(end);
+        self.ahead = end + READ_AHEAD;
+        Some((from, self.ahead - from))
+    }
 }
 
 impl BodyReader {
@@ -61,6 +115,7 @@ impl BodyReader {
         BodyReader {
             backend,
             dir: dir.to_owned(),
+            run: Arc::default(),
         }
     }
 
@@ -147,6 +202,7 @@ impl BodyReader {
                     (end - start) as usize,
                 )
                 .map(Bytes::from);
+            self.note_read(segment, start, end);
             for (i, id, at) in group {
                 let got = match &span {
                     Ok(bytes) => {
@@ -170,6 +226,21 @@ impl BodyReader {
         out.into_iter()
             .map(|r| r.unwrap_or(Err(ReadError::Mismatch("the message has no record"))))
             .collect()
+    }
+}
+
+impl BodyReader {
+    /// Notes a read of `start..end` of `segment`, asking for a read ahead when it continues a
+    /// run (see [`Run::read`]).
+    fn note_read(&self, segment: u64, start: u64, end: u64) {
+        let ahead = match self.run.lock() {
+            Ok(mut run) => run.read(segment, start, end),
+            Err(_) => None,
+        };
+        if let Some((from, len)) = ahead {
+            self.backend
+                .read_ahead(&segment_path(&self.dir, segment), from, len);
+        }
     }
 }
 

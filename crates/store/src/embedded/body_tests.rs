@@ -196,3 +196,47 @@ async fn the_cache_lets_go_first_when_memory_is_short() {
         [body.clone(), body.clone(), body]
     );
 }
+
+#[tokio::test]
+async fn a_drain_through_the_log_asks_for_the_log_ahead_of_it_and_a_single_read_does_not() {
+    let disk = FaultyBackend::new();
+    let mut cfg = config(&disk, 64 << 20);
+    cfg.cache_bytes = 0;
+    let store = EmbeddedStore::open(cfg).await.unwrap();
+    store.sessions().register_client("c").await.unwrap();
+    store.queues().create_queue("q").await.unwrap();
+    // 20,000 bodies of 1 KiB: about 21 MB of one segment, more than a read ahead.
+    let body = "x".repeat(1024);
+    for _ in 0..20 {
+        let batch = (0..1000)
+            .map(|_| message(&["q"], None, &body, "eu"))
+            .collect();
+        for sent in store.queues().send_batch(batch).await {
+            sent.unwrap();
+        }
+    }
+    let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
+    assert_eq!(store.queues().receive(&take, 1).await.unwrap().len(), 1);
+    assert!(
+        disk.read_aheads().is_empty(),
+        "one read is no run: nothing to read ahead"
+    );
+    let mut taken = 1;
+    while taken < 20_000 {
+        let got = store.queues().receive(&take, 500).await.unwrap();
+        assert!(!got.is_empty() && got.iter().all(|d| d.message.body.len() == 1024));
+        taken += got.len();
+    }
+    let asked = disk.read_aheads();
+    // Asked for again each time half of the window is used: a few asks, not one per read;
+    // each starting where the previous one ended.
+    assert!((2..=4).contains(&asked.len()), "asks: {asked:?}");
+    for pair in asked.windows(2) {
+        let [(_, at, len), (_, next, _)] = pair else {
+            unreachable!()
+        };
+        assert_eq!(at + len, *next, "asks overlap or leave a gap: {asked:?}");
+    }
+    let (_, at, len) = asked.last().cloned().unwrap();
+    assert!(at + len > 20_000 * 1024, "asked up to {} only", at + len);
+}

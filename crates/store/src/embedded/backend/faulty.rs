@@ -109,6 +109,8 @@ struct Disk {
     failing_reads: u32,
     read_fault: Option<FaultKind>,
     reads: u64,
+    /// Read-ahead hints received: file, offset, length.
+    read_aheads: Vec<(PathBuf, u64, u64)>,
     writes: u64,
     syncs: u64,
     background_syncs: u64,
@@ -196,6 +198,11 @@ impl FaultyBackend {
     /// Number of positional reads attempted so far (failed ones included).
     pub fn read_count(&self) -> u64 {
         self.disk().reads
+    }
+
+    /// The read-ahead hints received so far ([`Backend::read_ahead`]): file, offset, length.
+    pub fn read_aheads(&self) -> Vec<(PathBuf, u64, u64)> {
+        self.disk().read_aheads.clone()
     }
 
     /// Limits the disk to `bytes` (`None`: no limit). A disk already holding more has no
@@ -402,6 +409,11 @@ impl Backend for FaultyBackend {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.file(path).ok_or_else(|| not_found(path))
+    }
+
+    fn read_ahead(&self, path: &Path, offset: u64, len: u64) {
+        // Nothing to read ahead into: noted, for the tests of when it is asked for.
+        self.disk().read_aheads.push((path.to_owned(), offset, len));
     }
 
     fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {

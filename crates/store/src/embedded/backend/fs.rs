@@ -59,6 +59,17 @@ impl Backend for FsBackend {
         Ok(buf)
     }
 
+    fn read_ahead(&self, path: &Path, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        if let Ok(file) = File::open(path) {
+            if let Err(e) = advise_will_need(&file, offset, len) {
+                tracing::debug!(error = %e, "could not ask for a read ahead of the log");
+            }
+        }
+    }
+
     fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>> {
         let file = OpenOptions::new()
             .create(true)
@@ -173,6 +184,24 @@ impl FsFile {
             }
         }
     }
+}
+
+/// Starts reading `len` bytes from `offset` into the page cache, without waiting for them.
+#[cfg(target_os = "linux")]
+fn advise_will_need(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use rustix::fs::{fadvise, Advice};
+    fadvise(
+        file,
+        offset,
+        std::num::NonZeroU64::new(len),
+        Advice::WillNeed,
+    )
+    .map_err(io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_will_need(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
 }
 
 /// Allocates `len` bytes from `offset` without changing the file's length.

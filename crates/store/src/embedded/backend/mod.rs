@@ -46,6 +46,11 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
             .map(<[u8]>::to_vec)
             .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))
     }
+    /// Asks for `len` bytes of the file at `path` from `offset` to be read into the page cache
+    /// in the background, so that the reads that follow find them there: a hint, which returns
+    /// at once and whose failure is ignored. The default does nothing (nothing to read ahead
+    /// into).
+    fn read_ahead(&self, _path: &Path, _offset: u64, _len: u64) {}
     /// Creates a file (truncating it if it exists) and opens it for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn BackendFile>>;
     /// Opens an existing file for appending at its end.
