@@ -215,18 +215,7 @@ impl State {
     /// The size of the `MessageAdded` record of `m` (for a publish, as if every subscription of
     /// its topic took it).
     pub(super) fn added_len(&self, m: &NewMessage) -> usize {
-        let fields = MessageFields {
-            id: 0,
-            created_at: m.created_at,
-            context: m.context,
-            priority: m.priority,
-            sender: &m.sender,
-            receiver: m.receiver.as_deref(),
-            properties: &m.properties,
-            body: &m.body,
-            deliver_at: m.deliver_at_ms,
-            expires_at: m.expires_at_ms,
-        };
+        let fields = new_fields(m, 0);
         match m.topic.as_deref().map(|t| self.check_topic(t)) {
             Some(Ok(subs)) => record::message_added_len(&fields, subs),
             Some(Err(_)) => 0,
@@ -345,18 +334,7 @@ impl State {
             return Ok(id);
         }
         let (place, unlogged) = if msg.persistent() {
-            let fields = MessageFields {
-                id,
-                created_at: m.created_at,
-                context: m.context,
-                priority: m.priority,
-                sender: &m.sender,
-                receiver: m.receiver.as_deref(),
-                properties: &m.properties,
-                body: &m.body,
-                deliver_at: m.deliver_at_ms,
-                expires_at: m.expires_at_ms,
-            };
+            let fields = new_fields(&m, id);
             let (segment, offset, size) = self.append_added(log, &fields, &keys);
             // From now on the body lives in the log, and in the cache while it is recent.
             self.cache.insert(id, &m.body);
@@ -746,5 +724,21 @@ impl State {
             q.in_flight += 1;
         }
         did
+    }
+}
+
+/// The fields of the `MessageAdded` record of a message being sent, numbered `id`.
+fn new_fields(m: &NewMessage, id: MessageId) -> MessageFields<'_> {
+    MessageFields {
+        id,
+        created_at: m.created_at,
+        context: m.context,
+        priority: m.priority,
+        sender: &m.sender,
+        receiver: m.receiver.as_deref(),
+        properties: &m.properties,
+        body: &m.body,
+        deliver_at: m.deliver_at_ms,
+        expires_at: m.expires_at_ms,
     }
 }
