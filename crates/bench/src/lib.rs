@@ -24,6 +24,7 @@ pub mod inproc;
 pub mod payload;
 pub mod report;
 pub mod round_robin;
+pub mod scratch;
 pub mod stats;
 pub mod workloads;
 

@@ -261,8 +261,19 @@ fn slowlink_args(out: &std::path::Path, rest: &[&str]) -> ferry_bench::SlowlinkA
 /// The slowlink tests one at a time: each checks that no namespace of this process is left.
 static SLOWLINK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// No namespace of this process is left behind.
+/// No namespace and no server data directory of this process is left behind.
 fn no_namespaces_left() {
+    let data = format!(
+        "{}-{}-",
+        ferry_bench::workloads::slowlink::DATA_PREFIX,
+        std::process::id()
+    );
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&data))
+        .collect();
+    assert!(left.is_empty(), "data left behind: {left:?}");
     let out = std::process::Command::new("ip")
         .args(["netns", "list"])
         .output();

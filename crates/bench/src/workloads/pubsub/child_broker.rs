@@ -10,6 +10,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use tokio::process::{Child, Command};
 
+use crate::scratch::ScratchDir;
+
 /// How long the broker may take to accept connections.
 const START_LIMIT: Duration = Duration::from_secs(30);
 
@@ -27,16 +29,9 @@ impl ChildBroker {
     pub async fn start(binary: &Path, fsync: &str) -> Result<ChildBroker> {
         let port = free_port()?;
         let addr = format!("127.0.0.1:{port}");
-        let dir = std::env::temp_dir().join(format!(
-            "ferry-bench-broker-{}-{:08x}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
-        // From here on the directory is removed on every way out: by `DataDir` until the
+        // From here on the directory is removed on every way out: by `ScratchDir` until the
         // broker owns it, then by the broker's `Drop`.
-        let data = DataDir(Some(dir));
+        let data = ScratchDir::new("ferry-bench-broker")?;
         let dir = data.path().to_path_buf();
         let child = Command::new(binary)
             .arg("serve")
@@ -119,28 +114,6 @@ impl Drop for ChildBroker {
     /// `kill_on_drop`; its data goes too.
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A data directory not yet owned by a broker: removed when dropped.
-struct DataDir(Option<PathBuf>);
-
-impl DataDir {
-    fn path(&self) -> &Path {
-        self.0.as_deref().unwrap_or(Path::new(""))
-    }
-
-    /// Hands the directory over: it is no longer removed here.
-    fn release(mut self) -> PathBuf {
-        self.0.take().unwrap_or_default()
-    }
-}
-
-impl Drop for DataDir {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.0 {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 

@@ -67,11 +67,15 @@ pub struct ServeEnd {
     /// Address for the broker.
     #[arg(long)]
     pub listen: String,
+    /// The broker's data directory. The workload makes it and removes it after killing this
+    /// end, which gets no chance to clean up.
+    #[arg(long)]
+    pub data_dir: std::path::PathBuf,
 }
 
 /// Runs a broker on `listen` and the responder until killed; prints `ready` once both run.
 pub async fn serve(end: &ServeEnd) -> Result<()> {
-    let dir = std::env::temp_dir().join(format!("ferry-bench-slowlink-{}", std::process::id()));
+    let dir = end.data_dir.clone();
     let config = ferry_broker::BrokerConfig {
         listen: end.listen.clone(),
         data_dir: dir.clone(),

@@ -33,11 +33,15 @@ use tokio::process::Command;
 use crate::args::CommonArgs;
 use crate::drivers::Capabilities;
 use crate::report::{BenchReport, ErrorCounts, TargetResult};
+use crate::scratch::ScratchDir;
 use crate::stats::windows::measured_stats;
 use crate::stats::LatencySummary;
 use ends::{ClientOutcome, Mode, ANSWER_BYTES, REQUEST_BYTES};
 use net::Link;
 use spec::LinkSpec;
+
+/// The server end's data directories: `<temp>/ferry-bench-slowlink-<pid>-<random>`.
+pub const DATA_PREFIX: &str = "ferry-bench-slowlink";
 
 /// Flags of `ferry-bench slowlink`.
 #[derive(Debug, Clone, Args)]
@@ -174,10 +178,14 @@ async fn run_modes(
     bench: &PathBuf,
 ) -> Result<Vec<ModeRow>> {
     let listen = format!("{}:6730", net::SERVER_ADDR);
+    // Removed when this future ends or is dropped (on a signal), after the server end is
+    // killed.
+    let data = ScratchDir::new(DATA_PREFIX)?;
     let mut server = Command::new("ip")
         .args(["netns", "exec", &link.server_ns])
         .arg(bench)
-        .args(["slowlink-serve", "--listen", &listen])
+        .args(["slowlink-serve", "--listen", &listen, "--data-dir"])
+        .arg(data.path())
         .env("FERRY_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -244,6 +252,7 @@ async fn run_modes(
         });
     }
     let _ = server.kill().await;
+    drop(data);
     Ok(rows)
 }
 
