@@ -27,6 +27,7 @@ pub mod direct;
 pub mod embedded;
 pub mod error;
 pub mod id_hash;
+pub mod id_slab;
 pub mod patterns;
 pub mod postgres;
 pub mod select;

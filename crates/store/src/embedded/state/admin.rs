@@ -51,7 +51,7 @@ impl State {
                 let oldest = q
                     .ready
                     .oldest()
-                    .and_then(|id| self.messages.get(&id))
+                    .and_then(|id| self.messages.get(id))
                     .map(|e| e.msg.created_at);
                 Some(QueueDetails {
                     name: name.to_string(),
@@ -209,7 +209,7 @@ impl State {
     /// Its body may have to be read from the log, under the lock: browsing is an operator's
     /// tool, a page at a time.
     fn browsed(&self, id: MessageId, qk: QueueKey) -> Result<Option<BrowsedMessage>, StoreError> {
-        let (Some(e), Some(q)) = (self.messages.get(&id), self.queues.get(&qk)) else {
+        let (Some(e), Some(q)) = (self.messages.get(id), self.queues.get(&qk)) else {
             return Ok(None);
         };
         let body = self.load_body(id)?;
@@ -246,7 +246,7 @@ impl State {
         // Expired messages still indexed until the upkeep purges them are never delivered, so
         // they are not shown either.
         let accept = |id: MessageId| {
-            self.messages.get(&id).is_some_and(|e| {
+            self.messages.get(id).is_some_and(|e| {
                 (e.msg.expires_at == 0 || e.msg.expires_at > now)
                     && spec
                         .selector
@@ -370,7 +370,7 @@ impl State {
             // lock: an operator's move), so that a failed read leaves it where it is.
             let loaded = self
                 .messages
-                .get(&id)
+                .get(id)
                 .map(|_| Ok::<_, StoreError>((self.load_body(id)?, self.load_properties(id)?)));
             let (body, properties) = match loaded {
                 Some(Ok(loaded)) => loaded,
@@ -419,7 +419,7 @@ impl State {
 
     /// The queue a dead letter came from, or why it cannot go back.
     fn origin_key(&self, id: MessageId) -> Result<QueueKey, String> {
-        if !self.messages.contains_key(&id) {
+        if !self.messages.contains_key(id) {
             return Err("no such message".into());
         }
         let probe = Message {
@@ -455,7 +455,7 @@ impl State {
         body: &[u8],
         properties: &Properties,
     ) {
-        let Some(e) = self.messages.get_mut(&id) else {
+        let Some(e) = self.messages.get_mut(id) else {
             return;
         };
         e.slots.retain(|s| s.queue != from);
@@ -490,7 +490,7 @@ impl State {
             }
             let offset = self.journal.last_offset;
             self.journal.add_live(seg, id, size);
-            if let Some(e) = self.messages.get_mut(&id) {
+            if let Some(e) = self.messages.get_mut(id) {
                 e.place = Place::new(seg, offset, size);
             }
         }

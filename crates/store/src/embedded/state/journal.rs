@@ -28,9 +28,34 @@ pub struct SegmentStats {
     /// `ClientRegistered` records of registrations still current.
     pub live: u64,
     /// Ids of the messages added here (some may have died or moved since).
-    pub ids: Vec<MessageId>,
+    pub ids: IdRuns,
     /// Keys of the clients registered here (some may have been forgotten or moved since).
     pub clients: Vec<ClientKey>,
+}
+
+/// Message ids in the order they were added, as runs of consecutive ids: the messages of a
+/// segment mostly have consecutive ids, so a segment of a million messages costs a few runs
+/// instead of a million ids.
+#[derive(Debug, Default, Clone)]
+pub struct IdRuns(Vec<(MessageId, u32)>);
+
+impl IdRuns {
+    /// Adds `id` after the others.
+    pub fn push(&mut self, id: MessageId) {
+        match self.0.last_mut() {
+            Some((start, n)) if *n < u32::MAX && start.checked_add(u64::from(*n)) == Some(id) => {
+                *n += 1
+            }
+            _ => self.0.push((id, 1)),
+        }
+    }
+
+    /// The ids, in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = MessageId> + '_ {
+        self.0
+            .iter()
+            .flat_map(|&(start, n)| (0..u64::from(n)).map(move |i| start + i))
+    }
 }
 
 impl SegmentStats {
@@ -186,5 +211,22 @@ impl Journal {
     /// The configured segment size.
     pub fn segment_bytes(&self) -> u64 {
         self.segment_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_runs_keep_every_id_in_order_in_few_runs() {
+        let mut runs = IdRuns::default();
+        let ids: Vec<MessageId> = (10..1_000).chain([5, 6, 2_000, 7]).chain(2_001..2_010).collect();
+        for &id in &ids {
+            runs.push(id);
+        }
+        assert_eq!(runs.iter().collect::<Vec<_>>(), ids);
+        // 10..1000, 5..7, 2000, 7, 2001..2010.
+        assert_eq!(runs.0.len(), 5, "{runs:?}");
     }
 }

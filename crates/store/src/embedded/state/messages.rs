@@ -352,7 +352,7 @@ impl State {
             .collect();
         self.insert_entry(id, Entry { msg, place, slots }, unlogged, m.properties);
         // After the entry: it may have flagged the message's properties as kept.
-        if let Some(stored) = self.messages.get(&id).map(|e| e.msg) {
+        if let Some(stored) = self.messages.get(id).map(|e| e.msg) {
             for &qk in &keys {
                 self.place_stored(id, &stored, qk);
             }
@@ -393,7 +393,7 @@ impl State {
         let (messages, clients, properties) = (&self.messages, &self.clients, &self.properties);
         let known = &walk.known;
         let mut selected = |id: &MessageId| {
-            let Some(e) = messages.get(id) else {
+            let Some(e) = messages.get(*id) else {
                 return false;
             };
             if e.msg.expired(now) {
@@ -473,7 +473,7 @@ impl State {
         for id in expired {
             let queues: Vec<QueueKey> = self
                 .messages
-                .get(&id)
+                .get(id)
                 .map(|e| {
                     e.slots
                         .iter()
@@ -510,7 +510,7 @@ impl State {
         let doomed: Vec<(MessageId, QueueKey)> = self
             .by_expiry
             .range(..=(now_ms, MessageId::MAX))
-            .filter_map(|(_, id)| Some((*id, self.messages.get(id)?)))
+            .filter_map(|(_, id)| Some((*id, self.messages.get(*id)?)))
             .flat_map(|(id, e)| {
                 e.slots
                     .iter()
@@ -568,7 +568,7 @@ impl State {
                     name
                 }
             };
-            let Some(e) = self.messages.get(&id) else {
+            let Some(e) = self.messages.get(id) else {
                 continue;
             };
             let msg = e.msg;
@@ -714,7 +714,7 @@ impl State {
         });
         if let Some(slot) = self
             .messages
-            .get_mut(&id)
+            .get_mut(id)
             .and_then(|e| e.slots.iter_mut().find(|s| s.queue == qk))
         {
             slot.count = count;

@@ -37,6 +37,7 @@ use super::format::record::{self, MessageFields};
 use super::writer::LogGuard;
 use crate::error::StoreError;
 pub use crate::id_hash::{IdHasher, IdMap};
+use crate::id_slab::IdSlab;
 use crate::select;
 
 mod admin;
@@ -99,7 +100,7 @@ const PROPERTIES_LOGGED: u8 = 4;
 /// names are the registry's); its body is in its `MessageAdded` record (a non-persistent
 /// message's in the state's map of unlogged bodies), its properties, if any, in the state's
 /// map of properties. Shared by every queue it is on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Stored {
     /// Application context.
     pub context: u64,
@@ -305,7 +306,7 @@ type Slots = SmallVec<[Slot; 1]>;
 
 /// A stored message with the queues it is still on: 88 bytes, no allocation of its own for
 /// a message on one queue.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Entry {
     msg: Stored,
     /// Its current `MessageAdded` record ([`UNLOGGED`] segment for a non-persistent message).
@@ -379,7 +380,8 @@ pub struct State {
     queue_keys: BTreeMap<Arc<str>, QueueKey>,
     queues: IdMap<QueueKey, Queue>,
     next_queue_key: QueueKey,
-    messages: IdMap<MessageId, Entry>,
+    /// Every stored message, by id (ids are dense: see [`IdSlab`]).
+    messages: IdSlab<Entry>,
     /// Bodies of the non-persistent messages (the others are in the log).
     unlogged: IdMap<MessageId, Bytes>,
     /// Properties of the messages that have some, unless they are in the log only.
@@ -503,7 +505,7 @@ impl State {
             queue_keys: BTreeMap::new(),
             queues: IdMap::default(),
             next_queue_key: 0,
-            messages: IdMap::default(),
+            messages: IdSlab::default(),
             unlogged: IdMap::default(),
             properties: IdMap::default(),
             properties_bytes: 0,
@@ -545,7 +547,7 @@ impl State {
             .properties
             .keys()
             .copied()
-            .filter(|id| self.messages.get(id).is_some_and(|e| e.msg.persistent()))
+            .filter(|id| self.messages.get(*id).is_some_and(|e| e.msg.persistent()))
             .collect();
         ids.sort_unstable();
         let mut kept = 0;
@@ -557,7 +559,7 @@ impl State {
                 continue;
             }
             self.properties.remove(&id);
-            if let Some(e) = self.messages.get_mut(&id) {
+            if let Some(e) = self.messages.get_mut(id) {
                 e.msg.flags = e.msg.flags & !PROPERTIES_IN_MEMORY | PROPERTIES_LOGGED;
             }
             freed += size;
@@ -570,7 +572,7 @@ impl State {
     /// The properties of message `id`: in memory, or read from the log *under the lock* (only
     /// for rare operations, as [`State::load_body`]).
     fn load_properties(&self, id: MessageId) -> Result<Properties, StoreError> {
-        let Some(e) = self.messages.get(&id) else {
+        let Some(e) = self.messages.get(id) else {
             return Err(StoreError::Internal(format!("message {id} is not stored")));
         };
         if !e.msg.properties_logged() {
@@ -598,13 +600,13 @@ impl State {
 
     /// Where the current `MessageAdded` record of message `id` is, if it has one.
     pub fn location(&self, id: MessageId) -> Option<Location> {
-        self.messages.get(&id)?.location()
+        self.messages.get(id)?.location()
     }
 
     /// The body of message `id`: in memory, cached, or read from the log *under the lock*
     /// (only for rare operations: operators' browse and moves, dead-letter and expiry copies).
     fn load_body(&self, id: MessageId) -> Result<Bytes, StoreError> {
-        if !self.messages.contains_key(&id) {
+        if !self.messages.contains_key(id) {
             return Err(StoreError::Internal(format!("message {id} is not stored")));
         }
         if let Some(b) = self.unlogged.get(&id) {
@@ -700,7 +702,7 @@ impl State {
 
     /// Whether message `id` is persistent (records are written for it).
     fn persistent(&self, id: MessageId) -> bool {
-        self.messages.get(&id).is_some_and(|e| e.msg.persistent())
+        self.messages.get(id).is_some_and(|e| e.msg.persistent())
     }
 
     /// Number of stored messages (tests and diagnostics).

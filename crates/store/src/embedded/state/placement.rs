@@ -1,8 +1,6 @@
 //! Where a message stands on each queue: placed ready or delayed, made ready when due, taken
 //! off the indexes, and its entry stored and dropped.
 
-use std::collections::hash_map;
-
 use ferry_protocol::MessageId;
 
 use super::*;
@@ -11,7 +9,7 @@ impl State {
     /// Places a message that arrived (send, recovery) on queue `qk`: ready, or waiting for its
     /// delivery time.
     pub(super) fn place(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(msg) = self.messages.get(&id).map(|e| e.msg) else {
+        let Some(msg) = self.messages.get(id).map(|e| e.msg) else {
             return;
         };
         self.place_stored(id, &msg, qk);
@@ -92,7 +90,7 @@ impl State {
 
     /// Puts message `id` in the ready indexes of queue `qk` (and of its sender).
     pub(super) fn make_ready(&mut self, id: MessageId, qk: QueueKey) {
-        let Some(m) = self.messages.get(&id).map(|e| e.msg) else {
+        let Some(m) = self.messages.get(id).map(|e| e.msg) else {
             return;
         };
         self.make_ready_stored(id, &m, qk);
@@ -120,7 +118,7 @@ impl State {
 
     /// Takes message `id` on queue `qk` out of the delayed set; whether it was there.
     pub(super) fn undelay(&mut self, id: MessageId, qk: QueueKey) -> bool {
-        let Some(at) = self.messages.get(&id).map(|e| e.msg.deliver_at) else {
+        let Some(at) = self.messages.get(id).map(|e| e.msg.deliver_at) else {
             return false;
         };
         let found = at != 0 && self.delayed.remove(&(at, id, qk));
@@ -134,7 +132,7 @@ impl State {
 
     /// Takes message `id` out of the ready indexes of queue `qk`; whether it was ready there.
     pub(super) fn unready(&mut self, id: MessageId, qk: QueueKey) -> bool {
-        let Some(m) = self.messages.get(&id).map(|e| e.msg) else {
+        let Some(m) = self.messages.get(id).map(|e| e.msg) else {
             return false;
         };
         self.unready_stored(id, &m, qk)
@@ -218,17 +216,17 @@ impl State {
     /// Removes message `id` from queue `qk` for good (it must be out of the ready indexes);
     /// forgets the message when no queue holds it any more.
     pub(super) fn drop_slot(&mut self, id: MessageId, qk: QueueKey) {
-        let hash_map::Entry::Occupied(mut entry) = self.messages.entry(id) else {
+        let Some(e) = self.messages.get_mut(id) else {
             return;
         };
-        let e = entry.get_mut();
         e.slots.retain(|s| s.queue != qk);
+        let emptied = e.slots.is_empty();
         if let Some(q) = self.queues.get_mut(&qk) {
             q.left += 1;
         }
-        if e.slots.is_empty() {
+        if let Some(e) = emptied.then(|| self.messages.remove(id)).flatten() {
             let (segment, size) = (e.segment(), e.place.size);
-            let msg = entry.remove().msg;
+            let msg = e.msg;
             self.cache.remove(id);
             let mut freed = MESSAGE_OVERHEAD;
             if let Some(body) = self.unlogged.remove(&id) {

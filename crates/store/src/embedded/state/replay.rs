@@ -57,7 +57,7 @@ impl State {
                 };
                 if let Some(slot) = self
                     .messages
-                    .get_mut(&id)
+                    .get_mut(id)
                     .and_then(|e| e.slots.iter_mut().find(|s| s.queue == qk))
                 {
                     slot.count = count;
@@ -88,7 +88,7 @@ impl State {
     /// (compaction rewrites a message with its current queues and counts).
     pub(super) fn replay_added(&mut self, a: AddedMessage, segment: u64, offset: u64, size: u32) {
         self.next_id = self.next_id.max(a.id.saturating_add(1));
-        if let Some(old) = self.messages.get(&a.id) {
+        if let Some(old) = self.messages.get(a.id) {
             let queues: Vec<QueueKey> = old.slots.iter().map(|s| s.queue).collect();
             for qk in queues {
                 if !self.unready(a.id, qk) {

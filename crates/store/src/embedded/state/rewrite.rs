@@ -27,8 +27,8 @@ impl State {
         // And the properties that are in the log only.
         let mut logged: IdMap<MessageId, Properties> = IdMap::default();
         if let Some(s) = self.journal.segments.get(&segment) {
-            for &id in &s.ids {
-                let Some(e) = self.messages.get(&id).filter(|e| e.segment() == segment) else {
+            for id in s.ids.iter() {
+                let Some(e) = self.messages.get(id).filter(|e| e.segment() == segment) else {
                     continue;
                 };
                 let offset = e.place.offset();
@@ -58,8 +58,8 @@ impl State {
             .get_mut(&segment)
             .map(|s| std::mem::take(&mut s.ids))
             .unwrap_or_default();
-        for id in ids {
-            let Some(e) = self.messages.get(&id) else {
+        for id in ids.iter() {
+            let Some(e) = self.messages.get(id) else {
                 continue;
             };
             if e.segment() != segment {
@@ -90,7 +90,7 @@ impl State {
             self.journal.drop_live(old_segment, old_size);
             let offset = self.journal.last_offset;
             self.journal.add_live(seg, id, size);
-            if let Some(e) = self.messages.get_mut(&id) {
+            if let Some(e) = self.messages.get_mut(id) {
                 e.place = Place::new(seg, offset, size);
             }
             bytes += u64::from(size);

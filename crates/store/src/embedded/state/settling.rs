@@ -20,7 +20,7 @@ impl State {
         }
         if let Some(slot) = self
             .messages
-            .get_mut(&lease.message)
+            .get_mut(lease.message)
             .and_then(|e| e.slots.iter_mut().find(|s| s.queue == lease.queue))
         {
             slot.lease = None;
@@ -81,7 +81,7 @@ impl State {
         };
         let count = self
             .messages
-            .get(&id)?
+            .get(id)?
             .slots
             .iter()
             .find(|s| s.queue == qk)
@@ -138,7 +138,7 @@ impl State {
             }
             return Ok(None);
         };
-        let Some(msg) = self.messages.get(&id).map(|e| e.msg) else {
+        let Some(msg) = self.messages.get(id).map(|e| e.msg) else {
             return Ok(None);
         };
         let (sender, receiver) = self.names(&msg);
@@ -193,7 +193,7 @@ impl State {
         if target.is_some() {
             let count = self
                 .messages
-                .get(&id)
+                .get(id)
                 .and_then(|e| e.slots.iter().find(|s| s.queue == qk))
                 .map_or(0, |s| s.count);
             match self.copy_to(log, target, id, queue, count, dead_letter::EXPIRED) {

@@ -108,7 +108,7 @@ impl State {
         // The group's records start after its frame prefix and kind byte.
         let records_at = self.journal.last_offset + record::FRAME_PREFIX as u64 + 1;
         for (id, at, size) in g.adds {
-            if let Some(e) = self.messages.get_mut(&id) {
+            if let Some(e) = self.messages.get_mut(id) {
                 if e.segment() == GROUPED {
                     e.place = super::Place::new(segment, records_at + at, size);
                     self.journal.add_live(segment, id, size);
