@@ -3,8 +3,10 @@
 //! the ready and by-sender indexes, the tables' spare room), counted by a counting global
 //! allocator around 200,000 sends of 1 KiB messages to one queue, the body cache off.
 //!
-//! The figure is printed (`--nocapture`) and documented in docs/storage-format.md; the
-//! assertion only guards against a regression that would bring bodies back into memory.
+//! The figure is printed (`--nocapture`) and documented in docs/storage-format.md (113 bytes:
+//! the 88-byte entry in the id-indexed slab, 8 bytes in the ready index, 16 in the by-sender
+//! index); the bound, that figure with some margin, fails if bodies or a per-message
+//! allocation come back, or if the messages go back into a table with a key and spare room.
 
 use bytes::Bytes;
 use ferry_protocol::{AckMode, Order, ReceiveMode, Source};
@@ -24,7 +26,7 @@ const MESSAGES: usize = 200_000;
 const BATCH: usize = 100;
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
+async fn a_queued_message_costs_the_embedded_index_about_a_hundred_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = EmbeddedConfig::new(dir.path());
     cfg.fsync = FsyncPolicy::Never;
@@ -70,8 +72,9 @@ async fn a_queued_message_costs_the_embedded_index_a_few_hundred_bytes() {
         store.queues().memory_bytes() / (MESSAGES + BATCH) as u64
     );
     assert!(
-        per_message < 300.0,
-        "{per_message:.0} bytes per queued message: are bodies or per-message allocations back?"
+        per_message < 140.0,
+        "{per_message:.0} bytes per queued message: are bodies, per-message allocations or a \
+         hash table back?"
     );
     // And they are all there, bodies read back from the log.
     let spec = ReceiveSpec {

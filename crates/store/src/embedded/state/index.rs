@@ -15,7 +15,7 @@ use ferry_protocol::{Order, MAX_PRIORITY, MIN_PRIORITY};
 
 use smallvec::SmallVec;
 
-use super::lane::Lane;
+use super::lane::{Lane, LaneKey};
 use super::ClientKey;
 
 /// The lane key of `priority` (out-of-range priorities, which the store never accepts, are
@@ -30,12 +30,12 @@ fn clamp(priority: u8) -> u8 {
 /// case): a client with a few addressed messages on a queue costs a few dozen bytes, not a lane
 /// for every priority.
 #[derive(Debug)]
-pub struct Ready<K: Ord + Copy> {
+pub struct Ready<K: LaneKey> {
     lanes: SmallVec<[(u8, Lane<K>); 1]>,
     live: usize,
 }
 
-impl<K: Ord + Copy> Default for Ready<K> {
+impl<K: LaneKey> Default for Ready<K> {
     fn default() -> Self {
         Ready {
             lanes: SmallVec::new(),
@@ -44,7 +44,7 @@ impl<K: Ord + Copy> Default for Ready<K> {
     }
 }
 
-impl<K: Ord + Copy> Ready<K> {
+impl<K: LaneKey> Ready<K> {
     fn insert(&mut self, priority: u8, key: K) {
         let p = clamp(priority);
         // Lanes are sorted by priority, highest first.
@@ -153,12 +153,12 @@ impl<K: Ord + Copy, I: Iterator<Item = K>> Iterator for TimeMerge<I> {
 /// A ready index split by receiver: unaddressed entries, and per client the entries addressed
 /// to it.
 #[derive(Debug)]
-pub struct Split<K: Ord + Copy> {
+pub struct Split<K: LaneKey> {
     open: Ready<K>,
     addressed: HashMap<ClientKey, Ready<K>>,
 }
 
-impl<K: Ord + Copy> Default for Split<K> {
+impl<K: LaneKey> Default for Split<K> {
     fn default() -> Self {
         Split {
             open: Ready::default(),
@@ -167,7 +167,7 @@ impl<K: Ord + Copy> Default for Split<K> {
     }
 }
 
-impl<K: Ord + Copy> Split<K> {
+impl<K: LaneKey> Split<K> {
     /// Adds an entry (or puts it back at its position).
     pub fn insert(&mut self, receiver: Option<ClientKey>, priority: u8, key: K) {
         match receiver {
@@ -271,7 +271,7 @@ impl<K: Ord + Copy> Split<K> {
 /// One receiver's entries in a browse's order.
 type Stream<'a, K> = Box<dyn Iterator<Item = (Reverse<u8>, K)> + 'a>;
 
-impl<K: Ord + Copy> Split<K> {
+impl<K: LaneKey> Split<K> {
     /// The oldest entry (smallest key) of any receiver.
     pub fn oldest(&self) -> Option<K> {
         std::iter::once(&self.open)
