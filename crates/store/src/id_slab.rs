@@ -211,8 +211,7 @@ impl<V: Default> IdSlab<V> {
             }
             let old = self.overflow.remove(&id)?;
             self.len -= 1;
-            if self.overflow.capacity() > 64 && self.overflow.len() * 4 < self.overflow.capacity()
-            {
+            if self.overflow.capacity() > 64 && self.overflow.len() * 4 < self.overflow.capacity() {
                 self.overflow.shrink_to_fit();
             }
             return Some(old);
@@ -304,7 +303,11 @@ mod tests {
             s.remove(id);
         }
         assert_eq!(s.chunk_count(), 2);
-        assert_eq!(s.chunks.len(), 2, "the freed chunks at the front are dropped");
+        assert_eq!(
+            s.chunks.len(),
+            2,
+            "the freed chunks at the front are dropped"
+        );
         assert_eq!(s.overflow_len(), 0, "an in-order drain never spills");
         for id in CHUNK as u64 * 2..CHUNK as u64 * 4 {
             s.remove(id);

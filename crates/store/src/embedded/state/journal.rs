@@ -221,7 +221,10 @@ mod tests {
     #[test]
     fn id_runs_keep_every_id_in_order_in_few_runs() {
         let mut runs = IdRuns::default();
-        let ids: Vec<MessageId> = (10..1_000).chain([5, 6, 2_000, 7]).chain(2_001..2_010).collect();
+        let ids: Vec<MessageId> = (10..1_000)
+            .chain([5, 6, 2_000, 7])
+            .chain(2_001..2_010)
+            .collect();
         for &id in &ids {
             runs.push(id);
         }

@@ -82,9 +82,8 @@ impl<K: LaneKey> Slot<K> {
 }
 
 // What the footprint figures (docs/storage-format.md) count per ready message.
-const _: () = assert!(
-    std::mem::size_of::<Slot<u64>>() == 8 && std::mem::size_of::<Slot<(u64, u32)>>() == 16
-);
+const _: () =
+    assert!(std::mem::size_of::<Slot<u64>>() == 8 && std::mem::size_of::<Slot<(u64, u32)>>() == 16);
 
 /// Ready entries of one priority, in ascending key order.
 #[derive(Debug)]
@@ -146,7 +145,10 @@ impl<K: LaneKey> Lane<K> {
     /// Removes `key`; whether it was there.
     pub fn remove(&mut self, key: &K) -> bool {
         // The common case: a take from the head.
-        let at_front = self.slots.front().is_some_and(|s| s.live() && s.key() == *key);
+        let at_front = self
+            .slots
+            .front()
+            .is_some_and(|s| s.live() && s.key() == *key);
         if at_front {
             self.slots.pop_front();
             self.live -= 1;
@@ -190,7 +192,10 @@ impl<K: LaneKey> Lane<K> {
                 Err(i) => i,
             },
         };
-        self.slots.range(start..).filter(|s| s.live()).map(|s| s.key())
+        self.slots
+            .range(start..)
+            .filter(|s| s.live())
+            .map(|s| s.key())
     }
 }
 
