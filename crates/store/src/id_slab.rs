@@ -52,7 +52,19 @@ impl<V: Default> Chunk<V> {
     }
 
     fn has(&self, slot: usize) -> bool {
-        self.occupied[slot / 64] & 1 << (slot % 64) != 0
+        self.occupied
+            .get(slot / 64)
+            .is_some_and(|w| w & 1 << (slot % 64) != 0)
+    }
+
+    fn mark(&mut self, slot: usize, occupied: bool) {
+        if let Some(w) = self.occupied.get_mut(slot / 64) {
+            if occupied {
+                *w |= 1 << (slot % 64);
+            } else {
+                *w &= !(1 << (slot % 64));
+            }
+        }
     }
 
     /// The slots that hold a value, in order.
@@ -135,7 +147,7 @@ impl<V: Default> IdSlab<V> {
     pub fn get(&self, id: u64) -> Option<&V> {
         let (c, slot) = split(id);
         match self.chunk(c) {
-            Some(chunk) => chunk.has(slot).then(|| &chunk.values[slot]),
+            Some(chunk) => chunk.values.get(slot).filter(|_| chunk.has(slot)),
             None if c < self.high && !self.overflow.is_empty() => self.overflow.get(&id),
             None => None,
         }
@@ -146,7 +158,8 @@ impl<V: Default> IdSlab<V> {
         let (c, slot) = split(id);
         if self.chunk(c).is_some() {
             let chunk = self.chunk_mut(c)?;
-            return chunk.has(slot).then(|| &mut chunk.values[slot]);
+            let has = chunk.has(slot);
+            return chunk.values.get_mut(slot).filter(|_| has);
         }
         if c < self.high {
             return self.overflow.get_mut(&id);
@@ -171,11 +184,11 @@ impl<V: Default> IdSlab<V> {
             self.create(c);
         }
         let chunk = self.chunk_mut(c)?;
-        let old = std::mem::replace(&mut chunk.values[slot], value);
+        let old = std::mem::replace(chunk.values.get_mut(slot)?, value);
         if chunk.has(slot) {
             return Some(old);
         }
-        chunk.occupied[slot / 64] |= 1 << (slot % 64);
+        chunk.mark(slot, true);
         chunk.live += 1;
         self.len += 1;
         None
@@ -198,7 +211,9 @@ impl<V: Default> IdSlab<V> {
         while self.chunks.len() <= i {
             self.chunks.push_back(None);
         }
-        self.chunks[i] = Some(Chunk::new());
+        if let Some(place) = self.chunks.get_mut(i) {
+            *place = Some(Chunk::new());
+        }
         self.high = c + 1;
     }
 
@@ -219,10 +234,10 @@ impl<V: Default> IdSlab<V> {
         if !chunk.has(slot) {
             return None;
         }
-        chunk.occupied[slot / 64] &= !(1 << (slot % 64));
+        let old = std::mem::take(chunk.values.get_mut(slot)?);
+        chunk.mark(slot, false);
         chunk.live -= 1;
         let live = chunk.live;
-        let old = std::mem::take(&mut chunk.values[slot]);
         self.len -= 1;
         if live == 0 {
             self.free(c);
@@ -259,8 +274,9 @@ impl<V: Default> IdSlab<V> {
         };
         let base = c << SHIFT;
         for slot in chunk.slots().collect::<Vec<_>>() {
-            let value = std::mem::take(&mut chunk.values[slot]);
-            self.overflow.insert(base | slot as u64, value);
+            if let Some(value) = chunk.values.get_mut(slot).map(std::mem::take) {
+                self.overflow.insert(base | slot as u64, value);
+            }
         }
         self.free(c);
     }
