@@ -64,11 +64,13 @@ impl Credit {
             });
     }
 
-    /// Spends one unit for a direct delivery, unless there is none or a batch is being taken.
-    pub fn try_spend_one(&self) -> bool {
+    /// Spends `n` units for direct deliveries (all or none), unless there are fewer or a
+    /// batch is being taken.
+    pub fn try_spend(&self, n: u32) -> bool {
+        let n = u64::from(n);
         self.word
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
-                (w & TAKING == 0 && w & AMOUNT > 0).then(|| w - 1)
+                (w & TAKING == 0 && w & AMOUNT >= n).then(|| w - n)
             })
             .is_ok()
     }
@@ -81,24 +83,33 @@ mod tests {
     #[test]
     fn direct_deliveries_spend_credit_until_none_is_left() {
         let c = Credit::new(2);
-        assert!(c.try_spend_one());
-        assert!(c.try_spend_one());
-        assert!(!c.try_spend_one());
+        assert!(c.try_spend(1));
+        assert!(c.try_spend(1));
+        assert!(!c.try_spend(1));
         assert_eq!(c.available(), 0);
         c.grant(1);
-        assert!(c.try_spend_one());
+        assert!(c.try_spend(1));
+    }
+
+    #[test]
+    fn a_reservation_of_several_takes_all_of_them_or_none() {
+        let c = Credit::new(5);
+        assert!(!c.try_spend(6));
+        assert_eq!(c.available(), 5);
+        assert!(c.try_spend(5));
+        assert_eq!(c.available(), 0);
     }
 
     #[test]
     fn direct_deliveries_are_refused_while_a_batch_is_taken() {
         let c = Credit::new(5);
         assert_eq!(c.begin_take(), 5);
-        assert!(!c.try_spend_one());
+        assert!(!c.try_spend(1));
         // Credit granted meanwhile counts; the batch spends what it took.
         c.grant(3);
         c.end_take(4);
         assert_eq!(c.available(), 4);
-        assert!(c.try_spend_one());
+        assert!(c.try_spend(1));
         assert_eq!(c.available(), 3);
     }
 
@@ -108,8 +119,8 @@ mod tests {
         c.begin_take();
         c.grant(10);
         assert_eq!(c.available(), u32::MAX);
-        assert!(!c.try_spend_one());
+        assert!(!c.try_spend(1));
         c.end_take(0);
-        assert!(c.try_spend_one());
+        assert!(c.try_spend(1));
     }
 }

@@ -32,10 +32,10 @@ pub struct DirectPush {
 }
 
 impl DirectConsumer for DirectPush {
-    fn try_reserve(&self) -> bool {
+    fn try_reserve(&self, n: u32) -> bool {
         // A closing connection takes nothing, nor one whose client is behind on reading: the
         // message stays queued for the subscription.
-        !self.out.is_closed() && self.out.has_room() && self.credit.try_spend_one()
+        !self.out.is_closed() && self.out.has_room() && self.credit.try_spend(n)
     }
 
     fn begin_take(&self) -> u32 {

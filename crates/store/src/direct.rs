@@ -11,7 +11,12 @@
 //! otherwise:
 //! - it is a publish, non-persistent, visible at once and addressed to nobody;
 //! - it is not part of a transaction;
-//! - the subscription's queue has no ready message (so nothing it holds is overtaken);
+//! - the subscription's queue has no ready message (so nothing it holds is overtaken), or the
+//!   ready ones can be handed over first, in order, in the same step: at most a few thousand,
+//!   each one a message that could have gone directly itself (non-persistent, visible,
+//!   addressed to nobody, no time to live on the queue), all of the publish's priority, and
+//!   the consumer has room for them and the publish. So direct delivery resumes as soon as a
+//!   backlog is within the consumer's credit, instead of every publish queueing behind it;
 //! - exactly one consumer is attached to the subscription (competing consumers of a shared
 //!   subscription take turns through the queue);
 //! - the consumer accepts it ([`DirectConsumer::try_reserve`]): it has room for it and is not
@@ -23,10 +28,10 @@ use ferry_protocol::DeliveryView;
 ///
 /// Called under the engine's state lock: every method must be quick and must not block.
 pub trait DirectConsumer: Send + Sync {
-    /// Claims room for one delivery about to be handed over, and says whether it could.
-    /// Refused while the consumer has no room (no credit), while it is gone, and between
-    /// [`DirectConsumer::begin_take`] and [`DirectConsumer::end_take`].
-    fn try_reserve(&self) -> bool;
+    /// Claims room for `n` deliveries about to be handed over (all or none), and says
+    /// whether it could. Refused while the consumer has no room (too little credit), while it
+    /// is gone, and between [`DirectConsumer::begin_take`] and [`DirectConsumer::end_take`].
+    fn try_reserve(&self, n: u32) -> bool;
 
     /// The consumer's push task is taking a batch from its queue: returns how many messages
     /// the batch may take, and refuses direct deliveries until [`DirectConsumer::end_take`],

@@ -54,11 +54,11 @@ impl DirectBatch for RecordedBatch {
 }
 
 impl DirectConsumer for Recorder {
-    fn try_reserve(&self) -> bool {
+    fn try_reserve(&self, n: u32) -> bool {
         !self.taking.load(Ordering::SeqCst)
             && self
                 .credit
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1))
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(n))
                 .is_ok()
     }
 
@@ -157,20 +157,114 @@ async fn publishes_that_cannot_go_directly_are_queued_and_later_ones_queue_behin
     let store = store_with_subscription().await;
     let consumer = Recorder::new(2);
     assert!(store.topics().attach_direct("t:s", consumer.clone()));
-    // Direct, direct, then out of credit: queued.
-    for b in ["a", "b", "c"] {
+    // Direct, direct, then out of credit: queued, and "d" queues behind "c".
+    for b in ["a", "b", "c", "d"] {
         store.queues().send(publish(b)).await.unwrap();
     }
     assert_eq!(consumer.bodies(), ["a", "b"]);
-    assert_eq!(queued(&store).await, 1);
-    // Credit is back, but "c" waits on the queue: "d" must not overtake it.
-    consumer.credit.store(10, Ordering::SeqCst);
-    store.queues().send(publish("d")).await.unwrap();
-    assert_eq!(consumer.bodies(), ["a", "b"]);
-    assert_eq!(take_as(&store, &consumer).await, ["c", "d"]);
-    // The queue is empty again: direct once more.
+    assert_eq!(queued(&store).await, 2);
+    // Credit for one more is not room for the backlog and the publish: "e" queues too.
+    consumer.credit.store(2, Ordering::SeqCst);
     store.queues().send(publish("e")).await.unwrap();
-    assert_eq!(consumer.bodies(), ["a", "b", "e"]);
+    assert_eq!(consumer.bodies(), ["a", "b"]);
+    assert_eq!(
+        consumer.credit.load(Ordering::SeqCst),
+        2,
+        "nothing reserved"
+    );
+    // The push task takes what its credit allows, in order.
+    assert_eq!(take_as(&store, &consumer).await, ["c", "d"]);
+    consumer.credit.store(1, Ordering::SeqCst);
+    assert_eq!(take_as(&store, &consumer).await, ["e"]);
+    // The queue is empty again: direct once more.
+    consumer.credit.store(10, Ordering::SeqCst);
+    store.queues().send(publish("f")).await.unwrap();
+    assert_eq!(consumer.bodies(), ["a", "b", "f"]);
+    assert_eq!(queued(&store).await, 0);
+}
+
+#[tokio::test]
+async fn direct_delivery_resumes_once_the_backlog_is_within_the_consumers_credit() {
+    let store = store_with_subscription().await;
+    let consumer = Recorder::new(1);
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
+    for b in ["a", "b", "c"] {
+        store.queues().send(publish(b)).await.unwrap();
+    }
+    assert_eq!(consumer.bodies(), ["a"]);
+    assert_eq!(queued(&store).await, 2);
+    // Room again, nothing taken from the queue: the next publish hands over the backlog
+    // first, in order, then itself, in one batch, and the queue is empty.
+    consumer.credit.store(10, Ordering::SeqCst);
+    store
+        .queues()
+        .send_batch(vec![publish("d"), publish("e")])
+        .await
+        .into_iter()
+        .for_each(|r| {
+            r.unwrap();
+        });
+    assert_eq!(consumer.bodies(), ["a", "b", "c", "d", "e"]);
+    assert_eq!(
+        consumer.batches.lock().unwrap().last().unwrap(),
+        &["b", "c", "d", "e"]
+    );
+    assert_eq!(consumer.credit.load(Ordering::SeqCst), 6);
+    assert_eq!(queued(&store).await, 0);
+    assert_eq!(store.message_count(), 0, "the backlog's messages are gone");
+    assert!(take_as(&store, &consumer).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_backlog_that_could_not_have_gone_directly_is_never_overtaken() {
+    // A persistent message, one of another priority, one that expires: each keeps the
+    // publishes after it queued until the push task took it.
+    for kind in ["persistent", "priority", "expiring"] {
+        let store = store_with_subscription().await;
+        let consumer = Recorder::new(0);
+        assert!(store.topics().attach_direct("t:s", consumer.clone()));
+        store.queues().send(publish("a")).await.unwrap();
+        let mut odd = publish("odd");
+        match kind {
+            "persistent" => odd.persistent = true,
+            "priority" => odd.priority = 9,
+            _ => odd.expires_at_ms = conformance::NOW + 60_000,
+        }
+        store.queues().send(odd).await.unwrap();
+        consumer.credit.store(10, Ordering::SeqCst);
+        store.queues().send(publish("b")).await.unwrap();
+        assert!(consumer.bodies().is_empty(), "{kind}: went directly");
+        assert_eq!(queued(&store).await, 3, "{kind}");
+        let mut taken = take_as(&store, &consumer).await;
+        if kind == "priority" {
+            taken.sort();
+        }
+        let mut expected = vec!["a", "b", "odd"];
+        if kind != "priority" {
+            expected = vec!["a", "odd", "b"];
+        }
+        assert_eq!(taken, expected, "{kind}");
+    }
+}
+
+#[tokio::test]
+async fn a_backlog_stays_queued_for_the_subscription_when_its_consumer_goes() {
+    let store = store_with_subscription().await;
+    let consumer = Recorder::new(0);
+    assert!(store.topics().attach_direct("t:s", consumer.clone()));
+    store.queues().send(publish("a")).await.unwrap();
+    // The consumer's connection ends: it is detached, and nothing drains the backlog.
+    let gone: Arc<dyn DirectConsumer> = consumer.clone();
+    store.topics().detach_direct(&gone);
+    consumer.credit.store(10, Ordering::SeqCst);
+    store.queues().send(publish("b")).await.unwrap();
+    assert!(consumer.bodies().is_empty());
+    assert_eq!(queued(&store).await, 2);
+    // The next consumer of the subscription gets both, in order.
+    let next = Recorder::new(10);
+    assert!(store.topics().attach_direct("t:s", next.clone()));
+    store.queues().send(publish("c")).await.unwrap();
+    assert_eq!(next.bodies(), ["a", "b", "c"]);
     assert_eq!(queued(&store).await, 0);
 }
 

@@ -5,12 +5,17 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ferry_protocol::DeliveryView;
+use ferry_protocol::{DeliveryView, Order, Properties};
 
 use super::{IdMap, QueueKey, State, Stored};
 use crate::api::NewMessage;
 use crate::direct::{DirectBatch, DirectConsumer};
 use ferry_protocol::MessageId;
+
+/// Most ready messages a publish hands over ahead of itself (see
+/// [`State::drain_to_direct`]): bounds the work of one publish under the lock, as a push
+/// task's batch does.
+const MAX_DRAIN: u64 = 4096;
 
 /// Deliveries made to one consumer, not handed over yet.
 struct Pending {
@@ -46,15 +51,8 @@ impl DirectTaps {
         }
     }
 
-    /// Hands `msg`, published to queue `name` (`qk`), to the queue's one consumer if it
-    /// accepts it; returns whether it did (the message then does not go on the queue).
-    fn offer(&mut self, qk: QueueKey, name: &str, id: MessageId, m: &NewMessage) -> bool {
-        let Some(consumer) = self.only(qk) else {
-            return false;
-        };
-        if !consumer.try_reserve() {
-            return false;
-        }
+    /// The batch being filled for `consumer`, opened at its first delivery.
+    fn batch_for(&mut self, consumer: &Arc<dyn DirectConsumer>) -> &mut Box<dyn DirectBatch> {
         let i = match self
             .pending
             .iter()
@@ -70,9 +68,17 @@ impl DirectTaps {
                 self.pending.len() - 1
             }
         };
-        let Some(p) = self.pending.get_mut(i) else {
-            return false;
-        };
+        &mut self.pending[i].batch
+    }
+
+    /// Hands `msg`, published to queue `name`, to `consumer`, which reserved room for it.
+    fn push(
+        &mut self,
+        consumer: &Arc<dyn DirectConsumer>,
+        name: &str,
+        id: MessageId,
+        m: &NewMessage,
+    ) {
         let view = DeliveryView {
             delivery_id: 0,
             id,
@@ -87,8 +93,7 @@ impl DirectTaps {
             body: &m.body,
             expires_at: m.expires_at_ms,
         };
-        p.batch.push(&view);
-        true
+        self.batch_for(consumer).push(&view);
     }
 }
 
@@ -120,7 +125,8 @@ impl State {
     }
 
     /// Hands `msg`, being published to subscription queue `qk`, straight to the queue's
-    /// consumer when [`crate::direct`]'s conditions hold; returns whether it did.
+    /// consumer when [`crate::direct`]'s conditions hold, after what is ready on the queue
+    /// (see [`State::drain_to_direct`]); returns whether it did.
     pub(super) fn deliver_direct(
         &mut self,
         id: MessageId,
@@ -136,10 +142,125 @@ impl State {
         {
             return false;
         }
-        match self.queues.get(&qk) {
-            Some(q) if q.ready_count == 0 => self.direct.offer(qk, &q.name, id, m),
-            _ => false,
+        let Some(consumer) = self.direct.only(qk).cloned() else {
+            return false;
+        };
+        let Some(q) = self.queues.get(&qk) else {
+            return false;
+        };
+        let name = q.name.clone();
+        if q.ready_count == 0 {
+            if !consumer.try_reserve(1) {
+                return false;
+            }
+        } else if !self.drain_to_direct(qk, &consumer, msg.priority) {
+            return false;
         }
+        self.direct.push(&consumer, &name, id, m);
+        true
+    }
+
+    /// Hands the messages ready on subscription queue `qk` to its direct `consumer`, in
+    /// order, ahead of a publish of priority `priority` that then goes directly too, and
+    /// reserves room for all of them; false (and nothing done) unless every one could go
+    /// directly had it been published now, they are at most [`MAX_DRAIN`], all of priority
+    /// `priority` (so that no order the consumer asked for is changed) and the consumer
+    /// has room for all of them and the publish.
+    ///
+    /// This is how direct delivery resumes after a backlog: a publisher faster than its
+    /// subscriber's reads keeps a few messages queued (those published while the push task
+    /// takes a batch), and without this every later publish would queue behind them.
+    fn drain_to_direct(
+        &mut self,
+        qk: QueueKey,
+        consumer: &Arc<dyn DirectConsumer>,
+        priority: u8,
+    ) -> bool {
+        let Some(q) = self.queues.get(&qk) else {
+            return false;
+        };
+        if q.ready_count > MAX_DRAIN || q.expiring > 0 {
+            return false;
+        }
+        let mut ids = Vec::with_capacity(q.ready_count as usize);
+        let backlog = q.ready_count as usize;
+        q.ready.walk(
+            None,
+            Order::Time,
+            None,
+            backlog,
+            usize::MAX,
+            &mut ids,
+            |_| true,
+        );
+        // Addressed messages are not walked without their client: then some are left.
+        if ids.len() != backlog {
+            return false;
+        }
+        let direct_like = |id: &MessageId| {
+            self.messages.get(id).is_some_and(|e| {
+                let msg = &e.msg;
+                !msg.persistent()
+                    && msg.deliver_at == 0
+                    && msg.receiver_key().is_none()
+                    && msg.priority == priority
+                    && !msg.properties_logged()
+            }) && self.unlogged.contains_key(id)
+        };
+        if !ids.iter().all(direct_like) {
+            return false;
+        }
+        let Ok(room) = u32::try_from(backlog + 1) else {
+            return false;
+        };
+        if !consumer.try_reserve(room) {
+            return false;
+        }
+        let name = q.name.clone();
+        let no_properties = Properties::new();
+        for &id in &ids {
+            let Some(e) = self.messages.get(&id) else {
+                continue;
+            };
+            let msg = e.msg;
+            let count = e
+                .slots
+                .iter()
+                .find(|s| s.queue == qk)
+                .map_or(0, |s| s.count);
+            let (sender, _) = self.names(&msg);
+            let properties = if msg.has_properties() {
+                self.properties.get(&id).unwrap_or(&no_properties)
+            } else {
+                &no_properties
+            };
+            let Some(body) = self.unlogged.get(&id) else {
+                continue;
+            };
+            let view = DeliveryView {
+                delivery_id: 0,
+                id,
+                queue: &name,
+                sender: &sender,
+                receiver: None,
+                priority: msg.priority,
+                context: msg.context,
+                created_at: msg.created_at,
+                delivery_count: count,
+                properties,
+                body,
+                expires_at: msg.expires_at,
+            };
+            self.direct.batch_for(consumer).push(&view);
+        }
+        // Taken as an auto-ack take of a non-persistent message is: nothing to write.
+        for id in ids {
+            if let Some(msg) = self.messages.get(&id).map(|e| e.msg) {
+                self.unready_stored(id, &msg, qk);
+                self.drop_slot(id, qk);
+            }
+        }
+        true
     }
 
     /// Says that about `n` publishes come before the next [`State::flush_direct`].
