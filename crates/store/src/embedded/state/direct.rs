@@ -52,23 +52,23 @@ impl DirectTaps {
     }
 
     /// The batch being filled for `consumer`, opened at its first delivery.
-    fn batch_for(&mut self, consumer: &Arc<dyn DirectConsumer>) -> &mut Box<dyn DirectBatch> {
-        let i = match self
+    fn batch_for(
+        &mut self,
+        consumer: &Arc<dyn DirectConsumer>,
+    ) -> Option<&mut Box<dyn DirectBatch>> {
+        if let Some(i) = self
             .pending
             .iter()
             .position(|p| Arc::ptr_eq(&p.consumer, consumer))
         {
-            Some(i) => i,
-            None => {
-                let batch = consumer.open_batch(self.expected.max(1));
-                self.pending.push(Pending {
-                    consumer: consumer.clone(),
-                    batch,
-                });
-                self.pending.len() - 1
-            }
-        };
-        &mut self.pending[i].batch
+            return self.pending.get_mut(i).map(|p| &mut p.batch);
+        }
+        let batch = consumer.open_batch(self.expected.max(1));
+        self.pending.push(Pending {
+            consumer: consumer.clone(),
+            batch,
+        });
+        self.pending.last_mut().map(|p| &mut p.batch)
     }
 
     /// Hands `msg`, published to queue `name`, to `consumer`, which reserved room for it.
@@ -93,7 +93,9 @@ impl DirectTaps {
             body: &m.body,
             expires_at: m.expires_at_ms,
         };
-        self.batch_for(consumer).push(&view);
+        if let Some(batch) = self.batch_for(consumer) {
+            batch.push(&view);
+        }
     }
 }
 
@@ -251,7 +253,9 @@ impl State {
                 body,
                 expires_at: msg.expires_at,
             };
-            self.direct.batch_for(consumer).push(&view);
+            if let Some(batch) = self.direct.batch_for(consumer) {
+                batch.push(&view);
+            }
         }
         // Taken as an auto-ack take of a non-persistent message is: nothing to write.
         for id in ids {
