@@ -200,7 +200,7 @@ impl State {
             return false;
         }
         let direct_like = |id: &MessageId| {
-            self.messages.get(id).is_some_and(|e| {
+            self.messages.get(*id).is_some_and(|e| {
                 let msg = &e.msg;
                 !msg.persistent()
                     && msg.deliver_at == 0
@@ -221,7 +221,7 @@ impl State {
         let name = q.name.clone();
         let no_properties = Properties::new();
         for &id in &ids {
-            let Some(e) = self.messages.get(&id) else {
+            let Some(e) = self.messages.get(id) else {
                 continue;
             };
             let msg = e.msg;
@@ -259,7 +259,7 @@ impl State {
         }
         // Taken as an auto-ack take of a non-persistent message is: nothing to write.
         for id in ids {
-            if let Some(msg) = self.messages.get(&id).map(|e| e.msg) {
+            if let Some(msg) = self.messages.get(id).map(|e| e.msg) {
                 self.unready_stored(id, &msg, qk);
                 self.drop_slot(id, qk);
             }
