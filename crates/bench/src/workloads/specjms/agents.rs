@@ -4,15 +4,15 @@
 //! supplier of the family; the last offer brings the purchase order; ...).
 //!
 //! Connections: by default each location has its own, as SPECjms agents do: those its
-//! interactions start on (a [`StartPool`]: another one when a start is due while the others are
-//! inside a transaction), one its handlers send on, one it consumes on; with `--pool N` each
-//! kind of location shares N of each (a location always uses the same ones), as an application
-//! server shares sessions among its components. A sender connection runs one transaction at a
-//! time: a
-//! handler receives a message, then sends what it causes in a transaction (committed) on its
-//! location's sender connection, then acknowledges the message. (A JMS transacted session
-//! would consume and send in one transaction; here the consume is acknowledged right after the
-//! commit: at least once, never lost.)
+//! interactions start on (a [`StartPool`], which keeps a spare ready so that a start due while
+//! the others are inside a transaction does not wait for their commits), one per handler (per
+//! destination it consumes, opened when it first sends), one it consumes on; with `--pool N`
+//! each kind of location shares N start pools, senders and consumers (a location always uses
+//! the same ones), as an application server shares sessions among its components. A sender
+//! connection runs one transaction at a time: a handler receives a message, then sends what it
+//! causes in a transaction (committed) on its sender connection, then acknowledges the
+//! message. (A JMS transacted session would consume and send in one transaction; here the
+//! consume is acknowledged right after the commit: at least once, never lost.)
 //!
 //! Every message body starts with a [`Header`], padded to a size drawn from the type's small /
 //! medium / large mix.
@@ -29,8 +29,9 @@ use tokio::task::JoinHandle;
 
 use super::header::Header;
 use super::layout::{Dest, Loc, Plan};
+use super::pacing::{PacingCounters, StartTiming};
 use super::spec::{Interaction, Kind, MessageType};
-use super::starts::StartPool;
+use super::starts::{StartPool, OPENED_UP_FRONT};
 use super::topology::Topology;
 use crate::drivers::{
     Connection, Driver, OutMessage, Properties, PropertyValue, TopicSubscription,
@@ -38,8 +39,6 @@ use crate::drivers::{
 use crate::payload::now_micros;
 use crate::workloads::run::{Shared, MEASURE};
 
-/// A start later than this after its due time is a pacing miss.
-pub const PACING_TOLERANCE: Duration = Duration::from_millis(10);
 /// Most interaction starts waiting for a sender connection at once.
 const MAX_PENDING_STARTS: usize = 20_000;
 /// Counters of one message type.
@@ -54,10 +53,8 @@ pub struct TypeCounters {
 /// Counters of one interaction.
 #[derive(Debug, Default)]
 pub struct InteractionCounters {
-    /// Starts due in the measurement and committed.
-    pub starts: AtomicU64,
-    /// Of those, started later than [`PACING_TOLERANCE`].
-    pub misses: AtomicU64,
+    /// Its starts due in the measurement and committed, and how late they were.
+    pub pacing: PacingCounters,
 }
 
 /// What every agent shares.
@@ -70,6 +67,9 @@ pub struct World {
     pub transactions: bool,
     /// Phase, windows, totals.
     pub shared: Arc<Shared>,
+    driver: Arc<dyn Driver>,
+    /// With `--pool N`: the sender connections each kind's handlers share; empty by default,
+    /// when each handler has its own ([`HandlerSender`]).
     senders: HashMap<Kind, Vec<AsyncMutex<Arc<dyn Connection>>>>,
     /// The connections interactions start on, per kind of location (apart from the handlers',
     /// so that a start does not wait for the transactions of the location's handlers).
@@ -88,10 +88,49 @@ pub struct World {
     next_hq: AtomicU64,
     /// Receipts of this run in all phases.
     pub received: AtomicU64,
+    /// Sends in the measurement that waited for the log (a transaction, or persistent
+    /// messages), and their time from having a connection to the broker's answer, µs.
+    pub commits: AtomicU64,
+    /// See [`World::commits`].
+    pub commit_us: AtomicU64,
+}
+
+/// The connection a handler sends what a message causes on. By default its own, opened when
+/// it first sends (SPECjms runs each event handler, one per destination, in a thread with its
+/// own session), so that a handler never waits for another handler's transaction; with
+/// `--pool N` its location's, shared with the other handlers of the same kind.
+struct HandlerSender {
+    name: String,
+    own: tokio::sync::OnceCell<Arc<dyn Connection>>,
+}
+
+impl HandlerSender {
+    fn new(name: String) -> HandlerSender {
+        HandlerSender {
+            name,
+            own: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Closes its own connection, when it opened one.
+    async fn close(&self) {
+        if let Some(c) = self.own.get() {
+            c.close().await;
+        }
+    }
+}
+
+/// Which connection a send goes on.
+#[derive(Clone, Copy)]
+enum Via<'a> {
+    /// One of the location's start connections: an interaction's start.
+    Start,
+    /// A handler's: what a received message causes.
+    Handler(&'a HandlerSender),
 }
 
 impl World {
-    /// The sender connection of `loc`'s handlers.
+    /// The sender connection `loc`'s handlers share (with `--pool N`).
     fn sender(&self, loc: Loc) -> Option<&AsyncMutex<Arc<dyn Connection>>> {
         crate::round_robin::pick(self.senders.get(&loc.kind)?, loc.id as usize)
     }
@@ -156,15 +195,17 @@ impl World {
     }
 
     /// Sends `out` (type, target, header) from `from`, in one transaction when any of them is
-    /// transactional and transactions are on. For a start due at `due`: whether it got its
-    /// connection later than [`PACING_TOLERANCE`].
+    /// transactional and transactions are on: on one of the location's start connections for
+    /// an interaction's start (`start`), else on its handlers' sender. Returns when it had its
+    /// connection.
     async fn send(
         &self,
         from: Loc,
         out: Vec<(MessageType, Loc, Header)>,
-        due: Option<Instant>,
-    ) -> Result<bool, String> {
+        via: Via<'_>,
+    ) -> Result<Instant, String> {
         let tx = self.transactions && out.iter().any(|(t, _, _)| t.spec().transactional);
+        let logged = tx || out.iter().any(|(t, _, _)| t.spec().persistent);
         let owed: u64 = out
             .iter()
             .map(|(t, _, h)| self.plan.receivers(&self.topo, *t, h.family))
@@ -179,16 +220,29 @@ impl World {
         }
         let no_connection = || format!("no connection to send from {from:?}");
         let started;
-        let handled;
-        let conn: &Arc<dyn Connection> = if due.is_some() {
-            started = self.starts(from).ok_or_else(no_connection)?.take().await?;
-            &started
-        } else {
-            handled = self.sender(from).ok_or_else(no_connection)?.lock().await;
-            &handled
+        let shared;
+        let conn: &Arc<dyn Connection> = match via {
+            Via::Start => {
+                started = self.starts(from).ok_or_else(no_connection)?.take().await?;
+                &started
+            }
+            Via::Handler(_) if !self.senders.is_empty() => {
+                shared = self.sender(from).ok_or_else(no_connection)?.lock().await;
+                &shared
+            }
+            Via::Handler(own) => {
+                own.own
+                    .get_or_try_init(|| async {
+                        self.driver
+                            .connect(&own.name)
+                            .await
+                            .map(Arc::from)
+                            .map_err(|e| e.message)
+                    })
+                    .await?
+            }
         };
-        let late =
-            due.is_some_and(|d| Instant::now().saturating_duration_since(d) > PACING_TOLERANCE);
+        let connected = Instant::now();
         let result = async {
             if tx {
                 conn.begin().await.map_err(|e| e.message)?;
@@ -213,6 +267,11 @@ impl World {
             Ok(())
         }
         .await;
+        if result.is_ok() && logged && self.shared.phase() == MEASURE {
+            self.commits.fetch_add(1, Ordering::Relaxed);
+            self.commit_us
+                .fetch_add(connected.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
         if result.is_ok() {
             // Owed from the commit on; counted before any receipt can be.
             self.owed.fetch_add(owed, Ordering::Relaxed);
@@ -220,7 +279,7 @@ impl World {
         } else {
             self.shared.send_errors.fetch_add(1, Ordering::Relaxed);
         }
-        result.map(|()| late)
+        result.map(|()| connected)
     }
 
     fn header(&self, ty: MessageType, from: Loc) -> Header {
@@ -235,10 +294,10 @@ impl World {
         }
     }
 
-    /// Starts interaction `i` at location index `k` (its `k`-th start), due at `due`; whether
-    /// it was late.
-    async fn start(&self, i: Interaction, k: u64, due: Instant) -> Result<bool, String> {
-        let due = Some(due);
+    /// Starts interaction `i` at location index `k` (its `k`-th start); when it had its
+    /// connection.
+    async fn start(&self, i: Interaction, k: u64) -> Result<Instant, String> {
+        let start = Via::Start;
         let t = &self.topo;
         use Interaction as I;
         use MessageType as M;
@@ -254,7 +313,7 @@ impl World {
                 };
                 let mut h = self.header(M::Order, sm);
                 h.subject = sm.id;
-                self.send(sm, vec![(M::Order, dc, h)], due).await
+                self.send(sm, vec![(M::Order, dc, h)], start).await
             }
             I::PurchaseOrder => {
                 let dc = Loc {
@@ -266,7 +325,7 @@ impl World {
                 h.family = family;
                 h.corr = self.next_corr.fetch_add(1, Ordering::Relaxed);
                 h.expected = t.suppliers_of(family).len() as u32;
-                self.send(dc, vec![(M::CallForOffers, dc, h)], due).await
+                self.send(dc, vec![(M::CallForOffers, dc, h)], start).await
             }
             I::Inventory => {
                 let sm = Loc {
@@ -274,7 +333,7 @@ impl World {
                     id: (k % u64::from(t.sm)) as u32,
                 };
                 let h = self.header(M::InventoryInfo, sm);
-                self.send(sm, vec![(M::InventoryInfo, sm, h)], due).await
+                self.send(sm, vec![(M::InventoryInfo, sm, h)], start).await
             }
             I::SalesStatistics => {
                 let sm = Loc {
@@ -282,7 +341,7 @@ impl World {
                     id: (k % u64::from(t.sm)) as u32,
                 };
                 let h = self.header(M::StatInfoSm, sm);
-                self.send(sm, vec![(M::StatInfoSm, self.hq(), h)], due)
+                self.send(sm, vec![(M::StatInfoSm, self.hq(), h)], start)
                     .await
             }
             I::PriceUpdate | I::ProductAnnouncement | I::CreditCardHotList => {
@@ -296,13 +355,19 @@ impl World {
                     _ => M::CreditCardHl,
                 };
                 let h = self.header(ty, hq);
-                self.send(hq, vec![(ty, hq, h)], due).await
+                self.send(hq, vec![(ty, hq, h)], start).await
             }
         }
     }
 
-    /// Handles a message received by `at`: counts it, and sends what it causes.
-    async fn handle(&self, at: Loc, dest: &str, h: Header) -> Result<(), String> {
+    /// Handles a message received by `at`: counts it, and sends what it causes on `sender`.
+    async fn handle(
+        &self,
+        at: Loc,
+        dest: &str,
+        h: Header,
+        sender: &HandlerSender,
+    ) -> Result<(), String> {
         let now = now_micros();
         let delivery = now.saturating_sub(h.sent_us);
         if let (MEASURE, Some(c)) = (self.shared.phase(), self.type_counts(h.ty)) {
@@ -421,12 +486,21 @@ impl World {
         let result = if out.is_empty() {
             Ok(())
         } else {
-            self.send(at, out, None).await.map(drop)
+            self.send(at, out, Via::Handler(sender)).await.map(drop)
         };
         self.received.fetch_add(1, Ordering::Relaxed);
         self.shared.add_received(1);
         result
     }
+}
+
+/// How many connections the locations use.
+#[derive(Debug, Clone, Copy)]
+pub struct Connections {
+    /// `--pool`: 0, each location its own; N, each kind's locations share N of each.
+    pub pool: u32,
+    /// `--start-connections`: most a location (or group) starts its interactions on.
+    pub start_connections: u32,
 }
 
 /// Opens the connections, creates the destinations and subscriptions, and starts consuming.
@@ -435,7 +509,7 @@ pub async fn build(
     topo: Topology,
     plan: Plan,
     transactions: bool,
-    pool: u32,
+    conns: Connections,
     shared: Arc<Shared>,
     name: &str,
 ) -> Result<(Arc<World>, Consumers)> {
@@ -495,7 +569,7 @@ pub async fn build(
     let mut initiators = HashMap::new();
     let mut readers: HashMap<Kind, Vec<Arc<dyn Connection>>> = HashMap::new();
     for kind in Kind::ALL {
-        let n = match pool {
+        let n = match conns.pool {
             0 => topo.count(kind),
             p => topo.count(kind).min(p),
         };
@@ -503,14 +577,24 @@ pub async fn build(
         let mut starts = Vec::new();
         let mut r = Vec::new();
         for i in 0..n {
-            let c: Arc<dyn Connection> = driver
-                .connect(&format!("{name}-{}-s{i}", kind.code()))
-                .await
-                .map_err(|e| anyhow!(e.message))?
-                .into();
-            s.push(AsyncMutex::new(c));
+            if conns.pool > 0 {
+                let c: Arc<dyn Connection> = driver
+                    .connect(&format!("{name}-{}-s{i}", kind.code()))
+                    .await
+                    .map_err(|e| anyhow!(e.message))?
+                    .into();
+                s.push(AsyncMutex::new(c));
+            }
+            // Suppliers start no interaction: their pools stay empty.
+            let up_front = if kind == Kind::Sp { 0 } else { OPENED_UP_FRONT };
             starts.push(
-                StartPool::open(driver.clone(), format!("{name}-{}-i{i}", kind.code())).await?,
+                StartPool::open(
+                    driver.clone(),
+                    format!("{name}-{}-i{i}", kind.code()),
+                    conns.start_connections,
+                    up_front,
+                )
+                .await?,
             );
             let c: Arc<dyn Connection> = driver
                 .connect(&format!("{name}-{}-r{i}", kind.code()))
@@ -519,7 +603,9 @@ pub async fn build(
                 .into();
             r.push(c);
         }
-        senders.insert(kind, s);
+        if conns.pool > 0 {
+            senders.insert(kind, s);
+        }
         initiators.insert(kind, starts);
         readers.insert(kind, r);
     }
@@ -528,6 +614,7 @@ pub async fn build(
         plan,
         transactions,
         shared,
+        driver: driver.clone(),
         senders,
         initiators,
         types: MessageType::ALL
@@ -544,6 +631,8 @@ pub async fn build(
         next_corr: AtomicU64::new(1),
         next_hq: AtomicU64::new(0),
         received: AtomicU64::new(0),
+        commits: AtomicU64::new(0),
+        commit_us: AtomicU64::new(0),
     });
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -579,6 +668,7 @@ pub async fn build(
         .map_err(|e| anyhow!("{} for {}: {}", feed.dest.name(), loc.name(), e.message))?;
         let (world, mut stop_rx, dest) =
             (world.clone(), stop_rx.clone(), feed.dest.name().to_string());
+        let sender = HandlerSender::new(format!("{name}-h{}", tasks.len()));
         tasks.push(tokio::spawn(async move {
             let mut consumer = consumer;
             let mut batch = Vec::with_capacity(64);
@@ -593,7 +683,7 @@ pub async fn build(
                         Ok(d) => {
                             match Header::decode(&d.body) {
                                 Some(h) => {
-                                    if let Err(e) = world.handle(loc, &dest, h).await {
+                                    if let Err(e) = world.handle(loc, &dest, h, &sender).await {
                                         world.shared.note_error(e);
                                     }
                                 }
@@ -612,6 +702,7 @@ pub async fn build(
                     break;
                 }
             }
+            sender.close().await;
             let outcome = consumer.finish().await;
             if outcome.failed > 0 {
                 world
@@ -684,7 +775,8 @@ impl Consumers {
 /// Starts every interaction that is on at its total rate, from `begin` (reached linearly over
 /// `ramp`: [`super::ramp`]); each start is due at a fixed interval and runs as a task of its
 /// own (so that a slow one does not hold up the next), counted as a pacing miss when it gets
-/// its connection later than [`PACING_TOLERANCE`].
+/// its connection later than [`PACING_TOLERANCE`](super::pacing::PACING_TOLERANCE), with the
+/// phase its lateness went to ([`super::pacing`]).
 pub fn initiate(
     world: Arc<World>,
     begin: Instant,
@@ -707,6 +799,7 @@ pub fn initiate(
                 while !world.shared.stopping() {
                     let due = begin + super::ramp::due(k, rate, ramp);
                     tokio::time::sleep_until(due.into()).await;
+                    let woke = Instant::now();
                     if world.shared.stopping() {
                         break;
                     }
@@ -717,15 +810,16 @@ pub fn initiate(
                     let n = k + offset;
                     let counted = due >= measure_start && due < measure_end;
                     tokio::spawn(async move {
-                        let ok = w.start(i, n, due).await;
+                        let ran = Instant::now();
+                        let ok = w.start(i, n).await;
                         if let (true, Some(c)) = (counted, w.interaction_counts(i)) {
                             match ok {
-                                Ok(late) => {
-                                    c.starts.fetch_add(1, Ordering::Relaxed);
-                                    if late {
-                                        c.misses.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                }
+                                Ok(connected) => c.pacing.record(&StartTiming {
+                                    due,
+                                    woke,
+                                    ran,
+                                    connected,
+                                }),
                                 Err(e) => w.shared.note_error(e),
                             }
                         }

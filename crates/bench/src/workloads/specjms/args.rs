@@ -89,6 +89,11 @@ pub struct SpecjmsArgs {
     /// the broker).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub pool: u32,
+    /// Most connections a location starts its interactions on at once (SPECjms: its driver
+    /// threads). Each location keeps one spare ready, so that a start does not wait for
+    /// another's commit; 1: each start waits for the one before.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub start_connections: u32,
     /// How long to measure each run, after the warm-up.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub duration: Duration,

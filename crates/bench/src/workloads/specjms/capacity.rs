@@ -14,8 +14,11 @@
 //! where the first resource reaches its limit (the bottleneck), and the largest BASE the
 //! largest whose topology asks no more. The delivery time of a message is the sum along its
 //! path of R = S / (1 - U) per resource: the CPU for every message, and for a message that is
-//! persistent or sent in a transaction the wait for the log's fsync, whose service time is an
-//! fsync timed on the broker's filesystem (else the disk's busy time per flush).
+//! persistent or sent in a transaction the wait for the log's fsyncs, whose service time is an
+//! fsync timed on the broker's filesystem (else the disk's busy time per flush). A commit
+//! waits for more than one fsync (the one in flight when it arrives, then its own; a send and
+//! its commit record): how many is what the calibration runs observed, their commits' mean
+//! time over one fsync's R at the run's disk utilization ([`Model::fsyncs_per_commit`]).
 
 use serde::Serialize;
 
@@ -45,6 +48,10 @@ pub struct Calibration {
     pub flushes: Option<f64>,
     /// Wall time of one fsync timed on the broker's filesystem, seconds.
     pub fsync_s: Option<f64>,
+    /// Sends in them that waited for the log (a transaction's commit, or persistent messages).
+    pub commits: f64,
+    /// Their time in all, from having a connection to the broker's answer, seconds.
+    pub commit_s: f64,
     /// Cores the broker may use.
     pub broker_cores: f64,
     /// Cores of the machine.
@@ -65,6 +72,17 @@ impl Calibration {
             ResourceKind::Disk => self.disk_busy_s,
         }?;
         Some(busy / self.secs.max(1e-9))
+    }
+
+    /// The fsyncs a commit of this run waited for: its mean time over one fsync's R = S / (1 -
+    /// U) at the run's disk utilization; `None` without commits, a timed fsync or the disk.
+    pub fn fsyncs_per_commit(&self) -> Option<f64> {
+        let fsync = self.fsync_s.filter(|f| *f > 0.0)?;
+        if self.commits <= 0.0 {
+            return None;
+        }
+        let u = self.busy(ResourceKind::Disk)?.min(0.99);
+        Some(self.commit_s / self.commits / residence(fsync, u))
     }
 
     /// CPU of other processes per second (the machine's less the broker's and generator's).
@@ -202,6 +220,9 @@ pub struct Model {
     pub fsync_s: f64,
     /// Cores other processes of the machine used, on average over the calibration runs.
     pub others_cores: Option<f64>,
+    /// The fsyncs a committed message's send waits for, as the calibration runs observed
+    /// ([`Calibration::fsyncs_per_commit`], their mean); 1 when none observed it.
+    pub fsyncs_per_commit: f64,
 }
 
 /// What the model predicts at one rate.
@@ -213,7 +234,8 @@ pub struct Prediction {
     pub utilization: Vec<(ResourceKind, f64)>,
     /// Time on the CPU of a message, R = S / (1 - U), ms (infinite at or past saturation).
     pub cpu_ms: f64,
-    /// Wait for the log's fsync of a committed message, R = S / (1 - U), ms.
+    /// Wait for the log's fsyncs of a committed message: [`Model::fsyncs_per_commit`] times
+    /// R = S / (1 - U), ms.
     pub commit_ms: f64,
 }
 
@@ -290,6 +312,10 @@ impl Model {
         };
         let busy: f64 = runs.iter().filter_map(|c| c.disk_busy_s).sum();
         let flushes: f64 = runs.iter().filter_map(|c| c.flushes).sum();
+        let observed: Vec<f64> = runs
+            .iter()
+            .filter_map(Calibration::fsyncs_per_commit)
+            .collect();
         let mut bases: Vec<f64> = runs.iter().map(|c| c.base).collect();
         bases.sort_by(f64::total_cmp);
         Some(Model {
@@ -305,6 +331,11 @@ impl Model {
                 0.0
             },
             others_cores,
+            fsyncs_per_commit: if observed.is_empty() {
+                1.0
+            } else {
+                observed.iter().sum::<f64>() / observed.len() as f64
+            },
         })
     }
 
@@ -379,7 +410,7 @@ impl Model {
             messages_per_s: x,
             utilization,
             cpu_ms: 1000.0 * cpu_s,
-            commit_ms: 1000.0 * residence(self.fsync_s, disk_u),
+            commit_ms: 1000.0 * self.fsyncs_per_commit * residence(self.fsync_s, disk_u),
         }
     }
 }
@@ -415,6 +446,8 @@ mod tests {
                     disk_bytes: Some(3000.0 * 10.0 * x),
                     flushes: Some(disk * 1000.0),
                     fsync_s: None,
+                    commits: 0.0,
+                    commit_s: 0.0,
                     broker_cores: 2.0,
                     machine_cores: 2.0,
                 }
@@ -515,6 +548,33 @@ mod tests {
             "past saturation"
         );
         assert!(close(residence(2.0, 0.5), 4.0));
+    }
+
+    #[test]
+    fn a_commit_waits_for_the_fsyncs_the_calibration_observed() {
+        // Timed fsync 1 ms; disk busy 0.225, 0.25 and 0.3 at 500, 1,000 and 2,000 msg/s: one
+        // fsync's R = 1 / 0.775 = 1.290323, 1 / 0.75 = 1.333333 and 1 / 0.7 = 1.428571 ms.
+        // 1,000 commits a run, averaging 2, 3 and 4 of those: 2.580645, 4 and 5.714286 ms.
+        let mut runs = runs();
+        for (r, (n, u)) in runs.iter_mut().zip([(2.0, 0.225), (3.0, 0.25), (4.0, 0.3)]) {
+            r.fsync_s = Some(1e-3);
+            r.commits = 1000.0;
+            r.commit_s = 1000.0 * n * 1e-3 / (1.0 - u);
+        }
+        assert!((runs[0].fsyncs_per_commit().unwrap() - 2.0).abs() < 1e-9);
+        let m = Model::fit(&runs).unwrap();
+        assert!(close(m.fsyncs_per_commit, 3.0), "{}", m.fsyncs_per_commit);
+        // At 5,500 msg/s U_disk = 0.475: 3 x 1 ms / 0.525 = 5.714286 ms.
+        let p = m.predict(5500.0);
+        assert!((p.commit_ms - 5.714_286).abs() < 1e-6, "{}", p.commit_ms);
+        // A run without commits observes nothing; none observed: one fsync.
+        runs[1].commits = 0.0;
+        assert_eq!(runs[1].fsyncs_per_commit(), None);
+        assert!(close(Model::fit(&runs).unwrap().fsyncs_per_commit, 3.0));
+        assert!(close(
+            Model::fit(&super::tests::runs()).unwrap().fsyncs_per_commit,
+            1.0
+        ));
     }
 
     #[test]

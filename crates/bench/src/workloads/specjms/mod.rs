@@ -9,6 +9,7 @@
 //! Modules: [`spec`] (the tables), [`topology`] (counts, rates and the message model),
 //! [`layout`] (destinations and subscriptions), [`agents`] (initiators and handlers),
 //! [`ramp`] (how starts rise to rate), [`starts`] (the connections interactions start on),
+//! [`pacing`] (how late starts were, and where their time went),
 //! [`header`](mod@header) (what each body starts with), [`audit`] (the run rules),
 //! [`probes`] (what the model is calibrated with), [`capacity`] (the model), [`report`] (the
 //! JSON and the lines printed), [`args`] (the flags).
@@ -19,6 +20,7 @@ pub mod audit;
 pub mod capacity;
 pub mod header;
 pub mod layout;
+pub mod pacing;
 pub mod probes;
 pub mod ramp;
 pub mod report;
@@ -70,6 +72,8 @@ struct Trial {
     /// Connections the locations started interactions on (more than one a location when a
     /// start was due while the others were inside a transaction).
     start_connections: u64,
+    /// Per interaction of `input`: where the starts' time went before they sent.
+    pacing: Vec<pacing::PacingFigures>,
 }
 
 /// The topology of `args` at `base`.
@@ -273,7 +277,10 @@ async fn run_at(
         topo.clone(),
         plan,
         args.transactions,
-        args.pool,
+        agents::Connections {
+            pool: args.pool,
+            start_connections: args.start_connections,
+        },
         shared.clone(),
         &name,
     )
@@ -334,6 +341,7 @@ async fn run_at(
 
     let model = topo.model();
     let mut interactions = Vec::new();
+    let mut pacing = Vec::new();
     for i in Interaction::ALL {
         let configured = topo.total_rate(i);
         if configured <= 0.0 {
@@ -342,7 +350,8 @@ async fn run_at(
         let Some(c) = world.interaction_counts(i) else {
             continue;
         };
-        let starts = c.starts.load(Ordering::Relaxed);
+        let starts = c.pacing.starts.load(Ordering::Relaxed);
+        pacing.push(c.pacing.figures());
         let types: Vec<MessageType> = MessageType::ALL
             .into_iter()
             .filter(|t| t.spec().interaction == i)
@@ -362,7 +371,7 @@ async fn run_at(
             configured_per_s: configured,
             measured_per_s: starts as f64 / args.duration.as_secs_f64(),
             starts,
-            pacing_misses: c.misses.load(Ordering::Relaxed),
+            pacing_misses: c.pacing.misses.load(Ordering::Relaxed),
             model_messages: types.iter().filter_map(|t| model.get(t)).sum::<f64>()
                 * args.duration.as_secs_f64(),
             messages,
@@ -413,6 +422,8 @@ async fn run_at(
         disk_bytes: used.broker_write_bytes,
         flushes: used.disks.map(|d| d.flushes),
         fsync_s,
+        commits: world.commits.load(Ordering::Relaxed) as f64,
+        commit_s: world.commit_us.load(Ordering::Relaxed) as f64 / 1e6,
         broker_cores: pid.map_or(1.0, probes::process_cores),
         machine_cores: probes::machine_cores(),
     });
@@ -450,5 +461,6 @@ async fn run_at(
         result,
         calibration,
         start_connections,
+        pacing,
     })
 }

@@ -117,7 +117,7 @@ pub(super) fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchRepo
                 "measured_utilization": measured_u,
                 "predicted_utilization": predicted.as_ref().map(|p| by_resource(p.utilization.iter().copied())),
                 "calibration": t.calibration,
-                "interactions": t.input.interactions.iter().map(|i| {
+                "interactions": t.input.interactions.iter().zip(&t.pacing).map(|(i, pacing)| {
                     let predicted_ms = predicted.as_ref().zip(topo.as_ref()).and_then(|(p, topo)| {
                         predicted_delivery_ms(&i.interaction, p, topo, args.transactions)
                     });
@@ -127,6 +127,8 @@ pub(super) fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchRepo
                         "measured_per_s": i.measured_per_s,
                         "starts": i.starts,
                         "pacing_misses": i.pacing_misses,
+                        "pacing_misses_by_phase": pacing.misses_by_phase,
+                        "start_mean_ms_by_phase": pacing.mean_ms_by_phase,
                         "model_messages": i.model_messages,
                         "messages": i.messages,
                         "delivery_mean_ms": i.delivery_mean_ms,
@@ -164,6 +166,7 @@ pub(super) fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchRepo
             "other_processes_cores": m.others_cores,
             "disk_bytes_per_message": m.disk_bytes.map(|l| l.per_message),
             "fsyncs_per_message": m.flushes.map(|l| l.per_message),
+            "fsyncs_per_commit": m.fsyncs_per_commit,
             "predicted_max_base": max_base,
             "predicted_max_base_exact": m.max_base_exact(rate_of, BASE_CEILING),
             "predicted_max_messages_per_s": m.max_messages_per_s(),
@@ -188,6 +191,7 @@ pub(super) fn report(args: &SpecjmsArgs, trials: Vec<Trial>) -> Result<BenchRepo
             "find_max": args.find_max,
             "calibrate": args.calibrate,
             "pool": args.pool,
+            "start_connections": args.start_connections,
             "duration_s": args.duration.as_secs_f64(),
             "ramp_s": args.ramp.as_secs_f64(),
             "warmup_s": args.warmup.as_secs_f64(),
@@ -277,6 +281,23 @@ pub fn header(report: &BenchReport) -> String {
                 None => out.push('\n'),
             }
         }
+        let mut late = BTreeMap::<String, u64>::new();
+        for i in t["interactions"].as_array().into_iter().flatten() {
+            for (phase, n) in i["pacing_misses_by_phase"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                *late.entry(phase.clone()).or_default() += n.as_u64().unwrap_or(0);
+            }
+        }
+        if late.values().any(|n| *n > 0) {
+            let by: Vec<String> = late.iter().map(|(p, n)| format!("{p} {n}")).collect();
+            out.push_str(&format!(
+                "  late starts by where their time went: {}\n",
+                by.join(", ")
+            ));
+        }
         if modelled {
             out.push_str(&format!(
                 "  utilization: measured {}; model {}\n",
@@ -318,9 +339,10 @@ pub fn header(report: &BenchReport) -> String {
             ));
         }
         out.push_str(&format!(
-            "  fsync {:.2} ms; {:.3} fsyncs and {:.0} bytes written a message; other processes \
-             used {:.2} cores meanwhile\n",
+            "  fsync {:.2} ms, {:.2} of them a commit; {:.3} fsyncs and {:.0} bytes written a \
+             message; other processes used {:.2} cores meanwhile\n",
             m["fsync_ms"].as_f64().unwrap_or(0.0),
+            m["fsyncs_per_commit"].as_f64().unwrap_or(0.0),
             m["fsyncs_per_message"].as_f64().unwrap_or(0.0),
             m["disk_bytes_per_message"].as_f64().unwrap_or(0.0),
             m["other_processes_cores"].as_f64().unwrap_or(0.0),
