@@ -105,8 +105,6 @@ fn specjms_flags<'a>(server: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
         "1s",
         "--drain",
         "5s",
-        "--pool",
-        "2",
     ];
     flags.extend_from_slice(rest);
     flags
@@ -159,6 +157,20 @@ async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
     .await;
     let t = specjms_trial(&json, 2);
     assert!(t["broker_cpu_utilization"].as_f64().unwrap() > 0.0, "{t:#}");
+    // Each location that starts interactions (2 SM, 1 DC, 1 HQ) opened its start pool's two
+    // connections before the run; and every late start is put down to a phase.
+    assert!(t["start_connections"].as_u64().unwrap() >= 8, "{t:#}");
+    for i in t["interactions"].as_array().unwrap() {
+        let by_phase: u64 = ["timer", "dispatch", "connection"]
+            .iter()
+            .map(|p| i["pacing_misses_by_phase"][p].as_u64().unwrap())
+            .sum();
+        assert_eq!(by_phase, i["pacing_misses"].as_u64().unwrap(), "{i:#}");
+        assert!(
+            i["start_mean_ms_by_phase"]["timer"].as_f64().is_some(),
+            "{i:#}"
+        );
+    }
     assert_eq!(
         json["params"]["specjms"]["trials"][0]["calibration_run"],
         true
@@ -186,6 +198,10 @@ async fn specjms_runs_the_queue_layout_with_the_model_and_cleans_up() {
         model["predicted_max_base"].as_f64().unwrap() > 0.0,
         "{model:#}"
     );
+    assert!(
+        model["fsyncs_per_commit"].as_f64().unwrap() > 0.0,
+        "{model:#}"
+    );
     // The run removed its queues and topics.
     let client = server.client("inspector").await;
     let queues = client.list_queues().await.unwrap();
@@ -207,7 +223,15 @@ async fn specjms_runs_the_central_topic_with_selectors_and_in_selectors() {
     let addr = server.addr_string();
     let json = run::specjms(&specjms_flags(
         &addr,
-        &["--layout", "central", "--cfo", "in-selector", "--keep"],
+        &[
+            "--layout",
+            "central",
+            "--cfo",
+            "in-selector",
+            "--keep",
+            "--pool",
+            "2",
+        ],
     ))
     .await;
     specjms_trial(&json, 1);

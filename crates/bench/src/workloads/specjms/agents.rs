@@ -20,16 +20,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use hdrhistogram::Histogram;
-use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
+use tokio::sync::{watch, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 
 use super::header::Header;
 use super::layout::{Dest, Loc, Plan};
-use super::pacing::{PacingCounters, StartTiming};
+use super::pacing::PacingCounters;
 use super::spec::{Interaction, Kind, MessageType};
 use super::starts::{StartPool, OPENED_UP_FRONT};
 use super::topology::Topology;
@@ -39,8 +39,6 @@ use crate::drivers::{
 use crate::payload::now_micros;
 use crate::workloads::run::{Shared, MEASURE};
 
-/// Most interaction starts waiting for a sender connection at once.
-const MAX_PENDING_STARTS: usize = 20_000;
 /// Counters of one message type.
 #[derive(Debug, Default)]
 pub struct TypeCounters {
@@ -296,7 +294,7 @@ impl World {
 
     /// Starts interaction `i` at location index `k` (its `k`-th start); when it had its
     /// connection.
-    async fn start(&self, i: Interaction, k: u64) -> Result<Instant, String> {
+    pub(super) async fn start(&self, i: Interaction, k: u64) -> Result<Instant, String> {
         let start = Via::Start;
         let t = &self.topo;
         use Interaction as I;
@@ -770,64 +768,4 @@ impl Consumers {
         }
         self.admin.close().await;
     }
-}
-
-/// Starts every interaction that is on at its total rate, from `begin` (reached linearly over
-/// `ramp`: [`super::ramp`]); each start is due at a fixed interval and runs as a task of its
-/// own (so that a slow one does not hold up the next), counted as a pacing miss when it gets
-/// its connection later than [`PACING_TOLERANCE`](super::pacing::PACING_TOLERANCE), with the
-/// phase its lateness went to ([`super::pacing`]).
-pub fn initiate(
-    world: Arc<World>,
-    begin: Instant,
-    ramp: Duration,
-    measure_start: Instant,
-    measure_end: Instant,
-) -> Vec<JoinHandle<()>> {
-    let gate = Arc::new(Semaphore::new(MAX_PENDING_STARTS));
-    Interaction::ALL
-        .into_iter()
-        .filter(|i| world.topo.total_rate(*i) > 0.0)
-        .map(|i| {
-            let (world, gate) = (world.clone(), gate.clone());
-            tokio::spawn(async move {
-                let rate = world.topo.total_rate(i);
-                // Locations take turns from a random one, so that short runs do not favour
-                // the first ones.
-                let offset = rand::random::<u32>() as u64;
-                let mut k = 0u64;
-                while !world.shared.stopping() {
-                    let due = begin + super::ramp::due(k, rate, ramp);
-                    tokio::time::sleep_until(due.into()).await;
-                    let woke = Instant::now();
-                    if world.shared.stopping() {
-                        break;
-                    }
-                    let Ok(permit) = gate.clone().acquire_owned().await else {
-                        break;
-                    };
-                    let w = world.clone();
-                    let n = k + offset;
-                    let counted = due >= measure_start && due < measure_end;
-                    tokio::spawn(async move {
-                        let ran = Instant::now();
-                        let ok = w.start(i, n).await;
-                        if let (true, Some(c)) = (counted, w.interaction_counts(i)) {
-                            match ok {
-                                Ok(connected) => c.pacing.record(&StartTiming {
-                                    due,
-                                    woke,
-                                    ran,
-                                    connected,
-                                }),
-                                Err(e) => w.shared.note_error(e),
-                            }
-                        }
-                        drop(permit);
-                    });
-                    k += 1;
-                }
-            })
-        })
-        .collect()
 }

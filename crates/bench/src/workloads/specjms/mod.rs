@@ -7,8 +7,9 @@
 //! model over two or more runs and prints its predictions beside the measurements.
 //!
 //! Modules: [`spec`] (the tables), [`topology`] (counts, rates and the message model),
-//! [`layout`] (destinations and subscriptions), [`agents`] (initiators and handlers),
-//! [`ramp`] (how starts rise to rate), [`starts`] (the connections interactions start on),
+//! [`layout`] (destinations and subscriptions), [`agents`] (the locations and their
+//! handlers), [`initiators`] (the starts at their rates), [`ramp`] (how starts rise to rate),
+//! [`starts`] (the connections interactions start on),
 //! [`pacing`] (how late starts were, and where their time went),
 //! [`header`](mod@header) (what each body starts with), [`audit`] (the run rules),
 //! [`probes`] (what the model is calibrated with), [`capacity`] (the model), [`report`] (the
@@ -19,6 +20,7 @@ pub mod args;
 pub mod audit;
 pub mod capacity;
 pub mod header;
+pub mod initiators;
 pub mod layout;
 pub mod pacing;
 pub mod probes;
@@ -291,7 +293,7 @@ async fn run_at(
     let offset = started.saturating_duration_since(shared_started);
     let measure_start = shared_started + offset + args.ramp + args.warmup;
     let measure_end = measure_start + args.duration;
-    let initiators = agents::initiate(
+    let drivers = initiators::initiate(
         world.clone(),
         started,
         args.ramp,
@@ -309,7 +311,7 @@ async fn run_at(
     let secs = flipped.elapsed().as_secs_f64();
     let used = Probe::now(pid).since(&before);
     shared.set_phase(STOP);
-    for i in initiators {
+    for i in drivers {
         let _ = i.await;
     }
     // Drain: until every receipt owed arrived, or nothing arrives for --drain.
