@@ -212,9 +212,19 @@ async fn run_session(
         };
         let waiting = if active { partial } else { !rbuf.is_empty() };
         tokio::select! {
-            Some((rid, resp, cost)) = c.inflight.next(), if !c.inflight.is_empty() => {
+            // Finished requests are encoded only while there is room for their replies: a
+            // reply can be large (a peek of a big message) and many finish at once, so
+            // draining them all would grow the replies by up to `max_pipelined` bodies. A
+            // finished request left waiting holds its response as it is (bodies are shared,
+            // not copied) until the writer makes room.
+            Some((rid, resp, cost)) = c.inflight.next(),
+                if !c.inflight.is_empty() && (room || closing.is_some()) =>
+            {
                 c.finished(rid, resp.as_ref(), cost);
-                while let Some(Some((rid, resp, cost))) = c.inflight.next().now_or_never() {
+                while closing.is_some() || c.room() {
+                    let Some(Some((rid, resp, cost))) = c.inflight.next().now_or_never() else {
+                        break;
+                    };
                     c.finished(rid, resp.as_ref(), cost);
                 }
             }
