@@ -11,6 +11,8 @@ use ferry_broker::{Broker, BrokerConfig, RunningBroker};
 use ferry_store::embedded::FsyncPolicy;
 use ferry_udp::{UdpConfig, UdpGateway};
 
+use crate::scratch::ScratchDir;
+
 /// A running in-process broker.
 pub struct InProcessBroker {
     runtime: Option<tokio::runtime::Runtime>,
@@ -24,13 +26,9 @@ impl InProcessBroker {
     /// threads `FERRY_WORKERS` names), with the datagram ingest on a free loopback port
     /// publishing to `udp_topic` when given.
     pub async fn start(fsync: &str, udp_topic: Option<&str>) -> Result<InProcessBroker> {
-        let dir = std::env::temp_dir().join(format!(
-            "ferry-bench-broker-{}-{:08x}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+        // Removed on every way out: by `ScratchDir` until `me` owns it, then by `Drop`.
+        let scratch = ScratchDir::new("ferry-bench-broker")?;
+        let dir = scratch.path().to_path_buf();
         let workers = ferry_broker::ConfigLayer::from_env(std::env::vars())?.workers;
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder.thread_name("ferry-broker").enable_all();
@@ -55,7 +53,7 @@ impl InProcessBroker {
             runtime: None,
             broker: None,
             udp: None,
-            dir,
+            dir: scratch.release(),
         };
         match me.start_on(&runtime, config, udp_topic).await {
             Ok(()) => {

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
+use ferry_bench::scratch::ScratchDir;
 use ferry_bench::workloads::compare::broker::{BoxFuture, BrokerLauncher, OwnBroker};
 use ferry_broker::{Broker, BrokerConfig, RunningBroker};
 use ferry_store::embedded::FsyncPolicy;
@@ -21,13 +22,9 @@ pub struct InProcess {
 impl BrokerLauncher for InProcess {
     fn start(&self) -> BoxFuture<'_, Result<Box<dyn OwnBroker>>> {
         Box::pin(async {
-            let dir = std::env::temp_dir().join(format!(
-                "ferry-bench-compare-{}-{:08x}",
-                std::process::id(),
-                rand::random::<u32>()
-            ));
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+            // Removed on every way out: by `ScratchDir` until `Running` owns it, then by `Drop`.
+            let scratch = ScratchDir::new("ferry-bench-compare")?;
+            let dir = scratch.path().to_path_buf();
             // Default settings, except the number of workers, which FERRY_WORKERS sets as it
             // does for `ferry serve`.
             let workers = ferry_broker::ConfigLayer::from_env(std::env::vars())?.workers;
@@ -58,7 +55,7 @@ impl BrokerLauncher for InProcess {
             Ok(Box::new(Running {
                 runtime: Some(runtime),
                 broker: Some(broker),
-                dir,
+                dir: scratch.release(),
                 fsync: self.fsync.clone(),
             }) as Box<dyn OwnBroker>)
         })
