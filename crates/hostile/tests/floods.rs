@@ -83,8 +83,13 @@ async fn broker_with_a_64_mib_budget() -> (BinaryServer, Client) {
 
 /// An auto-ack take of the oldest message on `q`, not waiting.
 fn take_from_q() -> ferry_client::Receive {
+    take_from("q")
+}
+
+/// An auto-ack take of the oldest message on `queue`, not waiting.
+fn take_from(queue: &str) -> ferry_client::Receive {
     ferry_client::Receive {
-        source: Source::Queue("q".into()),
+        source: Source::Queue(queue.into()),
         order: Order::Time,
         mode: ReceiveMode::Take,
         ack: AckMode::Auto,
@@ -177,18 +182,7 @@ async fn under_attack(b: &BinaryServer, flood: Bytes, repeat: bool, growth: u64)
 /// write blocks, or closes the connection), reads nothing for longer than the broker's
 /// timeouts, then looks whether it was closed. The bytes it wrote, and whether it was.
 async fn attack(addr: &str, n: usize, flood: Bytes, repeat: bool) -> (usize, bool) {
-    let mut attacker = RawConn::open_with_receive_buffer(addr, 64 * 1024)
-        .await
-        .expect("attacker connects");
-    let hello = ferry_protocol::requests::Connect {
-        version: ferry_protocol::PROTOCOL_VERSION,
-        client: format!("attacker{n}"),
-        mechanism: String::new(),
-        credentials: String::new(),
-        keepalive_ms: 0,
-        flags: 0,
-    };
-    attacker.handshake(hello).await.expect("handshake");
+    let mut attacker = connected_attacker(addr, &format!("attacker{n}")).await;
     let mut written = 0usize;
     let _ = tokio::time::timeout(Duration::from_millis(2 * TIMEOUT_MS + 1000), async {
         for chunk in flood.chunks(64 * 1024).cycle() {
@@ -203,6 +197,24 @@ async fn attack(addr: &str, n: usize, flood: Bytes, repeat: bool) -> (usize, boo
     })
     .await;
     (written, closed_without_reading_much(attacker).await)
+}
+
+/// A connection of client `name` with a small receive buffer (so that replies it does not
+/// read stay in the broker).
+async fn connected_attacker(addr: &str, name: &str) -> RawConn {
+    let mut attacker = RawConn::open_with_receive_buffer(addr, 64 * 1024)
+        .await
+        .expect("attacker connects");
+    let hello = ferry_protocol::requests::Connect {
+        version: ferry_protocol::PROTOCOL_VERSION,
+        client: name.into(),
+        mechanism: String::new(),
+        credentials: String::new(),
+        keepalive_ms: 0,
+        flags: 0,
+    };
+    attacker.handshake(hello).await.expect("handshake");
+    attacker
 }
 
 /// Reads what the kernel buffered for the attacker; whether the broker closed the connection
@@ -265,6 +277,66 @@ async fn a_flood_of_long_polls_with_big_selectors_is_bounded_and_closed() {
     // 55 of them, at about 190 KB each; without it the broker would take all 4,096 (780 MB)
     // as fast as it parses them.
     under_attack(&b, pipelined(&poll, 4096), false, 48 << 20).await;
+}
+
+/// A connection reading nothing, with 1,000 long-poll peeks waiting on an empty queue: one
+/// 512 KiB message wakes them all at once (a queue's waiters are woken together), so all
+/// 1,000 finish in the same turn of the connection. Their replies are encoded only while
+/// there is room for them (the outbound budget, 8 MiB), not all 500 MB: the broker grows by
+/// about the budget, the connection is closed by the write timeout, and the message is still
+/// there for another consumer. (Unlike the pipelined peek flood above, whose peeks finish
+/// together only when the store makes them wait, this does not depend on timing.)
+#[tokio::test]
+async fn long_polls_woken_together_by_a_big_message_are_bounded_and_closed() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let b = broker();
+    let addr = b.addr().to_string();
+    let admin = Client::connect(&addr, "admin").await.expect("connects");
+    admin.create_queue("big").await.expect("created");
+    let poll = receive("big", ReceiveMode::Peek, 30_000, String::new());
+    let attacker = waiting_attacker(&addr, &pipelined(&poll, 1000)).await;
+    let pid = b.pid().expect("running");
+    let before = ferry_hostile::rss_bytes(pid).expect("rss");
+    let rss = RssSampler::start(pid);
+    let body = Bytes::from(vec![b'x'; 512 << 10]);
+    admin
+        .send(message("big", body.clone()))
+        .await
+        .expect("sent");
+    // Reads nothing for longer than the write timeout, then looks whether it was closed.
+    tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 1000)).await;
+    let closed = closed_without_reading_much(attacker).await;
+    let grown = rss.stop().await.saturating_sub(before);
+    eprintln!(
+        "1,000 peeks woken together grew the broker by {} MiB",
+        grown >> 20
+    );
+    // The outbound budget (8 MiB), a few copies of the message, and what a debug build's
+    // allocator keeps.
+    assert!(
+        grown < 48 << 20,
+        "1,000 replies finishing at once grew the broker by {} MiB",
+        grown >> 20
+    );
+    assert!(closed, "the connection that read nothing is still open");
+    let got = admin
+        .receive(take_from("big"))
+        .await
+        .expect("taken")
+        .expect("the message is still there");
+    assert!(got.message.body == body, "the message's body differs");
+}
+
+/// A connection named `attacker` with `requests` (pipelined frames) all in progress in the
+/// broker: a ping sent behind them has been answered (the broker starts requests in order),
+/// and nothing else was.
+async fn waiting_attacker(addr: &str, requests: &[u8]) -> RawConn {
+    let mut attacker = connected_attacker(addr, "attacker").await;
+    attacker.send_bytes(requests).await.expect("requests sent");
+    attacker.send(9, &Request::Ping).await.expect("ping sent");
+    let (rid, resp) = attacker.recv().await.expect("the ping is answered");
+    assert_eq!((rid, resp), (9, ferry_protocol::Response::Pong));
+    attacker
 }
 
 /// At `max_memory` a send is refused with `ResourceExhausted` (after being held back a
