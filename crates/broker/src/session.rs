@@ -37,6 +37,10 @@ pub use crate::outbound::Outbound;
 /// The bit that tells a session's hold id from session ids (see [`Session::hold_id`]).
 const HOLD_BIT: SessionId = 1 << 63;
 
+/// Most of a session's receives that look at the store at once (see
+/// [`Session::store_receives`]).
+pub const MAX_STORE_RECEIVES: usize = 16;
+
 /// Unsettled deliveries by id.
 /// Delivery ids are sequential and never chosen by the client as keys (unknown ids are only
 /// looked up), so they are hashed with one multiply instead of SipHash, which cost more than the
@@ -74,6 +78,13 @@ pub struct Session {
     /// instead of by `Credit` requests: a gateway's session ([`crate::local`]), whose
     /// clients' protocols have no credit, and whose pushes the outbound budget bounds.
     credit_on_push: std::sync::atomic::AtomicBool,
+    /// Slots for receives looking at the store, [`MAX_STORE_RECEIVES`]; a receive holds one
+    /// until it returns. A look may read its message's body from the log (a copy of its own,
+    /// up to the largest message), and a receive that found a message while the connection's
+    /// replies have no room keeps it until they have (see [`crate::connection`]): without a
+    /// bound, a pipelined flood of peeks of a big message no longer cached would hold up to
+    /// `max_pipelined` copies of its body. Receives waiting for a message hold no slot.
+    pub store_receives: tokio::sync::Semaphore,
 }
 
 impl Session {
@@ -99,6 +110,7 @@ impl Session {
             txn: Mutex::new(None),
             principal,
             credit_on_push: std::sync::atomic::AtomicBool::new(false),
+            store_receives: tokio::sync::Semaphore::new(MAX_STORE_RECEIVES),
         }
     }
 

@@ -327,6 +327,71 @@ async fn long_polls_woken_together_by_a_big_message_are_bounded_and_closed() {
     assert!(got.message.body == body, "the message's body differs");
 }
 
+/// Peeks of a message whose body is no longer in the broker's cache read it from the log,
+/// each its own copy: a connection reading nothing sends 1,000 pipelined peeks of a 1 MiB
+/// message (the cache is off, as it is for a backlog older than the cache holds). The reads
+/// in progress are bounded like the replies (about the outbound budget), not 1,000 copies:
+/// the broker grows by about the budget, the connection is closed by the write timeout, and
+/// the message is still there.
+#[tokio::test]
+async fn a_flood_of_peeks_of_a_big_message_read_from_the_log_is_bounded_and_closed() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("ferry.toml");
+    std::fs::write(&config, "body_cache_bytes = 0\n").expect("config written");
+    let t = TIMEOUT_MS.to_string();
+    let b = BinaryServer::start(&[
+        "--config",
+        &config.to_string_lossy(),
+        "--fsync",
+        "never",
+        "--write-timeout-ms",
+        &t,
+        "--read-timeout-ms",
+        &t,
+    ])
+    .expect("ferry serve starts");
+    let addr = b.addr().to_string();
+    let admin = Client::connect(&addr, "admin").await.expect("connects");
+    admin.create_queue("big").await.expect("created");
+    let body = Bytes::from(vec![b'x'; 1 << 20]);
+    admin
+        .send(message("big", body.clone()))
+        .await
+        .expect("sent");
+    let pid = b.pid().expect("running");
+    let before = ferry_hostile::rss_bytes(pid).expect("rss");
+    let rss = RssSampler::start(pid);
+    let mut attacker = connected_attacker(&addr, "attacker").await;
+    let peek = receive("big", ReceiveMode::Peek, 0, String::new());
+    attacker
+        .send_bytes(&pipelined(&peek, 1000))
+        .await
+        .expect("flood sent");
+    tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 1000)).await;
+    let closed = closed_without_reading_much(attacker).await;
+    let grown = rss.stop().await.saturating_sub(before);
+    eprintln!(
+        "1,000 peeks of a body read from the log grew the broker by {} MiB",
+        grown >> 20
+    );
+    // The outbound budget (8 MiB), the bodies read by the receives a session may have at the
+    // store at once (16 MiB) and their replies, encoded as the connection closes (16 MiB), and
+    // what a debug build's allocator keeps (48-54 MiB seen; 460 MiB without the bound).
+    assert!(
+        grown < 80 << 20,
+        "1,000 peeks reading a body from the log grew the broker by {} MiB",
+        grown >> 20
+    );
+    assert!(closed, "the connection that read nothing is still open");
+    let got = admin
+        .receive(take_from("big"))
+        .await
+        .expect("taken")
+        .expect("the message is still there");
+    assert!(got.message.body == body, "the message's body differs");
+}
+
 /// A connection named `attacker` with `requests` (pipelined frames) all in progress in the
 /// broker: a ping sent behind them has been answered (the broker starts requests in order),
 /// and nothing else was.

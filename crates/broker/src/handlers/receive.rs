@@ -5,7 +5,9 @@
 //! again each time it is woken, until a message is there, the wait ends or the broker stops.
 //! With a selector, a look that finds only messages the selector passes over finds nothing,
 //! so the receive goes on waiting. A wait ends, without taking anything, as soon as the
-//! session starts ending.
+//! session starts ending. At most [`crate::session::MAX_STORE_RECEIVES`] of a session's
+//! receives look at the store at once, so that what they found and could not hand over yet
+//! (their connection's replies have no room) is bounded.
 //!
 //! An auto-ack take is held by the store, not removed, and its reply is handed to the
 //! connection's writer, which settles it right before writing it ([`crate::outbound`]): a
@@ -94,6 +96,15 @@ pub async fn receive(
         if let Some(a) = arrived.as_mut().as_pin_mut() {
             a.enable();
         }
+        // Held until this receive returns or waits: what it found stays in memory until its
+        // reply is encoded (see `Session::store_receives`). Never closed.
+        let Ok(slot) = session.store_receives.acquire().await else {
+            return Some(Response::Received(None));
+        };
+        // The session may have started ending while this receive waited for its slot.
+        if session.is_closing() {
+            return Some(Response::Received(None));
+        }
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + u64::from(shared.limits.lease_ms);
         match shared.store.queues().receive(&spec, 1).await {
@@ -148,6 +159,7 @@ pub async fn receive(
             }
             Err(e) => return Some(store_error(&e)),
         }
+        drop(slot);
         let Some(arrived) = arrived.as_mut().as_pin_mut() else {
             return Some(Response::Received(None));
         };
