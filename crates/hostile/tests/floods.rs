@@ -392,6 +392,86 @@ async fn a_flood_of_peeks_of_a_big_message_read_from_the_log_is_bounded_and_clos
     assert!(got.message.body == body, "the message's body differs");
 }
 
+/// A push subscription sizes its batches by the deliveries it took last: one small message,
+/// then 200 of 512 KiB queued behind it, for an auto-ack subscriber with a prefetch of 1,000
+/// that reads nothing. The batch after the small message must still be held to about the
+/// outbound budget, not take all 100 MB at once: the broker grows by about the budget, the
+/// connection is closed by the write timeout, and the messages it was never written are back
+/// in the queue (all but what the kernel's buffers and the batch being written took: the one
+/// window auto ack cannot close).
+#[tokio::test]
+#[ignore = "fails: a push batch is sized by the deliveries taken last, so after a small message one batch takes all 200 (the broker grew by 256 MiB, and the 200 messages were settled at once and lost); the store must bound a batch's bytes"]
+async fn a_push_batch_after_a_small_message_is_held_to_the_budget() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let b = broker();
+    let addr = b.addr().to_string();
+    let admin = Client::connect(&addr, "admin").await.expect("connects");
+    admin.create_queue("mixed").await.expect("created");
+    admin
+        .send(message("mixed", Bytes::from_static(b"small")))
+        .await
+        .expect("sent");
+    let count = 200u64;
+    let size = 512u64 << 10;
+    for _ in 0..count {
+        admin
+            .send(message("mixed", Bytes::from(vec![b'x'; size as usize])))
+            .await
+            .expect("sent");
+    }
+    let pid = b.pid().expect("running");
+    let before = ferry_hostile::rss_bytes(pid).expect("rss");
+    let rss = RssSampler::start(pid);
+    let mut attacker = connected_attacker(&addr, "attacker").await;
+    let subscribe = Request::Subscribe(ferry_protocol::requests::Subscribe {
+        queue: "mixed".into(),
+        order: Order::Time,
+        ack: AckMode::Auto,
+        prefetch: 1000,
+        selector: String::new(),
+    });
+    attacker.send(9, &subscribe).await.expect("subscribed");
+    tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 1000)).await;
+    let closed = closed_without_reading_much(attacker).await;
+    let grown = rss.stop().await.saturating_sub(before);
+    eprintln!(
+        "a push batch after a small message grew the broker by {} MiB",
+        grown >> 20
+    );
+    assert!(
+        grown < 48 << 20,
+        "a push batch after a small message grew the broker by {} MiB",
+        grown >> 20
+    );
+    assert!(closed, "the subscriber that read nothing is still open");
+    // The session's end hands back what it held; then every message is ready or gone.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ready = loop {
+        let q = admin.list_queues().await.expect("listed");
+        let q = q.iter().find(|q| q.name == "mixed").expect("the queue");
+        if q.in_flight == 0 || Instant::now() > deadline {
+            break q.ready;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // The kernel's buffers (up to its largest send buffer, and the 64 KiB receive buffer), and
+    // the batch being written (about 1 MiB).
+    let window = (max_send_buffer() + (64 << 10) + (1 << 20)) / size + 2;
+    assert!(
+        ready + window >= count,
+        "{} of {count} messages never written to the subscriber were lost",
+        count - ready
+    );
+}
+
+/// The most a socket's send buffer grows to (`tcp_wmem`'s maximum), 4 MiB if unknown.
+fn max_send_buffer() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(2)?.parse().ok())
+        .unwrap_or(4 << 20)
+}
+
 /// A connection named `attacker` with `requests` (pipelined frames) all in progress in the
 /// broker: a ping sent behind them has been answered (the broker starts requests in order),
 /// and nothing else was.
