@@ -13,7 +13,8 @@
 //! it took last), so that a
 //! client that reads slowly holds up its own subscriptions, not the broker's memory. An
 //! auto-ack batch is held by the store and settled by the connection's writer right before it
-//! is written ([`crate::outbound`]), so a connection that dies takes nothing with it. The task
+//! is written ([`crate::outbound`]), a part of about `MAX_PUSH_BYTES` at a time (a batch may be
+//! bigger than its estimate), so a connection that dies takes at most that part with it. The task
 //! stops as soon as its session starts ending.
 //!
 //! A topic subscription's task with auto ack and no selector of its own also offers itself to
@@ -24,7 +25,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{
     AckMode, DeliveryId, DeliveryView, ErrorCode, ErrorReply, ReceiveMode, Response, Source,
@@ -156,6 +157,14 @@ async fn run(
         let mut ids: Vec<DeliveryId> = Vec::new();
         let track = h.ack == AckMode::Client;
         let mut buf = BytesMut::new();
+        // A held batch is cut into parts of about MAX_PUSH_BYTES, each queued with its own
+        // deliveries: the writer settles them a part at a time, right before writing it. A
+        // batch is sized by the deliveries taken last, so it can be far bigger than the
+        // estimate (small messages, then big ones); in one piece, it would all be settled
+        // before its first byte was written, and a client that reads nothing would lose it all.
+        let mut parts: Vec<(Bytes, Vec<DeliveryId>)> = Vec::new();
+        let mut first_id = None;
+        let mut encoded = 0usize;
         let mut redelivered = 0u64;
         let mut sink = |total: usize, d: DeliveryView<'_>| {
             redelivered += u64::from(d.delivery_count > 0);
@@ -165,6 +174,7 @@ async fn run(
                 let first = encoder.encoded_len(&d);
                 buf.reserve(first.saturating_mul(total).min(MAX_PUSH_BUFFER).max(first));
             }
+            first_id.get_or_insert(d.delivery_id);
             if track || hold {
                 ids.push(d.delivery_id);
             }
@@ -178,6 +188,10 @@ async fn run(
                         ..d
                     },
                 );
+                if buf.len() >= MAX_PUSH_BYTES {
+                    encoded += buf.len();
+                    parts.push((buf.split().freeze(), std::mem::take(&mut ids)));
+                }
             } else {
                 encoder.encode(&mut buf, h.id, &d);
             }
@@ -192,22 +206,29 @@ async fn run(
             .await
         {
             Ok(n) if n > 0 => {
-                delivery_bytes = buf.len() / n;
+                encoded += buf.len();
+                delivery_bytes = encoded / n;
                 let n = n as u32;
                 Stats::add(&shared.stats.deliveries, u64::from(n));
                 if redelivered > 0 {
                     Stats::add(&shared.stats.redeliveries, redelivered);
                 }
                 // An engine that cannot hold took them for good (delivery id 0).
-                let held = hold && ids.first().is_some_and(|&id| id != 0);
-                let sent = if held {
-                    session.out.send_held_push(buf.freeze(), ids)
-                } else {
-                    if track {
-                        session.track(ids, Some(h.id));
-                    }
-                    session.out.send(buf.freeze())
-                };
+                let held = hold && first_id.is_some_and(|id| id != 0);
+                if !buf.is_empty() {
+                    parts.push((buf.freeze(), ids));
+                }
+                let mut sent = Ok(());
+                for (frames, ids) in parts {
+                    sent = sent.and(if held {
+                        session.out.send_held_push(frames, ids)
+                    } else {
+                        if track {
+                            session.track(ids, Some(h.id));
+                        }
+                        session.out.send(frames)
+                    });
+                }
                 // It took at most the credit it saw (or that begin_take returned), and nobody
                 // else spends meanwhile, so this spends no more than there is.
                 h.credit.end_take(n);

@@ -394,14 +394,55 @@ async fn a_flood_of_peeks_of_a_big_message_read_from_the_log_is_bounded_and_clos
 
 /// A push subscription sizes its batches by the deliveries it took last: one small message,
 /// then 200 of 512 KiB queued behind it, for an auto-ack subscriber with a prefetch of 1,000
-/// that reads nothing. The batch after the small message must still be held to about the
-/// outbound budget, not take all 100 MB at once: the broker grows by about the budget, the
-/// connection is closed by the write timeout, and the messages it was never written are back
-/// in the queue (all but what the kernel's buffers and the batch being written took: the one
-/// window auto ack cannot close).
+/// that reads nothing. The batch after the small message is written a part of about 1 MiB at
+/// a time, each settled right before it is written: the connection is closed by the write
+/// timeout, and the messages it was never written are back in the queue (all but what the
+/// kernel's buffers and the part being written took: the one window auto ack cannot close).
 #[tokio::test]
-#[ignore = "fails: a push batch is sized by the deliveries taken last, so after a small message one batch takes all 200 (the broker grew by 256 MiB, and the 200 messages were settled at once and lost); the store must bound a batch's bytes"]
+async fn a_push_batch_bigger_than_its_estimate_loses_at_most_one_part() {
+    let run = push_after_a_small_message().await;
+    assert!(run.closed, "the subscriber that read nothing is still open");
+    // The kernel's buffers (up to its largest send buffer, and the 64 KiB receive buffer), and
+    // the part being written (about 1 MiB).
+    let window = (max_send_buffer() + (64 << 10) + (1 << 20)) / PUSHED_SIZE + 2;
+    assert!(
+        run.ready + window >= PUSHED,
+        "{} of {PUSHED} messages never written to the subscriber were lost",
+        PUSHED - run.ready
+    );
+}
+
+/// The same subscriber: the batch after the small message must be held to about the outbound
+/// budget too, not take all 100 MB at once.
+#[tokio::test]
+#[ignore = "fails: a push batch is sized by the deliveries taken last, so after a small message one batch takes all 200 at once (the broker grew by 256 MiB); the store must bound a batch's bytes"]
 async fn a_push_batch_after_a_small_message_is_held_to_the_budget() {
+    let run = push_after_a_small_message().await;
+    assert!(
+        run.grown < 48 << 20,
+        "a push batch after a small message grew the broker by {} MiB",
+        run.grown >> 20
+    );
+}
+
+/// Messages queued behind a small one for the push subscriber.
+const PUSHED: u64 = 200;
+/// Their size.
+const PUSHED_SIZE: u64 = 512 << 10;
+
+/// What became of a push subscriber that read nothing.
+struct PushRun {
+    /// Growth of the broker's resident memory.
+    grown: u64,
+    /// Whether the broker closed the subscriber's connection.
+    closed: bool,
+    /// Messages of the [`PUSHED`] back in the queue once its session ended.
+    ready: u64,
+}
+
+/// Queues a small message and [`PUSHED`] big ones behind it, then subscribes (auto ack,
+/// prefetch 1,000) from a connection that reads nothing, for longer than the write timeout.
+async fn push_after_a_small_message() -> PushRun {
     let _alone = ONE_AT_A_TIME.lock().await;
     let b = broker();
     let addr = b.addr().to_string();
@@ -411,13 +452,9 @@ async fn a_push_batch_after_a_small_message_is_held_to_the_budget() {
         .send(message("mixed", Bytes::from_static(b"small")))
         .await
         .expect("sent");
-    let count = 200u64;
-    let size = 512u64 << 10;
-    for _ in 0..count {
-        admin
-            .send(message("mixed", Bytes::from(vec![b'x'; size as usize])))
-            .await
-            .expect("sent");
+    for _ in 0..PUSHED {
+        let body = Bytes::from(vec![b'x'; PUSHED_SIZE as usize]);
+        admin.send(message("mixed", body)).await.expect("sent");
     }
     let pid = b.pid().expect("running");
     let before = ferry_hostile::rss_bytes(pid).expect("rss");
@@ -438,30 +475,25 @@ async fn a_push_batch_after_a_small_message_is_held_to_the_budget() {
         "a push batch after a small message grew the broker by {} MiB",
         grown >> 20
     );
-    assert!(
-        grown < 48 << 20,
-        "a push batch after a small message grew the broker by {} MiB",
-        grown >> 20
-    );
-    assert!(closed, "the subscriber that read nothing is still open");
     // The session's end hands back what it held; then every message is ready or gone.
     let deadline = Instant::now() + Duration::from_secs(10);
     let ready = loop {
-        let q = admin.list_queues().await.expect("listed");
-        let q = q.iter().find(|q| q.name == "mixed").expect("the queue");
+        let queues = admin.list_queues().await.expect("listed");
+        let q = queues
+            .iter()
+            .find(|q| q.name == "mixed")
+            .expect("the queue");
         if q.in_flight == 0 || Instant::now() > deadline {
             break q.ready;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    // The kernel's buffers (up to its largest send buffer, and the 64 KiB receive buffer), and
-    // the batch being written (about 1 MiB).
-    let window = (max_send_buffer() + (64 << 10) + (1 << 20)) / size + 2;
-    assert!(
-        ready + window >= count,
-        "{} of {count} messages never written to the subscriber were lost",
-        count - ready
-    );
+    eprintln!("{ready} of {PUSHED} messages back in the queue");
+    PushRun {
+        grown,
+        closed,
+        ready,
+    }
 }
 
 /// The most a socket's send buffer grows to (`tcp_wmem`'s maximum), 4 MiB if unknown.
