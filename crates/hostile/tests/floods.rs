@@ -1,5 +1,7 @@
 //! Floods from one connection: pipelined peeks of a 1 MiB message, pings, and long polls with
-//! 60 KB selectors, each from a client that never reads its replies. The broker stays under
+//! 60 KB selectors, each from a client that never reads its replies; replies that finish at
+//! once (long polls woken together by one big message, peeks that read a big body from the
+//! log) and a push batch bigger than its estimate, for a client that reads nothing either. The broker stays under
 //! 300 MB of resident memory, a probe client's p99 latency stays under 50 ms throughout, and
 //! the attacker's connection is closed (a client that reads none of its replies, or whose
 //! requests wait behind its budgets, for the configured timeout). And the memory budget:
@@ -217,6 +219,27 @@ async fn connected_attacker(addr: &str, name: &str) -> RawConn {
     attacker
 }
 
+/// Reads nothing until the broker has ended the session of `attacker` (its name can connect
+/// again: the write timeout, counted from when its socket stopped taking replies), then
+/// whether its connection was closed (see [`closed_without_reading_much`]). Waiting for the
+/// session's end rather than for a fixed time: on a busy machine the replies may take a while
+/// to finish, and reading before the broker gave up would let it go on writing.
+async fn closed_once_its_session_ended(addr: &str, attacker: RawConn) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(c) = Client::connect(addr, "attacker").await {
+            let _ = c.disconnect().await;
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session that read nothing still holds its name after 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    closed_without_reading_much(attacker).await
+}
+
 /// Reads what the kernel buffered for the attacker; whether the broker closed the connection
 /// before much more than that (64 MiB) came: a broker that had not given up would go on
 /// sending once the attacker reads.
@@ -303,9 +326,7 @@ async fn long_polls_woken_together_by_a_big_message_are_bounded_and_closed() {
         .send(message("big", body.clone()))
         .await
         .expect("sent");
-    // Reads nothing for longer than the write timeout, then looks whether it was closed.
-    tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 1000)).await;
-    let closed = closed_without_reading_much(attacker).await;
+    let closed = closed_once_its_session_ended(&addr, attacker).await;
     let grown = rss.stop().await.saturating_sub(before);
     eprintln!(
         "1,000 peeks woken together grew the broker by {} MiB",
@@ -368,8 +389,7 @@ async fn a_flood_of_peeks_of_a_big_message_read_from_the_log_is_bounded_and_clos
         .send_bytes(&pipelined(&peek, 1000))
         .await
         .expect("flood sent");
-    tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 1000)).await;
-    let closed = closed_without_reading_much(attacker).await;
+    let closed = closed_once_its_session_ended(&addr, attacker).await;
     let grown = rss.stop().await.saturating_sub(before);
     eprintln!(
         "1,000 peeks of a body read from the log grew the broker by {} MiB",
@@ -468,8 +488,7 @@ async fn push_after_a_small_message() -> PushRun {
         selector: String::new(),
     });
     attacker.send(9, &subscribe).await.expect("subscribed");
-    tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 1000)).await;
-    let closed = closed_without_reading_much(attacker).await;
+    let closed = closed_once_its_session_ended(&addr, attacker).await;
     let grown = rss.stop().await.saturating_sub(before);
     eprintln!(
         "a push batch after a small message grew the broker by {} MiB",
