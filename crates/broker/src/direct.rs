@@ -11,7 +11,7 @@ use ferry_store::{DirectBatch, DirectConsumer, Store};
 
 use crate::credit::Credit;
 use crate::outbound::Outbound;
-use crate::push::DeliveryEncoder;
+use crate::push::{DeliveryEncoder, Run};
 use crate::stats::Stats;
 
 /// A push subscription as a direct consumer: frames go to its connection's writer, each
@@ -55,6 +55,7 @@ impl DirectConsumer for DirectPush {
             credit: self.credit_on_push.then(|| self.credit.clone()),
             expected,
             frames: BytesMut::new(),
+            run: Run::default(),
             count: 0,
         })
     }
@@ -75,6 +76,8 @@ struct PushBatch {
     /// Deliveries the store expects in this batch: the buffer is sized for them at the first.
     expected: usize,
     frames: BytesMut,
+    /// The frame being filled (a batch's deliveries share frames where the encoder can).
+    run: Run,
     count: u32,
 }
 
@@ -90,11 +93,12 @@ impl DirectBatch for PushBatch {
             self.frames.reserve(reserve.min(MAX_RESERVE));
         }
         self.encoder
-            .encode(&mut self.frames, self.subscription, delivery);
+            .encode_in_run(&mut self.run, &mut self.frames, self.subscription, delivery);
         self.count += 1;
     }
 
-    fn hand_over(self: Box<Self>) {
+    fn hand_over(mut self: Box<Self>) {
+        self.encoder.finish_run(&mut self.run, &mut self.frames);
         Stats::add(&self.stats.deliveries, u64::from(self.count));
         // Direct deliveries are final here (non-persistent, never queued): the writer is gone
         // only with the connection, and they are lost with it.

@@ -14,7 +14,8 @@ use bytes::BytesMut;
 use ferry_protocol::requests::{Connect, CONNECT_EPHEMERAL, CONNECT_FLAGS};
 use ferry_protocol::responses::Connected;
 use ferry_protocol::{
-    split_frame, ErrorCode, ErrorReply, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
+    speaks_version, split_frame, ErrorCode, ErrorReply, RawFrame, Request, Response, WireError,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 use ferry_store::Registration;
 use tokio::io::AsyncReadExt;
@@ -119,12 +120,16 @@ pub async fn run(
                     Err(Refusal::Ended(reason)) => return Err(reason),
                 };
                 let rid = who.reply_id;
+                let version = c.version;
                 match connect(shared, c, out, ip, who.principal).await {
                     Ok(started) => {
+                        // Before the reply: no request of the session (a subscribe) can come
+                        // before it, so every push is written for the client's version.
+                        started.session.set_version(version);
                         frames.reply(
                             rid,
                             Response::Connected(Connected {
-                                version: PROTOCOL_VERSION,
+                                version,
                                 client: started.session.client.clone(),
                                 limits: shared.limits,
                                 keepalive_ms: started.keepalive.as_millis() as u32,
@@ -166,11 +171,12 @@ pub fn granted_keepalive(asked: u32, max: u32) -> Duration {
 
 /// Checks what a connect request says of itself (version, flags, name) before anything else.
 fn precheck(shared: &Shared, c: &Connect) -> Result<(), ErrorReply> {
-    if c.version != PROTOCOL_VERSION {
+    if !speaks_version(c.version) {
         return Err(ErrorReply::new(
             ErrorCode::UnsupportedVersion,
             format!(
-                "protocol version {} is not supported; this broker speaks version {PROTOCOL_VERSION}",
+                "protocol version {} is not supported; this broker speaks versions \
+                 {MIN_PROTOCOL_VERSION} to {PROTOCOL_VERSION}",
                 c.version
             ),
         ));
@@ -179,8 +185,9 @@ fn precheck(shared: &Shared, c: &Connect) -> Result<(), ErrorReply> {
         return Err(ErrorReply::new(
             ErrorCode::InvalidArgument,
             format!(
-                "unknown connect flags {:#x}: protocol version {PROTOCOL_VERSION} defines {CONNECT_FLAGS:#x}",
-                c.flags & !CONNECT_FLAGS
+                "unknown connect flags {:#x}: protocol version {} defines {CONNECT_FLAGS:#x}",
+                c.flags & !CONNECT_FLAGS,
+                c.version
             ),
         ));
     }

@@ -6,9 +6,16 @@
 //! unchanged. The broker knows no protocol but its own: the encoder is the gateway's.
 
 use bytes::BytesMut;
+use ferry_protocol::deliver_batch::DeliverBatchWriter;
+use ferry_protocol::size::batch_entry_len;
 use ferry_protocol::{
     deliver_encoded_len, encode_deliver, DeliveryView, ErrorReply, Response, SubscriptionId,
 };
+
+/// What an encoder keeps between the deliveries of one buffer (see
+/// [`DeliveryEncoder::encode_in_run`]): for [`NativeBatched`], the frame being filled.
+#[derive(Debug, Default)]
+pub struct Run(Option<DeliverBatchWriter>);
 
 /// Encodes one subscription's pushes. Called on the subscription's task and, for direct
 /// deliveries, on the publisher's: it must be cheap and must not block.
@@ -18,9 +25,37 @@ pub trait DeliveryEncoder: Send + Sync + 'static {
     /// Appends the frame(s) that deliver `d` through subscription `subscription`. `d`'s
     /// delivery id is 0 when the client settles nothing (auto ack).
     fn encode(&self, out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>);
+    /// Appends `d` as the next of a run of deliveries written into `out` one after the other,
+    /// which may share frames; [`DeliveryEncoder::finish_run`] ends the run before `out` is
+    /// sent. By default each delivery is a frame of its own ([`DeliveryEncoder::encode`]).
+    fn encode_in_run(
+        &self,
+        run: &mut Run,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        d: &DeliveryView<'_>,
+    ) {
+        let _ = run;
+        self.encode(out, subscription, d);
+    }
+    /// Completes what [`DeliveryEncoder::encode_in_run`] left open in `out`.
+    fn finish_run(&self, run: &mut Run, out: &mut BytesMut) {
+        let _ = (run, out);
+    }
     /// Appends what tells the client that the subscription ended because of `error` (its
     /// queue was deleted, the store refused).
     fn ended(&self, out: &mut BytesMut, subscription: SubscriptionId, error: &ErrorReply);
+}
+
+/// The encoder of a native session's pushes: [`NativeBatched`] for a session that speaks
+/// version 5 or later (frames within `max_frame_bytes`, the client's limit), [`Native`]
+/// otherwise.
+pub fn native(version: u16, max_frame_bytes: u32) -> std::sync::Arc<dyn DeliveryEncoder> {
+    if version >= ferry_protocol::DELIVER_BATCH_VERSION {
+        std::sync::Arc::new(NativeBatched { max_frame_bytes })
+    } else {
+        std::sync::Arc::new(Native)
+    }
 }
 
 /// The native protocol's `Deliver` and `SubscriptionClosed` frames.
@@ -41,5 +76,45 @@ impl DeliveryEncoder for Native {
             error: error.clone(),
         }
         .encode(0, out);
+    }
+}
+
+/// The native protocol from version 5: a run of deliveries goes out as `DeliverBatch` frames
+/// (names and properties once per frame), a single delivery as `Deliver`.
+pub struct NativeBatched {
+    /// The largest frame the client takes.
+    pub max_frame_bytes: u32,
+}
+
+impl DeliveryEncoder for NativeBatched {
+    fn encoded_len(&self, d: &DeliveryView<'_>) -> usize {
+        // Within a batch, a delivery takes its own fields; the names come once per frame.
+        batch_entry_len(d)
+    }
+
+    fn encode(&self, out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) {
+        encode_deliver(out, subscription, d);
+    }
+
+    fn encode_in_run(
+        &self,
+        run: &mut Run,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        d: &DeliveryView<'_>,
+    ) {
+        run.0
+            .get_or_insert_with(|| DeliverBatchWriter::new(self.max_frame_bytes))
+            .push(out, subscription, d);
+    }
+
+    fn finish_run(&self, run: &mut Run, out: &mut BytesMut) {
+        if let Some(w) = &mut run.0 {
+            w.finish(out);
+        }
+    }
+
+    fn ended(&self, out: &mut BytesMut, subscription: SubscriptionId, error: &ErrorReply) {
+        Native.ended(out, subscription, error);
     }
 }

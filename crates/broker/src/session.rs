@@ -85,6 +85,9 @@ pub struct Session {
     /// bound, a pipelined flood of peeks of a big message no longer cached would hold up to
     /// `max_pipelined` copies of its body. Receives waiting for a message hold no slot.
     pub store_receives: tokio::sync::Semaphore,
+    /// The protocol version the client connected with: which push frames it reads (see
+    /// [`crate::push::native`]).
+    version: std::sync::atomic::AtomicU16,
 }
 
 impl Session {
@@ -111,6 +114,7 @@ impl Session {
             principal,
             credit_on_push: std::sync::atomic::AtomicBool::new(false),
             store_receives: tokio::sync::Semaphore::new(MAX_STORE_RECEIVES),
+            version: std::sync::atomic::AtomicU16::new(ferry_protocol::MIN_PROTOCOL_VERSION),
         }
     }
 
@@ -118,6 +122,16 @@ impl Session {
     /// (see the field).
     pub fn set_credit_on_push(&self) {
         self.credit_on_push.store(true, Ordering::Relaxed);
+    }
+
+    /// Records the protocol version the session runs (the client's, from its `Connect`).
+    pub fn set_version(&self, version: u16) {
+        self.version.store(version, Ordering::Relaxed);
+    }
+
+    /// The protocol version the session runs.
+    pub fn version(&self) -> u16 {
+        self.version.load(Ordering::Relaxed)
     }
 
     /// Whether auto-ack subscriptions get their credit back as their pushes are queued.

@@ -36,7 +36,7 @@ use ferry_store::{ReceiveSpec, StoreError};
 
 use crate::credit::Credit;
 use crate::direct::{Attached, DirectPush};
-use crate::push::DeliveryEncoder;
+use crate::push::{DeliveryEncoder, Run};
 use crate::session::{Session, SubscriptionHandle};
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -165,6 +165,7 @@ async fn run(
         let mut parts: Vec<(Bytes, Vec<DeliveryId>)> = Vec::new();
         let mut first_id = None;
         let mut encoded = 0usize;
+        let mut run = Run::default();
         let mut redelivered = 0u64;
         let mut sink = |total: usize, d: DeliveryView<'_>| {
             redelivered += u64::from(d.delivery_count > 0);
@@ -180,7 +181,8 @@ async fn run(
             }
             if hold {
                 // The client settles nothing: the writer does (see crate::outbound).
-                encoder.encode(
+                encoder.encode_in_run(
+                    &mut run,
                     &mut buf,
                     h.id,
                     &DeliveryView {
@@ -189,11 +191,13 @@ async fn run(
                     },
                 );
                 if buf.len() >= MAX_PUSH_BYTES {
+                    // A part ends its run: each part is whole frames.
+                    encoder.finish_run(&mut run, &mut buf);
                     encoded += buf.len();
                     parts.push((buf.split().freeze(), std::mem::take(&mut ids)));
                 }
             } else {
-                encoder.encode(&mut buf, h.id, &d);
+                encoder.encode_in_run(&mut run, &mut buf, h.id, &d);
             }
         };
         // With a taker, the store starts the take under its lock (and may pick less than
@@ -206,6 +210,7 @@ async fn run(
             .await
         {
             Ok(n) if n > 0 => {
+                encoder.finish_run(&mut run, &mut buf);
                 encoded += buf.len();
                 delivery_bytes = encoded / n;
                 let n = n as u32;

@@ -7,34 +7,52 @@
 //! in the order the broker pushed them, and nothing waits on a delivery held back.
 
 use bytes::Bytes;
+use ferry_protocol::deliver_batch::{read_batch_head, read_batch_entry};
 use ferry_protocol::responses::read_delivery_after;
 use ferry_protocol::wire::Reader;
 use ferry_protocol::{
     Delivery, FrameAt, FrameKind, Message, SubscriptionId, WireError, HEADER_LEN,
 };
 
-/// If `frame` (of `run`, cut by `split_frames`) is a pushed delivery (kind `Deliver`, request
-/// id 0), decodes it into `batches` and returns `true`; `false` for any other frame.
-/// `more_bytes`: how much was read behind this frame (to size a new batch).
+/// If `frame` (of `run`, cut by `split_frames`) is a pushed delivery (kind `Deliver` or
+/// `DeliverBatch`, request id 0), decodes it into `batches` and returns `true`; `false` for
+/// any other frame. `more_bytes`: how much was read behind this frame (to size a new batch).
 pub(crate) fn decode_push(
     run: &Bytes,
     frame: &FrameAt,
     batches: &mut PushBatches,
     more_bytes: usize,
 ) -> Result<bool, WireError> {
-    if frame.request_id != 0 || frame.kind != FrameKind::Deliver as u16 {
+    if frame.request_id != 0 {
         return Ok(false);
     }
-    // The same fields and checks as `Response::decode` for this kind, without building (and
+    // The same fields and checks as `Response::decode` for these kinds, without building (and
     // then moving out of) a `Response`, and read in place in the run: the body is a slice of
     // it, and no frame of its own is cut.
     let mut r = Reader::window(run, frame.payload.clone());
-    let subscription = r.u64()?;
-    let delivery = read_delivery_after(&mut r, batches.last_message(subscription))?;
-    r.finish()?;
-    // Frames behind this one are likely deliveries of about its size.
     let frame_len = frame.payload.len() + HEADER_LEN;
-    batches.push(subscription, delivery, 1 + more_bytes / frame_len);
+    if frame.kind == FrameKind::Deliver as u16 {
+        let subscription = r.u64()?;
+        let delivery = read_delivery_after(&mut r, batches.last_message(subscription))?;
+        r.finish()?;
+        // Frames behind this one are likely deliveries of about its size.
+        batches.push(subscription, delivery, 1 + more_bytes / frame_len);
+        return Ok(true);
+    }
+    if frame.kind != FrameKind::DeliverBatch as u16 {
+        return Ok(false);
+    }
+    // The subscription comes first: peek at it to find the names the batch likely repeats.
+    let subscription = Reader::window(run, frame.payload.clone()).u64()?;
+    let head = read_batch_head(&mut r, batches.last_message(subscription))?;
+    // Frames behind this one are likely batches of about as many deliveries.
+    let expected = head.count * (1 + more_bytes / frame_len);
+    let batch = batches.batch_for(subscription, expected);
+    batch.reserve(head.count);
+    for _ in 0..head.count {
+        batch.push(read_batch_entry(&mut r, &head)?);
+    }
+    r.finish()?;
     Ok(true)
 }
 
@@ -55,20 +73,28 @@ impl PushBatches {
         delivery: Delivery,
         expected: usize,
     ) {
+        self.batch_for(subscription, expected).push(delivery);
+    }
+
+    /// The deliveries waiting for `subscription`, a new batch with room for `expected` if it
+    /// has none.
+    fn batch_for(&mut self, subscription: SubscriptionId, expected: usize) -> &mut Vec<Delivery> {
         // The last subscription is the likeliest: look there first.
-        match self
+        let at = match self
             .batches
-            .iter_mut()
-            .rev()
-            .find(|(sub, _)| *sub == subscription)
+            .iter()
+            .rposition(|(sub, _)| *sub == subscription)
         {
-            Some((_, batch)) => batch.push(delivery),
+            Some(at) => at,
             None => {
-                let mut batch = Vec::with_capacity(expected.clamp(1, MAX_EXPECTED));
-                batch.push(delivery);
+                let batch = Vec::with_capacity(expected.clamp(1, MAX_EXPECTED));
                 self.batches.push((subscription, batch));
+                self.batches.len() - 1
             }
-        }
+        };
+        // `at` is an index of `batches`, just found or pushed.
+        #[allow(clippy::indexing_slicing)]
+        &mut self.batches[at].1
     }
 
     /// The message of the last delivery waiting for `subscription`, if any.

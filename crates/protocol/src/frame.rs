@@ -89,6 +89,9 @@ numbered_enum! {
         Subscribed = 0x8040,
         /// Push: a delivery on a subscription (request id 0).
         Deliver = 0x8041,
+        /// Push: several deliveries on a subscription sharing queue, sender and properties
+        /// (request id 0; version 5, see [`crate::deliver_batch`]).
+        DeliverBatch = 0x8043,
         /// Push: the broker ended a subscription (request id 0).
         SubscriptionClosed = 0x8042,
         /// Reply to list topics.

@@ -8,6 +8,7 @@
 //! - [`requests`]: every request a client sends, with its encoder and decoder;
 //! - [`responses`]: every reply and pushed delivery the broker sends;
 //! - [`size`]: the exact encoded size of every frame, for buffers sized ahead of encoding;
+//! - [`deliver_batch`]: the `DeliverBatch` push, many deliveries sharing names in one frame;
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
 //! - [`name`]: [`Name`], the shared queue and sender names of received messages;
@@ -20,6 +21,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 pub mod codes;
+pub mod deliver_batch;
 pub mod frame;
 pub mod limits;
 pub mod name;
@@ -40,5 +42,5 @@ pub use requests::Request;
 pub use responses::{encode_deliver, DeliveryView, ErrorReply, Response};
 pub use size::deliver_encoded_len;
 pub use types::*;
-pub use version::PROTOCOL_VERSION;
+pub use version::{speaks_version, DELIVER_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 pub use wire::WireError;

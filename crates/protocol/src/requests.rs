@@ -7,7 +7,6 @@ use crate::types::{
     AckMode, DeliveryId, Order, OutgoingMessage, PropertyValue, QueueOptions, ReceiveMode, Source,
     SubscriptionId, SubscriptionOptions,
 };
-use crate::version::PROTOCOL_VERSION;
 use crate::wire::{
     fitting, put_bool, put_bytes, put_opt_string, put_properties, put_string, put_strings,
     put_u64s, Reader, WireError,
@@ -480,9 +479,9 @@ const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4 + 8 + 8 + 1 + 2;
 ///
 /// The version is the first field of the first frame in every protocol version, now and later,
 /// so that a broker can always answer a client it cannot understand with `UnsupportedVersion`
-/// instead of closing the connection on a frame it cannot parse. So when the version is not
-/// [`PROTOCOL_VERSION`], the rest of the payload is decoded only if it happens to have this
-/// version's layout; otherwise the name and credentials come back empty and the caller, which
+/// instead of closing the connection on a frame it cannot parse. So when the version is not one
+/// this build speaks ([`crate::speaks_version`]: versions 4 and 5 share this layout), the rest
+/// of the payload is decoded only if it happens to have this layout; otherwise the name and credentials come back empty and the caller, which
 /// must check the version first, refuses the session.
 fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
     let version = r.u16()?;
@@ -504,7 +503,7 @@ fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {
     })();
     match rest {
         Ok(c) => Ok(Request::Connect(c)),
-        Err(_) if version != PROTOCOL_VERSION => Ok(Request::Connect(Connect {
+        Err(_) if !crate::version::speaks_version(version) => Ok(Request::Connect(Connect {
             version,
             client: String::new(),
             mechanism: String::new(),
@@ -650,7 +649,7 @@ impl Request {
     /// Decodes a request frame. Unknown kinds (and response kinds) give
     /// [`WireError::UnknownKind`]; every other error means the frame is malformed.
     ///
-    /// A `Connect` whose version is not [`PROTOCOL_VERSION`] decodes from its version field
+    /// A `Connect` of a version this build does not speak decodes from its version field
     /// alone when the rest does not parse, so the broker can refuse it with `UnsupportedVersion`:
     /// check the version before using the other fields.
     pub fn decode(frame: &RawFrame) -> Result<Request, WireError> {

@@ -3,6 +3,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::codes::ErrorCode;
+use crate::deliver_batch::{put_deliver_batch, read_deliver_batch};
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame, HEADER_LEN};
 use crate::limits::Limits;
 use crate::types::{
@@ -99,6 +100,14 @@ pub enum Response {
         subscription: SubscriptionId,
         /// The delivery.
         delivery: Delivery,
+    },
+    /// Push (version 5): deliveries on a subscription that share their queue, sender and
+    /// properties, in order (see [`crate::deliver_batch`]).
+    DeliverBatch {
+        /// The subscription.
+        subscription: SubscriptionId,
+        /// The deliveries (at least one).
+        deliveries: Vec<Delivery>,
     },
     /// Push: the broker ended a subscription (e.g. its queue was deleted).
     SubscriptionClosed {
@@ -331,6 +340,7 @@ impl Response {
             Response::WaitingQueues(_) => FrameKind::WaitingQueuesList,
             Response::Subscribed { .. } => FrameKind::Subscribed,
             Response::Deliver { .. } => FrameKind::Deliver,
+            Response::DeliverBatch { .. } => FrameKind::DeliverBatch,
             Response::SubscriptionClosed { .. } => FrameKind::SubscriptionClosed,
             Response::Topics(_) => FrameKind::Topics,
             Response::TopicSubscribed { .. } => FrameKind::TopicSubscribed,
@@ -397,6 +407,10 @@ impl Response {
                 out.put_u64_le(*subscription);
                 put_delivery(out, delivery);
             }
+            Response::DeliverBatch {
+                subscription,
+                deliveries,
+            } => put_deliver_batch(out, *subscription, deliveries),
             Response::SubscriptionClosed {
                 subscription,
                 error,
@@ -494,6 +508,13 @@ impl Response {
                 subscription: r.u64()?,
                 delivery: read_delivery(&mut r)?,
             },
+            FrameKind::DeliverBatch => {
+                let (subscription, deliveries) = read_deliver_batch(&mut r)?;
+                Response::DeliverBatch {
+                    subscription,
+                    deliveries,
+                }
+            }
             FrameKind::SubscriptionClosed => Response::SubscriptionClosed {
                 subscription: r.u64()?,
                 error: read_error(&mut r)?,

@@ -72,6 +72,12 @@ pub fn delivery_len(d: &DeliveryView<'_>) -> usize {
         + 8
 }
 
+/// Bytes of one delivery inside a `DeliverBatch` ([`crate::deliver_batch`]): what a
+/// delivery takes besides the names and properties its batch carries once.
+pub fn batch_entry_len(d: &DeliveryView<'_>) -> usize {
+    16 + opt_string(d.receiver) + 21 + 4 + d.body.len() + 8
+}
+
 /// Bytes of the `Deliver` push frame of `d` ([`crate::encode_deliver`]), header included.
 pub fn deliver_encoded_len(d: &DeliveryView<'_>) -> usize {
     HEADER_LEN + 8 + delivery_len(d)
@@ -152,6 +158,17 @@ impl Response {
                 Response::Received(d) => 1 + d.as_ref().map_or(0, |d| delivery_len(&d.view())),
                 Response::WaitingQueues(names) => strings(names),
                 Response::Deliver { delivery, .. } => 8 + delivery_len(&delivery.view()),
+                Response::DeliverBatch { deliveries, .. } => {
+                    let first = deliveries.first().map(|d| &d.message);
+                    8 + string(first.map_or("", |m| &m.queue))
+                        + string(first.map_or("", |m| &m.sender))
+                        + first.map_or(2, |m| properties_len(&m.properties))
+                        + 4
+                        + deliveries
+                            .iter()
+                            .map(|d| batch_entry_len(&d.view()))
+                            .sum::<usize>()
+                }
                 Response::SubscriptionClosed { error: e, .. } => 8 + error(e),
                 Response::Topics(topics) => {
                     4 + topics

@@ -63,6 +63,9 @@ mod min {
     /// A batch item: queue count (2), receiver tag (1), priority (1), context (8), property
     /// count (2), body length (4), time to live (8), delay (8), flags (1), topic length (2).
     pub const OUTGOING: usize = 37;
+    /// A `DeliverBatch` entry: two ids (16), receiver tag (1), fixed fields (21), body length
+    /// (4), expiry (8).
+    pub const BATCH_ENTRY: usize = 50;
     /// A queue listing entry: name length (2), ready (8), in flight (8).
     pub const QUEUE_INFO: usize = 18;
     /// A batch result: tag (1) and the smaller of an id (8) and an error's code (2) + text
@@ -246,6 +249,29 @@ impl Tally {
                 }
             }
             Response::Received(Some(d)) | Response::Deliver { delivery: d, .. } => self.delivery(d),
+            Response::DeliverBatch { deliveries, .. } => {
+                self.list(deliveries, deliveries.capacity(), min::BATCH_ENTRY);
+                // The batch's properties are on the wire once and copied into each delivery,
+                // within a bound of their own (checked here, outside the payload's count).
+                let shared = deliveries.first().map(|d| d.message.properties.clone());
+                for d in deliveries {
+                    let m = &d.message;
+                    self.name(&m.queue);
+                    self.name(&m.sender);
+                    if let Some(r) = &m.receiver {
+                        self.string(r);
+                    }
+                    self.body(&m.body);
+                }
+                if let Some(p) = shared {
+                    self.properties(&p);
+                    let wire = ferry_protocol::size::properties_len(&p) - 2;
+                    assert!(
+                        wire * deliveries.len()
+                            <= ferry_protocol::deliver_batch::MAX_REPEATED_PROPERTY_BYTES
+                    );
+                }
+            }
             Response::WaitingQueues(names) => self.strings(names),
             Response::Topics(ts) => {
                 self.list(ts, ts.capacity(), min::TOPIC_INFO);
@@ -672,6 +698,7 @@ fn memory_per_minimal_encoded_byte_is_bounded_for_every_list_element() {
         ),
         ("id", size_of::<u64>(), min::U64),
         ("batch item", size_of::<OutgoingMessage>(), min::OUTGOING),
+        ("batched delivery", size_of::<Delivery>(), min::BATCH_ENTRY),
         (
             "queue info",
             size_of::<ferry_protocol::QueueInfo>(),

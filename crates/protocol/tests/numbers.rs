@@ -68,6 +68,7 @@ const FRAME_KINDS: &[(FrameKind, u16)] = &[
     (FrameKind::WaitingQueuesList, 0x8033),
     (FrameKind::Subscribed, 0x8040),
     (FrameKind::Deliver, 0x8041),
+    (FrameKind::DeliverBatch, 0x8043),
     (FrameKind::SubscriptionClosed, 0x8042),
     (FrameKind::Topics, 0x8052),
     (FrameKind::TopicSubscribed, 0x8053),
@@ -135,8 +136,14 @@ fn frame_kind_numbers_are_pinned() {
 }
 
 #[test]
-fn protocol_version_is_4() {
-    assert_eq!(PROTOCOL_VERSION, 4);
+fn protocol_version_is_5_and_4_is_still_spoken() {
+    assert_eq!(PROTOCOL_VERSION, 5);
+    assert_eq!(ferry_protocol::MIN_PROTOCOL_VERSION, 4);
+    assert_eq!(ferry_protocol::DELIVER_BATCH_VERSION, 5);
+    assert!(!ferry_protocol::speaks_version(3));
+    assert!(ferry_protocol::speaks_version(4));
+    assert!(ferry_protocol::speaks_version(5));
+    assert!(!ferry_protocol::speaks_version(6));
     assert_eq!(ferry_protocol::requests::CONNECT_EPHEMERAL, 1);
     assert_eq!(ferry_protocol::requests::CONNECT_FLAGS, 1);
 }

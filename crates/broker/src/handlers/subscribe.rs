@@ -10,7 +10,7 @@ use ferry_selector::Selector;
 use ferry_store::StoreError;
 
 use super::{store_error, validate};
-use crate::push::{DeliveryEncoder, Native};
+use crate::push::{self, DeliveryEncoder};
 use crate::session::{Session, TopicConsumer};
 use crate::shared::Shared;
 use crate::subscription;
@@ -30,7 +30,8 @@ pub async fn subscribe(
         Response::Subscribed { subscription: id }.encode(request_id, &mut reply);
         session.out.send(reply.freeze()).is_ok()
     };
-    open_queue(shared, session, sub, Arc::new(Native), announce)
+    let encoder = push::native(session.version(), shared.limits.max_frame_bytes);
+    open_queue(shared, session, sub, encoder, announce)
         .await
         .err()
 }
@@ -145,7 +146,8 @@ pub async fn subscribe_topic(
         .encode(request_id, &mut reply);
         session.out.send(reply.freeze()).is_ok()
     };
-    open_topic(shared, session, sub, Arc::new(Native), announce)
+    let encoder = push::native(session.version(), shared.limits.max_frame_bytes);
+    open_topic(shared, session, sub, encoder, announce)
         .await
         .err()
 }

@@ -142,6 +142,33 @@ pub fn pushed_delivery() -> Delivery {
     }
 }
 
+/// Two pushed deliveries sharing queue, sender and property: a `DeliverBatch`'s; the second
+/// addressed and client-ack.
+pub fn batched_deliveries() -> Vec<Delivery> {
+    let first = Message {
+        body: Bytes::from_static(b"a"),
+        ..pushed_delivery().message
+    };
+    let mut second = first.clone();
+    second.id = 8;
+    second.receiver = Some("me".into());
+    second.body = Bytes::new();
+    second.delivery_count = 1;
+    vec![
+        Delivery {
+            delivery_id: 0,
+            message: Message {
+                receiver: None,
+                ..first
+            },
+        },
+        Delivery {
+            delivery_id: 2,
+            message: second,
+        },
+    ]
+}
+
 /// The requests whose byte layout is pinned in `layout.rs`: one of every variant, and a second
 /// `Receive` to pin the other value of each of its enums.
 pub fn pinned_requests() -> Vec<Request> {
@@ -283,6 +310,10 @@ pub fn pinned_responses() -> Vec<Response> {
         Response::SubscriptionClosed {
             subscription: 3,
             error: ErrorReply::new(ErrorCode::QueueNotFound, "gone"),
+        },
+        Response::DeliverBatch {
+            subscription: 3,
+            deliveries: batched_deliveries(),
         },
         Response::Topics(vec![TopicInfo {
             name: "t".into(),
@@ -465,6 +496,28 @@ pub fn all_responses() -> Vec<Response> {
                     ..full_delivery_message()
                 },
             },
+        },
+        Response::DeliverBatch {
+            subscription: u64::MAX,
+            deliveries: vec![
+                Delivery {
+                    delivery_id: u64::MAX,
+                    message: Message {
+                        body: Bytes::from(vec![1u8; 5000]),
+                        delivery_count: u32::MAX,
+                        created_at: u64::MAX,
+                        expires_at: u64::MAX,
+                        ..full_delivery_message()
+                    },
+                },
+                Delivery {
+                    delivery_id: 1,
+                    message: Message {
+                        receiver: None,
+                        ..full_delivery_message()
+                    },
+                },
+            ],
         },
     ]);
     v.extend(ErrorCode::ALL.iter().map(|c| Response::error(*c, c.name())));
@@ -753,6 +806,22 @@ pub fn delivery() -> impl Strategy<Value = Delivery> {
         )
 }
 
+/// Deliveries as a `DeliverBatch` carries them: one to four, all with the first's queue,
+/// sender and properties, the rest of each their own.
+pub fn delivery_batch() -> impl Strategy<Value = Vec<Delivery>> {
+    prop::collection::vec(delivery(), 1..5).prop_map(|mut ds| {
+        let shared = ds.first().map(|d| d.message.clone());
+        if let Some(first) = shared {
+            for d in &mut ds {
+                d.message.queue = first.queue.clone();
+                d.message.sender = first.sender.clone();
+                d.message.properties = first.properties.clone();
+            }
+        }
+        ds
+    })
+}
+
 fn limits() -> impl Strategy<Value = Limits> {
     (
         (any::<u32>(), any::<u32>(), any::<u16>(), any::<u32>()),
@@ -813,6 +882,12 @@ pub fn response() -> impl Strategy<Value = Response> {
         (any::<u64>(), delivery()).prop_map(|(subscription, delivery)| Response::Deliver {
             subscription,
             delivery
+        }),
+        (any::<u64>(), delivery_batch()).prop_map(|(subscription, deliveries)| {
+            Response::DeliverBatch {
+                subscription,
+                deliveries,
+            }
         }),
         (any::<u64>(), error_reply()).prop_map(|(subscription, error)| {
             Response::SubscriptionClosed {

@@ -1,0 +1,282 @@
+//! The `DeliverBatch` push (protocol version 5): many deliveries on one subscription in one
+//! frame, their queue name, sender name and properties written once.
+//!
+//! ```text
+//! subscription u64 | queue string | sender string | properties | count u32 (>= 1)
+//! count x { delivery id u64 | message id u64 | receiver opt string | priority u8 |
+//!           context u64 | created at u64 | delivery count u32 | body bytes | expires at u64 }
+//! ```
+//!
+//! A stream of small messages from one publisher to one subscription repeats the same names
+//! and (for a publish, the topic) property in every `Deliver` frame: for a 150-byte body they
+//! were a third of the bytes, and decoding them a good part of a receiver's work. Every
+//! delivery of a batch has exactly the batch's queue, sender and properties; the writer
+//! starts a new frame when one of them changes, and keeps every frame within a size
+//! ([`DeliverBatchWriter::new`]). A delivery too large for a batch frame goes out as a plain
+//! `Deliver`, so no delivery needs a larger frame than before.
+//!
+//! The broker sends `DeliverBatch` only to sessions that connected with version 5 or later;
+//! a version 4 session gets the same deliveries as `Deliver` frames.
+
+use std::ops::Range;
+
+use bytes::BytesMut;
+
+use crate::frame::{begin_frame, end_frame, FrameKind, HEADER_LEN};
+use crate::name::Name;
+use crate::responses::{encode_deliver, DeliveryView};
+use crate::size::{batch_entry_len, properties_len};
+use crate::types::{Delivery, Message, Properties, SubscriptionId};
+use crate::wire::{fitting, put_opt_string, put_properties, put_string, Reader, WireError};
+
+/// Bytes of a batch entry besides its receiver and body: two ids, the receiver's presence
+/// byte, the fixed fields (21), the body's length and the expiry.
+const ENTRY_FIXED: usize = 16 + 1 + 21 + 4 + 8;
+
+/// The largest frame a batch grows to (header included) unless the peer's frame limit is
+/// smaller: large enough that a frame's header is noise beside its deliveries, small enough
+/// that a subscription's deliveries are not held back behind one another for long.
+pub const MAX_BATCH_FRAME_BYTES: usize = 64 * 1024;
+
+/// The most bytes a batch's properties (beyond their count) may take repeated once per
+/// delivery: every decoded delivery gets its own copy of them, and this keeps a small frame
+/// from decoding into much more memory than a frame of `Deliver`s could (the writer keeps to
+/// it, the readers refuse batches beyond it).
+pub const MAX_REPEATED_PROPERTY_BYTES: usize = 64 * 1024;
+
+/// The shared part of a batch: subscription, names and properties, and how many deliveries
+/// follow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchHead {
+    /// The subscription.
+    pub subscription: SubscriptionId,
+    /// Every delivery's queue.
+    pub queue: Name,
+    /// Every delivery's sender.
+    pub sender: Name,
+    /// Every delivery's properties.
+    pub properties: Properties,
+    /// Deliveries in the frame (at least 1).
+    pub count: usize,
+}
+
+/// Reads a batch's head. `prev` is the last message decoded on the same connection, whose
+/// names a batch likely repeats (then they are shared, not allocated again).
+pub fn read_batch_head(
+    r: &mut Reader<'_>,
+    prev: Option<&Message>,
+) -> Result<BatchHead, WireError> {
+    let subscription = r.u64()?;
+    let queue = r.name_like("queue name", prev.map(|p| &p.queue))?;
+    let sender = r.name_like("sender", prev.map(|p| &p.sender))?;
+    let before = r.remaining();
+    let properties = r.properties()?;
+    let property_bytes = before - r.remaining() - 2;
+    let count = r.count32("deliveries", ENTRY_FIXED)?;
+    if count == 0 {
+        return Err(WireError::InvalidValue {
+            field: "delivery count of a batch",
+            value: 0,
+        });
+    }
+    let repeated = property_bytes.saturating_mul(count);
+    if repeated > MAX_REPEATED_PROPERTY_BYTES {
+        return Err(WireError::InvalidValue {
+            field: "bytes of a batch's properties repeated per delivery",
+            value: repeated as u64,
+        });
+    }
+    Ok(BatchHead {
+        subscription,
+        queue,
+        sender,
+        properties,
+        count,
+    })
+}
+
+/// Reads the next delivery of the batch `head` began.
+pub fn read_batch_entry(r: &mut Reader<'_>, head: &BatchHead) -> Result<Delivery, WireError> {
+    let mut ids = r.fixed::<16>()?;
+    let (delivery_id, id) = (ids.u64(), ids.u64());
+    let receiver = r.opt_string("receiver")?;
+    let mut fixed = r.fixed::<21>()?;
+    Ok(Delivery {
+        delivery_id,
+        message: Message {
+            id,
+            queue: head.queue.clone(),
+            sender: head.sender.clone(),
+            receiver,
+            priority: fixed.u8(),
+            context: fixed.u64(),
+            created_at: fixed.u64(),
+            delivery_count: fixed.u32(),
+            properties: head.properties.clone(),
+            body: r.bytes()?,
+            expires_at: r.u64()?,
+        },
+    })
+}
+
+/// Reads a whole `DeliverBatch` payload (as [`crate::Response::decode`] does).
+pub fn read_deliver_batch(
+    r: &mut Reader<'_>,
+) -> Result<(SubscriptionId, Vec<Delivery>), WireError> {
+    let head = read_batch_head(r, None)?;
+    // `head.count` passed `count32` against the bytes left: room for exactly that many.
+    let mut deliveries = Vec::new();
+    deliveries.reserve_exact(head.count);
+    for _ in 0..head.count {
+        deliveries.push(read_batch_entry(r, &head)?);
+    }
+    Ok((head.subscription, deliveries))
+}
+
+/// Writes the payload of a `DeliverBatch` of `deliveries` on `subscription`, their queue,
+/// sender and properties taken from the first (all must share them): what
+/// [`crate::Response`]'s encoder writes after the frame header. Empty `deliveries` write a
+/// count of 0, which no reader accepts. A broker writes its batches with
+/// [`DeliverBatchWriter`].
+pub fn put_deliver_batch(out: &mut BytesMut, subscription: SubscriptionId, deliveries: &[Delivery]) {
+    out.extend_from_slice(&subscription.to_le_bytes());
+    let first = deliveries.first().map(|d| &d.message);
+    put_string(out, first.map_or("", |m| &m.queue));
+    put_string(out, first.map_or("", |m| &m.sender));
+    put_properties(out, first.map_or(&Properties::new(), |m| &m.properties));
+    out.extend_from_slice(&(deliveries.len() as u32).to_le_bytes());
+    for d in deliveries {
+        put_entry(out, &d.view());
+    }
+}
+
+/// The frame being filled: where it and its fields lie in the output buffer.
+#[derive(Debug)]
+struct Open {
+    start: usize,
+    subscription: SubscriptionId,
+    queue: Range<usize>,
+    sender: Range<usize>,
+    properties: Properties,
+    count_at: usize,
+    count: u32,
+    /// Bytes of the properties beyond their count (see [`MAX_REPEATED_PROPERTY_BYTES`]).
+    property_bytes: usize,
+}
+
+/// Writes a run of deliveries as `DeliverBatch` frames into one buffer: consecutive
+/// deliveries with the same subscription, queue, sender and properties share a frame. Call
+/// [`DeliverBatchWriter::finish`] before the buffer is sent (or written to otherwise).
+#[derive(Debug)]
+pub struct DeliverBatchWriter {
+    open: Option<Open>,
+    max_frame: usize,
+}
+
+impl DeliverBatchWriter {
+    /// A writer whose frames stay within `max_frame_bytes` (the receiver's frame limit) and
+    /// [`MAX_BATCH_FRAME_BYTES`].
+    pub fn new(max_frame_bytes: u32) -> DeliverBatchWriter {
+        DeliverBatchWriter {
+            open: None,
+            max_frame: (max_frame_bytes as usize).min(MAX_BATCH_FRAME_BYTES),
+        }
+    }
+
+    /// Appends `d` on `subscription` to the open frame if it shares its fields and fits,
+    /// else to a new frame (or, too large for any batch, as a `Deliver` frame of its own).
+    pub fn push(&mut self, out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) {
+        let entry = batch_entry_len(d);
+        if let Some(open) = &self.open {
+            let fits = out.len() - open.start + entry <= self.max_frame
+                && (open.count as usize + 1) * open.property_bytes <= MAX_REPEATED_PROPERTY_BYTES;
+            let same = open.subscription == subscription
+                && out.get(open.queue.clone()) == Some(d.queue.as_bytes())
+                && out.get(open.sender.clone()) == Some(d.sender.as_bytes())
+                && open.properties == *d.properties;
+            if !(fits && same) {
+                self.finish(out);
+            }
+        }
+        if self.open.is_none() {
+            let head = HEADER_LEN
+                + 8
+                + 2
+                + d.queue.len()
+                + 2
+                + d.sender.len()
+                + properties_len(d.properties)
+                + 4;
+            if head + entry > self.max_frame
+                || properties_len(d.properties) - 2 > MAX_REPEATED_PROPERTY_BYTES
+            {
+                // Too large for a batch: a frame of its own.
+                encode_deliver(out, subscription, d);
+                return;
+            }
+            self.open = Some(open_frame(out, subscription, d));
+        }
+        put_entry(out, d);
+        if let Some(open) = &mut self.open {
+            open.count += 1;
+        }
+    }
+
+    /// Closes the open frame, if any: patches its count and length.
+    pub fn finish(&mut self, out: &mut BytesMut) {
+        if let Some(open) = self.open.take() {
+            if let Some(slot) = out.get_mut(open.count_at..open.count_at + 4) {
+                slot.copy_from_slice(&open.count.to_le_bytes());
+            }
+            end_frame(out, open.start);
+        }
+    }
+}
+
+/// Begins a frame for deliveries like `d`: header and shared fields, the count left to patch.
+fn open_frame(out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) -> Open {
+    let start = begin_frame(out, FrameKind::DeliverBatch, 0);
+    out.extend_from_slice(&subscription.to_le_bytes());
+    let queue = out.len() + 2..out.len() + 2 + fitting(d.queue).len();
+    put_string(out, d.queue);
+    let sender = out.len() + 2..out.len() + 2 + fitting(d.sender).len();
+    put_string(out, d.sender);
+    put_properties(out, d.properties);
+    let count_at = out.len();
+    out.extend_from_slice(&0u32.to_le_bytes());
+    Open {
+        start,
+        subscription,
+        queue,
+        sender,
+        properties: d.properties.clone(),
+        count_at,
+        count: 0,
+        property_bytes: properties_len(d.properties) - 2,
+    }
+}
+
+/// One entry: the delivery's own fields.
+fn put_entry(out: &mut BytesMut, d: &DeliveryView<'_>) {
+    let mut ids = [0u8; 16];
+    ids[..8].copy_from_slice(&d.delivery_id.to_le_bytes());
+    ids[8..].copy_from_slice(&d.id.to_le_bytes());
+    out.extend_from_slice(&ids);
+    let mut fixed = [0u8; 21 + 4];
+    fixed[0] = d.priority;
+    fixed[1..9].copy_from_slice(&d.context.to_le_bytes());
+    fixed[9..17].copy_from_slice(&d.created_at.to_le_bytes());
+    fixed[17..21].copy_from_slice(&d.delivery_count.to_le_bytes());
+    fixed[21..].copy_from_slice(&(d.body.len() as u32).to_le_bytes());
+    if d.receiver.is_none() {
+        // receiver tag 0, the fixed fields and the body's length: one run
+        let mut run = [0u8; 1 + 21 + 4];
+        run[1..].copy_from_slice(&fixed);
+        out.extend_from_slice(&run);
+    } else {
+        put_opt_string(out, d.receiver);
+        out.extend_from_slice(&fixed);
+    }
+    out.extend_from_slice(d.body);
+    out.extend_from_slice(&d.expires_at.to_le_bytes());
+}
