@@ -175,8 +175,8 @@ fn precheck(shared: &Shared, c: &Connect) -> Result<(), ErrorReply> {
         return Err(ErrorReply::new(
             ErrorCode::UnsupportedVersion,
             format!(
-                "protocol version {} is not supported; this broker speaks versions \
-                 {MIN_PROTOCOL_VERSION} to {PROTOCOL_VERSION}",
+                "protocol version {} is not supported; this broker speaks version \
+                 {MIN_PROTOCOL_VERSION} up to version {PROTOCOL_VERSION}",
                 c.version
             ),
         ));

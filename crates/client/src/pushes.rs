@@ -7,7 +7,7 @@
 //! in the order the broker pushed them, and nothing waits on a delivery held back.
 
 use bytes::Bytes;
-use ferry_protocol::deliver_batch::{read_batch_head, read_batch_entry};
+use ferry_protocol::deliver_batch::{read_batch_entry, read_batch_head};
 use ferry_protocol::responses::read_delivery_after;
 use ferry_protocol::wire::Reader;
 use ferry_protocol::{

@@ -62,10 +62,7 @@ pub struct BatchHead {
 
 /// Reads a batch's head. `prev` is the last message decoded on the same connection, whose
 /// names a batch likely repeats (then they are shared, not allocated again).
-pub fn read_batch_head(
-    r: &mut Reader<'_>,
-    prev: Option<&Message>,
-) -> Result<BatchHead, WireError> {
+pub fn read_batch_head(r: &mut Reader<'_>, prev: Option<&Message>) -> Result<BatchHead, WireError> {
     let subscription = r.u64()?;
     let queue = r.name_like("queue name", prev.map(|p| &p.queue))?;
     let sender = r.name_like("sender", prev.map(|p| &p.sender))?;
@@ -138,7 +135,11 @@ pub fn read_deliver_batch(
 /// [`crate::Response`]'s encoder writes after the frame header. Empty `deliveries` write a
 /// count of 0, which no reader accepts. A broker writes its batches with
 /// [`DeliverBatchWriter`].
-pub fn put_deliver_batch(out: &mut BytesMut, subscription: SubscriptionId, deliveries: &[Delivery]) {
+pub fn put_deliver_batch(
+    out: &mut BytesMut,
+    subscription: SubscriptionId,
+    deliveries: &[Delivery],
+) {
     out.extend_from_slice(&subscription.to_le_bytes());
     let first = deliveries.first().map(|d| &d.message);
     put_string(out, first.map_or("", |m| &m.queue));

@@ -154,7 +154,10 @@ fn frames_stay_within_the_limit_and_a_delivery_too_large_for_a_batch_goes_as_del
     let frames = decode_all(out);
     let kinds: Vec<FrameKind> = frames.iter().map(|f| f.0).collect();
     assert!(kinds.len() > 3, "{kinds:?}");
-    let big_at = frames.iter().position(|f| f.0 == FrameKind::Deliver).unwrap();
+    let big_at = frames
+        .iter()
+        .position(|f| f.0 == FrameKind::Deliver)
+        .unwrap();
     assert_eq!(frames[big_at].2[0].message.id, 50);
     assert_eq!(flatten(frames), run);
     // The default bound holds with a larger limit too.
@@ -173,7 +176,9 @@ fn the_writer_bounds_the_properties_repeated_over_a_batch() {
     d.message.properties = vec![("p".into(), PropertyValue::Str("x".repeat(994)))];
     let run: Vec<_> = (0..200).map(|_| (1, d.clone())).collect();
     let frames = decode_all(write(&run, u32::MAX));
-    assert!(frames.iter().all(|f| f.2.len() * 1000 <= MAX_REPEATED_PROPERTY_BYTES));
+    assert!(frames
+        .iter()
+        .all(|f| f.2.len() * 1000 <= MAX_REPEATED_PROPERTY_BYTES));
     assert_eq!(flatten(frames), run);
 }
 
