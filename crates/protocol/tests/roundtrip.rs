@@ -10,9 +10,7 @@ use std::collections::HashSet;
 use bytes::{Bytes, BytesMut};
 use common::*;
 use ferry_protocol::requests::Connect;
-use ferry_protocol::{
-    split_frame, Name, OutgoingMessage, RawFrame, Request, Response, WireError, PROTOCOL_VERSION,
-};
+use ferry_protocol::{split_frame, Name, OutgoingMessage, RawFrame, Request, Response, WireError};
 
 #[test]
 fn samples_cover_every_kind() {
