@@ -9,7 +9,7 @@
 //!
 //! A stream of small messages from one publisher to one subscription repeats the same names
 //! and (for a publish, the topic) property in every `Deliver` frame: for a 150-byte body they
-//! were a third of the bytes, and decoding them a good part of a receiver's work. Every
+//! were about 40% of the bytes, and decoding them a good part of a receiver's work. Every
 //! delivery of a batch has exactly the batch's queue, sender and properties; the writer
 //! starts a new frame when one of them changes, and keeps every frame within a size
 //! ([`DeliverBatchWriter::new`]). A delivery too large for a batch frame goes out as a plain
