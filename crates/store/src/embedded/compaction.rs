@@ -36,7 +36,11 @@
 //!
 //! Policy, from the oldest sealed segment on, within a budget of bytes rewritten per call:
 //! - no live bytes: delete it;
-//! - at most half of its records live: rewrite its live records, then delete it;
+//! - at most half of its records live: rewrite its live records, then delete it; but not
+//!   the newest sealed segment, unless the disk is full: it holds the messages sent last,
+//!   which consumers that keep up take moments later (reading the file back to copy them into
+//!   the head would be wasted). Once the next segment is sealed it is usually dead, and
+//!   deleted without a copy;
 //! - otherwise rewrite it anyway if the sealed log holds more dead than live bytes by more
 //!   than two segments, which bounds disk use to about twice the live data even when an old,
 //!   mostly live segment (a backlog nobody reads) sits in front of dead ones.
@@ -183,6 +187,13 @@ fn next_step(journal: &super::state::journal::Journal, room: Option<u64>) -> Opt
     if room.is_some_and(|room| stats.live > room / 2) {
         return None;
     }
+    // The newest sealed segment holds the messages sent last, which consumers that keep up
+    // take moments later: rewriting it would read the file back and copy those messages into
+    // the head just before they die. It waits until the next segment is sealed (by then it is
+    // usually dead and deleted without a copy), unless the disk is full.
+    if room.is_none() && oldest.saturating_add(1) == journal.head {
+        return None;
+    }
     // Headers do not count: the rewritten records land in a segment that has one too, so a
     // segment whose dead bytes are mostly its header is not worth rewriting (with a large
     // header, rewriting it would only move its live records into ever new segments).
@@ -197,4 +208,118 @@ fn next_step(journal: &super::state::journal::Journal, room: Option<u64>) -> Opt
         return Some(Step::Rewrite(oldest));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use ferry_protocol::{AckMode, ReceiveMode};
+
+    use super::super::engine_tests::{bodies, message, open, spec};
+    use super::super::state::journal::{Journal, SegmentStats};
+    use super::super::FaultyBackend;
+    use super::*;
+    use crate::api::Store;
+
+    /// A journal whose active segment is `head`, with sealed segments of 1,000 bytes (a
+    /// 100-byte header) holding `live` live bytes each.
+    fn journal(head: u64, live: &[(u64, u64)]) -> Journal {
+        let mut j = Journal::new(1000, head, 100, 100);
+        for &(n, live) in live {
+            let stats = SegmentStats {
+                total: 1000,
+                header: 100,
+                live,
+                ..SegmentStats::default()
+            };
+            j.segments.insert(n, stats);
+        }
+        j.segments.insert(head, SegmentStats::default());
+        j
+    }
+
+    #[test]
+    fn the_newest_sealed_segment_is_left_to_the_consumers_until_the_next_one_is_sealed() {
+        // Mostly dead, but sealed last: its live messages are the ones sent last.
+        assert_eq!(next_step(&journal(2, &[(1, 50)]), None), None);
+        // Once another segment is sealed after it, it is rewritten.
+        assert_eq!(
+            next_step(&journal(3, &[(1, 50), (2, 900)]), None),
+            Some(Step::Rewrite(1))
+        );
+        // Dead, it is deleted at once: nothing to copy.
+        assert_eq!(next_step(&journal(2, &[(1, 0)]), None), Some(Step::Delete(1)));
+    }
+
+    #[test]
+    fn on_a_full_disk_the_newest_sealed_segment_is_rewritten_at_once() {
+        assert_eq!(
+            next_step(&journal(2, &[(1, 50)]), Some(1000)),
+            Some(Step::Rewrite(1))
+        );
+        // Only a rewrite that fits in the room left.
+        assert_eq!(next_step(&journal(2, &[(1, 50)]), Some(60)), None);
+    }
+
+    #[test]
+    fn an_older_segment_is_rewritten_when_at_most_half_live_or_the_log_mostly_dead() {
+        // More than half live, and the sealed log not mostly dead: left alone.
+        assert_eq!(next_step(&journal(3, &[(1, 600), (2, 900)]), None), None);
+        let mut sealed: Vec<(u64, u64)> = vec![(1, 600)];
+        sealed.extend((2..=6).map(|n| (n, 0)));
+        // 600 live against 300 + 5 * 900 dead bytes: more than two segments' worth.
+        assert_eq!(
+            next_step(&journal(7, &sealed), None),
+            Some(Step::Rewrite(1))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_last_messages_of_a_sealed_segment_are_left_to_a_consumer_that_keeps_up() {
+        let disk = FaultyBackend::new();
+        let store = open(&disk, 4096).await;
+        store.sessions().register_client("c").await.unwrap();
+        store.queues().create_queue("q").await.unwrap();
+        let take = spec("q", ReceiveMode::Take, AckMode::Auto, 1);
+        let head = || *store.segments().last().unwrap();
+        let (mut sent, mut taken) = (0, 0);
+        let send = async |i: usize| {
+            let m = message(&["q"], None, &format!("message {i:04}"), "x");
+            store.queues().send(m).await.unwrap();
+        };
+        // A consumer two messages behind, until a few segments are sealed.
+        let first = head();
+        while head() < first + 3 {
+            send(sent).await;
+            sent += 1;
+            while sent - taken > 2 {
+                taken += store.queues().receive(&take, 1).await.unwrap().len();
+            }
+        }
+        let sealed = head() - 1;
+        {
+            let st = store.state();
+            let s = &st.journal.segments[&sealed];
+            assert!(
+                s.live > 0 && s.live * 2 <= s.total - s.header,
+                "the newest sealed segment holds a few live messages: {s:?}"
+            );
+        }
+        for _ in 0..3 {
+            store.upkeep().maintain().await.unwrap();
+        }
+        assert_eq!(
+            store.segments().first(),
+            Some(&sealed),
+            "the dead segments are deleted, the newest sealed one is not rewritten"
+        );
+        // Once the next segment is sealed, its live messages are rewritten.
+        while head() == sealed + 1 {
+            send(sent).await;
+            sent += 1;
+        }
+        store.upkeep().maintain().await.unwrap();
+        assert!(!store.segments().contains(&sealed), "{:?}", store.segments());
+        let expected: Vec<String> = (taken..sent).map(|i| format!("message {i:04}")).collect();
+        assert_eq!(bodies(&store, "q").await, expected);
+    }
 }
