@@ -247,7 +247,10 @@ mod tests {
             Some(Step::Rewrite(1))
         );
         // Dead, it is deleted at once: nothing to copy.
-        assert_eq!(next_step(&journal(2, &[(1, 0)]), None), Some(Step::Delete(1)));
+        assert_eq!(
+            next_step(&journal(2, &[(1, 0)]), None),
+            Some(Step::Delete(1))
+        );
     }
 
     #[test]
@@ -318,7 +321,11 @@ mod tests {
             sent += 1;
         }
         store.upkeep().maintain().await.unwrap();
-        assert!(!store.segments().contains(&sealed), "{:?}", store.segments());
+        assert!(
+            !store.segments().contains(&sealed),
+            "{:?}",
+            store.segments()
+        );
         let expected: Vec<String> = (taken..sent).map(|i| format!("message {i:04}")).collect();
         assert_eq!(bodies(&store, "q").await, expected);
     }
