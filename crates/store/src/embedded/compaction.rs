@@ -58,7 +58,7 @@ use super::{segment_path, spare_path};
 use crate::error::StoreError;
 
 /// What to do with the oldest sealed segment.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Delete(u64),
     Rewrite(u64),
@@ -72,27 +72,38 @@ impl EmbeddedStore {
         let mut budget = store.segment_bytes.saturating_mul(2);
         loop {
             store.writable().await?;
-            let step = {
+            let (step, span) = {
                 let st = store.state();
                 // On a full disk, rewrites go into the space reserve: only those that fit.
                 let room = store.is_full().then(|| st.journal.room());
-                next_step(&st.journal, room)
+                let step = next_step(&st.journal, room);
+                let span = match step {
+                    Some(Step::Rewrite(n)) => st.live_span(n),
+                    _ => None,
+                };
+                (step, span)
             };
             let Some(step) = step else {
                 return Ok(());
             };
-            // A rewrite copies the bodies of the live messages from the segment's file, read
-            // here without the lock. The segment is sealed, and only compaction (this task,
-            // alone) retires segments, so it is still there, unchanged, once locked again.
-            let image = match step {
-                Step::Rewrite(n) => Some(read_segment(store, n).await?),
-                Step::Delete(_) => None,
+            // A rewrite copies the bodies of the live messages from the segment's file: only
+            // the part that holds them (nothing if only registrations are live: those are in
+            // memory), read here without the lock. The segment is sealed, and only compaction
+            // (this task, alone) retires segments; messages only ever move out of it (to the
+            // head), so that part is still there, unchanged, once locked again, and messages
+            // that died or moved meanwhile are skipped.
+            let image = match (step, span) {
+                (Step::Rewrite(n), Some(span)) => Some((read_span(store, n, span).await?, span.0)),
+                (Step::Rewrite(_), None) => Some((Vec::new(), 0)),
+                (Step::Delete(_), _) => None,
             };
             let (segment, rewritten, ticket) = {
                 let mut st = store.state();
                 let mut log = store.log.lock();
                 let (segment, rewritten) = match (step, &image) {
-                    (Step::Rewrite(n), Some(image)) => (n, st.rewrite_segment(&mut log, n, image)?),
+                    (Step::Rewrite(n), Some((image, base))) => {
+                        (n, st.rewrite_segment(&mut log, n, image, *base)?)
+                    }
                     (Step::Rewrite(n) | Step::Delete(n), _) => (n, 0),
                 };
                 log.force_sync();
@@ -114,11 +125,17 @@ impl EmbeddedStore {
     }
 }
 
-/// The content of sealed segment `n`.
-async fn read_segment(store: &EmbeddedStore, n: u64) -> Result<Vec<u8>, StoreError> {
+/// The bytes `start..end` of sealed segment `n`.
+async fn read_span(
+    store: &EmbeddedStore,
+    n: u64,
+    (start, end): (u64, u64),
+) -> Result<Vec<u8>, StoreError> {
     let backend: Arc<dyn Backend> = store.backend.clone();
     let path = segment_path(store.spares.dir(), n);
-    tokio::task::spawn_blocking(move || backend.read(&path))
+    let len = usize::try_from(end - start)
+        .map_err(|_| StoreError::Internal(format!("compaction: segment {n} too large to read")))?;
+    tokio::task::spawn_blocking(move || backend.read_at(&path, start, len))
         .await
         .map_err(|e| StoreError::Internal(format!("compaction task failed: {e}")))?
         .map_err(|e| StoreError::Unavailable(format!("compaction: reading segment {n}: {e}")))

@@ -11,16 +11,32 @@ use super::super::writer::LogGuard;
 use super::*;
 
 impl State {
+    /// The offsets `start..end` of segment `segment` that hold the `MessageAdded` records of
+    /// its live messages (the only part of the file a rewrite reads), if it holds any.
+    pub fn live_span(&self, segment: u64) -> Option<(u64, u64)> {
+        let s = self.journal.segments.get(&segment)?;
+        s.ids
+            .iter()
+            .filter_map(|id| self.messages.get(id).filter(|e| e.segment() == segment))
+            .map(|e| {
+                let start = e.place.offset();
+                (start, start + u64::from(e.place.size))
+            })
+            .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
+    }
+
     /// Re-appends every live message whose current `MessageAdded` record is in `segment`, with
     /// its current queues and delivery counts, and every registration whose `ClientRegistered`
-    /// record is there, so that the segment holds nothing live. `image` is the segment file's
-    /// content (sealed: it no longer changes). Returns the bytes rewritten; an error, before
-    /// anything is appended, when a live record in the image is not what the state says it is.
+    /// record is there, so that the segment holds nothing live. `image` is the part of the
+    /// segment file from offset `base` that holds its live records ([`State::live_span`];
+    /// sealed, it no longer changes). Returns the bytes rewritten; an error, before anything
+    /// is appended, when a live record in the image is not what the state says it is.
     pub fn rewrite_segment(
         &mut self,
         log: &mut LogGuard<'_>,
         segment: u64,
         image: &[u8],
+        base: u64,
     ) -> Result<u64, StoreError> {
         // Every body first, so that a bad image changes nothing.
         let mut bodies: IdMap<MessageId, Bytes> = IdMap::default();
@@ -32,8 +48,9 @@ impl State {
                     continue;
                 };
                 let offset = e.place.offset();
-                let frame = usize::try_from(offset)
-                    .ok()
+                let frame = offset
+                    .checked_sub(base)
+                    .and_then(|at| usize::try_from(at).ok())
                     .and_then(|at| image.get(at..)?.get(..e.place.size as usize))
                     .unwrap_or_default();
                 let broken = |why| {
