@@ -6,7 +6,7 @@
 //! unchanged. The broker knows no protocol but its own: the encoder is the gateway's.
 
 use bytes::BytesMut;
-use ferry_protocol::deliver_batch::DeliverBatchWriter;
+use ferry_protocol::batch_writer::DeliverBatchWriter;
 use ferry_protocol::size::batch_entry_len;
 use ferry_protocol::{
     deliver_encoded_len, encode_deliver, DeliveryView, ErrorReply, Response, SubscriptionId,

@@ -12,22 +12,17 @@
 //! were about 40% of the bytes, and decoding them a good part of a receiver's work. Every
 //! delivery of a batch has exactly the batch's queue, sender and properties; the writer
 //! starts a new frame when one of them changes, and keeps every frame within a size
-//! ([`DeliverBatchWriter::new`]). A delivery too large for a batch frame goes out as a plain
+//! ([`crate::batch_writer::DeliverBatchWriter::new`]). A delivery too large for a batch frame goes out as a plain
 //! `Deliver`, so no delivery needs a larger frame than before.
 //!
 //! The broker sends `DeliverBatch` only to sessions that connected with version 5 or later;
 //! a version 4 session gets the same deliveries as `Deliver` frames.
 
-use std::ops::Range;
-
 use bytes::BytesMut;
 
-use crate::frame::{begin_frame, end_frame, FrameKind, HEADER_LEN};
 use crate::name::Name;
-use crate::responses::{encode_deliver, DeliveryView};
-use crate::size::{batch_entry_len, properties_len};
-use crate::types::{Delivery, Message, Properties, SubscriptionId};
-use crate::wire::{fitting, put_opt_string, put_properties, put_string, Reader, WireError};
+use crate::types::{Delivery, DeliveryView, Message, Properties, SubscriptionId};
+use crate::wire::{put_opt_string, put_properties, put_string, Reader, WireError};
 
 /// Bytes of a batch entry besides its receiver and body: two ids, the receiver's presence
 /// byte, the fixed fields (21), the body's length and the expiry.
@@ -134,7 +129,7 @@ pub fn read_deliver_batch(
 /// sender and properties taken from the first (all must share them): what
 /// [`crate::Response`]'s encoder writes after the frame header. Empty `deliveries` write a
 /// count of 0, which no reader accepts. A broker writes its batches with
-/// [`DeliverBatchWriter`].
+/// [`crate::batch_writer::DeliverBatchWriter`].
 pub fn put_deliver_batch(
     out: &mut BytesMut,
     subscription: SubscriptionId,
@@ -151,114 +146,8 @@ pub fn put_deliver_batch(
     }
 }
 
-/// The frame being filled: where it and its fields lie in the output buffer.
-#[derive(Debug)]
-struct Open {
-    start: usize,
-    subscription: SubscriptionId,
-    queue: Range<usize>,
-    sender: Range<usize>,
-    properties: Properties,
-    count_at: usize,
-    count: u32,
-    /// Bytes of the properties beyond their count (see [`MAX_REPEATED_PROPERTY_BYTES`]).
-    property_bytes: usize,
-}
-
-/// Writes a run of deliveries as `DeliverBatch` frames into one buffer: consecutive
-/// deliveries with the same subscription, queue, sender and properties share a frame. Call
-/// [`DeliverBatchWriter::finish`] before the buffer is sent (or written to otherwise).
-#[derive(Debug)]
-pub struct DeliverBatchWriter {
-    open: Option<Open>,
-    max_frame: usize,
-}
-
-impl DeliverBatchWriter {
-    /// A writer whose frames stay within `max_frame_bytes` (the receiver's frame limit) and
-    /// [`MAX_BATCH_FRAME_BYTES`].
-    pub fn new(max_frame_bytes: u32) -> DeliverBatchWriter {
-        DeliverBatchWriter {
-            open: None,
-            max_frame: (max_frame_bytes as usize).min(MAX_BATCH_FRAME_BYTES),
-        }
-    }
-
-    /// Appends `d` on `subscription` to the open frame if it shares its fields and fits,
-    /// else to a new frame (or, too large for any batch, as a `Deliver` frame of its own).
-    pub fn push(&mut self, out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) {
-        let entry = batch_entry_len(d);
-        if let Some(open) = &self.open {
-            let fits = out.len() - open.start + entry <= self.max_frame
-                && (open.count as usize + 1) * open.property_bytes <= MAX_REPEATED_PROPERTY_BYTES;
-            let same = open.subscription == subscription
-                && out.get(open.queue.clone()) == Some(d.queue.as_bytes())
-                && out.get(open.sender.clone()) == Some(d.sender.as_bytes())
-                && open.properties == *d.properties;
-            if !(fits && same) {
-                self.finish(out);
-            }
-        }
-        if self.open.is_none() {
-            let head = HEADER_LEN
-                + 8
-                + 2
-                + d.queue.len()
-                + 2
-                + d.sender.len()
-                + properties_len(d.properties)
-                + 4;
-            if head + entry > self.max_frame
-                || properties_len(d.properties) - 2 > MAX_REPEATED_PROPERTY_BYTES
-            {
-                // Too large for a batch: a frame of its own.
-                encode_deliver(out, subscription, d);
-                return;
-            }
-            self.open = Some(open_frame(out, subscription, d));
-        }
-        put_entry(out, d);
-        if let Some(open) = &mut self.open {
-            open.count += 1;
-        }
-    }
-
-    /// Closes the open frame, if any: patches its count and length.
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        if let Some(open) = self.open.take() {
-            if let Some(slot) = out.get_mut(open.count_at..open.count_at + 4) {
-                slot.copy_from_slice(&open.count.to_le_bytes());
-            }
-            end_frame(out, open.start);
-        }
-    }
-}
-
-/// Begins a frame for deliveries like `d`: header and shared fields, the count left to patch.
-fn open_frame(out: &mut BytesMut, subscription: SubscriptionId, d: &DeliveryView<'_>) -> Open {
-    let start = begin_frame(out, FrameKind::DeliverBatch, 0);
-    out.extend_from_slice(&subscription.to_le_bytes());
-    let queue = out.len() + 2..out.len() + 2 + fitting(d.queue).len();
-    put_string(out, d.queue);
-    let sender = out.len() + 2..out.len() + 2 + fitting(d.sender).len();
-    put_string(out, d.sender);
-    put_properties(out, d.properties);
-    let count_at = out.len();
-    out.extend_from_slice(&0u32.to_le_bytes());
-    Open {
-        start,
-        subscription,
-        queue,
-        sender,
-        properties: d.properties.clone(),
-        count_at,
-        count: 0,
-        property_bytes: properties_len(d.properties) - 2,
-    }
-}
-
 /// One entry: the delivery's own fields.
-fn put_entry(out: &mut BytesMut, d: &DeliveryView<'_>) {
+pub(crate) fn put_entry(out: &mut BytesMut, d: &DeliveryView<'_>) {
     let mut ids = [0u8; 16];
     ids[..8].copy_from_slice(&d.delivery_id.to_le_bytes());
     ids[8..].copy_from_slice(&d.id.to_le_bytes());

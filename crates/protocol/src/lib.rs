@@ -20,6 +20,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+pub mod batch_writer;
 pub mod codes;
 pub mod deliver_batch;
 pub mod frame;
@@ -39,7 +40,7 @@ pub use frame::{frames_in, split_frame, split_frames, FrameAt, FrameKind, RawFra
 pub use limits::Limits;
 pub use name::Name;
 pub use requests::Request;
-pub use responses::{encode_deliver, DeliveryView, ErrorReply, Response};
+pub use responses::{encode_deliver, ErrorReply, Response};
 pub use size::deliver_encoded_len;
 pub use types::*;
 pub use version::{speaks_version, DELIVER_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};

@@ -268,3 +268,55 @@ pub struct TopicInfo {
     /// Its subscriptions, sorted by name.
     pub subscriptions: Vec<SubscriptionInfo>,
 }
+
+/// A delivery's fields, borrowed: what `responses::put_delivery_view` writes. A store that holds its
+/// messages in memory encodes deliveries from it directly, without building an owned
+/// [`Delivery`] (and its strings) for each message first.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveryView<'a> {
+    /// The id to ack or nack; 0 for peeks and auto-ack takes.
+    pub delivery_id: DeliveryId,
+    /// The message id.
+    pub id: MessageId,
+    /// The queue it was taken or peeked from.
+    pub queue: &'a str,
+    /// The sending client's name.
+    pub sender: &'a str,
+    /// The addressed client, if any.
+    pub receiver: Option<&'a str>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// As set by the sender.
+    pub context: u64,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+    /// Client-ack deliveries before this one.
+    pub delivery_count: u32,
+    /// As set by the sender.
+    pub properties: &'a Properties,
+    /// The payload.
+    pub body: &'a [u8],
+    /// Expiry time, ms since the Unix epoch (0: never).
+    pub expires_at: u64,
+}
+
+impl Delivery {
+    /// This delivery, borrowed.
+    pub fn view(&self) -> DeliveryView<'_> {
+        let m = &self.message;
+        DeliveryView {
+            delivery_id: self.delivery_id,
+            id: m.id,
+            queue: &m.queue,
+            sender: &m.sender,
+            receiver: m.receiver.as_deref(),
+            priority: m.priority,
+            context: m.context,
+            created_at: m.created_at,
+            delivery_count: m.delivery_count,
+            properties: &m.properties,
+            body: &m.body,
+            expires_at: m.expires_at,
+        }
+    }
+}

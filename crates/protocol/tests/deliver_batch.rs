@@ -8,8 +8,9 @@ mod common;
 
 use bytes::{Bytes, BytesMut};
 use common::*;
+use ferry_protocol::batch_writer::DeliverBatchWriter;
 use ferry_protocol::deliver_batch::{
-    put_deliver_batch, DeliverBatchWriter, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES,
+    put_deliver_batch, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES,
 };
 use ferry_protocol::{
     split_frame, Delivery, FrameKind, Message, PropertyValue, RawFrame, Response, WireError,
