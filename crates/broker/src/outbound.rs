@@ -688,6 +688,7 @@ mod tests {
             lease_until_ms: 0,
             selector: None,
             now_ms: 1,
+            max_bytes: None,
         };
         let d = store
             .queues()

@@ -119,6 +119,7 @@ async fn run(
         lease_until_ms: 0,
         selector,
         now_ms: 0,
+        max_bytes: None,
     };
     let lease = u64::from(shared.limits.lease_ms);
     if hold {

@@ -268,6 +268,7 @@ fn main() {
             lease_until_ms: 0,
             selector: None,
             now_ms: 1,
+            max_bytes: None,
         };
         let select = if with_properties {
             let nothing = ReceiveSpec {

@@ -100,6 +100,7 @@ async fn round(store: &Arc<dyn Store>, n: u64) -> f64 {
         lease_until_ms: 0,
         selector: None,
         now_ms: 1_700_000_000_000,
+        max_bytes: None,
     };
     let mut left = n as usize;
     while left > 0 {

@@ -91,6 +91,7 @@ async fn drain(store: &EmbeddedStore, selector: Option<&str>) -> (usize, f64) {
         lease_until_ms: u64::MAX,
         selector: selector.map(|s| Arc::new(Selector::parse(s).expect("selector parses"))),
         now_ms: 0,
+        max_bytes: None,
     };
     let started = Instant::now();
     let mut taken = 0;

@@ -120,6 +120,25 @@ pub struct ReceiveSpec {
     /// `deliver_at_ms` is later are not visible yet, and messages whose `expires_at_ms` is at
     /// or before it are never delivered.
     pub now_ms: u64,
+    /// Most bytes of message bodies one receive hands out: messages are taken in order while
+    /// the bodies taken so far and the next one's fit within it, and the receive stops at the
+    /// first that does not (it stays where it is, first in line for the next receive; nothing
+    /// after it is taken in its place). A receive still hands out one message whose body alone
+    /// is bigger, so such a message is never stuck. `max` bounds the count as before. `None`:
+    /// no limit. A caller that answers within a memory budget (a push batch, a reply) passes
+    /// that budget here, so that the messages are never read before it could refuse them.
+    pub max_bytes: Option<u64>,
+}
+
+impl ReceiveSpec {
+    /// Whether a message whose body has `next` bytes is taken after `taken` messages with
+    /// `bytes` of bodies, under [`ReceiveSpec::max_bytes`].
+    pub fn fits(&self, taken: usize, bytes: u64, next: u64) -> bool {
+        match self.max_bytes {
+            Some(limit) => taken == 0 || bytes.saturating_add(next) <= limit,
+            None => true,
+        }
+    }
 }
 
 /// The storage interface, by role: each accessor returns the part of the engine that plays

@@ -88,6 +88,7 @@ async fn a_queued_message_costs_the_embedded_index_about_a_hundred_bytes() {
         lease_until_ms: 0,
         selector: None,
         now_ms: 1,
+        max_bytes: None,
     };
     let mut n = 0;
     loop {

@@ -23,6 +23,7 @@ fn take(queue: &str) -> ReceiveSpec {
         lease_until_ms: 0,
         selector: None,
         now_ms: 1_700_000_000_000,
+        max_bytes: None,
     }
 }
 

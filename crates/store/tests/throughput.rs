@@ -64,6 +64,7 @@ async fn producer_and_consumer_move_every_message() {
                 lease_until_ms: u64::MAX,
                 selector: None,
                 now_ms: 0,
+                max_bytes: None,
             };
             let mut got = 0;
             let mut last = 0;

@@ -86,6 +86,7 @@ pub async fn receive(
         lease_until_ms: 0,
         selector,
         now_ms: 0,
+        max_bytes: None,
     };
     loop {
         if session.is_closing() {

@@ -102,6 +102,7 @@ macro_rules! for_each_conformance_test {
             receiving::peek_leaves_message,
             receiving::auto_ack_take_removes,
             receiving::receive_max_many,
+            receiving::byte_limit_takes_the_prefix_that_fits,
             receiving::waiting_queues_lists_addressed,
             selecting::selector_takes_only_matching_in_order,
             selecting::non_matching_messages_stay_for_others,
@@ -288,6 +289,7 @@ pub fn from_queue(queue: &str, client: &str, mode: ReceiveMode, ack: AckMode) ->
         lease_until_ms: 10_000,
         selector: None,
         now_ms: NOW,
+        max_bytes: None,
     }
 }
 

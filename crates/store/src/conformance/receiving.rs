@@ -286,3 +286,62 @@ pub async fn waiting_queues_lists_addressed(store: Arc<dyn Store>) {
         vec!["q3"]
     );
 }
+
+/// A receive with a byte limit ([`ReceiveSpec::max_bytes`]) hands out the prefix whose bodies
+/// fit it, in the receive's order, and leaves the rest where it was; a message whose body alone
+/// is over the limit is still handed out, alone. The same for every kind of receive: peek,
+/// auto-ack, held and client-ack takes, by sender and with a selector.
+pub async fn byte_limit_takes_the_prefix_that_fits(store: Arc<dyn Store>) {
+    let kinds: [(&str, fn(&str) -> ReceiveSpec); 6] = [
+        ("peek", |q| peek(q, "c")),
+        ("take", |q| take(q, "c")),
+        ("held", |q| held(q, "c")),
+        ("lease", |q| lease(q, "c")),
+        ("by-sender", |q| {
+            let mut spec = take(q, "c");
+            spec.source = Source::Sender(format!("p-{q}"));
+            spec
+        }),
+        ("selector", |q| {
+            super::selecting::selecting(take(q, "c"), "JMSPriority >= 0")
+        }),
+    ];
+    for (q, kind) in kinds {
+        let sender = format!("p-{q}");
+        setup(&store, &["c", &sender], &[q]).await;
+        let limited = |max_bytes| ReceiveSpec {
+            max_bytes: Some(max_bytes),
+            ..kind(q)
+        };
+        // Four bodies of 4 bytes, then one of 20, then one of 4.
+        for body in ["m1..", "m2..", "m3..", "m4..", "big-message-20-bytes", "m6.."] {
+            store.queues().send(msg(&[q], &sender, body)).await.unwrap();
+        }
+        let got = store.queues().receive(&limited(10), 100).await.unwrap();
+        assert_eq!(bodies(&got), ["m1..", "m2.."], "{q}: 8 bytes fit 10, 12 would not");
+        let rest = ["m3..", "m4..", "big-message-20-bytes", "m6.."];
+        let left = store.queues().receive(&peek(q, "c"), 100).await.unwrap();
+        if q == "peek" {
+            assert_eq!(bodies(&left)[2..], rest, "{q}: a peek leaves all");
+            // Peeks have nothing to take: the rest of the checks are for takes.
+            continue;
+        }
+        assert_eq!(bodies(&left), rest, "{q}: the rest stays queued, in order");
+        let got = store.queues().receive(&limited(8), 100).await.unwrap();
+        assert_eq!(bodies(&got), ["m3..", "m4.."], "{q}: a limit reached exactly");
+        let got = store.queues().receive(&limited(10), 100).await.unwrap();
+        assert_eq!(
+            bodies(&got),
+            ["big-message-20-bytes"],
+            "{q}: a body over the limit comes alone"
+        );
+        let got = store.queues().receive(&limited(10), 100).await.unwrap();
+        assert_eq!(bodies(&got), ["m6.."], "{q}: and then the next");
+        assert!(store
+            .queues()
+            .receive(&peek(q, "c"), 100)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}

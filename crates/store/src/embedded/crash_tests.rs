@@ -74,6 +74,7 @@ fn spec(queue: &str, mode: ReceiveMode, ack: AckMode) -> ReceiveSpec {
         lease_until_ms: u64::MAX,
         selector: None,
         now_ms: 1,
+        max_bytes: None,
     }
 }
 

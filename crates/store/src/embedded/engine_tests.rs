@@ -77,6 +77,7 @@ pub(super) fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -
         lease_until_ms: u64::MAX,
         selector: None,
         now_ms: 1,
+        max_bytes: None,
     }
 }
 

@@ -184,7 +184,7 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
     // what is due (a row due for one of them only waits for the next round).
     let now = as_i64(round.iter().map(|p| p.spec.now_ms).min().unwrap_or(0));
     let pick = format!(
-        "SELECT mq.ctid::text, mq.receiver_id FROM message_queue mq \
+        "SELECT mq.ctid::text, mq.receiver_id, mq.body_bytes FROM message_queue mq \
          WHERE {} AND mq.lease_delivery_id IS NULL AND {} \
            AND (mq.receiver_id IS NULL OR mq.receiver_id = ANY($2)) \
          ORDER BY {order} LIMIT $3 FOR UPDATE OF mq SKIP LOCKED",
@@ -211,7 +211,8 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
         return Ok(HashMap::new());
     }
 
-    // Hand the rows out in order: each to the first receive with room that may see it.
+    // Hand the rows out in order: each to the first receive with room that may see it. A
+    // receive whose byte limit the row would pass has no room left (its rows stay in order).
     // (receive index, room left, client id, session, lease deadline)
     let mut takers: Vec<(i64, usize, Option<i64>, i64, i64)> = round
         .iter()
@@ -229,16 +230,28 @@ async fn take_for(inner: &Inner, round: &[Pending]) -> TxResult<HashMap<usize, V
         .collect();
     // The row ids each receive gets, in order.
     let mut tids: Vec<Vec<String>> = vec![Vec::new(); round.len()];
+    // The bytes of the bodies each receive got.
+    let mut bytes: Vec<u64> = vec![0; round.len()];
     for row in &rows {
         let receiver: Option<i64> = row.try_get(1)?;
-        let taker = takers
-            .iter_mut()
-            .find(|t| t.1 > 0 && (receiver.is_none() || receiver == t.2));
-        if let Some(t) = taker {
-            t.1 -= 1;
-            if let Some(mine) = usize::try_from(t.0).ok().and_then(|i| tids.get_mut(i)) {
-                mine.push(row.try_get::<_, String>(0)?);
+        let size = u64::try_from(row.try_get::<_, i32>(2)?).unwrap_or(0);
+        for (i, t) in takers.iter_mut().enumerate() {
+            let (Some(p), Some(mine), Some(got)) =
+                (round.get(i), tids.get_mut(i), bytes.get_mut(i))
+            else {
+                continue;
+            };
+            if t.1 == 0 || !(receiver.is_none() || receiver == t.2) {
+                continue;
             }
+            if !p.spec.fits(mine.len(), *got, size) {
+                t.1 = 0;
+                continue;
+            }
+            t.1 -= 1;
+            mine.push(row.try_get::<_, String>(0)?);
+            *got += size;
+            break;
         }
         if takers.iter().all(|t| t.1 == 0) {
             break;

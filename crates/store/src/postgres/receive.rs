@@ -51,19 +51,36 @@ pub const JOINS: &str = "CROSS JOIN LATERAL (SELECT * FROM messages m0 \
 
 /// The receive statement for one kind of receive. Parameters: $1 the queue name or sender id,
 /// $2 the receiving client's id (or NULL), $3 the limit; client-ack takes add $4 node, $5
-/// session, $6 lease deadline; the current time is the last parameter ($4, or $7).
+/// session, $6 lease deadline; the current time is the next parameter ($4, or $7), and a byte
+/// limit ([`ReceiveSpec::max_bytes`]) the last ($5, or $8).
 fn statement(spec: &ReceiveSpec) -> String {
     let source = source_condition(&spec.source);
     let (order, outer_order) = orders(spec.order);
     let timely = timely(if leases(spec) { "$7" } else { "$4" });
+    let max_bytes = if leases(spec) { "$8" } else { "$5" };
     let pick = |lock: &str| {
-        format!(
+        let rows = format!(
             "SELECT mq.ctid, mq.queue_id, mq.message_id, mq.priority, mq.delivery_count, \
-               mq.alone \
+               mq.alone, mq.body_bytes \
              FROM message_queue mq \
              WHERE {source} AND mq.lease_delivery_id IS NULL AND {timely} \
                AND (mq.receiver_id IS NULL OR mq.receiver_id = $2) \
              ORDER BY {order} LIMIT $3 {lock}"
+        );
+        if spec.max_bytes.is_none() {
+            return rows;
+        }
+        // The picked rows' prefix whose bodies fit the byte limit, or the first row alone. The
+        // rows after it are locked by the statement (a locking clause and a window cannot share
+        // a level) but neither leased nor removed: they stay ready, in place.
+        let window = order.replace("mq.", "");
+        format!(
+            "SELECT w.ctid, w.queue_id, w.message_id, w.priority, w.delivery_count, w.alone \
+             FROM (SELECT l.*, \
+                 sum(l.body_bytes) OVER (ORDER BY {window} ROWS UNBOUNDED PRECEDING) AS upto, \
+                 row_number() OVER (ORDER BY {window}) AS n \
+               FROM ({rows}) l) w \
+             WHERE w.n = 1 OR w.upto <= {max_bytes}"
         )
     };
     match (spec.mode, spec.ack) {
@@ -278,25 +295,21 @@ impl Inner {
         limit: i64,
     ) -> TxResult<Vec<Row>> {
         let now = as_i64(spec.now_ms);
-        Ok(match leases(spec) {
-            true => {
-                let session = as_i64(spec.session);
-                let until = lease_until(spec);
-                client
-                    .query(
-                        stmt,
-                        &[
-                            source, &client_id, &limit, &self.node, &session, &until, &now,
-                        ],
-                    )
-                    .await?
-            }
-            false => {
-                client
-                    .query(stmt, &[source, &client_id, &limit, &now])
-                    .await?
-            }
-        })
+        let session = as_i64(spec.session);
+        let until = lease_until(spec);
+        let max_bytes = spec.max_bytes.map(|b| i64::try_from(b).unwrap_or(i64::MAX));
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            vec![source, &client_id, &limit];
+        if leases(spec) {
+            params.extend::<[&(dyn tokio_postgres::types::ToSql + Sync); 3]>([
+                &self.node, &session, &until,
+            ]);
+        }
+        params.push(&now);
+        if let Some(max_bytes) = &max_bytes {
+            params.push(max_bytes);
+        }
+        Ok(client.query(stmt, &params).await?)
     }
 }
 

@@ -40,6 +40,8 @@ struct Candidate {
     context: u64,
     created_at: u64,
     properties: Properties,
+    /// Bytes of its body (for [`ReceiveSpec::max_bytes`]).
+    body_bytes: u64,
 }
 
 impl SelectorSource for Candidate {
@@ -120,7 +122,7 @@ impl Inner {
         let page = tx
             .prepare_cached(&format!(
                 "SELECT mq.message_id, mq.queue_id, mq.priority, s.name, rc.name, m.context, \
-                   m.created_at, m.properties::text \
+                   m.created_at, m.properties::text, mq.body_bytes \
                  FROM message_queue mq \
                  JOIN messages m ON m.id = mq.message_id \
                  JOIN clients s ON s.id = m.sender_id \
@@ -145,26 +147,46 @@ impl Inner {
         // The walk: (priority, message id, queue id) of the last row read.
         let mut last: (i16, i64, i64) = (i16::MAX, i64::MIN, i64::MIN);
         let mut picked: Vec<(i64, i64)> = Vec::new();
-        while picked.len() < max {
+        // Bodies picked so far; `full` once the next would not fit `spec.max_bytes`.
+        let mut picked_bytes = 0u64;
+        let mut full = false;
+        while picked.len() < max && !full {
             let params: [&(dyn ToSql + Sync); 7] = [
                 &source_id, &client_id, &last.0, &last.1, &last.2, &PAGE, &now,
             ];
             let rows = tx.query(&page, &params).await?;
-            let full = rows.len() as i64 == PAGE;
+            let more = rows.len() as i64 == PAGE;
             let mut matching: Vec<(i64, i64)> = Vec::new();
+            let mut sizes: Vec<u64> = Vec::new();
             for row in &rows {
                 let c = candidate(row)?;
                 last = (c.priority, c.message_id, c.queue_id);
                 if selector.matches(&c) {
                     matching.push((c.message_id, c.queue_id));
+                    sizes.push(c.body_bytes);
                 }
             }
+            let size_of = |k: &(i64, i64)| {
+                matching
+                    .iter()
+                    .position(|m| m == k)
+                    .and_then(|i| sizes.get(i))
+                    .copied()
+                    .unwrap_or(0)
+            };
             let mut rest = matching.as_slice();
-            while picked.len() < max && !rest.is_empty() {
+            while picked.len() < max && !full && !rest.is_empty() {
                 let (chunk, tail) = rest.split_at((max - picked.len()).min(rest.len()));
                 rest = tail;
+                let mut keep = |k: &(i64, i64)| {
+                    full = full || !spec.fits(picked.len(), picked_bytes, size_of(k));
+                    if !full {
+                        picked.push(*k);
+                        picked_bytes += size_of(k);
+                    }
+                };
                 if !take {
-                    picked.extend_from_slice(chunk);
+                    chunk.iter().for_each(&mut keep);
                     continue;
                 }
                 let (ms, qs): (Vec<i64>, Vec<i64>) = chunk.iter().copied().unzip();
@@ -174,10 +196,14 @@ impl Inner {
                     .iter()
                     .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
                     .collect::<TxResult<_>>()?;
-                // Keep the receive's order, not the order the locks came back in.
-                picked.extend(chunk.iter().filter(|k| locked.contains(k)));
+                // Keep the receive's order, not the order the locks came back in. Rows locked
+                // past the byte limit are neither read nor changed: they stay ready.
+                chunk
+                    .iter()
+                    .filter(|k| locked.contains(k))
+                    .for_each(&mut keep);
             }
-            if !full {
+            if !more {
                 break;
             }
         }
@@ -281,6 +307,7 @@ fn candidate(row: &Row) -> TxResult<Candidate> {
     let context: i64 = row.try_get(5)?;
     let created_at: i64 = row.try_get(6)?;
     let properties: String = row.try_get(7)?;
+    let body_bytes: i32 = row.try_get(8)?;
     Ok(Candidate {
         message_id: row.try_get(0)?,
         queue_id: row.try_get(1)?,
@@ -290,6 +317,7 @@ fn candidate(row: &Row) -> TxResult<Candidate> {
         context: context as u64,
         created_at: created_at as u64,
         properties: props::decode(&properties)?,
+        body_bytes: u64::try_from(body_bytes).unwrap_or(0),
     })
 }
 

@@ -67,6 +67,7 @@ pub fn spec(queue: &str, mode: ReceiveMode, ack: AckMode, session: u64) -> Recei
         lease_until_ms: u64::MAX,
         selector: None,
         now_ms: 1,
+        max_bytes: None,
     }
 }
 

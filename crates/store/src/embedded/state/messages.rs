@@ -85,6 +85,10 @@ pub struct Walk {
     pub wanted: Vec<(MessageId, Option<Location>)>,
     /// Properties read from the log for the step about to walk again.
     pub known: IdMap<MessageId, Properties>,
+    /// Messages the receive's steps picked so far, and the bytes of their bodies (for
+    /// [`ReceiveSpec::max_bytes`]).
+    taken: usize,
+    taken_bytes: u64,
 }
 
 /// Most record bytes one step of a walk asks to be read for their properties.
@@ -442,6 +446,7 @@ impl State {
                 for id in expired {
                     wrote |= self.remove_expired(log, id, qk);
                 }
+                self.keep_within_bytes(spec, &mut picks, walk);
                 return self.hand_out(log, spec, picks, wrote, &walk.known);
             }
             Source::Sender(name) => {
@@ -486,7 +491,41 @@ impl State {
                 wrote |= self.remove_expired(log, id, qk);
             }
         }
+        self.keep_within_bytes(spec, &mut picks, walk);
         self.hand_out(log, spec, picks, wrote, &walk.known)
+    }
+
+    /// Cuts `picks` (in the receive's order) where the next body would take the receive past
+    /// [`ReceiveSpec::max_bytes`], counting what its earlier steps took; a cut ends the walk.
+    /// The index knows each body's length, so nothing is read to decide.
+    fn keep_within_bytes(
+        &self,
+        spec: &ReceiveSpec,
+        picks: &mut Vec<(MessageId, QueueKey)>,
+        walk: &mut Walk,
+    ) {
+        if spec.max_bytes.is_none() {
+            return;
+        }
+        let mut keep = 0;
+        for (id, _) in picks.iter() {
+            let next = self
+                .messages
+                .get(*id)
+                .map_or(0, |e| u64::from(e.msg.body_len));
+            if !spec.fits(walk.taken, walk.taken_bytes, next) {
+                break;
+            }
+            walk.taken += 1;
+            walk.taken_bytes += next;
+            keep += 1;
+        }
+        if keep < picks.len() {
+            picks.truncate(keep);
+            // The rest stays where it is; the message that did not fit is first in line.
+            walk.end = true;
+            walk.wanted.clear();
+        }
     }
 
     /// Removes expired message `id` from queue `qk` if it is ready there; whether it did.
