@@ -9,8 +9,9 @@
 //! for other receivers, and the task waits for the next arrival as when the queue is empty.
 //!
 //! The task takes only while its connection's outbound queue is within its budget, and sizes
-//! each batch to the room left there, and to `MAX_PUSH_BYTES` (by the size of the deliveries
-//! it took last), so that a
+//! each batch to the room left there, and to `MAX_PUSH_BYTES` (a byte limit on the store's
+//! receive, [`ReceiveSpec::max_bytes`], on top of a count estimated from the size of the
+//! deliveries it took last), so that a
 //! client that reads slowly holds up its own subscriptions, not the broker's memory. An
 //! auto-ack batch is held by the store and settled by the connection's writer right before it
 //! is written ([`crate::outbound`]), a part of about `MAX_PUSH_BYTES` at a time (a batch may be
@@ -119,6 +120,7 @@ async fn run(
         lease_until_ms: 0,
         selector,
         now_ms: 0,
+        // Set for each batch, to the room left.
         max_bytes: None,
     };
     let lease = u64::from(shared.limits.lease_ms);
@@ -152,8 +154,12 @@ async fn run(
         arrived.as_mut().enable();
         spec.now_ms = shared.now_ms();
         spec.lease_until_ms = spec.now_ms + lease;
-        let fit = (session.out.room().min(MAX_PUSH_BYTES) / delivery_bytes.max(1)).max(1);
+        let budget = session.out.room().min(MAX_PUSH_BYTES);
+        let fit = (budget / delivery_bytes.max(1)).max(1);
         let max = (credit.min(MAX_PUSH_BATCH) as usize).min(fit);
+        // The estimate above counts on the next deliveries being like the last ones; the
+        // store holds the batch to the budget whatever they are (small, then big).
+        spec.max_bytes = Some(budget as u64);
         // Deliveries are encoded as the store hands them out, straight into the push buffer.
         let mut ids: Vec<DeliveryId> = Vec::new();
         let track = h.ack == AckMode::Client;

@@ -434,3 +434,56 @@ async fn deliveries_freed_from_a_dead_node_are_dead_lettered_over_the_limit() {
     assert_eq!(dead.len(), 1, "the message is on the dead-letter queue");
     assert_eq!(dead[0].message.body.as_ref(), b"poison");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_client_ack_takes_keep_their_byte_limits() {
+    // Client-ack takes at once are served together; each still gets no more bodies than its
+    // byte limit (or one message), and every message goes to exactly one of them.
+    let url = fresh_url().await;
+    let store = open(&url).await;
+    setup(&store, &["p", "c"], &["q"]).await;
+    let batch = (0..300usize)
+        .map(|i| msg(&["q"], "p", &"x".repeat(100 + i % 10 * 100)))
+        .collect();
+    for r in store.queues().send_batch(batch).await {
+        r.unwrap();
+    }
+    const LIMIT: u64 = 2500;
+    let takers: Vec<_> = (0..8u64)
+        .map(|session| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut spec = lease("q", "c");
+                spec.session = 100 + session;
+                spec.max_bytes = Some(LIMIT);
+                let mut got = Vec::new();
+                loop {
+                    let ds = store.queues().receive(&spec, 50).await.unwrap();
+                    if ds.is_empty() {
+                        return got;
+                    }
+                    let bytes: usize = ds.iter().map(|d| d.message.body.len()).sum();
+                    assert!(
+                        ds.len() == 1 || bytes as u64 <= LIMIT,
+                        "{} messages of {bytes} bytes under a limit of {LIMIT}",
+                        ds.len()
+                    );
+                    let delivery_ids: Vec<u64> = ds.iter().map(|d| d.delivery_id).collect();
+                    got.extend(ds.iter().map(|d| d.message.id));
+                    store
+                        .queues()
+                        .ack(100 + session, &delivery_ids)
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut taken = HashSet::new();
+    for t in takers {
+        for id in t.await.unwrap() {
+            assert!(taken.insert(id), "message {id} delivered twice");
+        }
+    }
+    assert_eq!(taken.len(), 300, "every message delivered once");
+}

@@ -314,11 +314,22 @@ pub async fn byte_limit_takes_the_prefix_that_fits(store: Arc<dyn Store>) {
             ..kind(q)
         };
         // Four bodies of 4 bytes, then one of 20, then one of 4.
-        for body in ["m1..", "m2..", "m3..", "m4..", "big-message-20-bytes", "m6.."] {
+        for body in [
+            "m1..",
+            "m2..",
+            "m3..",
+            "m4..",
+            "big-message-20-bytes",
+            "m6..",
+        ] {
             store.queues().send(msg(&[q], &sender, body)).await.unwrap();
         }
         let got = store.queues().receive(&limited(10), 100).await.unwrap();
-        assert_eq!(bodies(&got), ["m1..", "m2.."], "{q}: 8 bytes fit 10, 12 would not");
+        assert_eq!(
+            bodies(&got),
+            ["m1..", "m2.."],
+            "{q}: 8 bytes fit 10, 12 would not"
+        );
         let rest = ["m3..", "m4..", "big-message-20-bytes", "m6.."];
         let left = store.queues().receive(&peek(q, "c"), 100).await.unwrap();
         if q == "peek" {
@@ -328,7 +339,11 @@ pub async fn byte_limit_takes_the_prefix_that_fits(store: Arc<dyn Store>) {
         }
         assert_eq!(bodies(&left), rest, "{q}: the rest stays queued, in order");
         let got = store.queues().receive(&limited(8), 100).await.unwrap();
-        assert_eq!(bodies(&got), ["m3..", "m4.."], "{q}: a limit reached exactly");
+        assert_eq!(
+            bodies(&got),
+            ["m3..", "m4.."],
+            "{q}: a limit reached exactly"
+        );
         let got = store.queues().receive(&limited(10), 100).await.unwrap();
         assert_eq!(
             bodies(&got),
