@@ -292,7 +292,9 @@ pub async fn waiting_queues_lists_addressed(store: Arc<dyn Store>) {
 /// is over the limit is still handed out, alone. The same for every kind of receive: peek,
 /// auto-ack, held and client-ack takes, by sender and with a selector.
 pub async fn byte_limit_takes_the_prefix_that_fits(store: Arc<dyn Store>) {
-    let kinds: [(&str, fn(&str) -> ReceiveSpec); 6] = [
+    /// A kind of receive, named by the queue it uses, from that queue.
+    type Kind = (&'static str, fn(&str) -> ReceiveSpec);
+    let kinds: [Kind; 6] = [
         ("peek", |q| peek(q, "c")),
         ("take", |q| take(q, "c")),
         ("held", |q| held(q, "c")),
