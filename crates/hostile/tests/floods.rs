@@ -328,15 +328,33 @@ async fn long_polls_woken_together_by_a_big_message_are_bounded_and_closed() {
         .expect("sent");
     let closed = closed_once_its_session_ended(&addr, attacker).await;
     let grown = rss.stop().await.saturating_sub(before);
-    eprintln!(
-        "1,000 peeks woken together grew the broker by {} MiB",
-        grown >> 20
-    );
     // The outbound budget (8 MiB), a few copies of the message, and what a debug build's
     // allocator keeps.
+    bounded_closed_and_kept(
+        "1,000 replies finishing at once",
+        grown,
+        48 << 20,
+        closed,
+        &admin,
+        &body,
+    )
+    .await;
+}
+
+/// The end of a flood by a connection that reads nothing: the broker grew by less than
+/// `limit`, the connection was closed, and the message `big` is still there, byte-exact.
+async fn bounded_closed_and_kept(
+    what: &str,
+    grown: u64,
+    limit: u64,
+    closed: bool,
+    admin: &Client,
+    body: &Bytes,
+) {
+    eprintln!("{what} grew the broker by {} MiB", grown >> 20);
     assert!(
-        grown < 48 << 20,
-        "1,000 replies finishing at once grew the broker by {} MiB",
+        grown < limit,
+        "{what} grew the broker by {} MiB",
         grown >> 20
     );
     assert!(closed, "the connection that read nothing is still open");
@@ -345,7 +363,7 @@ async fn long_polls_woken_together_by_a_big_message_are_bounded_and_closed() {
         .await
         .expect("taken")
         .expect("the message is still there");
-    assert!(got.message.body == body, "the message's body differs");
+    assert!(got.message.body == *body, "the message's body differs");
 }
 
 /// Peeks of a message whose body is no longer in the broker's cache read it from the log,
@@ -391,25 +409,18 @@ async fn a_flood_of_peeks_of_a_big_message_read_from_the_log_is_bounded_and_clos
         .expect("flood sent");
     let closed = closed_once_its_session_ended(&addr, attacker).await;
     let grown = rss.stop().await.saturating_sub(before);
-    eprintln!(
-        "1,000 peeks of a body read from the log grew the broker by {} MiB",
-        grown >> 20
-    );
     // The outbound budget (8 MiB), the bodies read by the receives a session may have at the
     // store at once (16 MiB) and their replies, encoded as the connection closes (16 MiB), and
     // what a debug build's allocator keeps (48-54 MiB seen; 460 MiB without the bound).
-    assert!(
-        grown < 80 << 20,
-        "1,000 peeks reading a body from the log grew the broker by {} MiB",
-        grown >> 20
-    );
-    assert!(closed, "the connection that read nothing is still open");
-    let got = admin
-        .receive(take_from("big"))
-        .await
-        .expect("taken")
-        .expect("the message is still there");
-    assert!(got.message.body == body, "the message's body differs");
+    bounded_closed_and_kept(
+        "1,000 peeks of a body read from the log",
+        grown,
+        80 << 20,
+        closed,
+        &admin,
+        &body,
+    )
+    .await;
 }
 
 /// A push subscription sizes its batches by the deliveries it took last: one small message,
