@@ -6,15 +6,19 @@
 //!
 //! Modules:
 //! - [`server`]: the accept loop (connection limit, header timeout, graceful shutdown);
+//!   [`stall`]: cuts off a connection whose client stops taking its answer;
 //! - [`routes`]: the route table (the one list the OpenAPI test checks) and handlers' wiring;
 //! - [`state`]: what the handlers share, and the listener's bounds ([`HttpLimits`]);
 //! - [`error`]: errors as JSON with the protocol's error codes;
+//! - [`admit`]: how many requests are served at once, each until its answer is sent; changes
+//!   run to their end when their client goes away;
 //! - [`guard`]: refuses DNS-rebinding and cross-site requests; [`auth`]: users, once any
 //!   exists (basic credentials; `monitor` to read, `admin` to change);
 //! - [`metrics`]: the Prometheus / OpenMetrics exposition;
 //! - [`rates`]: counters sampled every second, for rates over the last minute;
 //! - [`api`]: the JSON endpoints; [`console`]: the embedded web console.
 
+pub mod admit;
 pub mod api;
 pub mod auth;
 pub mod console;
@@ -24,6 +28,7 @@ pub mod metrics;
 pub mod rates;
 pub mod routes;
 pub mod server;
+pub mod stall;
 pub mod state;
 
 pub use ferry_broker::manage::Management;

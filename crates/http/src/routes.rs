@@ -118,6 +118,10 @@ pub fn router(state: Arc<AppState>, limits: HttpLimits) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            crate::admit::admit,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             crate::guard::guard,
         ))
         .layer(axum::middleware::map_response(crate::error::json_errors))

@@ -1,6 +1,7 @@
 //! The accept loop: at most [`HttpLimits::max_connections`] connections at once (one more is
-//! closed at once), a deadline for a request's headers (slow clients), keep-alive, and a
-//! graceful end when the broker shuts down. When the broker's listeners speak TLS
+//! closed at once), a deadline for a request's headers (slow clients), a deadline for a
+//! client to take more of an answer ([`HttpLimits::write_timeout`]: one that stops reading is
+//! cut off, and its answer freed), keep-alive, and a graceful end when the broker shuts down. When the broker's listeners speak TLS
 //! ([`Management::tls`]), so does this one: each connection's TLS handshake must end within
 //! the header deadline, and a failed one closes the connection.
 
@@ -17,6 +18,7 @@ use tracing::{debug, info, warn};
 
 use crate::rates::Rates;
 use crate::routes;
+use crate::stall::StallLimit;
 use crate::state::{AppState, HttpLimits};
 use crate::Management;
 
@@ -87,6 +89,7 @@ pub fn serve_with(
                         }
                     },
                 };
+                let io = StallLimit::new(io, limits.write_timeout);
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(limits.header_timeout)

@@ -1,8 +1,10 @@
-//! What the handlers share: the broker's management facade, the sampled rates and the
-//! listener's bounds.
+//! What the handlers share: the broker's management facade, the sampled rates, the
+//! listener's bounds and the slots of the requests served at once.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use crate::rates::Rates;
 use crate::Management;
@@ -16,6 +18,12 @@ pub struct HttpLimits {
     pub header_timeout: Duration,
     /// Largest request body in bytes.
     pub max_body_bytes: usize,
+    /// API requests served at once, across connections, each until its answer's last byte is
+    /// written (the health checks are not counted); one more gets 429 `ServerFull`.
+    pub max_requests: usize,
+    /// Time an answer may wait for the client to take more of it: a connection whose client
+    /// reads nothing for this long is closed, and its answer's memory freed.
+    pub write_timeout: Duration,
 }
 
 impl Default for HttpLimits {
@@ -24,6 +32,8 @@ impl Default for HttpLimits {
             max_connections: 256,
             header_timeout: Duration::from_secs(10),
             max_body_bytes: 4 << 20,
+            max_requests: 32,
+            write_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -37,6 +47,8 @@ pub struct AppState {
     pub rates: Rates,
     /// The listener's bounds.
     pub limits: HttpLimits,
+    /// One permit per API request being served ([`HttpLimits::max_requests`]).
+    pub requests: Arc<Semaphore>,
 }
 
 impl AppState {
@@ -46,6 +58,7 @@ impl AppState {
             mgmt,
             rates,
             limits,
+            requests: Arc::new(Semaphore::new(limits.max_requests)),
         })
     }
 }

@@ -1,10 +1,13 @@
 //! Messages: browse a queue or a sender's messages without consuming them (paged with an
-//! opaque cursor, filtered by a selector, bodies as text, JSON, hex or base64); send or publish
+//! opaque cursor, filtered by a selector, bodies as text, JSON, hex or base64; a page at most
+//! [`MAX_PAGE_BYTES`] of JSON unless one message alone is larger); send or publish
 //! a test message; delete one message; move messages between queues (redrive dead letters).
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Query};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
@@ -105,7 +108,33 @@ pub fn message_json(m: &Message, format: &str) -> Value {
     })
 }
 
-async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Json<Value>> {
+/// Most bytes of a page of browsed messages as JSON: a page stops before the message that would
+/// take it past this (with a `next` to go on from), though it always shows at least one.
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
+
+/// Bytes of a page kept for what surrounds its messages (`{"messages": [...], "next": ...}`).
+const PAGE_FRAME_BYTES: usize = 512;
+
+/// Most bytes of bodies a page reads from the store in one step (given the largest body the
+/// broker takes), so that a page of large messages never holds many more of them than it shows.
+const STEP_BYTES: usize = 16 << 20;
+
+/// Where a browse resumes after `m`.
+fn cursor_after(m: &Message, order: Order, source: &Source) -> BrowseCursor {
+    BrowseCursor {
+        priority: match order {
+            Order::Priority => m.priority,
+            Order::Time => 0,
+        },
+        id: m.id,
+        queue: match source {
+            Source::Sender(_) => Some(m.queue.to_string()),
+            Source::Queue(_) => None,
+        },
+    }
+}
+
+async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Response> {
     let order = match q.order.as_deref() {
         None | Some("priority") => Order::Priority,
         Some("time") => Order::Time,
@@ -132,7 +161,8 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Json<Val
                 .map_err(|e| ApiError::invalid(format!("invalid selector: {e}")))?,
         )),
     };
-    let spec = BrowseSpec {
+    let largest_body = (state.mgmt.limits().max_body_bytes as usize).max(1);
+    let mut spec = BrowseSpec {
         source,
         order,
         after: q.cursor.as_deref().map(decode_cursor).transpose()?,
@@ -140,11 +170,47 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Json<Val
         selector,
         now_ms: state.mgmt.now_ms(),
     };
-    let page = state.mgmt.store().admin().browse(&spec).await?;
-    Ok(Json(json!({
-        "messages": page.messages.iter().map(|b| message_json(&b.message, &format)).collect::<Vec<_>>(),
-        "next": page.next.as_ref().map(encode_cursor),
-    })))
+    // The messages as JSON text, and the page's size so far (with the commas between them).
+    let mut shown: Vec<String> = Vec::new();
+    let mut bytes = PAGE_FRAME_BYTES;
+    let next = loop {
+        let wanted = limit.saturating_sub(shown.len());
+        spec.limit = (STEP_BYTES / largest_body).clamp(1, wanted.max(1));
+        let step = state.mgmt.store().admin().browse(&spec).await?;
+        let got = step.messages.len();
+        let mut full = false;
+        for b in &step.messages {
+            let text = message_json(&b.message, &format).to_string();
+            if !shown.is_empty() && bytes + text.len() + 1 > MAX_PAGE_BYTES {
+                full = true;
+                break;
+            }
+            bytes += text.len() + 1;
+            spec.after = Some(cursor_after(&b.message, order, &spec.source));
+            shown.push(text);
+        }
+        if full {
+            break spec.after;
+        }
+        // The store's cursor: past the entries a selector skipped, too.
+        let Some(after) = step.next else {
+            break None;
+        };
+        spec.after = Some(after);
+        // A short step: the store examined as many entries as one call may.
+        if got < spec.limit || shown.len() >= limit {
+            break spec.after;
+        }
+    };
+    let next = serde_json::to_string(&next.as_ref().map(encode_cursor))
+        .map_err(|e| ApiError::new(ferry_protocol::ErrorCode::Internal, e.to_string()))?;
+    let mut page = String::with_capacity(bytes + next.len() + 32);
+    page.push_str("{\"messages\":[");
+    page.push_str(&shown.join(","));
+    page.push_str("],\"next\":");
+    page.push_str(&next);
+    page.push('}');
+    Ok(([(header::CONTENT_TYPE, "application/json")], page).into_response())
 }
 
 /// `GET /api/queues/{name}/messages`.
@@ -152,7 +218,7 @@ pub async fn browse_queue(
     state: St,
     Path(name): Path<String>,
     q: Result<Query<BrowseQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     browse(state, Source::Queue(name), q?.0).await
 }
 
@@ -161,7 +227,7 @@ pub async fn browse_sender(
     state: St,
     Path(name): Path<String>,
     q: Result<Query<BrowseQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     browse(state, Source::Sender(name), q?.0).await
 }
 

@@ -1,0 +1,108 @@
+//! How many API requests are served at once, and what a client that goes away changes.
+//!
+//! - At most [`HttpLimits::max_requests`] requests are served at once, across every
+//!   connection. A request holds its slot until its answer's last byte has been handed to the
+//!   connection (or the connection is gone), not merely until its handler returns: an answer
+//!   waiting for a client that does not read still counts. So the memory held by answers is
+//!   bounded by the number of slots times the largest answer, whatever the number of
+//!   connections. One request more is answered at once with 429 `ServerFull` and
+//!   `Retry-After: 1`. The health checks (`/healthz`, `/readyz`) take no slot: a busy API is
+//!   still alive and ready.
+//! - A change (any method but `GET`, `HEAD` and `OPTIONS`) runs to its end once started, even
+//!   if its client goes away meanwhile: an import of definitions or a user's change of password
+//!   and grants is never left half done because a connection dropped. A read is dropped with
+//!   its connection. (Nothing served over HTTP takes a message: browsing changes nothing.)
+//!
+//! [`HttpLimits::max_requests`]: crate::HttpLimits::max_requests
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use ferry_protocol::ErrorCode;
+use futures_core::Stream;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Routes served without a slot: cheap, and what an orchestrator polls to decide whether the
+/// broker lives.
+fn unlimited(path: &str) -> bool {
+    path == "/healthz" || path == "/readyz"
+}
+
+fn busy(max: usize) -> Response {
+    let mut r = ApiError::new(
+        ErrorCode::ServerFull,
+        format!("the HTTP API is serving {max} requests already: try again shortly"),
+    )
+    .into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// The middleware (see the module docs).
+pub async fn admit(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if unlimited(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let Ok(slot) = state.requests.clone().try_acquire_owned() else {
+        return busy(state.limits.max_requests);
+    };
+    let change = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let response = if change {
+        // A task of its own: dropping this future (the client went away) does not stop it.
+        match tokio::spawn(next.run(req)).await {
+            Ok(r) => r,
+            Err(e) => ApiError::new(ErrorCode::Internal, format!("the request failed: {e}"))
+                .into_response(),
+        }
+    } else {
+        next.run(req).await
+    };
+    holding(response, slot)
+}
+
+/// `response` with `slot` held until its body has been sent or dropped.
+fn holding(response: Response, slot: OwnedSemaphorePermit) -> Response {
+    use axum::body::HttpBody;
+    if response.body().is_end_stream() {
+        // Nothing left to send (a HEAD, an empty answer): the slot goes now.
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // A streamed body has no length of its own: keep the one the answer had, so it is still
+    // sent with `Content-Length` rather than chunked.
+    if let Some(len) = body.size_hint().exact() {
+        parts
+            .headers
+            .entry(header::CONTENT_LENGTH)
+            .or_insert_with(|| HeaderValue::from(len));
+    }
+    let stream = Holding {
+        inner: body.into_data_stream(),
+        _slot: slot,
+    };
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// A body's data with a request slot that goes when the body does.
+struct Holding<S> {
+    inner: S,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl<S: Stream<Item = Result<Bytes, axum::Error>> + Unpin> Stream for Holding<S> {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.inner).poll_next(cx)
+    }
+}
