@@ -81,9 +81,15 @@ async fn get(addr: SocketAddr, path: &str) -> Answer {
     call(addr, "GET", path, b"").await
 }
 
-/// Sends `count` messages of `size` bytes to `queue` as `sender`, each body starting with its
+/// Sends `count` messages of `size` bytes to `queues` as `sender`, each body starting with its
 /// number; returns their ids in order.
-async fn fill(server: &BinaryServer, sender: &str, queue: &str, count: usize, size: usize) -> Vec<u64> {
+async fn fill(
+    server: &BinaryServer,
+    sender: &str,
+    queues: &[&str],
+    count: usize,
+    size: usize,
+) -> Vec<u64> {
     let client = ferry_client::Client::connect(&server.addr().to_string(), sender)
         .await
         .unwrap();
@@ -91,7 +97,9 @@ async fn fill(server: &BinaryServer, sender: &str, queue: &str, count: usize, si
         .map(|i| {
             let mut body = format!("{i:06}").into_bytes();
             body.resize(size, b'x');
-            OutgoingMessage::new(queue, body)
+            let mut m = OutgoingMessage::new(queues[0], body);
+            m.queues = queues.iter().map(|q| q.to_string()).collect();
+            m
         })
         .collect();
     let sent = client.send_batch(msgs).await.unwrap();
@@ -131,27 +139,42 @@ async fn every_page(addr: SocketAddr, path: &str) -> (Vec<usize>, Vec<u64>) {
 async fn pages_of_large_messages_are_bounded_in_bytes_and_their_cursors_lose_nothing() {
     let (server, addr) = start();
     assert!(get(addr, "/healthz").await.status == 200);
-    assert_eq!(call(addr, "PUT", "/api/queues/large", b"").await.status, 200);
+    assert_eq!(
+        call(addr, "PUT", "/api/queues/large", b"").await.status,
+        200
+    );
     // Twelve bodies of the largest size the broker takes: asked for a thousand to a page,
     // a page of text bodies holds three (a fourth would pass 4 MiB), of base64 bodies (1.33 MiB
     // each) two, of hex bodies (2 MiB each) one.
-    let sent = fill(&server, "bulky", "large", 12, MAX_BODY).await;
+    assert_eq!(call(addr, "PUT", "/api/queues/copy", b"").await.status, 200);
+    let sent = fill(&server, "bulky", &["large", "copy"], 12, MAX_BODY).await;
     for (body, per_page) in [("text", 3), ("hex", 1), ("base64", 2)] {
-        let (counts, ids) =
-            every_page(addr, &format!("/api/queues/large/messages?limit=1000&body={body}")).await;
+        let (counts, ids) = every_page(
+            addr,
+            &format!("/api/queues/large/messages?limit=1000&body={body}"),
+        )
+        .await;
         assert_eq!(ids, sent, "{body}: every message once, in order");
         assert!(
             counts.iter().all(|&n| n == per_page),
             "{body}: pages of {counts:?}, expected {per_page} each"
         );
     }
-    // By sender, the cursor names the queue too.
+    // By sender, each message shows once on each of its queues: a page that stops between
+    // the two resumes at the second.
     let (counts, ids) = every_page(addr, "/api/senders/bulky/messages?limit=1000&order=time").await;
-    assert_eq!(ids, sent, "by sender: every message once, in order");
-    assert!(counts.iter().all(|&n| n == 3), "by sender: {counts:?}");
+    let twice: Vec<u64> = sent.iter().flat_map(|&id| [id, id]).collect();
+    assert_eq!(
+        ids, twice,
+        "by sender: every message once a queue, in order"
+    );
+    assert_eq!(counts, vec![3; 8], "by sender");
     // Small messages still come a thousand to a page.
-    assert_eq!(call(addr, "PUT", "/api/queues/small", b"").await.status, 200);
-    let small = fill(&server, "chatty", "small", 1500, 16).await;
+    assert_eq!(
+        call(addr, "PUT", "/api/queues/small", b"").await.status,
+        200
+    );
+    let small = fill(&server, "chatty", &["small"], 1500, 16).await;
     let (counts, ids) = every_page(addr, "/api/queues/small/messages?limit=1000").await;
     assert_eq!(counts, vec![1000, 500]);
     assert_eq!(ids, small);
@@ -175,10 +198,14 @@ async fn never_reads(addr: SocketAddr, path: &str, requests: usize) -> TcpStream
 async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
     let (server, addr) = start();
     let pid = server.pid().unwrap();
-    let fds = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count()
+    };
     assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
     // A page of 24 messages of 64 KiB: 1.5 MiB of JSON.
-    fill(&server, "filler", "wide", 24, 64 << 10).await;
+    fill(&server, "filler", &["wide"], 24, 64 << 10).await;
     let base_fds = fds();
     let before = rss_bytes(pid).unwrap();
     // More clients than the API serves at once, each asking for eight pages and reading none:

@@ -35,7 +35,11 @@ impl<T> StallLimit<T> {
 
     /// What a write that returned `result` gives: progress resets the deadline; waiting past it
     /// is an error.
-    fn deadline<R>(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+    fn deadline<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
         if result.is_ready() {
             self.stalled = None;
             return result;
