@@ -299,3 +299,51 @@ async fn a_change_runs_to_its_end_when_its_client_goes_away() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+#[tokio::test]
+async fn bodies_that_never_finish_hold_a_slot_only_so_long() {
+    let (_server, addr) = start();
+    // More clients than the API serves at once, each sending the start of a change and then
+    // nothing.
+    let mut slow = Vec::new();
+    for i in 0..MAX_REQUESTS + 8 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "PUT /api/queues/slow-{i} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Content-Type: application/json\r\nContent-Length: 64\r\n\r\n{{\"max_del"
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        slow.push(s);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = get(addr, "/api/overview").await;
+        if a.status == 429 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the API never refused a request");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // After the body timeout (30 s) each gets 408 and a closed connection, and the API serves.
+    let mut timed_out = 0;
+    for mut s in slow {
+        let mut all = Vec::new();
+        tokio::time::timeout(Duration::from_secs(45), s.read_to_end(&mut all))
+            .await
+            .expect("the slow upload is cut off")
+            .unwrap();
+        let text = String::from_utf8_lossy(&all);
+        // Those beyond the slots were refused at once.
+        if text.starts_with("HTTP/1.1 429") {
+            continue;
+        }
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("\"LimitExceeded\""), "{text}");
+        timed_out += 1;
+    }
+    assert!(timed_out >= MAX_REQUESTS, "only {timed_out} uploads timed out");
+    assert_eq!(get(addr, "/api/overview").await.status, 200);
+    // None of the half-sent changes took effect.
+    let queues = get(addr, "/api/queues").await.json();
+    assert_eq!(queues["queues"].as_array().unwrap().len(), 0, "{queues}");
+}

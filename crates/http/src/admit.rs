@@ -8,25 +8,33 @@
 //!   connections. One request more is answered at once with 429 `ServerFull` and
 //!   `Retry-After: 1`. The health checks (`/healthz`, `/readyz`) take no slot: a busy API is
 //!   still alive and ready.
+//! - A request's body must arrive within [`HttpLimits::body_timeout`] of its admission: one
+//!   that trickles in (or stops) is answered 408 (`LimitExceeded`) and its connection closed,
+//!   so a slow upload cannot keep its slot for long.
 //! - A change (any method but `GET`, `HEAD` and `OPTIONS`) runs to its end once started, even
 //!   if its client goes away meanwhile: an import of definitions or a user's change of password
 //!   and grants is never left half done because a connection dropped. A read is dropped with
 //!   its connection. (Nothing served over HTTP takes a message: browsing changes nothing.)
 //!
 //! [`HttpLimits::max_requests`]: crate::HttpLimits::max_requests
+//! [`HttpLimits::body_timeout`]: crate::HttpLimits::body_timeout
 
+use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ferry_protocol::ErrorCode;
 use futures_core::Stream;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Sleep;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -57,6 +65,8 @@ pub async fn admit(State(state): State<Arc<AppState>>, req: Request, next: Next)
         return busy(state.limits.max_requests);
     };
     let change = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let late = Arc::new(AtomicBool::new(false));
+    let req = with_deadline(req, state.limits.body_timeout, late.clone());
     let response = if change {
         // A task of its own: dropping this future (the client went away) does not stop it.
         match tokio::spawn(next.run(req)).await {
@@ -67,7 +77,65 @@ pub async fn admit(State(state): State<Arc<AppState>>, req: Request, next: Next)
     } else {
         next.run(req).await
     };
+    if late.load(Ordering::Acquire) {
+        return holding(too_slow(state.limits.body_timeout), slot);
+    }
     holding(response, slot)
+}
+
+/// The answer to a body that did not arrive in time; the connection is closed after it.
+fn too_slow(limit: Duration) -> Response {
+    let mut r = ApiError::new(
+        ErrorCode::LimitExceeded,
+        format!("the request body did not arrive within {limit:?}"),
+    )
+    .into_response();
+    *r.status_mut() = StatusCode::REQUEST_TIMEOUT;
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// `req` with a body that fails once `limit` has passed, setting `late`.
+fn with_deadline(req: Request, limit: Duration, late: Arc<AtomicBool>) -> Request {
+    use axum::body::HttpBody;
+    if req.body().is_end_stream() {
+        return req;
+    }
+    let (parts, body) = req.into_parts();
+    let stream = Deadline {
+        inner: body.into_data_stream(),
+        timer: Box::pin(tokio::time::sleep(limit)),
+        late,
+    };
+    Request::from_parts(parts, Body::from_stream(stream))
+}
+
+/// A request body's data, until a deadline.
+struct Deadline<S> {
+    inner: S,
+    timer: Pin<Box<Sleep>>,
+    late: Arc<AtomicBool>,
+}
+
+impl<S: Stream<Item = Result<Bytes, axum::Error>> + Unpin> Stream for Deadline<S> {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Poll::Ready(item) = Pin::new(&mut self.inner).poll_next(cx) {
+            return Poll::Ready(item);
+        }
+        match self.timer.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.late.store(true, Ordering::Release);
+                Poll::Ready(Some(Err(axum::Error::new(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the request body did not arrive in time",
+                )))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 /// `response` with `slot` held until its body has been sent or dropped.

@@ -21,6 +21,9 @@ pub struct HttpLimits {
     /// API requests served at once, across connections, each until its answer's last byte is
     /// written (the health checks are not counted); one more gets 429 `ServerFull`.
     pub max_requests: usize,
+    /// Time to receive a request's body, from when its request is admitted: a body still
+    /// coming after this is answered 408 and its connection closed.
+    pub body_timeout: Duration,
     /// Time an answer may wait for the client to take more of it: a connection whose client
     /// reads nothing for this long is closed, and its answer's memory freed.
     pub write_timeout: Duration,
@@ -33,6 +36,7 @@ impl Default for HttpLimits {
             header_timeout: Duration::from_secs(10),
             max_body_bytes: 4 << 20,
             max_requests: 32,
+            body_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(10),
         }
     }
