@@ -341,7 +341,10 @@ async fn bodies_that_never_finish_hold_a_slot_only_so_long() {
         assert!(text.contains("\"LimitExceeded\""), "{text}");
         timed_out += 1;
     }
-    assert!(timed_out >= MAX_REQUESTS, "only {timed_out} uploads timed out");
+    assert!(
+        timed_out >= MAX_REQUESTS,
+        "only {timed_out} uploads timed out"
+    );
     assert_eq!(get(addr, "/api/overview").await.status, 200);
     // None of the half-sent changes took effect.
     let queues = get(addr, "/api/queues").await.json();
