@@ -531,3 +531,44 @@ async fn websocket_frames_are_held_to_the_same_rules() {
     assert!(head.starts_with("HTTP/1.1 4"), "{head}");
     still_serves(server.stomp_addr().expect("stomp")).await;
 }
+
+#[tokio::test]
+async fn a_websocket_reader_that_pauses_is_held_to_stomps_write_timeout_not_the_apis() {
+    let (server, _) = start(&[]);
+    let http = server.http_addr().expect("HTTP on");
+    // 8 MiB waiting: more than the socket buffers hold for a small receive window.
+    let filler = ferry_client::Client::connect(&server.addr().to_string(), "filler")
+        .await
+        .expect("connect");
+    filler.create_queue("paused").await.expect("queue");
+    let msgs = (0..2000)
+        .map(|_| ferry_protocol::OutgoingMessage::new("paused", vec![b'x'; 4 << 10]))
+        .collect();
+    for r in filler.send_batch(msgs).await.expect("send") {
+        r.expect("sent");
+    }
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("buffer");
+    let stream = socket.connect(http).await.expect("connect");
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{http}/stomp"), stream)
+        .await
+        .expect("upgrade");
+    ws.send(Message::text(
+        "CONNECT\naccept-version:1.2\nhost:/\n\n\0SUBSCRIBE\nid:1\ndestination:/queue/paused\n\n\0",
+    ))
+    .await
+    .expect("send");
+    // Read nothing for 15 s: past the HTTP API's write timeout (10 s), short of STOMP's
+    // `write_timeout_ms` (30 s). The upgraded connection is STOMP's to bound: it stays open and
+    // every message comes once the client reads again.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let mut messages = 0;
+    while messages < 2000 {
+        match tokio::time::timeout(WAIT, ws.next()).await {
+            // A WebSocket message may carry several frames.
+            Ok(Some(Ok(Message::Text(t)))) => messages += t.matches("MESSAGE\n").count(),
+            Ok(Some(Ok(_))) => {}
+            other => panic!("after {messages} messages: {other:?}"),
+        }
+    }
+}

@@ -5,8 +5,12 @@
 //! ([`Management::tls`]), so does this one: each connection's TLS handshake must end within
 //! the header deadline, and a failed one closes the connection.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::Response;
 
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -71,10 +75,19 @@ pub fn serve_with(
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            // The peer's address, for the failed-authentication limit per address.
+            // The peer's address, for the failed-authentication limit per address; and the
+            // write limit lifted once the connection is upgraded (its protocol bounds it then).
+            let armed = Arc::new(AtomicBool::new(true));
+            let disarm = armed.clone();
             let app = app
                 .clone()
-                .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+                .layer(axum::Extension(axum::extract::ConnectInfo(peer)))
+                .layer(axum::middleware::map_response(move |r: Response| {
+                    if r.status() == StatusCode::SWITCHING_PROTOCOLS {
+                        disarm.store(false, Ordering::Release);
+                    }
+                    std::future::ready(r)
+                }));
             let service = TowerToHyperService::new(app);
             let shutdown = shutdown.clone();
             let tls = tls.clone();
@@ -89,7 +102,7 @@ pub fn serve_with(
                         }
                     },
                 };
-                let io = StallLimit::new(io, limits.write_timeout);
+                let io = StallLimit::new(io, limits.write_timeout, armed);
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(limits.header_timeout)

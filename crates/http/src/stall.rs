@@ -4,11 +4,17 @@
 //! freeing the answer it held. Without it, a client that asks for a large answer and never
 //! reads keeps that answer in the broker's memory for as long as it keeps the connection.
 //!
+//! A connection upgraded to another protocol (STOMP over WebSocket) is that protocol's to
+//! bound: the listener disarms the limit when it answers 101 (`armed`, see [`StallLimit::new`]), and
+//! the STOMP gateway applies its own `write_timeout_ms`.
+//!
 //! [`HttpLimits::write_timeout`]: crate::HttpLimits::write_timeout
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -21,15 +27,19 @@ pub struct StallLimit<T> {
     limit: Duration,
     /// Running while a write waits; reset by any progress.
     stalled: Option<Pin<Box<Sleep>>>,
+    /// Cleared once the connection belongs to another protocol.
+    armed: Arc<AtomicBool>,
 }
 
 impl<T> StallLimit<T> {
-    /// `io` with writes that wait at most `limit`.
-    pub fn new(io: T, limit: Duration) -> StallLimit<T> {
+    /// `io` with writes that wait at most `limit` while `armed` is set (cleared when the
+    /// connection is upgraded).
+    pub fn new(io: T, limit: Duration, armed: Arc<AtomicBool>) -> StallLimit<T> {
         StallLimit {
             io,
             limit,
             stalled: None,
+            armed,
         }
     }
 
@@ -40,7 +50,7 @@ impl<T> StallLimit<T> {
         cx: &mut Context<'_>,
         result: Poll<io::Result<R>>,
     ) -> Poll<io::Result<R>> {
-        if result.is_ready() {
+        if result.is_ready() || !self.armed.load(Ordering::Acquire) {
             self.stalled = None;
             return result;
         }
@@ -111,9 +121,26 @@ mod tests {
     async fn a_write_the_peer_never_takes_fails_after_the_limit() {
         // A pipe of 64 bytes whose other end never reads.
         let (near, _far) = tokio::io::duplex(64);
-        let mut io = StallLimit::new(near, Duration::from_millis(100));
+        let mut io = StallLimit::new(
+            near,
+            Duration::from_millis(100),
+            Arc::new(AtomicBool::new(true)),
+        );
         let err = io.write_all(&[0u8; 1024]).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn a_disarmed_limit_lets_a_write_wait() {
+        let (near, _far) = tokio::io::duplex(64);
+        let mut io = StallLimit::new(
+            near,
+            Duration::from_millis(50),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let waited =
+            tokio::time::timeout(Duration::from_millis(300), io.write_all(&[0u8; 1024])).await;
+        assert!(waited.is_err(), "the write still waits: {waited:?}");
     }
 
     #[tokio::test]
@@ -126,7 +153,11 @@ mod tests {
                 .unwrap();
             sink.len()
         });
-        let mut io = StallLimit::new(near, Duration::from_millis(200));
+        let mut io = StallLimit::new(
+            near,
+            Duration::from_millis(200),
+            Arc::new(AtomicBool::new(true)),
+        );
         io.write_all(&[7u8; 64 * 1024]).await.unwrap();
         io.shutdown().await.unwrap();
         drop(io);
