@@ -430,3 +430,56 @@ async fn force_disconnect_ends_a_session_waiting_in_a_long_poll() {
     }
     assert!(offline, "the session is gone");
 }
+
+#[tokio::test]
+async fn the_queue_list_pages_by_name_when_asked() {
+    let server = start();
+    let api = Api::of(&server);
+    let c = client(&server, "maker").await;
+    let mut names: Vec<String> = (0..25).map(|i| format!("paged-{i:02}")).collect();
+    for n in names.iter().rev() {
+        c.create_queue(n).await.unwrap();
+    }
+    names.sort();
+    // Without a limit, every queue at once.
+    let all = api.get("/api/queues").await;
+    assert_eq!(all["queues"].as_array().unwrap().len(), 25);
+    assert_eq!(all["next"], serde_json::Value::Null);
+    // Pages of ten: 10, 10, 5, each `next` the last name shown, every queue once, by name.
+    let (mut seen, mut sizes, mut after) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let path = match &after {
+            None => "/api/queues?limit=10".to_owned(),
+            Some(a) => format!("/api/queues?limit=10&after={a}"),
+        };
+        let page = api.get(&path).await;
+        let queues = page["queues"].as_array().unwrap();
+        sizes.push(queues.len());
+        seen.extend(
+            queues
+                .iter()
+                .map(|q| q["name"].as_str().unwrap().to_owned()),
+        );
+        match page["next"].as_str() {
+            Some(n) => {
+                assert_eq!(Some(n), seen.last().map(String::as_str));
+                after = Some(n.to_owned());
+            }
+            None => break,
+        }
+    }
+    assert_eq!(sizes, vec![10, 10, 5]);
+    assert_eq!(seen, names);
+    // A limit out of range is refused precisely.
+    for bad in ["0", "10001", "ten"] {
+        let (status, body) = api
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/queues?limit={bad}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(body["error"], "InvalidArgument", "{bad}: {body}");
+    }
+}
