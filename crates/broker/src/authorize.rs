@@ -76,6 +76,7 @@ pub fn check(shared: &Shared, session: &Session, request: &Request) -> Result<()
         Request::DeleteQueue { name, .. } => needs.on(Permission::Manage, Object::Queue, name),
         Request::Send(m) => needs.send(m),
         Request::SendBatch(items) => items.iter().try_for_each(|m| needs.send(m)),
+        Request::PublishBatch(b) => needs.on(Permission::Send, Object::Topic, &b.topic),
         Request::Receive(r) => match &r.source {
             Source::Queue(q) => needs.on(Permission::Receive, Object::Queue, q),
             Source::Sender(_) if grants.allows_every(Permission::Receive, Object::Queue) => Ok(()),

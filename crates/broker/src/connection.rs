@@ -432,7 +432,9 @@ fn find_disconnect(rbuf: &[u8]) -> Option<u32> {
 
 /// Whether frames of `kind` add messages (and so are held back under memory pressure).
 fn is_publishing(kind: u16) -> bool {
-    kind == FrameKind::Send as u16 || kind == FrameKind::SendBatch as u16
+    kind == FrameKind::Send as u16
+        || kind == FrameKind::SendBatch as u16
+        || kind == FrameKind::PublishBatch as u16
 }
 
 /// The length of a request's selector (what a pending request holds besides its frame).

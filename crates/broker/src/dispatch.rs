@@ -43,6 +43,7 @@ pub async fn dispatch(
         Request::WaitingQueues => queues::waiting(shared, session).await,
         Request::Send(m) => send::send(shared, session, m).await,
         Request::SendBatch(items) => send::send_batch(shared, session, items).await,
+        Request::PublishBatch(batch) => send::publish_batch(shared, session, batch).await,
         Request::Ack { ids } => settle::ack(shared, session, ids).await,
         Request::Nack { ids, requeue } => settle::nack(shared, session, ids, requeue).await,
         Request::Credit {

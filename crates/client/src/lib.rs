@@ -66,7 +66,8 @@ pub use ferry_protocol as protocol;
 pub use ferry_protocol::requests::{Receive, Subscribe, SubscribeTopic};
 pub use ferry_protocol::{
     subscription_queue, AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message,
-    MessageId, Order, OutgoingMessage, Properties, PropertyValue, QueueInfo, QueueOptions,
+    MessageId, Order, OutgoingMessage, Properties, PropertyValue, PublishBatch, QueueInfo,
+    QueueOptions,
     ReceiveMode, Source, SubscriptionId, SubscriptionInfo, SubscriptionOptions, TopicInfo,
     WireError,
 };

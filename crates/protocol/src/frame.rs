@@ -36,6 +36,8 @@ numbered_enum! {
         Send = 0x0020,
         /// Request: send many messages, each on its own.
         SendBatch = 0x0021,
+        /// Request: publish many bodies to one topic, the rest shared (version 6).
+        PublishBatch = 0x0022,
         /// Request: receive one message.
         Receive = 0x0030,
         /// Request: settle client-ack deliveries.

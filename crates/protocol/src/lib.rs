@@ -9,6 +9,7 @@
 //! - [`responses`]: every reply and pushed delivery the broker sends;
 //! - [`size`]: the exact encoded size of every frame, for buffers sized ahead of encoding;
 //! - [`deliver_batch`]: the `DeliverBatch` push, many deliveries sharing names in one frame;
+//! - [`publish_batch`]: the `PublishBatch` request, many bodies to one topic sharing the rest;
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
 //! - [`name`]: [`Name`], the shared queue and sender names of received messages;
@@ -27,6 +28,7 @@ pub mod frame;
 pub mod limits;
 pub mod name;
 mod numbered;
+pub mod publish_batch;
 pub mod requests;
 pub mod responses;
 pub mod size;
@@ -39,9 +41,11 @@ pub use codes::ErrorCode;
 pub use frame::{frames_in, split_frame, split_frames, FrameAt, FrameKind, RawFrame, HEADER_LEN};
 pub use limits::Limits;
 pub use name::Name;
+pub use publish_batch::PublishBatch;
 pub use requests::Request;
 pub use responses::{encode_deliver, ErrorReply, Response};
 pub use size::deliver_encoded_len;
 pub use types::*;
-pub use version::{speaks_version, DELIVER_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+pub use version::{
+    speaks_version, DELIVER_BATCH_VERSION, PUBLISH_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 pub use wire::WireError;

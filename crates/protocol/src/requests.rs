@@ -3,6 +3,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame};
+use crate::publish_batch::{put_publish_batch, read_publish_batch, PublishBatch};
 use crate::types::{
     AckMode, DeliveryId, Order, OutgoingMessage, PropertyValue, QueueOptions, ReceiveMode, Source,
     SubscriptionId, SubscriptionOptions,
@@ -270,6 +271,9 @@ pub enum Request {
     Send(OutgoingMessage),
     /// Send many messages; each succeeds or fails on its own.
     SendBatch(Vec<OutgoingMessage>),
+    /// Publish many bodies to one topic, everything else shared (version 6); each body
+    /// succeeds or fails on its own.
+    PublishBatch(PublishBatch),
     /// Receive one message.
     Receive(Receive),
     /// Settle client-ack deliveries.
@@ -528,6 +532,7 @@ impl Request {
             Request::ListQueues => FrameKind::ListQueues,
             Request::Send(_) => FrameKind::Send,
             Request::SendBatch(_) => FrameKind::SendBatch,
+            Request::PublishBatch(_) => FrameKind::PublishBatch,
             Request::Receive(_) => FrameKind::Receive,
             Request::Ack { .. } => FrameKind::Ack,
             Request::Nack { .. } => FrameKind::Nack,
@@ -582,6 +587,7 @@ impl Request {
                     put_outgoing(out, m);
                 }
             }
+            Request::PublishBatch(b) => put_publish_batch(out, b),
             Request::Receive(r) => {
                 match &r.source {
                     Source::Queue(q) => {
@@ -681,6 +687,7 @@ impl Request {
                 }
                 Request::SendBatch(items)
             }
+            FrameKind::PublishBatch => Request::PublishBatch(read_publish_batch(&mut r)?),
             FrameKind::Receive => {
                 let source = match r.u8()? {
                     0 => Source::Queue(r.string("queue name")?),

@@ -108,6 +108,7 @@ impl Request {
                 Request::SendBatch(items) => {
                     4 + items.iter().map(outgoing_encoded_len).sum::<usize>()
                 }
+                Request::PublishBatch(b) => b.encoded_len(),
                 Request::Receive(r) => {
                     let source = match &r.source {
                         Source::Queue(name) | Source::Sender(name) => 1 + string(name),

@@ -11,14 +11,20 @@
 /// mechanism in `Connect`, the `AuthChallenge` / `AuthResponse` exchange, and the server's final
 /// message in `Connected`. Version 5 added the `DeliverBatch` push
 /// ([`crate::deliver_batch`]), which a broker sends only to sessions of version 5 or later.
-pub const PROTOCOL_VERSION: u16 = 5;
+/// Version 6 added the `PublishBatch` request ([`crate::publish_batch`]), which a broker
+/// refuses from sessions of an older version.
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The oldest version a broker of this build still speaks: version 4 clients get their
-/// deliveries as `Deliver` frames only.
+/// deliveries as `Deliver` frames only, version 4 and 5 clients publish with `Send` and
+/// `SendBatch` only.
 pub const MIN_PROTOCOL_VERSION: u16 = 4;
 
 /// The first version whose sessions receive `DeliverBatch` pushes.
 pub const DELIVER_BATCH_VERSION: u16 = 5;
+
+/// The first version whose sessions may send `PublishBatch` requests.
+pub const PUBLISH_BATCH_VERSION: u16 = 6;
 
 /// Whether a broker of this build speaks `version`.
 pub fn speaks_version(version: u16) -> bool {

@@ -1,8 +1,9 @@
 //! send and send_batch.
 
-use ferry_protocol::{ErrorCode, Name, OutgoingMessage, Response};
+use ferry_protocol::{ErrorCode, ErrorReply, Name, OutgoingMessage, PublishBatch, Response};
+use ferry_store::{NewMessage, StoreError};
 
-use super::{store_error, to_new, txn, validate};
+use super::{store_error, to_new, txn, validate, with_topic};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -68,7 +69,7 @@ pub async fn send_batch(
             .map(|m| match txn::hold_message(shared, session, m) {
                 Some(Ok(())) => Ok(0),
                 Some(Err(e)) => Err(e),
-                None => Err(ferry_protocol::ErrorReply::new(
+                None => Err(ErrorReply::new(
                     ErrorCode::TransactionState,
                     "the transaction ended",
                 )),
@@ -79,7 +80,7 @@ pub async fn send_batch(
     let now = shared.now_ms();
     let delayed = items.iter().any(|m| m.delay_ms > 0);
     // Items that fail validation keep their slot with the error; the rest go to the store.
-    let mut results: Vec<Option<Result<u64, ferry_protocol::ErrorReply>>> =
+    let mut results: Vec<Option<Result<u64, ErrorReply>>> =
         Vec::with_capacity(items.len());
     let mut valid = Vec::with_capacity(items.len());
     let mut touched: Vec<String> = Vec::new();
@@ -111,25 +112,7 @@ pub async fn send_batch(
     } else {
         shared.store.queues().send_batch(valid).await
     };
-    let mut stored = stored.into_iter();
-    let mut ok = 0u64;
-    let results = results
-        .into_iter()
-        .map(|slot| match slot {
-            Some(r) => r,
-            None => match stored.next() {
-                Some(Ok(id)) => {
-                    ok += 1;
-                    Ok(id)
-                }
-                Some(Err(e)) => Err(ferry_protocol::ErrorReply::new(e.code(), e.to_string())),
-                None => Err(ferry_protocol::ErrorReply::new(
-                    ErrorCode::Internal,
-                    "the store returned fewer results than messages",
-                )),
-            },
-        })
-        .collect();
+    let (results, ok) = merge_results(results, stored);
     if ok > 0 {
         if delayed {
             shared.delayed_sent.notify_one();
@@ -144,6 +127,119 @@ pub async fn send_batch(
         for t in &topics {
             shared.wakers.notify_topic(t);
         }
+    }
+    Response::BatchSent(results)
+}
+
+/// The reply's results: each slot's own (an item refused before the store), or else the
+/// store's next one; and how many items were stored.
+fn merge_results(
+    slots: Vec<Option<Result<u64, ErrorReply>>>,
+    stored: Vec<Result<u64, StoreError>>,
+) -> (Vec<Result<u64, ErrorReply>>, u64) {
+    let mut stored = stored.into_iter();
+    let mut ok = 0u64;
+    let results = slots
+        .into_iter()
+        .map(|slot| match slot {
+            Some(r) => r,
+            None => match stored.next() {
+                Some(Ok(id)) => {
+                    ok += 1;
+                    Ok(id)
+                }
+                Some(Err(e)) => Err(ErrorReply::new(e.code(), e.to_string())),
+                None => Err(ErrorReply::new(
+                    ErrorCode::Internal,
+                    "the store returned fewer results than messages",
+                )),
+            },
+        })
+        .collect();
+    (results, ok)
+}
+
+/// publish_batch (version 6): every body a message of its own to one topic, the rest shared.
+/// Each body succeeds or fails on its own, as in a `SendBatch`; the shared fields are checked
+/// once, and the topic property is built once for the batch.
+pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBatch) -> Response {
+    if session.version() < ferry_protocol::PUBLISH_BATCH_VERSION {
+        // What a broker of the session's version answers: it does not know the request.
+        return Response::error(
+            ErrorCode::UnknownRequest,
+            format!(
+                "PublishBatch needs protocol version {}; this session speaks {}",
+                ferry_protocol::PUBLISH_BATCH_VERSION,
+                session.version()
+            ),
+        );
+    }
+    if batch.bodies.len() > shared.limits.max_batch as usize {
+        return Response::error(
+            ErrorCode::TooLarge,
+            format!(
+                "a batch of {} messages exceeds the limit of {}",
+                batch.bodies.len(),
+                shared.limits.max_batch
+            ),
+        );
+    }
+    if session.in_txn() {
+        let PublishBatch { ref bodies, .. } = batch;
+        let items = bodies.iter().map(|b| batch.message(b.clone())).collect();
+        return send_batch(shared, session, items).await;
+    }
+    // The shared fields, checked once with an empty body standing for every message.
+    if let Err(e) = validate::message(&batch.message(bytes::Bytes::new()), &shared.limits) {
+        return Response::BatchSent(batch.bodies.iter().map(|_| Err(e.clone())).collect());
+    }
+    let now = shared.now_ms();
+    let deliver_at_ms = match batch.delay_ms {
+        0 => 0,
+        d => now.saturating_add(d),
+    };
+    let expires_at_ms = match batch.ttl_ms {
+        0 => 0,
+        t => now.saturating_add(t),
+    };
+    let properties = with_topic(batch.properties, Some(&batch.topic));
+    let max_body = shared.limits.max_body_bytes as usize;
+    let mut results: Vec<Option<Result<u64, ErrorReply>>> = Vec::with_capacity(batch.bodies.len());
+    let mut valid = Vec::with_capacity(batch.bodies.len());
+    for body in batch.bodies {
+        if body.len() > max_body {
+            results.push(Some(Err(validate::body_too_large(body.len(), &shared.limits))));
+            continue;
+        }
+        results.push(None);
+        valid.push(NewMessage {
+            queues: Vec::new(),
+            topic: Some(batch.topic.clone()),
+            persistent: batch.persistent,
+            sender: session.sender.clone(),
+            receiver: None,
+            priority: batch.priority,
+            context: 0,
+            properties: properties.clone(),
+            body,
+            created_at: now,
+            deliver_at_ms,
+            expires_at_ms,
+        });
+    }
+    let stored = if valid.is_empty() {
+        Vec::new()
+    } else {
+        shared.store.queues().send_batch(valid).await
+    };
+    let (results, ok) = merge_results(results, stored);
+    if ok > 0 {
+        if deliver_at_ms > 0 {
+            shared.delayed_sent.notify_one();
+        }
+        Stats::add(&shared.stats.messages_sent, ok);
+        Stats::add(&shared.stats.messages_published, ok);
+        shared.wakers.notify_topic(&batch.topic);
     }
     Response::BatchSent(results)
 }

@@ -181,14 +181,7 @@ pub fn message_in_batch(
         ));
     }
     if m.body.len() > limits.max_body_bytes as usize {
-        return Err(ErrorReply::new(
-            ErrorCode::TooLarge,
-            format!(
-                "body of {} bytes exceeds the limit of {} bytes",
-                m.body.len(),
-                limits.max_body_bytes
-            ),
-        ));
+        return Err(body_too_large(m.body.len(), limits));
     }
     if m.properties.len() > usize::from(limits.max_properties) {
         return Err(ErrorReply::new(
@@ -207,6 +200,17 @@ pub fn message_in_batch(
         return invalid(format!("property '{k}' is given twice"));
     }
     Ok(())
+}
+
+/// The `TooLarge` reply for a body of `len` bytes, over the limit.
+pub fn body_too_large(len: usize, limits: &Limits) -> ErrorReply {
+    ErrorReply::new(
+        ErrorCode::TooLarge,
+        format!(
+            "body of {len} bytes exceeds the limit of {} bytes",
+            limits.max_body_bytes
+        ),
+    )
 }
 
 /// The first name that occurs twice. Sends name few queues and properties, so small lists are
