@@ -66,6 +66,8 @@ mod min {
     /// A `DeliverBatch` entry: two ids (16), receiver tag (1), fixed fields (21), body length
     /// (4), expiry (8).
     pub const BATCH_ENTRY: usize = 50;
+    /// A body of a `PublishBatch`: its length (4).
+    pub const BODY: usize = 4;
     /// A queue listing entry: name length (2), ready (8), in flight (8).
     pub const QUEUE_INFO: usize = 18;
     /// A batch result: tag (1) and the smaller of an id (8) and an error's code (2) + text
@@ -191,6 +193,12 @@ impl Tally {
             Request::SendBatch(items) => {
                 self.list(items, items.capacity(), min::OUTGOING);
                 items.iter().for_each(|m| self.outgoing(m));
+            }
+            Request::PublishBatch(b) => {
+                self.name(&b.topic);
+                self.properties(&b.properties);
+                self.list(&b.bodies, b.bodies.capacity(), min::BODY);
+                b.bodies.iter().for_each(|body| self.body(body));
             }
             Request::Receive(rc) => {
                 match &rc.source {
@@ -520,6 +528,72 @@ proptest! {
     }
 }
 
+/// A `PublishBatch` to 't', priority 5, persistent, up to its body count, which follows.
+const PUBLISH_BATCH_HEAD: &str =
+    "01 00 74 | 05 | 00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 | 00 | 00 00";
+/// [`PUBLISH_BATCH_HEAD`] with a count of 4 billion and no bodies.
+const PUBLISH_BATCH_HEAD_NO_COUNT: &str =
+    "01 00 74 | 05 | 00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 | 00 | 00 00 | ff ff ff ff";
+
+/// Decodes a `PublishBatch` payload.
+fn publish_batch(payload: Vec<u8>) -> Result<Request, ferry_protocol::WireError> {
+    Request::decode(&RawFrame {
+        kind: FrameKind::PublishBatch.as_u16(),
+        request_id: 1,
+        payload: Bytes::from(payload),
+    })
+}
+
+#[test]
+fn a_publish_batch_of_no_bodies_or_too_many_is_refused() {
+    let invalid = |r: Result<Request, ferry_protocol::WireError>, what: &str| match r {
+        Err(ferry_protocol::WireError::InvalidValue { field, .. }) => {
+            assert!(field.contains(what), "{field}")
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    // Count 0.
+    let mut p = hex(PUBLISH_BATCH_HEAD);
+    p.extend_from_slice(&0u32.to_le_bytes());
+    invalid(publish_batch(p), "body count");
+    // One more than the cap, every body empty: the bytes are there, the count is refused.
+    let n = ferry_protocol::publish_batch::MAX_PUBLISH_BATCH_BODIES + 1;
+    let mut p = hex(PUBLISH_BATCH_HEAD);
+    p.extend_from_slice(&(n as u32).to_le_bytes());
+    p.resize(p.len() + 4 * n, 0);
+    invalid(publish_batch(p.clone()), "body count");
+    // At the cap it decodes, into no more than the cap's handles.
+    let at_cap = n - 1;
+    p.truncate(p.len() - 4);
+    let count_at = hex(PUBLISH_BATCH_HEAD).len();
+    p[count_at..count_at + 4].copy_from_slice(&(at_cap as u32).to_le_bytes());
+    let Request::PublishBatch(b) = publish_batch(p).unwrap() else {
+        panic!("not a publish batch")
+    };
+    assert_eq!(b.bodies.len(), at_cap);
+    // Properties that every message copies: 1,000 bodies of a 100-byte string property are
+    // 100 KB decoded from a 4 KB frame, beyond the 64 KiB allowed.
+    let mut p = hex(
+        "01 00 74 | 05 | 00 00 00 00 00 00 00 00 | 00 00 00 00 00 00 00 00 | 00 | 01 00 | 01 00 70 | 03",
+    );
+    p.extend_from_slice(&96u16.to_le_bytes());
+    p.resize(p.len() + 96, b'x');
+    p.extend_from_slice(&1000u32.to_le_bytes());
+    p.resize(p.len() + 4 * 1000, 0);
+    invalid(publish_batch(p.clone()), "repeated per body");
+    // The same with 600 bodies (60 KB) decodes.
+    let count_at = p.len() - 4 * 1000 - 4;
+    p[count_at..count_at + 4].copy_from_slice(&600u32.to_le_bytes());
+    p.truncate(count_at + 4 + 4 * 600);
+    assert!(publish_batch(p).is_ok());
+    // Flags other than non-persistent.
+    let mut p = hex(PUBLISH_BATCH_HEAD);
+    p[3 + 17] = 0x02;
+    p.extend_from_slice(&1u32.to_le_bytes());
+    p.extend_from_slice(&0u32.to_le_bytes());
+    invalid(publish_batch(p), "message flags");
+}
+
 #[test]
 fn hostile_counts_are_refused_before_allocating() {
     // A batch announcing 4 billion items in a 4-byte payload, and the same for every counted
@@ -530,6 +604,7 @@ fn hostile_counts_are_refused_before_allocating() {
         (0x0032, "ff ff ff ff 00"), // Nack ids
         (0x0020, "ff ff"),          // Send queues
         (0x0020, "00 00 | 00 | 05 | 00 00 00 00 00 00 00 00 | ff ff"), // Send properties
+        (0x0022, PUBLISH_BATCH_HEAD_NO_COUNT),                          // PublishBatch bodies
     ];
     for (kind, payload) in cases {
         let frame = RawFrame {
@@ -698,6 +773,7 @@ fn memory_per_minimal_encoded_byte_is_bounded_for_every_list_element() {
         ),
         ("id", size_of::<u64>(), min::U64),
         ("batch item", size_of::<OutgoingMessage>(), min::OUTGOING),
+        ("publish batch body", size_of::<Bytes>(), min::BODY),
         ("batched delivery", size_of::<Delivery>(), min::BATCH_ENTRY),
         (
             "queue info",

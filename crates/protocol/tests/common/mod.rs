@@ -204,6 +204,13 @@ pub fn pinned_requests() -> Vec<Request> {
             OutgoingMessage::new("q", Bytes::from_static(b"x")),
             typed_properties_message(),
         ]),
+        Request::PublishBatch(
+            ferry_protocol::PublishBatch::new(
+                "t",
+                vec![Bytes::from_static(b"a"), Bytes::from_static(b"bc")],
+            )
+            .non_persistent(),
+        ),
         Request::Send(topic_message()),
         Request::Receive(Receive {
             source: Source::Queue("q".into()),
@@ -364,6 +371,15 @@ pub fn all_requests() -> Vec<Request> {
             delay_ms: u64::MAX,
         }),
         Request::SendBatch(vec![]),
+        Request::PublishBatch(ferry_protocol::PublishBatch {
+            topic: "ünï".into(),
+            priority: u8::MAX,
+            ttl_ms: u64::MAX,
+            delay_ms: u64::MAX,
+            persistent: true,
+            properties: vec![("n".into(), PropertyValue::Str("é".into()))],
+            bodies: vec![Bytes::new(), Bytes::from(vec![0xCD; 3000])],
+        }),
         Request::Ack { ids: vec![] },
         Request::Nack {
             ids: vec![u64::MAX, 0],
@@ -672,6 +688,27 @@ pub fn request() -> impl Strategy<Value = Request> {
         Just(Request::ListQueues),
         outgoing().prop_map(Request::Send),
         prop::collection::vec(outgoing(), 0..4).prop_map(Request::SendBatch),
+        (
+            name(),
+            any::<u8>(),
+            (any::<u64>(), any::<u64>()),
+            any::<bool>(),
+            properties(),
+            prop::collection::vec(body(), 1..4),
+        )
+            .prop_map(
+                |(topic, priority, (ttl_ms, delay_ms), persistent, properties, bodies)| {
+                    Request::PublishBatch(ferry_protocol::PublishBatch {
+                        topic: topic.into(),
+                        priority,
+                        ttl_ms,
+                        delay_ms,
+                        persistent,
+                        properties,
+                        bodies,
+                    })
+                }
+            ),
         (
             prop_oneof![
                 name().prop_map(Source::Queue),

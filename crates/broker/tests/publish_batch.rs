@@ -1,0 +1,286 @@
+//! `PublishBatch` requests (protocol version 6): every body becomes a message of its own with
+//! the batch's shared fields, delivered exactly as the `SendBatch` of those publishes would be;
+//! bodies fail on their own, a batch over `max_batch` fails whole, older sessions get
+//! `UnknownRequest`, and malformed batches close the connection.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use ferry_client::SubscribeTopic;
+use ferry_protocol::requests::Connect;
+use ferry_protocol::topic::TOPIC_PROPERTY;
+use ferry_protocol::{
+    ErrorCode, FrameKind, PropertyValue, PublishBatch, Request, Response, HEADER_LEN,
+};
+use ferry_testkit::raw::RawConn;
+use ferry_testkit::TestServer;
+
+/// Body `i`: distinct lengths and bytes, so that a body cut or swapped shows.
+fn body(i: usize) -> Bytes {
+    Bytes::from((0..100 + i % 50).map(|j| (i * 7 + j) as u8).collect::<Vec<u8>>())
+}
+
+/// Messages ready or in flight on subscription `name` of `topic`.
+async fn held(c: &ferry_client::Client, topic: &str, name: &str) -> u64 {
+    let topics = c.list_topics().await.unwrap();
+    let t = topics.iter().find(|t| t.name == topic).unwrap();
+    let s = t.subscriptions.iter().find(|s| s.name == name).unwrap();
+    s.ready + s.in_flight
+}
+
+#[tokio::test]
+async fn a_publish_batch_is_delivered_like_the_publishes_it_stands_for() {
+    let s = TestServer::start().await;
+    let c = s.client("subscriber").await;
+    c.create_topic("ticks").await.unwrap();
+    let mut matching = c
+        .subscribe_topic(
+            SubscribeTopic::new("ticks")
+                .durable("v")
+                .with_selector("n = 'v' AND JMSPriority = 7"),
+        )
+        .await
+        .unwrap();
+    c.ensure_subscription(SubscribeTopic::new("ticks").durable("w").with_selector("n = 'w'"))
+        .await
+        .unwrap();
+    let p = s.client("publisher").await;
+    let n = 300;
+    let batch = PublishBatch {
+        priority: 7,
+        ttl_ms: 60_000,
+        properties: vec![("n".into(), PropertyValue::Str("v".into()))],
+        ..PublishBatch::new("ticks", (0..n).map(body).collect()).non_persistent()
+    };
+    let ids: Vec<u64> = p
+        .publish_batch(batch)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(ids.len(), n);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for (i, id) in ids.iter().enumerate() {
+        let d = tokio::time::timeout(Duration::from_secs(10), matching.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let m = d.message;
+        assert_eq!((m.id, &m.body), (*id, &body(i)), "message {i}");
+        assert_eq!(&*m.sender, "publisher");
+        assert_eq!(m.priority, 7);
+        assert_eq!(m.context, 0);
+        assert_eq!(m.receiver, None);
+        assert_eq!(m.expires_at, m.created_at + 60_000);
+        assert_eq!(
+            m.properties,
+            vec![
+                ("n".into(), PropertyValue::Str("v".into())),
+                (TOPIC_PROPERTY.into(), PropertyValue::Str("ticks".into())),
+            ]
+        );
+        matching.ack(&[d.delivery_id]).await.unwrap();
+    }
+    assert_eq!(held(&c, "ticks", "w").await, 0, "the selector matched none");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_publish_batch_in_a_transaction_takes_effect_at_the_commit() {
+    let s = TestServer::start().await;
+    let c = s.client("c").await;
+    c.create_topic("ticks").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("ticks").durable("d"))
+        .await
+        .unwrap();
+    c.begin().await.unwrap();
+    let results = c
+        .publish_batch(PublishBatch::new("ticks", vec![body(1), body(2)]))
+        .await
+        .unwrap();
+    assert!(results.iter().all(|r| matches!(r, Ok(0))), "{results:?}");
+    assert_eq!(held(&c, "ticks", "d").await, 0, "held until the commit");
+    c.rollback().await.unwrap();
+    assert_eq!(held(&c, "ticks", "d").await, 0, "rolled back");
+    c.begin().await.unwrap();
+    c.publish_batch(PublishBatch::new("ticks", vec![body(3), body(4), body(5)]))
+        .await
+        .unwrap();
+    assert_eq!(c.commit().await.unwrap().len(), 3);
+    assert_eq!(held(&c, "ticks", "d").await, 3);
+    s.shutdown().await;
+}
+
+/// A raw session of the current version, with topic `ticks` and its durable subscription `d`.
+async fn raw_with_topic(s: &TestServer) -> (RawConn, ferry_client::Client) {
+    let c = s.client("owner").await;
+    c.create_topic("ticks").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("ticks").durable("d"))
+        .await
+        .unwrap();
+    let (raw, reply) = RawConn::connect(&s.addr_string(), "raw").await.unwrap();
+    assert!(matches!(reply, Response::Connected(_)), "{reply:?}");
+    (raw, c)
+}
+
+/// The reply to `req` sent as request 7.
+async fn ask(raw: &mut RawConn, req: &Request) -> Response {
+    raw.send(7, req).await.unwrap();
+    let (rid, reply) = raw.recv().await.unwrap();
+    assert_eq!(rid, 7);
+    reply
+}
+
+#[tokio::test]
+async fn each_body_fails_alone_and_a_batch_over_max_batch_fails_whole() {
+    let s = TestServer::start_with(|c| {
+        c.limits.max_body_bytes = 10;
+        c.limits.max_batch = 4;
+    })
+    .await;
+    let (mut raw, c) = raw_with_topic(&s).await;
+    let bodies = vec![
+        Bytes::from_static(b"first"),
+        Bytes::from_static(b"eleven byte"),
+        Bytes::from_static(b"third"),
+    ];
+    let Response::BatchSent(results) = ask(
+        &mut raw,
+        &Request::PublishBatch(PublishBatch::new("ticks", bodies)),
+    )
+    .await
+    else {
+        panic!("not BatchSent")
+    };
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    assert_eq!(results[1].as_ref().unwrap_err().code, ErrorCode::TooLarge);
+    assert_eq!(held(&c, "ticks", "d").await, 2);
+    // Five bodies against a max_batch of 4: refused whole, nothing stored.
+    let five = PublishBatch::new("ticks", vec![Bytes::from_static(b"x"); 5]);
+    let Response::Error(e) = ask(&mut raw, &Request::PublishBatch(five)).await else {
+        panic!("not an error")
+    };
+    assert_eq!(e.code, ErrorCode::TooLarge, "{e:?}");
+    // Shared fields no message may carry: every body gets the error.
+    let bad = PublishBatch {
+        priority: 0,
+        ..PublishBatch::new("ticks", vec![Bytes::from_static(b"x"); 2])
+    };
+    let Response::BatchSent(results) = ask(&mut raw, &Request::PublishBatch(bad)).await else {
+        panic!("not BatchSent")
+    };
+    assert_eq!(results.len(), 2);
+    assert!(
+        results
+            .iter()
+            .all(|r| r.as_ref().unwrap_err().code == ErrorCode::InvalidArgument),
+        "{results:?}"
+    );
+    // A topic that does not exist: every body `TopicNotFound`.
+    let missing = PublishBatch::new("nowhere", vec![Bytes::from_static(b"x"); 2]);
+    let Response::BatchSent(results) = ask(&mut raw, &Request::PublishBatch(missing)).await
+    else {
+        panic!("not BatchSent")
+    };
+    assert!(
+        results
+            .iter()
+            .all(|r| r.as_ref().unwrap_err().code == ErrorCode::TopicNotFound),
+        "{results:?}"
+    );
+    assert_eq!(held(&c, "ticks", "d").await, 2);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_version_5_session_gets_unknown_request_and_goes_on() {
+    let s = TestServer::start().await;
+    let c = s.client("owner").await;
+    c.create_topic("ticks").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("ticks").durable("d"))
+        .await
+        .unwrap();
+    let mut raw = RawConn::open(&s.addr_string()).await.unwrap();
+    let reply = raw
+        .handshake(Connect {
+            version: 5,
+            client: "old".into(),
+            mechanism: String::new(),
+            credentials: String::new(),
+            keepalive_ms: 0,
+            flags: 0,
+        })
+        .await
+        .unwrap();
+    assert!(matches!(reply, Response::Connected(ref c) if c.version == 5), "{reply:?}");
+    let batch = PublishBatch::new("ticks", vec![Bytes::from_static(b"x")]);
+    let Response::Error(e) = ask(&mut raw, &Request::PublishBatch(batch)).await else {
+        panic!("not an error")
+    };
+    assert_eq!(e.code, ErrorCode::UnknownRequest, "{e:?}");
+    raw.send(8, &Request::Ping).await.unwrap();
+    assert_eq!(raw.recv().await.unwrap(), (8, Response::Pong));
+    assert_eq!(held(&c, "ticks", "d").await, 0, "nothing published");
+    s.shutdown().await;
+}
+
+/// A `PublishBatch` frame to `ticks` with `props` (encoded, count included) and `count` in its
+/// count field followed by `bodies` empty bodies.
+fn raw_batch(props: &[u8], count: u32, bodies: usize) -> Vec<u8> {
+    let mut payload = BytesMut::new();
+    payload.put_slice(&[2, 0, b't', b'i']); // the topic 'ti' (a name, not 'ticks')
+    payload.put_u8(5);
+    payload.put_slice(&[0; 17]);
+    payload.put_slice(props);
+    payload.put_u32_le(count);
+    payload.put_bytes(0, 4 * bodies);
+    let mut frame = BytesMut::new();
+    frame.put_u32_le((payload.len() + HEADER_LEN - 4) as u32);
+    frame.put_u16_le(FrameKind::PublishBatch.as_u16());
+    frame.put_u32_le(9);
+    frame.put_slice(&payload);
+    frame.to_vec()
+}
+
+#[tokio::test]
+async fn malformed_publish_batches_close_the_connection_and_store_nothing() {
+    let s = TestServer::start().await;
+    let mut long_property = vec![1, 0, 1, 0, b'p', 3, 200, 0];
+    long_property.resize(long_property.len() + 200, b'x');
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("a count of 0", raw_batch(&[0, 0], 0, 0)),
+        ("a count above the cap", raw_batch(&[0, 0], 65_537, 65_537)),
+        ("a count beyond the bytes", raw_batch(&[0, 0], u32::MAX, 1)),
+        (
+            "properties repeated past 64 KiB",
+            raw_batch(&long_property, 400, 400),
+        ),
+    ];
+    let c = s.client("owner").await;
+    c.create_topic("ti").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("ti").durable("d"))
+        .await
+        .unwrap();
+    for (what, frame) in cases {
+        let (mut raw, _) = RawConn::connect(&s.addr_string(), "hostile").await.unwrap();
+        raw.send_bytes(&frame).await.unwrap();
+        assert!(raw.closed_by_peer().await, "{what}: the connection stays open");
+    }
+    // The broker and the other sessions go on; nothing was stored.
+    assert_eq!(held(&c, "ti", "d").await, 0);
+    let (mut raw, _) = RawConn::connect(&s.addr_string(), "after").await.unwrap();
+    let ok = raw_batch(&[0, 0], 2, 2);
+    raw.send_bytes(&ok).await.unwrap();
+    let (rid, reply) = raw.recv().await.unwrap();
+    assert_eq!(rid, 9);
+    assert!(
+        matches!(&reply, Response::BatchSent(r) if r.len() == 2 && r.iter().all(Result::is_ok)),
+        "{reply:?}"
+    );
+    assert_eq!(held(&c, "ti", "d").await, 2);
+    s.shutdown().await;
+}
