@@ -42,6 +42,7 @@ const FRAME_KINDS: &[(FrameKind, u16)] = &[
     (FrameKind::ListQueues, 0x0012),
     (FrameKind::Send, 0x0020),
     (FrameKind::SendBatch, 0x0021),
+    (FrameKind::PublishBatch, 0x0022),
     (FrameKind::Receive, 0x0030),
     (FrameKind::Ack, 0x0031),
     (FrameKind::Nack, 0x0032),
@@ -136,14 +137,16 @@ fn frame_kind_numbers_are_pinned() {
 }
 
 #[test]
-fn protocol_version_is_5_and_4_is_still_spoken() {
-    assert_eq!(PROTOCOL_VERSION, 5);
+fn protocol_version_is_6_and_4_is_still_spoken() {
+    assert_eq!(PROTOCOL_VERSION, 6);
     assert_eq!(ferry_protocol::MIN_PROTOCOL_VERSION, 4);
     assert_eq!(ferry_protocol::DELIVER_BATCH_VERSION, 5);
+    assert_eq!(ferry_protocol::PUBLISH_BATCH_VERSION, 6);
     assert!(!ferry_protocol::speaks_version(3));
     assert!(ferry_protocol::speaks_version(4));
     assert!(ferry_protocol::speaks_version(5));
-    assert!(!ferry_protocol::speaks_version(6));
+    assert!(ferry_protocol::speaks_version(6));
+    assert!(!ferry_protocol::speaks_version(7));
     assert_eq!(ferry_protocol::requests::CONNECT_EPHEMERAL, 1);
     assert_eq!(ferry_protocol::requests::CONNECT_FLAGS, 1);
 }

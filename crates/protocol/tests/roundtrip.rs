@@ -253,9 +253,9 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("06 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("07 00 | ff ff ff | 01")),
     };
-    assert_eq!(Request::decode(&frame), Ok(foreign_connect(6)));
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(7)));
     // Version 1 and 2 clients (before topics) are refused the same way.
     let frame = RawFrame {
         kind: 0x0001,
