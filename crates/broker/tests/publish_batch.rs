@@ -19,7 +19,11 @@ use ferry_testkit::TestServer;
 
 /// Body `i`: distinct lengths and bytes, so that a body cut or swapped shows.
 fn body(i: usize) -> Bytes {
-    Bytes::from((0..100 + i % 50).map(|j| (i * 7 + j) as u8).collect::<Vec<u8>>())
+    Bytes::from(
+        (0..100 + i % 50)
+            .map(|j| (i * 7 + j) as u8)
+            .collect::<Vec<u8>>(),
+    )
 }
 
 /// Messages ready or in flight on subscription `name` of `topic`.
@@ -43,9 +47,13 @@ async fn a_publish_batch_is_delivered_like_the_publishes_it_stands_for() {
         )
         .await
         .unwrap();
-    c.ensure_subscription(SubscribeTopic::new("ticks").durable("w").with_selector("n = 'w'"))
-        .await
-        .unwrap();
+    c.ensure_subscription(
+        SubscribeTopic::new("ticks")
+            .durable("w")
+            .with_selector("n = 'w'"),
+    )
+    .await
+    .unwrap();
     let p = s.client("publisher").await;
     let n = 300;
     let batch = PublishBatch {
@@ -182,8 +190,7 @@ async fn each_body_fails_alone_and_a_batch_over_max_batch_fails_whole() {
     );
     // A topic that does not exist: every body `TopicNotFound`.
     let missing = PublishBatch::new("nowhere", vec![Bytes::from_static(b"x"); 2]);
-    let Response::BatchSent(results) = ask(&mut raw, &Request::PublishBatch(missing)).await
-    else {
+    let Response::BatchSent(results) = ask(&mut raw, &Request::PublishBatch(missing)).await else {
         panic!("not BatchSent")
     };
     assert!(
@@ -216,7 +223,10 @@ async fn a_version_5_session_gets_unknown_request_and_goes_on() {
         })
         .await
         .unwrap();
-    assert!(matches!(reply, Response::Connected(ref c) if c.version == 5), "{reply:?}");
+    assert!(
+        matches!(reply, Response::Connected(ref c) if c.version == 5),
+        "{reply:?}"
+    );
     let batch = PublishBatch::new("ticks", vec![Bytes::from_static(b"x")]);
     let Response::Error(e) = ask(&mut raw, &Request::PublishBatch(batch)).await else {
         panic!("not an error")
@@ -268,7 +278,10 @@ async fn malformed_publish_batches_close_the_connection_and_store_nothing() {
     for (what, frame) in cases {
         let (mut raw, _) = RawConn::connect(&s.addr_string(), "hostile").await.unwrap();
         raw.send_bytes(&frame).await.unwrap();
-        assert!(raw.closed_by_peer().await, "{what}: the connection stays open");
+        assert!(
+            raw.closed_by_peer().await,
+            "{what}: the connection stays open"
+        );
     }
     // The broker and the other sessions go on; nothing was stored.
     assert_eq!(held(&c, "ti", "d").await, 0);

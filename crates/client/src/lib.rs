@@ -67,7 +67,6 @@ pub use ferry_protocol::requests::{Receive, Subscribe, SubscribeTopic};
 pub use ferry_protocol::{
     subscription_queue, AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message,
     MessageId, Order, OutgoingMessage, Properties, PropertyValue, PublishBatch, QueueInfo,
-    QueueOptions,
-    ReceiveMode, Source, SubscriptionId, SubscriptionInfo, SubscriptionOptions, TopicInfo,
-    WireError,
+    QueueOptions, ReceiveMode, Source, SubscriptionId, SubscriptionInfo, SubscriptionOptions,
+    TopicInfo, WireError,
 };

@@ -1,13 +1,13 @@
 //! Topics on [`Client`]: creating, deleting and listing them, publishing, and subscribing to
 //! them (push consumers, and durable subscriptions created without consuming).
 
-use ferry_protocol::requests::SubscribeTopic;
 use ferry_protocol::deliver_batch::MAX_REPEATED_PROPERTY_BYTES;
 use ferry_protocol::publish_batch::MAX_PUBLISH_BATCH_BODIES;
+use ferry_protocol::requests::SubscribeTopic;
 use ferry_protocol::size::properties_len;
 use ferry_protocol::{
-    ErrorCode, ErrorReply, MessageId, OutgoingMessage, PublishBatch, Request, Response,
-    TopicInfo, WireError, HEADER_LEN,
+    ErrorCode, ErrorReply, MessageId, OutgoingMessage, PublishBatch, Request, Response, TopicInfo,
+    WireError, HEADER_LEN,
 };
 use tokio::sync::mpsc;
 

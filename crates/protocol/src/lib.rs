@@ -47,5 +47,7 @@ pub use responses::{encode_deliver, ErrorReply, Response};
 pub use size::deliver_encoded_len;
 pub use types::*;
 pub use version::{
-    speaks_version, DELIVER_BATCH_VERSION, PUBLISH_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+    speaks_version, DELIVER_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+    PUBLISH_BATCH_VERSION,
+};
 pub use wire::WireError;

@@ -604,7 +604,7 @@ fn hostile_counts_are_refused_before_allocating() {
         (0x0032, "ff ff ff ff 00"), // Nack ids
         (0x0020, "ff ff"),          // Send queues
         (0x0020, "00 00 | 00 | 05 | 00 00 00 00 00 00 00 00 | ff ff"), // Send properties
-        (0x0022, PUBLISH_BATCH_HEAD_NO_COUNT),                          // PublishBatch bodies
+        (0x0022, PUBLISH_BATCH_HEAD_NO_COUNT), // PublishBatch bodies
     ];
     for (kind, payload) in cases {
         let frame = RawFrame {

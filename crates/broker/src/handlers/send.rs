@@ -80,8 +80,7 @@ pub async fn send_batch(
     let now = shared.now_ms();
     let delayed = items.iter().any(|m| m.delay_ms > 0);
     // Items that fail validation keep their slot with the error; the rest go to the store.
-    let mut results: Vec<Option<Result<u64, ErrorReply>>> =
-        Vec::with_capacity(items.len());
+    let mut results: Vec<Option<Result<u64, ErrorReply>>> = Vec::with_capacity(items.len());
     let mut valid = Vec::with_capacity(items.len());
     let mut touched: Vec<String> = Vec::new();
     let mut topics: Vec<Name> = Vec::new();
@@ -208,7 +207,10 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
     let mut valid = Vec::with_capacity(batch.bodies.len());
     for body in batch.bodies {
         if body.len() > max_body {
-            results.push(Some(Err(validate::body_too_large(body.len(), &shared.limits))));
+            results.push(Some(Err(validate::body_too_large(
+                body.len(),
+                &shared.limits,
+            ))));
             continue;
         }
         results.push(None);
