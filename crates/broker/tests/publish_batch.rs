@@ -297,3 +297,47 @@ async fn malformed_publish_batches_close_the_connection_and_store_nothing() {
     assert_eq!(held(&c, "ti", "d").await, 2);
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_client_sends_a_batch_that_cannot_go_as_one_frame_as_a_send_batch() {
+    let s = TestServer::start_with(|c| {
+        c.limits.max_body_bytes = 10;
+        c.limits.max_batch = 4;
+    })
+    .await;
+    let c = s.client("c").await;
+    c.create_topic("ticks").await.unwrap();
+    c.ensure_subscription(SubscribeTopic::new("ticks").durable("d"))
+        .await
+        .unwrap();
+    // A body over the broker's limit: the others still go, that one fails on its own.
+    let bodies = vec![
+        Bytes::from_static(b"first"),
+        Bytes::from_static(b"eleven byte"),
+        Bytes::from_static(b"third"),
+    ];
+    let results = c
+        .publish_batch(PublishBatch::new("ticks", bodies))
+        .await
+        .unwrap();
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    assert!(
+        matches!(results[1], Err(ferry_client::ClientError::TooLarge(_))),
+        "{results:?}"
+    );
+    assert_eq!(held(&c, "ticks", "d").await, 2);
+    // More bodies than max_batch: refused whole without a round trip.
+    let five = PublishBatch::new("ticks", vec![Bytes::from_static(b"x"); 5]);
+    assert!(matches!(
+        c.publish_batch(five).await,
+        Err(ferry_client::ClientError::TooLarge(_))
+    ));
+    // No bodies: nothing to do.
+    assert!(c
+        .publish_batch(PublishBatch::new("ticks", Vec::new()))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(held(&c, "ticks", "d").await, 2);
+    s.shutdown().await;
+}
