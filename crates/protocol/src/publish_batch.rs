@@ -23,7 +23,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::deliver_batch::MAX_REPEATED_PROPERTY_BYTES;
 use crate::name::Name;
 use crate::types::{OutgoingMessage, Properties, DEFAULT_PRIORITY};
-use crate::wire::{fitting, put_bytes, put_properties, put_string, Reader, WireError};
+use crate::wire::{put_bytes, put_properties, put_string, Reader, WireError};
 
 /// The most bodies one `PublishBatch` carries: a frame at the default 16 MiB limit could hold
 /// four million empty bodies, and this keeps what one frame decodes into (a handle of 32 bytes
@@ -32,10 +32,6 @@ pub const MAX_PUBLISH_BATCH_BODIES: usize = 65_536;
 
 /// Outgoing message flag: kept in memory only (as in an outgoing message).
 const FLAG_NON_PERSISTENT: u8 = 0x01;
-
-/// Bytes of a `PublishBatch` besides its topic, properties and bodies: the fixed fields (18)
-/// and the body count.
-const HEAD_FIXED: usize = 18 + 4;
 
 /// Many messages to one topic sharing everything but their bodies.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,16 +86,6 @@ impl PublishBatch {
             ttl_ms: self.ttl_ms,
             delay_ms: self.delay_ms,
         }
-    }
-
-    /// Encoded bytes of the payload without the bodies (each body then takes 4 + its length).
-    pub fn head_len(&self) -> usize {
-        2 + fitting(&self.topic).len() + HEAD_FIXED + crate::size::properties_len(&self.properties)
-    }
-
-    /// Encoded bytes of the whole payload.
-    pub fn encoded_len(&self) -> usize {
-        self.head_len() + self.bodies.iter().map(|b| 4 + b.len()).sum::<usize>()
     }
 }
 

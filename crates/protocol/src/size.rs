@@ -5,6 +5,7 @@
 //! tests encode a sample of every frame kind and compare.
 
 use crate::frame::HEADER_LEN;
+use crate::publish_batch::PublishBatch;
 use crate::requests::{outgoing_encoded_len, Request};
 use crate::responses::{DeliveryView, ErrorReply, Response};
 use crate::types::{Properties, PropertyValue, QueueOptions, Source};
@@ -81,6 +82,22 @@ pub fn batch_entry_len(d: &DeliveryView<'_>) -> usize {
 /// Bytes of the `Deliver` push frame of `d` ([`crate::encode_deliver`]), header included.
 pub fn deliver_encoded_len(d: &DeliveryView<'_>) -> usize {
     HEADER_LEN + 8 + delivery_len(d)
+}
+
+/// Bytes of a `PublishBatch` besides its topic, properties and bodies: the fixed fields (18)
+/// and the body count.
+const PUBLISH_BATCH_FIXED: usize = 18 + 4;
+
+impl PublishBatch {
+    /// Encoded bytes of the payload without the bodies (each body then takes 4 + its length).
+    pub fn head_len(&self) -> usize {
+        string(&self.topic) + PUBLISH_BATCH_FIXED + properties_len(&self.properties)
+    }
+
+    /// Encoded bytes of the whole payload.
+    pub fn encoded_len(&self) -> usize {
+        self.head_len() + self.bodies.iter().map(|b| 4 + b.len()).sum::<usize>()
+    }
 }
 
 impl Request {
