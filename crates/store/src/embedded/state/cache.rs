@@ -125,10 +125,11 @@ impl BodyCache {
         let len = body.len() as u64;
         let (body, chunk) = if let Some(chunk) = self.room_for(len) {
             self.open.extend_from_slice(body);
-            let c = &mut self.chunks[(chunk - self.first_chunk) as usize];
-            c.live += 1;
-            if c.live == 1 {
-                self.bytes += self.chunk_bytes;
+            if let Some(c) = self.chunks.get_mut((chunk - self.first_chunk) as usize) {
+                c.live += 1;
+                if c.live == 1 {
+                    self.bytes += self.chunk_bytes;
+                }
             }
             (self.open.split().freeze(), chunk)
         } else if len + ENTRY_BYTES <= self.capacity {
@@ -149,9 +150,11 @@ impl BodyCache {
             // Ids only grow; kept correct all the same. An emptied entry of this id is reused.
             match self.entries.binary_search_by_key(&id, |e| e.id) {
                 Ok(at) => {
-                    self.entries[at] = entry;
-                    self.emptied -= 1;
-                    self.bytes -= ENTRY_BYTES;
+                    if let Some(emptied) = self.entries.get_mut(at) {
+                        *emptied = entry;
+                        self.emptied -= 1;
+                        self.bytes -= ENTRY_BYTES;
+                    }
                 }
                 Err(at) => self.entries.insert(at, entry),
             }
@@ -201,7 +204,7 @@ impl BodyCache {
     /// The body of message `id`, if cached, without counting it.
     pub fn peek(&self, id: MessageId) -> Option<Bytes> {
         let at = self.position(id)?;
-        self.entries[at].body.clone()
+        self.entries.get(at)?.body.clone()
     }
 
     /// Where message `id`'s entry is. Ids are unique and ascending, so it is at most as far
@@ -210,12 +213,12 @@ impl BodyCache {
         let front = self.entries.front()?.id;
         let gap = usize::try_from(id.checked_sub(front)?).unwrap_or(usize::MAX);
         let (mut low, mut high) = (0, self.entries.len().min(gap.saturating_add(1)));
-        if high > gap && self.entries[gap].id == id {
+        if self.entries.get(gap).is_some_and(|e| e.id == id) {
             return Some(gap);
         }
         while low < high {
             let mid = low + (high - low) / 2;
-            match self.entries[mid].id.cmp(&id) {
+            match self.entries.get(mid)?.id.cmp(&id) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
                 std::cmp::Ordering::Equal => return Some(mid),
@@ -229,7 +232,9 @@ impl BodyCache {
         let Some(at) = self.position(id) else {
             return;
         };
-        let entry = &mut self.entries[at];
+        let Some(entry) = self.entries.get_mut(at) else {
+            return;
+        };
         let Some(body) = entry.body.take() else {
             return;
         };
@@ -256,7 +261,9 @@ impl BodyCache {
             self.bytes -= body.len() as u64;
             return;
         }
-        let c = &mut self.chunks[(chunk - self.first_chunk) as usize];
+        let Some(c) = self.chunks.get_mut((chunk - self.first_chunk) as usize) else {
+            return;
+        };
         c.live -= 1;
         if c.live == 0 {
             self.bytes -= self.chunk_bytes;
