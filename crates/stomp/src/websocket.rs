@@ -4,10 +4,11 @@
 //! The subprotocols are `v12.stomp`, `v11.stomp` and `v10.stomp` (the server picks the first
 //! the client offers; a client that offers none is served too, as STOMP's own CONNECT
 //! negotiates the version). Each WebSocket message carries STOMP bytes: a frame, several, part
-//! of one, or heart-beats; text and binary messages are read alike. Each frame goes out as one
-//! message, text when it is UTF-8 and binary otherwise. Past the upgrade, a WebSocket
-//! connection is a STOMP connection like any other (see [`crate::gateway`]), with the same
-//! login rules and limit per address (the peer's address as the HTTP listener accepted it).
+//! of one, or heart-beats; text and binary messages are read alike. What the connection writes
+//! at once goes out as one message: a frame, or several frames written together (STOMP clients
+//! parse a stream of frames), text when it is UTF-8 and binary otherwise. Past the upgrade, a
+//! WebSocket connection is a STOMP connection like any other (see [`crate::gateway`]), with the
+//! same login rules and limit per address (the peer's address as the HTTP listener accepted it).
 //!
 //! **Which pages may connect.** A browser lets any page open a WebSocket to any address, and
 //! sends the page's origin along: a page from elsewhere could otherwise use a broker on the
