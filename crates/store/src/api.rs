@@ -229,6 +229,17 @@ pub trait Queues: Send + Sync {
     /// Every queue with its depth, sorted by name.
     async fn list_queues(&self) -> Result<Vec<QueueInfo>, StoreError>;
 
+    /// How many queues `list_queues` would list, without counting their messages (the broker
+    /// checks its queue limit with it on every create).
+    async fn count_queues(&self) -> Result<usize, StoreError> {
+        Ok(self.list_queues().await?.len())
+    }
+
+    /// Whether queue `name` exists (a subscription's queue is not one), without listing them.
+    async fn queue_exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.list_queues().await?.iter().any(|q| q.name == name))
+    }
+
     /// Stores one message on every named queue atomically. `QueueNotFound` names the first
     /// missing queue, `ClientNotFound` an unknown receiver; either way nothing changes.
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError>;

@@ -20,8 +20,8 @@ pub async fn create(shared: &Shared, name: String, options: QueueOptions) -> Res
             return Response::Error(e);
         }
     }
-    match shared.store.queues().list_queues().await {
-        Ok(qs) if qs.len() >= shared.limits.max_queues as usize => {
+    match shared.store.queues().count_queues().await {
+        Ok(n) if n >= shared.limits.max_queues as usize => {
             return Response::error(
                 ErrorCode::LimitExceeded,
                 format!(

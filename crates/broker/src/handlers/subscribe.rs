@@ -69,9 +69,9 @@ async fn check(shared: &Shared, sub: &Subscribe) -> Result<Option<Arc<Selector>>
         ));
     }
     check_prefetch(shared, sub.prefetch).map_err(Response::Error)?;
-    match shared.store.queues().list_queues().await {
-        Ok(qs) if qs.iter().any(|q| q.name == sub.queue) => Ok(selector),
-        Ok(_) => fail(store_error(&ferry_store::StoreError::QueueNotFound(
+    match shared.store.queues().queue_exists(&sub.queue).await {
+        Ok(true) => Ok(selector),
+        Ok(false) => fail(store_error(&ferry_store::StoreError::QueueNotFound(
             sub.queue.clone(),
         ))),
         Err(e) => fail(store_error(&e)),

@@ -160,6 +160,7 @@ macro_rules! for_each_conformance_test {
             topics::unsubscribe_removes_subscription_and_backlog,
             topics::non_durable_subscription_lifecycle,
             topics::subscription_queue_is_named_by_settling_and_timing,
+            topics::queue_count_and_existence_leave_out_subscriptions,
             topics::subscription_queue_orders_delays_and_expires,
             topics::publish_to_unknown_receiver_changes_nothing,
             topics::many_publishes_reach_exactly_the_matching_subscriptions,

@@ -420,6 +420,14 @@ impl Queues for EmbeddedStore {
         Ok(self.state().list_queues())
     }
 
+    async fn count_queues(&self) -> Result<usize, StoreError> {
+        Ok(self.state().queue_count())
+    }
+
+    async fn queue_exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.state().has_queue(name))
+    }
+
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
         let class = Class::of_messages(std::iter::once(&msg));
         self.mutate_lean(class, |st, log| st.send(log, msg)).await

@@ -125,6 +125,31 @@ impl Queues for PostgresStore {
         .await
     }
 
+    async fn count_queues(&self) -> Result<usize, StoreError> {
+        retrying(|| async {
+            let conn = self.inner.conn().await?;
+            let stmt = conn
+                .prepare_cached("SELECT count(*) FROM queues WHERE topic_id IS NULL")
+                .await?;
+            let n: i64 = conn.query_one(&stmt, &[]).await?.try_get(0)?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+
+    async fn queue_exists(&self, name: &str) -> Result<bool, StoreError> {
+        retrying(|| async {
+            let conn = self.inner.conn().await?;
+            let stmt = conn
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1 AND topic_id IS NULL)",
+                )
+                .await?;
+            Ok(conn.query_one(&stmt, &[&name]).await?.try_get(0)?)
+        })
+        .await
+    }
+
     async fn send(&self, msg: NewMessage) -> Result<MessageId, StoreError> {
         let mut results = self.send_batch(vec![msg]).await;
         results

@@ -284,3 +284,31 @@ pub async fn settling_after_unsubscribe_is_harmless(store: Arc<dyn Store>) {
         vec!["new"]
     );
 }
+
+/// `count_queues` and `queue_exists` agree with `list_queues`: a subscription's queue is not
+/// counted and does not exist as a queue, and deletes and unsubscribes are reflected.
+pub async fn queue_count_and_existence_leave_out_subscriptions(store: Arc<dyn Store>) {
+    setup(&store, &["p", "c"], &["a", "b"]).await;
+    store.topics().create_topic("t").await.unwrap();
+    subscribe(&store, "t", "s", &durable("")).await;
+    subscribe(&store, "t", "~c.1", &non_durable("")).await;
+    let queues = store.queues();
+    assert_eq!(queues.count_queues().await.unwrap(), 2);
+    assert_eq!(queues.list_queues().await.unwrap().len(), 2);
+    assert!(queues.queue_exists("a").await.unwrap());
+    assert!(!queues.queue_exists("nope").await.unwrap());
+    assert!(
+        !queues
+            .queue_exists(&subscription_queue("t", "s"))
+            .await
+            .unwrap(),
+        "a subscription's queue is not a queue"
+    );
+    queues.delete_queue("a", false).await.unwrap();
+    store.topics().unsubscribe("t", "s").await.unwrap();
+    assert_eq!(queues.count_queues().await.unwrap(), 1);
+    assert!(!queues.queue_exists("a").await.unwrap());
+    queues.create_queue("c1").await.unwrap();
+    assert_eq!(queues.count_queues().await.unwrap(), 2);
+    assert!(queues.queue_exists("c1").await.unwrap());
+}

@@ -378,6 +378,9 @@ pub struct State {
     /// Registered client names.
     clients: Registry,
     queue_keys: BTreeMap<Arc<str>, QueueKey>,
+    /// How many of `queue_keys` are user queues (not subscriptions'), kept so that the queue
+    /// limit is checked without walking every queue.
+    user_queue_count: usize,
     queues: IdMap<QueueKey, Queue>,
     next_queue_key: QueueKey,
     /// Every stored message, by id (ids are dense: see [`IdSlab`]).
@@ -503,6 +506,7 @@ impl State {
             next_id: 1,
             clients: Registry::default(),
             queue_keys: BTreeMap::new(),
+            user_queue_count: 0,
             queues: IdMap::default(),
             next_queue_key: 0,
             messages: IdSlab::default(),

@@ -35,6 +35,9 @@ impl State {
         }
         let name: Arc<str> = name.into();
         self.queue_keys.insert(name.clone(), key);
+        if !subscription {
+            self.user_queue_count += 1;
+        }
         self.queues.insert(
             key,
             Queue {
@@ -173,8 +176,21 @@ impl State {
     pub(super) fn remove_queue(&mut self, qk: QueueKey) {
         if let Some(q) = self.queues.remove(&qk) {
             self.queue_keys.remove(&q.name);
+            if !is_subscription(qk) {
+                self.user_queue_count -= 1;
+            }
         }
         self.forget_direct(qk);
+    }
+
+    /// How many user queues there are.
+    pub fn queue_count(&self) -> usize {
+        self.user_queue_count
+    }
+
+    /// Whether user queue `name` exists.
+    pub fn has_queue(&self, name: &str) -> bool {
+        self.user_queue(name).is_some()
     }
 
     /// Every user queue with its depth, by name.
