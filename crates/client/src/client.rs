@@ -294,17 +294,7 @@ impl Client {
                 .submit_sized(&Request::SendBatch(msgs), used + HEADER_LEN + 4)?
                 .reply()
                 .await?;
-            return match reply {
-                Response::BatchSent(items) if items.len() == n => Ok(items
-                    .into_iter()
-                    .map(|r| r.map_err(ClientError::Server))
-                    .collect()),
-                Response::BatchSent(_) => Err(ClientError::Protocol(WireError::InvalidValue {
-                    field: "batch result count",
-                    value: 0,
-                })),
-                other => Err(ClientError::unexpected(other.kind())),
-            };
+            return batch_results(reply, n);
         }
         // Each message's encoded length, or why it cannot be sent.
         let checked: Vec<Result<usize, ClientError>> = msgs
@@ -467,6 +457,25 @@ impl Client {
 
 /// The encoded length of `msgs` as one `SendBatch` request when there are some, each passes
 /// the limit checks and together they fit `room`; `None` otherwise.
+/// The per-message results of a batch request of `n` messages (`SendBatch` or
+/// `PublishBatch`), from its reply; a reply with another count is a protocol error.
+pub(crate) fn batch_results(
+    reply: Response,
+    n: usize,
+) -> Result<Vec<Result<MessageId, ClientError>>, ClientError> {
+    match reply {
+        Response::BatchSent(items) if items.len() == n => Ok(items
+            .into_iter()
+            .map(|r| r.map_err(ClientError::Server))
+            .collect()),
+        Response::BatchSent(_) => Err(ClientError::Protocol(WireError::InvalidValue {
+            field: "batch result count",
+            value: 0,
+        })),
+        other => Err(ClientError::unexpected(other.kind())),
+    }
+}
+
 fn whole_batch_len(msgs: &[OutgoingMessage], limits: &Limits, room: usize) -> Option<usize> {
     if msgs.is_empty() {
         return None;

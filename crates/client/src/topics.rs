@@ -12,7 +12,7 @@ use ferry_protocol::{
 use tokio::sync::mpsc;
 
 use crate::checks::{check_batch_len, check_message, check_str, check_subscribe_topic};
-use crate::client::{expect_reply, Client};
+use crate::client::{batch_results, expect_reply, Client};
 use crate::error::ClientError;
 use crate::subscription::Subscription;
 
@@ -121,17 +121,7 @@ impl Client {
             .submit_sized(&Request::PublishBatch(batch), len)?
             .reply()
             .await?;
-        match reply {
-            Response::BatchSent(items) if items.len() == n => Ok(items
-                .into_iter()
-                .map(|r| r.map_err(ClientError::Server))
-                .collect()),
-            Response::BatchSent(_) => Err(ClientError::Protocol(WireError::InvalidValue {
-                field: "batch result count",
-                value: 0,
-            })),
-            other => Err(ClientError::unexpected(other.kind())),
-        }
+        batch_results(reply, n)
     }
 
     /// Subscribes to a topic with push delivery; read the deliveries from the returned
