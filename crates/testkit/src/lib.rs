@@ -284,7 +284,11 @@ fn spawn(dir: &Path, extra: &[String]) -> std::io::Result<(Child, SocketAddr)> {
                 .flatten(),
         )
         .args(extra)
-        .env("FERRY_LOG", "warn")
+        // `FERRY_TEST_BROKER_LOG` raises the brokers' log level when a test needs a closer look.
+        .env(
+            "FERRY_LOG",
+            std::env::var("FERRY_TEST_BROKER_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

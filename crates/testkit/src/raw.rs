@@ -56,6 +56,11 @@ impl RawConn {
         drop(self);
     }
 
+    /// This end's address (the broker sees the connection coming from it).
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.stream.local_addr()
+    }
+
     /// Closes the sending side (FIN), keeping the receiving side open.
     pub async fn shutdown_write(&mut self) -> std::io::Result<()> {
         self.stream.shutdown().await
