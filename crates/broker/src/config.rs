@@ -8,9 +8,11 @@
 
 #[macro_use]
 pub mod declare;
+pub mod http;
 pub mod settings;
 pub mod text_list;
 
+pub use http::HttpBounds;
 pub use settings::{ConfigLayer, SETTINGS};
 
 use std::path::{Path, PathBuf};
@@ -206,6 +208,9 @@ pub struct BrokerConfig {
     /// Allow `http_listen` on an address that is not loopback. Basic credentials cross the wire
     /// in clear, so exposing the API is an explicit choice.
     pub http_allow_remote: bool,
+    /// The HTTP listener's bounds: connections and requests at once, per client address too,
+    /// timeouts, body and page sizes.
+    pub http: HttpBounds,
     /// Per-queue and per-subscription series in `/metrics`; off for brokers with very many
     /// queues (the global series stay).
     pub metrics_per_object: bool,
@@ -301,6 +306,7 @@ impl Default for BrokerConfig {
             workers: None,
             http_listen: DEFAULT_HTTP_LISTEN.to_owned(),
             http_allow_remote: false,
+            http: HttpBounds::default(),
             stomp_listen: DEFAULT_STOMP_LISTEN.to_owned(),
             stomp_auto_create: true,
             metrics_per_object: true,
@@ -426,6 +432,7 @@ impl BrokerConfig {
                 ));
             }
         }
+        self.http.validate()?;
         if self.stomp_listen != STOMP_OFF
             && self
                 .stomp_listen

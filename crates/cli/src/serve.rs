@@ -77,6 +77,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             udp
         });
         let mut stomp_settings = ferry_stomp::Settings::from_config(&config);
+        let http_limits = ferry_http::HttpLimits::from(&config.http);
         let broker = Broker::start(config).await?;
         stomp_settings.tls = broker.tls().cloned();
         // STOMP over TCP on its own listener, and over WebSocket at /stomp on the HTTP one.
@@ -102,12 +103,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .clone()
                 .map(ferry_stomp::websocket::router)
                 .unwrap_or_default();
-            ferry_http::serve_with(
-                listener,
-                broker.management(),
-                ferry_http::HttpLimits::default(),
-                extra,
-            )
+            ferry_http::serve_with(listener, broker.management(), http_limits, extra)
         });
         let reload = broker
             .tls()

@@ -8,6 +8,10 @@
 //!   connections. One request more is answered at once with 429 `ServerFull` and
 //!   `Retry-After: 1`. The health checks (`/healthz`, `/readyz`) take no slot: a busy API is
 //!   still alive and ready.
+//! - Of those, one client IP address may have at most
+//!   [`HttpLimits::max_requests_per_address`] at once ([`crate::shares`]): one more from it is
+//!   answered 429 `ServerFull` saying that its own share is full, while other addresses are
+//!   still served.
 //! - A request's body must arrive within [`HttpLimits::body_timeout`] of its admission: one
 //!   that trickles in (or stops) is answered 408 (`LimitExceeded`) and its connection closed,
 //!   so a slow upload cannot keep its slot for long.
@@ -18,8 +22,10 @@
 //!
 //! [`HttpLimits::max_requests`]: crate::HttpLimits::max_requests
 //! [`HttpLimits::body_timeout`]: crate::HttpLimits::body_timeout
+//! [`HttpLimits::max_requests_per_address`]: crate::HttpLimits::max_requests_per_address
 
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -37,6 +43,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Sleep;
 
 use crate::error::ApiError;
+use crate::shares::Share;
 use crate::state::AppState;
 
 /// Routes served without a slot: cheap, and what an orchestrator polls to decide whether the
@@ -46,14 +53,32 @@ fn unlimited(path: &str) -> bool {
 }
 
 fn busy(max: usize) -> Response {
-    let mut r = ApiError::new(
-        ErrorCode::ServerFull,
-        format!("the HTTP API is serving {max} requests already: try again shortly"),
-    )
-    .into_response();
+    retry_soon(format!(
+        "the HTTP API is serving {max} requests already: try again shortly"
+    ))
+}
+
+/// The answer to a request over its address's share (while others may still be served).
+fn share_full(ip: IpAddr, share: usize, max: usize) -> Response {
+    retry_soon(format!(
+        "this client's address {ip} has {share} requests being served already, its whole \
+         share of the HTTP API's {max}: try again once one is answered"
+    ))
+}
+
+/// 429 `ServerFull` with `message`, to be tried again in a second.
+fn retry_soon(message: String) -> Response {
+    let mut r = ApiError::new(ErrorCode::ServerFull, message).into_response();
     r.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     r
+}
+
+/// What a request holds while it is served: its slot among all, and its place in its
+/// address's share (none when the peer is unknown: a router served without the accept loop).
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _share: Option<Share>,
 }
 
 /// The middleware (see the module docs).
@@ -61,8 +86,30 @@ pub async fn admit(State(state): State<Arc<AppState>>, req: Request, next: Next)
     if unlimited(req.uri().path()) {
         return next.run(req).await;
     }
-    let Ok(slot) = state.requests.clone().try_acquire_owned() else {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    // The address's share first: a client over it is told so, whatever the others do.
+    let share = match peer {
+        Some(ip) => match state.shares.take(ip) {
+            Some(share) => Some(share),
+            None => {
+                let (share, max) = (
+                    state.limits.max_requests_per_address,
+                    state.limits.max_requests,
+                );
+                return share_full(ip.to_canonical(), share, max);
+            }
+        },
+        None => None,
+    };
+    let Ok(permit) = state.requests.clone().try_acquire_owned() else {
         return busy(state.limits.max_requests);
+    };
+    let slot = Slot {
+        _permit: permit,
+        _share: share,
     };
     let change = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let late = Arc::new(AtomicBool::new(false));
@@ -139,7 +186,7 @@ impl<S: Stream<Item = Result<Bytes, axum::Error>> + Unpin> Stream for Deadline<S
 }
 
 /// `response` with `slot` held until its body has been sent or dropped.
-fn holding(response: Response, slot: OwnedSemaphorePermit) -> Response {
+fn holding(response: Response, slot: Slot) -> Response {
     use axum::body::HttpBody;
     if response.body().is_end_stream() {
         // Nothing left to send (a HEAD, an empty answer): the slot goes now.
@@ -164,7 +211,7 @@ fn holding(response: Response, slot: OwnedSemaphorePermit) -> Response {
 /// A body's data with a request slot that goes when the body does.
 struct Holding<S> {
     inner: S,
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 impl<S: Stream<Item = Result<Bytes, axum::Error>> + Unpin> Stream for Holding<S> {

@@ -11,7 +11,8 @@
 //! - [`state`]: what the handlers share, and the listener's bounds ([`HttpLimits`]);
 //! - [`error`]: errors as JSON with the protocol's error codes;
 //! - [`admit`]: how many requests are served at once, each until its answer is sent; changes
-//!   run to their end when their client goes away;
+//!   run to their end when their client goes away; [`shares`]: how many of them one client
+//!   address may have;
 //! - [`guard`]: refuses DNS-rebinding and cross-site requests; [`auth`]: users, once any
 //!   exists (basic credentials; `monitor` to read, `admin` to change);
 //! - [`metrics`]: the Prometheus / OpenMetrics exposition;
@@ -28,6 +29,7 @@ pub mod metrics;
 pub mod rates;
 pub mod routes;
 pub mod server;
+pub mod shares;
 pub mod stall;
 pub mod state;
 

@@ -167,6 +167,44 @@ settings! {
     #[arg(num_args = 0..=1, default_missing_value = "true")]
     http_allow_remote: bool, "BOOL" => field(http_allow_remote);
 
+    /// HTTP connections served at once; one more is closed at once (1 to 100000)
+    http_max_connections: u32, "N" => field(http.max_connections);
+
+    /// time to send an HTTP request's headers; then the connection is closed (100 to 3600000)
+    http_header_timeout_ms: u32, "MS" => field(http.header_timeout_ms);
+
+    /// largest HTTP request body; a larger one gets 413 `TooLarge` (65536 to 1073741824)
+    #[default = "4194304 (4 MiB)"]
+    http_max_body_bytes: u32, "BYTES" => field(http.max_body_bytes);
+
+    /// HTTP API requests served at once, across connections and clients, each until its
+    /// answer is sent (the health checks are not counted); one more gets 429 `ServerFull`
+    /// (1 to 100000; see [HTTP bounds](http-api.md#bounds))
+    http_max_requests: u32, "N" => field(http.max_requests);
+
+    /// of those, the most one client IP address may have at once; one more from it gets 429
+    /// `ServerFull` while other addresses are still served. Clients behind one proxy, or all on
+    /// loopback, share one address: set it to `http_max_requests` to let one address use every
+    /// slot (1 to `http_max_requests`)
+    #[default = "half of `http_max_requests`, at least 1 (16 by default)"]
+    http_max_requests_per_address: u32, "N" => custom {
+        get: |c| c.http.max_requests_per_address,
+        set: |c, v, origin| c.http.max_requests_per_address = Some(v),
+    };
+
+    /// time to send an HTTP request's body, from its admission; then 408 `LimitExceeded` and
+    /// the connection is closed, nothing done (100 to 3600000)
+    http_body_timeout_ms: u32, "MS" => field(http.body_timeout_ms);
+
+    /// an HTTP connection whose client takes none of its answer for this long is closed, and
+    /// the answer freed (100 to 3600000)
+    http_write_timeout_ms: u32, "MS" => field(http.write_timeout_ms);
+
+    /// most bytes of JSON in a page of browsed messages over HTTP; a page stops short of it,
+    /// with a `next` (65536 to 1073741824)
+    #[default = "4194304 (4 MiB)"]
+    http_max_page_bytes: u32, "BYTES" => field(http.max_page_bytes);
+
     /// per-queue and per-subscription series in `/metrics`; turn off for brokers with very
     /// many queues (the global series stay)
     #[arg(num_args = 0..=1, default_missing_value = "true")]

@@ -553,3 +553,107 @@ fn tls_files_come_in_pairs_and_client_cas_need_them() {
         Some(std::path::Path::new("e.key"))
     );
 }
+
+#[test]
+fn http_bounds_come_from_any_layer_and_a_clients_share_follows_the_slots() {
+    let d = BrokerConfig::default();
+    assert_eq!(d.http, HttpBounds::default());
+    assert_eq!(
+        (d.http.max_requests, d.http.requests_per_address()),
+        (32, 16)
+    );
+    let file: ConfigLayer = toml::from_str(
+        "http_max_requests = 5\nhttp_body_timeout_ms = 1000\nhttp_max_page_bytes = 65536",
+    )
+    .unwrap();
+    let cfg = from_file(&file);
+    // Unset, a client's share is half of the slots, rounded down, at least 1.
+    assert_eq!(cfg.http.requests_per_address(), 2);
+    assert_eq!(
+        (cfg.http.body_timeout_ms, cfg.http.max_page_bytes),
+        (1000, 65536)
+    );
+    let toml = cfg.to_toml();
+    assert!(toml.contains("\nhttp_max_requests = 5\n"), "{toml}");
+    assert!(
+        toml.contains("# http_max_requests_per_address: half of http_max_requests"),
+        "{toml}"
+    );
+    let env = ConfigLayer::from_env([(
+        "FERRY_HTTP_MAX_REQUESTS_PER_ADDRESS".to_owned(),
+        "5".to_owned(),
+    )])
+    .unwrap();
+    let flags = ConfigLayer {
+        http_max_requests: Some(1),
+        http_max_requests_per_address: Some(1),
+        http_write_timeout_ms: Some(250),
+        ..ConfigLayer::default()
+    };
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &ConfigLayer::default()).unwrap();
+    assert_eq!(
+        cfg.http.requests_per_address(),
+        5,
+        "one address may take every slot"
+    );
+    let cfg = BrokerConfig::resolve(Some(&file), &env, &flags).unwrap();
+    assert_eq!(
+        (
+            cfg.http.max_requests,
+            cfg.http.requests_per_address(),
+            cfg.http.write_timeout_ms
+        ),
+        (1, 1, 250)
+    );
+    let one = BrokerConfig::resolve(
+        None,
+        &ConfigLayer::default(),
+        &ConfigLayer {
+            http_max_requests: Some(1),
+            ..ConfigLayer::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(one.http.requests_per_address(), 1, "at least 1");
+}
+
+#[test]
+fn zero_and_absurd_http_bounds_are_refused_naming_the_setting_and_its_range() {
+    let refused = |toml: &str| {
+        let file: ConfigLayer = toml::from_str(toml).unwrap();
+        BrokerConfig::resolve(
+            Some(&file),
+            &ConfigLayer::default(),
+            &ConfigLayer::default(),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    for (toml, want) in [
+        ("http_max_connections = 0", "invalid http_max_connections = '0'"),
+        (
+            "http_max_connections = 1000000",
+            "must be between 1 and 100000",
+        ),
+        ("http_header_timeout_ms = 0", "invalid http_header_timeout_ms"),
+        ("http_max_body_bytes = 10", "must be between 65536 and"),
+        (
+            "http_max_requests = 0",
+            "invalid http_max_requests = '0' (from resolved configuration): must be between 1 and 100000",
+        ),
+        ("http_max_requests_per_address = 0", "invalid http_max_requests_per_address = '0'"),
+        (
+            "http_max_requests = 4\nhttp_max_requests_per_address = 5",
+            "must be between 1 and http_max_requests (4)",
+        ),
+        ("http_body_timeout_ms = 99", "invalid http_body_timeout_ms = '99'"),
+        (
+            "http_write_timeout_ms = 4000000",
+            "invalid http_write_timeout_ms = '4000000' (from resolved configuration): must be between 100 and 3600000",
+        ),
+        ("http_max_page_bytes = 0", "invalid http_max_page_bytes = '0'"),
+    ] {
+        let err = refused(toml);
+        assert!(err.contains(want), "{toml}: {err}");
+    }
+}

@@ -1,7 +1,9 @@
 //! Messages: browse a queue or a sender's messages without consuming them (paged with an
 //! opaque cursor, filtered by a selector, bodies as text, JSON, hex or base64; a page at most
-//! [`MAX_PAGE_BYTES`] of JSON unless one message alone is larger); send or publish
+//! [`HttpLimits::max_page_bytes`] of JSON unless one message alone is larger); send or publish
 //! a test message; delete one message; move messages between queues (redrive dead letters).
+//!
+//! [`HttpLimits::max_page_bytes`]: crate::HttpLimits::max_page_bytes
 
 use std::sync::Arc;
 
@@ -108,10 +110,6 @@ pub fn message_json(m: &Message, format: &str) -> Value {
     })
 }
 
-/// Most bytes of a page of browsed messages as JSON: a page stops before the message that would
-/// take it past this (with a `next` to go on from), though it always shows at least one.
-pub const MAX_PAGE_BYTES: usize = 4 << 20;
-
 /// Bytes of a page kept for what surrounds its messages (`{"messages": [...], "next": ...}`).
 const PAGE_FRAME_BYTES: usize = 512;
 
@@ -162,6 +160,9 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Response
         )),
     };
     let largest_body = (state.mgmt.limits().max_body_bytes as usize).max(1);
+    // A page stops before the message that would take it past this (with a `next` to go on
+    // from), though it always shows at least one.
+    let max_page_bytes = state.limits.max_page_bytes;
     let mut spec = BrowseSpec {
         source,
         order,
@@ -181,7 +182,7 @@ async fn browse(state: St, source: Source, q: BrowseQuery) -> ApiResult<Response
         let mut full = false;
         for b in &step.messages {
             let text = message_json(&b.message, &format).to_string();
-            if !shown.is_empty() && bytes + text.len() + 1 > MAX_PAGE_BYTES {
+            if !shown.is_empty() && bytes + text.len() + 1 > max_page_bytes {
                 full = true;
                 break;
             }
