@@ -7,19 +7,15 @@
 // Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::start;
 use ferry_hostile::rss_bytes;
-use ferry_testkit::BinaryServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-fn start() -> (BinaryServer, SocketAddr) {
-    let server = BinaryServer::start(&[]).expect("ferry serve starts (cargo build -p ferry)");
-    let http = server.http_addr().expect("the HTTP listener is on");
-    (server, http)
-}
 
 /// What came back on a raw connection: the bytes read, and whether the server closed it
 /// (within `wait`).

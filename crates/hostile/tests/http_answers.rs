@@ -1,15 +1,19 @@
 //! The HTTP listener's answers under attack and misfortune, against the real binary: pages of
 //! large messages, clients that ask for large answers and never read them, many requests at
-//! once, and clients that go away while a change runs. Each ends in a bounded answer, a precise
-//! error (429 `ServerFull`) or a closed connection; memory stays bounded and nothing is lost or
-//! left half done.
+//! once, one client taking more than its share of them, and clients that go away while a change
+//! runs. Each ends in a bounded answer, a precise error (429 `ServerFull`) or a closed
+//! connection; memory stays bounded and nothing is lost or left half done. The listener's
+//! bounds follow the command line, and absurd ones are refused at start.
 // Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::{start, start_with};
 use ferry_hostile::rss_bytes;
 use ferry_protocol::OutgoingMessage;
 use ferry_testkit::BinaryServer;
@@ -23,12 +27,6 @@ const MAX_PAGE_BYTES: usize = 4 << 20;
 const MAX_REQUESTS: usize = 32;
 /// The largest body the broker takes by default.
 const MAX_BODY: usize = 1 << 20;
-
-fn start() -> (BinaryServer, SocketAddr) {
-    let server = BinaryServer::start(&[]).expect("ferry serve starts (cargo build -p ferry)");
-    let http = server.http_addr().expect("the HTTP listener is on");
-    (server, http)
-}
 
 /// An answer read to the end of its connection.
 struct Answer {
@@ -44,9 +42,31 @@ impl Answer {
     }
 }
 
+/// A connection to `addr` from the loopback address `source` (any of 127/8 is this machine's),
+/// so that one test can be several clients to the broker.
+async fn connect_from(source: [u8; 4], addr: SocketAddr, recv_buffer: Option<u32>) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    if let Some(size) = recv_buffer {
+        socket.set_recv_buffer_size(size).unwrap();
+    }
+    socket.bind(SocketAddr::from((source, 0))).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
 /// `method path` with `Connection: close`, read to the end (at most `wait`).
 async fn call(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Answer {
-    let mut s = TcpStream::connect(addr).await.unwrap();
+    call_from([127, 0, 0, 1], addr, method, path, body).await
+}
+
+/// [`call`] from the loopback address `source`.
+async fn call_from(
+    source: [u8; 4],
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Answer {
+    let mut s = connect_from(source, addr, None).await;
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
          Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -183,12 +203,16 @@ async fn pages_of_large_messages_are_bounded_in_bytes_and_their_cursors_lose_not
     assert_eq!(a.json()["ready"], 12);
 }
 
-/// A connection with a small receive window that asks for `requests` answers of `path` at once
+/// A connection from the loopback address `source` with a small receive window that asks for
+/// `requests` answers of `path` at once
 /// (pipelined) and never reads them.
-async fn never_reads(addr: SocketAddr, path: &str, requests: usize) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut s = socket.connect(addr).await.unwrap();
+async fn never_reads_from(
+    source: [u8; 4],
+    addr: SocketAddr,
+    path: &str,
+    requests: usize,
+) -> TcpStream {
+    let mut s = connect_from(source, addr, Some(4096)).await;
     let one = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     s.write_all(one.repeat(requests).as_bytes()).await.unwrap();
     s
@@ -196,7 +220,9 @@ async fn never_reads(addr: SocketAddr, path: &str, requests: usize) -> TcpStream
 
 #[tokio::test]
 async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
-    let (server, addr) = start();
+    // The default bounds but a write timeout of 30 s (not 10), which leaves time to fill every
+    // slot on a busy machine before the first reader is cut off.
+    let (server, addr) = start_with(&["--http-write-timeout-ms", "30000"]);
     let pid = server.pid().unwrap();
     let fds = || {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -208,24 +234,28 @@ async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
     fill(&server, "filler", &["wide"], 24, 64 << 10).await;
     let base_fds = fds();
     let before = rss_bytes(pid).unwrap();
-    // More clients than the API serves at once, each asking for eight pages and reading none:
-    // the socket buffers fill, and each connection's answer waits with its slot.
+    // More connections than the API serves at once, from three clients (whose shares
+    // together are more than every slot), each asking for eight pages and reading none: the
+    // socket buffers fill, and each connection's answer waits with its slot.
     let mut stuck = Vec::new();
-    for _ in 0..MAX_REQUESTS + 8 {
-        stuck.push(never_reads(addr, "/api/queues/wide/messages?limit=24", 8).await);
+    for i in 0..MAX_REQUESTS + 8 {
+        let page = "/api/queues/wide/messages?limit=24";
+        stuck.push(never_reads_from(one_of_three(i), addr, page, 8).await);
     }
-    // Every slot is held: another request is refused at once, precisely.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let refused = loop {
-        let a = get(addr, "/api/overview").await;
-        if a.status == 429 {
-            break a;
-        }
-        assert_eq!(a.status, 200, "{}", a.head);
-        assert!(Instant::now() < deadline, "the API never refused a request");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    // Every slot is held: a fourth client is refused at once, precisely.
+    let refused = refused_from(
+        [127, 0, 0, 9],
+        addr,
+        Duration::from_secs(25),
+        "every slot held",
+    )
+    .await;
     assert_eq!(refused.json()["error"], "ServerFull");
+    let message = refused.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains(&format!("serving {MAX_REQUESTS} requests already")),
+        "{message}"
+    );
     assert!(
         refused.head.to_ascii_lowercase().contains("retry-after: 1"),
         "{}",
@@ -236,8 +266,8 @@ async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
     assert_eq!(get(addr, "/readyz").await.status, 200);
     let grown = rss_bytes(pid).unwrap().saturating_sub(before);
     assert!(grown < 256 << 20, "memory grew by {grown} bytes");
-    // After the write timeout (10 s) the broker hangs up on every one of them, and serves again.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // After the write timeout (30 s) the broker hangs up on every one of them, and serves again.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while fds() > base_fds + 2 {
         assert!(
             Instant::now() < deadline,
@@ -303,11 +333,11 @@ async fn a_change_runs_to_its_end_when_its_client_goes_away() {
 #[tokio::test]
 async fn bodies_that_never_finish_hold_a_slot_only_so_long() {
     let (_server, addr) = start();
-    // More clients than the API serves at once, each sending the start of a change and then
-    // nothing.
+    // More connections than the API serves at once, from three clients (whose shares together
+    // are more than every slot), each sending the start of a change and then nothing.
     let mut slow = Vec::new();
     for i in 0..MAX_REQUESTS + 8 {
-        let mut s = TcpStream::connect(addr).await.unwrap();
+        let mut s = connect_from(one_of_three(i), addr, None).await;
         let head = format!(
             "PUT /api/queues/slow-{i} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
              Content-Type: application/json\r\nContent-Length: 64\r\n\r\n{{\"max_del"
@@ -315,15 +345,13 @@ async fn bodies_that_never_finish_hold_a_slot_only_so_long() {
         s.write_all(head.as_bytes()).await.unwrap();
         slow.push(s);
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = get(addr, "/api/overview").await;
-        if a.status == 429 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the API never refused a request");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    refused_from(
+        [127, 0, 0, 9],
+        addr,
+        Duration::from_secs(10),
+        "every slot held by a slow upload",
+    )
+    .await;
     // After the body timeout (30 s) each gets 408 and a closed connection, and the API serves.
     let mut timed_out = 0;
     for mut s in slow {
@@ -349,4 +377,251 @@ async fn bodies_that_never_finish_hold_a_slot_only_so_long() {
     // None of the half-sent changes took effect.
     let queues = get(addr, "/api/queues").await.json();
     assert_eq!(queues["queues"].as_array().unwrap().len(), 0, "{queues}");
+}
+
+/// The source address of the `i`th of connections spread over three clients.
+fn one_of_three(i: usize) -> [u8; 4] {
+    [127, 0, 0, 1 + (i % 3) as u8]
+}
+
+/// Asks for the console's page from `source` until it is refused (429), for at most `within`; the
+/// refusal. The page takes a slot like any API request but reads nothing from the store, so a
+/// probe that gets a slot gives it back at once rather than waiting behind the browses that
+/// hold the others.
+async fn refused_from(source: [u8; 4], addr: SocketAddr, within: Duration, why: &str) -> Answer {
+    let deadline = Instant::now() + within;
+    loop {
+        let a = call_from(source, addr, "GET", "/", b"").await;
+        if a.status == 429 {
+            return a;
+        }
+        assert_eq!(a.status, 200, "{}", a.head);
+        assert!(Instant::now() < deadline, "never refused: {why}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn one_address_over_its_share_is_refused_while_other_addresses_are_served() {
+    // Four slots from the command line, so half of them (the default share) is two; answers
+    // that wait for their readers hold their slots for a minute.
+    let (server, addr) = start_with(&[
+        "--http-max-requests",
+        "4",
+        "--http-write-timeout-ms",
+        "60000",
+    ]);
+    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
+    fill(&server, "filler", &["wide"], 24, 64 << 10).await;
+    let page = "/api/queues/wide/messages?limit=24";
+    // One client (127.0.0.1) asks for large answers on two connections and reads none.
+    let mut stuck = Vec::new();
+    for _ in 0..2 {
+        stuck.push(never_reads_from([127, 0, 0, 1], addr, page, 8).await);
+    }
+    // Its next request is refused, saying that its own share is full...
+    let own = refused_from(
+        [127, 0, 0, 1],
+        addr,
+        Duration::from_secs(10),
+        "a client holding its share",
+    )
+    .await;
+    let body = own.json();
+    assert_eq!(body["error"], "ServerFull", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("127.0.0.1")
+            && message.contains("share")
+            && message.contains("of the HTTP API's 4"),
+        "{message}"
+    );
+    assert!(
+        own.head.to_ascii_lowercase().contains("retry-after: 1"),
+        "{}",
+        own.head
+    );
+    // ... while another client (127.0.0.2) is served, and so are the health checks.
+    let other = call_from([127, 0, 0, 2], addr, "GET", "/api/overview", b"").await;
+    assert_eq!(other.status, 200, "{}", other.head);
+    assert_eq!(get(addr, "/healthz").await.status, 200);
+    // The second client takes its share too: every one of the 4 slots is held, and a third
+    // client is refused because the API is full, not because of its share.
+    for _ in 0..2 {
+        stuck.push(never_reads_from([127, 0, 0, 2], addr, page, 8).await);
+    }
+    let full = refused_from(
+        [127, 0, 0, 3],
+        addr,
+        Duration::from_secs(10),
+        "every slot held",
+    )
+    .await;
+    let message = full.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("serving 4 requests already") && !message.contains("share"),
+        "{message}"
+    );
+    // Gone, the stuck clients give their slots and shares back.
+    drop(stuck);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = get(addr, "/api/overview").await;
+        if a.status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the share is never given back: {}",
+            a.head
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(get(addr, "/api/queues/wide").await.json()["ready"], 24);
+}
+
+#[tokio::test]
+async fn slots_and_timeouts_follow_the_command_line() {
+    // Two slots, both of which one address may take (clients behind one proxy); answers and
+    // bodies wait a second, not the default 10 and 30.
+    let (server, addr) = start_with(&[
+        "--http-max-requests",
+        "2",
+        "--http-max-requests-per-address",
+        "2",
+        "--http-write-timeout-ms",
+        "1000",
+        "--http-body-timeout-ms",
+        "1000",
+    ]);
+    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
+    fill(&server, "filler", &["wide"], 24, 64 << 10).await;
+    let page = "/api/queues/wide/messages?limit=24";
+    let mut stuck = Vec::new();
+    for _ in 0..2 {
+        stuck.push(never_reads_from([127, 0, 0, 1], addr, page, 8).await);
+    }
+    let full = refused_from(
+        [127, 0, 0, 2],
+        addr,
+        Duration::from_secs(10),
+        "two slots held by one address",
+    )
+    .await;
+    let message = full.json()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("serving 2 requests already"), "{message}");
+    // The readers that never read are cut off after a second, and the API serves again.
+    let refused_at = Instant::now();
+    loop {
+        let a = call_from([127, 0, 0, 2], addr, "GET", "/api/overview", b"").await;
+        if a.status == 200 {
+            break;
+        }
+        assert!(
+            refused_at.elapsed() < Duration::from_secs(6),
+            "readers that never read still hold the slots: {}",
+            a.head
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A body that stops half way is answered 408 after a second.
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(
+        b"PUT /api/queues/slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+          Content-Type: application/json\r\nContent-Length: 64\r\n\r\n{\"max_del",
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let mut all = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), slow.read_to_end(&mut all))
+        .await
+        .expect("the slow upload is cut off")
+        .unwrap();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "408 after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(get(addr, "/api/queues/slow").await.status, 404);
+}
+
+/// `ferry serve` with `flags` on a fresh data directory, which must refuse to start: its
+/// standard error.
+fn refused_at_start(flags: &[&str], env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(ferry_testkit::ferry_bin())
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+        .args(["--stomp-listen", "off"])
+        .args(flags)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ferry serve runs (cargo build -p ferry)");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("ferry serve {flags:?} {env:?} started");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "{flags:?}: {status}, {err}");
+    assert!(
+        !dir.path().join("runtime.toml").exists(),
+        "{flags:?} got as far as serving"
+    );
+    err
+}
+
+#[test]
+fn zero_and_absurd_http_bounds_refuse_to_start_naming_the_setting() {
+    for (flags, env, want) in [
+        (
+            &["--http-max-requests", "0"][..],
+            &[][..],
+            "invalid http_max_requests = '0' (from resolved configuration): must be between 1 and 100000",
+        ),
+        (
+            &["--http-max-requests", "4", "--http-max-requests-per-address", "5"][..],
+            &[][..],
+            "invalid http_max_requests_per_address = '5' (from resolved configuration): must be between 1 and http_max_requests (4)",
+        ),
+        (
+            &["--http-max-requests-per-address", "0"][..],
+            &[][..],
+            "invalid http_max_requests_per_address = '0'",
+        ),
+        (
+            &[][..],
+            &[("FERRY_HTTP_WRITE_TIMEOUT_MS", "0")][..],
+            "invalid http_write_timeout_ms = '0' (from resolved configuration): must be between 100 and 3600000",
+        ),
+        (
+            &["--http-body-timeout-ms", "86400000"][..],
+            &[][..],
+            "invalid http_body_timeout_ms = '86400000'",
+        ),
+        (
+            &["--http-max-page-bytes", "100"][..],
+            &[][..],
+            "invalid http_max_page_bytes = '100' (from resolved configuration): must be between 65536 and 1073741824",
+        ),
+    ] {
+        let err = refused_at_start(flags, env);
+        assert!(err.contains(want), "{flags:?} {env:?}: {err}");
+    }
 }
