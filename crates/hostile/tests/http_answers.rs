@@ -548,6 +548,18 @@ async fn slots_and_timeouts_follow_the_command_line() {
     assert_eq!(get(addr, "/api/queues/slow").await.status, 404);
 }
 
+#[tokio::test]
+async fn the_page_size_follows_the_command_line() {
+    let (server, addr) = start_with(&["--http-max-page-bytes", "150000"]);
+    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
+    let sent = fill(&server, "filler", &["wide"], 24, 64 << 10).await;
+    // A page holds at most 150,000 bytes of JSON: two of the 64 KiB messages (about 66 KB each
+    // as JSON), not 24.
+    let (counts, ids) = every_page(addr, "/api/queues/wide/messages?limit=24").await;
+    assert_eq!(counts, vec![2; 12]);
+    assert_eq!(ids, sent);
+}
+
 /// `ferry serve` with `flags` on a fresh data directory, which must refuse to start: its
 /// standard error.
 fn refused_at_start(flags: &[&str], env: &[(&str, &str)]) -> String {
