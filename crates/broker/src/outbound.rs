@@ -669,7 +669,7 @@ mod tests {
                 receiver: None,
                 priority: 5,
                 context: 0,
-                properties: Vec::new(),
+                properties: Default::default(),
                 body: Bytes::from_static(b"held"),
                 created_at: 1,
                 deliver_at_ms: 0,

@@ -196,7 +196,7 @@ async fn a_deliver_batch_sent_to_the_broker_is_an_unknown_request_and_the_sessio
                 receiver: None,
                 priority: 4,
                 context: 0,
-                properties: Vec::new(),
+                properties: Default::default(),
                 body: body(1),
                 created_at: 0,
                 delivery_count: 0,

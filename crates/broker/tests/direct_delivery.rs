@@ -132,7 +132,7 @@ async fn subscription_selectors_filter_non_persistent_publishes(s: TestServer) {
     let mut all = r.subscribe_topic(auto("all", 100)).await.unwrap();
     for i in 0..20 {
         let mut m = tick(&format!("m{i}"));
-        m.properties = vec![("amount".into(), PropertyValue::Int(i))];
+        m.properties = vec![("amount".into(), PropertyValue::Int(i))].into();
         p.publish(m).await.unwrap();
     }
     let expected: Vec<String> = (11..20).map(|i| format!("m{i}")).collect();

@@ -205,7 +205,8 @@ async fn message_fields_travel_intact() {
         ("f".into(), PropertyValue::Float(1.5)),
         ("b".into(), PropertyValue::Bool(true)),
         ("s".into(), PropertyValue::Str("x".into())),
-    ];
+    ]
+    .into();
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

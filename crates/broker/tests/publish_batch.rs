@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use ferry_client::SubscribeTopic;
+use ferry_protocol::AckMode;
 use ferry_protocol::requests::Connect;
 use ferry_protocol::topic::TOPIC_PROPERTY;
 use ferry_protocol::{
@@ -59,7 +60,7 @@ async fn a_publish_batch_is_delivered_like_the_publishes_it_stands_for() {
     let batch = PublishBatch {
         priority: 7,
         ttl_ms: 60_000,
-        properties: vec![("n".into(), PropertyValue::Str("v".into()))],
+        properties: vec![("n".into(), PropertyValue::Str("v".into()))].into(),
         ..PublishBatch::new("ticks", (0..n).map(body).collect()).non_persistent()
     };
     let ids: Vec<u64> = p
@@ -339,5 +340,79 @@ async fn the_client_sends_a_batch_that_cannot_go_as_one_frame_as_a_send_batch() 
         .unwrap()
         .is_empty());
     assert_eq!(held(&c, "ticks", "d").await, 2);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_non_persistent_batch_reaches_direct_queued_and_selecting_subscribers_alike() {
+    let s = TestServer::start().await;
+    let c = s.client("subscriber").await;
+    c.create_topic("mix").await.unwrap();
+    // Auto ack, no selector: taken by direct delivery.
+    let mut direct = c
+        .subscribe_topic(SubscribeTopic::new("mix"))
+        .await
+        .unwrap();
+    // Client ack: queued, delivered by its push task.
+    let mut queued = c
+        .subscribe_topic(SubscribeTopic::new("mix").durable("q").ack(AckMode::Client))
+        .await
+        .unwrap();
+    // A selector on a property each batch has its own value of: evaluated per batch's message.
+    c.ensure_subscription(
+        SubscribeTopic::new("mix")
+            .durable("odd")
+            .with_selector("batch = 1"),
+    )
+    .await
+    .unwrap();
+    let p = s.client("publisher").await;
+    let per = 200;
+    let mut ids = Vec::new();
+    for b in 0..2i64 {
+        let batch = PublishBatch {
+            properties: vec![("batch".into(), PropertyValue::Int(b))].into(),
+            ..PublishBatch::new("mix", (0..per).map(|i| body(i + b as usize * per)).collect())
+                .non_persistent()
+        };
+        ids.extend(
+            p.publish_batch(batch)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(Result::unwrap),
+        );
+    }
+    let want = |i: usize| {
+        vec![
+            ("batch".into(), PropertyValue::Int((i / per) as i64)),
+            (TOPIC_PROPERTY.into(), PropertyValue::Str("mix".into())),
+        ]
+    };
+    for sub in [&mut direct, &mut queued] {
+        let mut got = Vec::new();
+        while got.len() < ids.len() {
+            let d = tokio::time::timeout(Duration::from_secs(10), sub.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            got.push(d);
+        }
+        for (i, d) in got.iter().enumerate() {
+            let m = &d.message;
+            assert_eq!((m.id, &m.body), (ids[i], &body(i)), "message {i}");
+            assert_eq!(m.properties, want(i), "message {i}");
+        }
+        // A delivery's properties are its own to change: the others keep theirs.
+        let mut first = got[0].message.properties.clone();
+        first.push(("mine".into(), PropertyValue::Bool(true)));
+        assert_eq!(got[1].message.properties, want(1));
+        let acks: Vec<u64> = got.iter().map(|d| d.delivery_id).filter(|&id| id != 0).collect();
+        if !acks.is_empty() {
+            sub.ack(&acks).await.unwrap();
+        }
+    }
+    assert_eq!(held(&c, "mix", "odd").await, per as u64, "the second batch only");
     s.shutdown().await;
 }

@@ -28,7 +28,8 @@ fn order(n: i64, region: &str, amount: i64) -> OutgoingMessage {
     m.properties = vec![
         ("region".into(), PropertyValue::Str(region.into())),
         ("amount".into(), PropertyValue::Int(amount)),
-    ];
+    ]
+    .into();
     m
 }
 

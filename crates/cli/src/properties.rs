@@ -11,7 +11,7 @@ use ferry_protocol::{Properties, PropertyValue};
 
 /// Parses every `K=V` argument in order, rejecting a name given twice.
 pub fn parse_properties<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> Result<Properties> {
-    let mut props: Properties = Vec::new();
+    let mut props = Vec::new();
     for arg in args {
         let (name, value) = parse_property(arg.as_ref())?;
         if props.iter().any(|(n, _)| *n == name) {
@@ -19,7 +19,7 @@ pub fn parse_properties<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> Res
         }
         props.push((name, value));
     }
-    Ok(props)
+    Ok(props.into())
 }
 
 /// Parses one `NAME[:TYPE]=VALUE` argument.

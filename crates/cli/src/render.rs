@@ -213,7 +213,8 @@ mod tests {
                 ("f".into(), PropertyValue::Float(2.0)),
                 ("b".into(), PropertyValue::Bool(true)),
                 ("s".into(), PropertyValue::Str("5".into())),
-            ],
+            ]
+            .into(),
             body: Bytes::from_static(body),
             created_at: 951_827_696_789,
             delivery_count: 1,

@@ -135,10 +135,11 @@ mod tests {
         m.properties = vec![
             ("a".into(), PropertyValue::Bool(true)),
             ("b".into(), PropertyValue::Bool(true)),
-        ];
+        ]
+        .into();
         assert!(too_big(check_message(&m, &l)));
         let mut m = OutgoingMessage::new("q", &b""[..]);
-        m.properties = vec![("a".into(), PropertyValue::Str("x".repeat(70_000)))];
+        m.properties = vec![("a".into(), PropertyValue::Str("x".repeat(70_000)))].into();
         assert!(too_big(check_message(&m, &l)));
         assert!(too_big(check_batch_len(3, &l)));
         assert!(too_big(check_frame(101, 100)));

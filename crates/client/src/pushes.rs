@@ -138,7 +138,7 @@ mod tests {
                 receiver: None,
                 priority: 4,
                 context: 0,
-                properties: Vec::new(),
+                properties: Default::default(),
                 body: bytes::Bytes::from_static(b"body"),
                 created_at: 1,
                 delivery_count: 0,

@@ -14,7 +14,8 @@ fn batch(subscription: u64, ns: std::ops::Range<u64>) -> (u32, Response) {
     let deliveries = ns
         .map(|n| {
             let mut d = delivery(0, n);
-            d.message.properties = vec![("ferry_topic".into(), PropertyValue::Str("t".into()))];
+            d.message.properties =
+                vec![("ferry_topic".into(), PropertyValue::Str("t".into()))].into();
             d.message.body = Bytes::from(format!("record {n} {}", "x".repeat(n as usize)));
             d
         })

@@ -218,7 +218,8 @@ async fn limits_are_enforced_client_side() {
     m.properties = vec![
         ("a".into(), PropertyValue::Int(1)),
         ("b".into(), PropertyValue::Int(2)),
-    ];
+    ]
+    .into();
     too_large(client.send(m).await);
     // Fits the body limit, but not the frame limit.
     let mut m = OutgoingMessage::new("q", "x");

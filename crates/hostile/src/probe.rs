@@ -89,7 +89,7 @@ fn message(queue: &str) -> OutgoingMessage {
         receiver: None,
         priority: 5,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: Bytes::from_static(b"probe"),
         ttl_ms: 0,
         delay_ms: 0,

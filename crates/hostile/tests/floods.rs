@@ -51,7 +51,7 @@ fn message(queue: &str, body: Bytes) -> OutgoingMessage {
         receiver: None,
         priority: 5,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body,
         ttl_ms: 0,
         delay_ms: 0,

@@ -169,7 +169,7 @@ async fn the_rust_client_keeps_an_idle_session_alive() {
                 receiver: None,
                 priority: 5,
                 context: 0,
-                properties: Vec::new(),
+                properties: Default::default(),
                 body: bytes::Bytes::from_static(b"late"),
                 ttl_ms: 0,
                 delay_ms: 0,

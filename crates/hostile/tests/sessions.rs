@@ -70,7 +70,7 @@ fn message(queue: &str, body: String) -> OutgoingMessage {
         receiver: None,
         priority: 5,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: Bytes::from(body),
         ttl_ms: 0,
         delay_ms: 0,

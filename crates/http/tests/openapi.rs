@@ -161,7 +161,8 @@ async fn answers_match_the_documented_schemas() {
         ("n".into(), ferry_protocol::PropertyValue::Int(1)),
         ("x".into(), ferry_protocol::PropertyValue::Float(0.5)),
         ("ok".into(), ferry_protocol::PropertyValue::Bool(true)),
-    ];
+    ]
+    .into();
     c.send(m).await.unwrap();
     c.send(OutgoingMessage::new("orders", "second"))
         .await

@@ -13,6 +13,7 @@
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
 //! - [`name`]: [`Name`], the shared queue and sender names of received messages;
+//! - [`properties`]: [`Properties`], a message's named values, shared between messages;
 //! - [`topic`]: topic names and the wildcard patterns subscriptions may name;
 //! - [`version`]: the protocol version negotiated in the handshake;
 //! - `numbered`: the macro that declares the enums of wire numbers (codes, frame kinds).
@@ -28,6 +29,7 @@ pub mod frame;
 pub mod limits;
 pub mod name;
 mod numbered;
+pub mod properties;
 pub mod publish_batch;
 pub mod requests;
 pub mod responses;

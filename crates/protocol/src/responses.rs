@@ -529,7 +529,8 @@ mod tests {
                         ("qty".into(), PropertyValue::Int(-3)),
                         ("ok".into(), PropertyValue::Bool(true)),
                         ("px".into(), PropertyValue::Float(1.5)),
-                    ],
+                    ]
+                    .into(),
                     body: Bytes::from_static(b"hello"),
                     created_at: 1_700_000_000_000,
                     delivery_count: 2,

@@ -30,8 +30,7 @@ pub enum PropertyValue {
     Str(String),
 }
 
-/// Message properties in the order the sender gave them. Names are unique.
-pub type Properties = Vec<(String, PropertyValue)>;
+pub use crate::properties::{Properties, Property};
 
 /// The order in which a receive picks among ready messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,7 +122,7 @@ impl OutgoingMessage {
             receiver: None,
             priority: DEFAULT_PRIORITY,
             context: 0,
-            properties: Vec::new(),
+            properties: Properties::new(),
             body: body.into(),
             ttl_ms: 0,
             delay_ms: 0,

@@ -314,7 +314,7 @@ impl<'a> Reader<'a> {
             };
             props.push((name, value));
         }
-        Ok(props)
+        Ok(props.into())
     }
     /// A list of strings: u16 count, then the strings.
     pub fn strings(&mut self, field: &'static str) -> Result<Vec<String>, WireError> {

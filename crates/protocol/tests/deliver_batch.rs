@@ -27,7 +27,7 @@ fn record(id: u64) -> Delivery {
             receiver: None,
             priority: 4,
             context: id * 3,
-            properties: vec![("ferry_topic".into(), PropertyValue::Str("t".into()))],
+            properties: vec![("ferry_topic".into(), PropertyValue::Str("t".into()))].into(),
             body: Bytes::from(vec![id as u8; 150]),
             created_at: 1_700_000_000_000 + id,
             delivery_count: 0,
@@ -116,7 +116,7 @@ fn a_change_of_subscription_queue_sender_or_properties_starts_a_new_frame() {
     let mut other_sender = record(3);
     other_sender.message.sender = "someone".into();
     let mut other_properties = record(4);
-    other_properties.message.properties = vec![];
+    other_properties.message.properties = vec![].into();
     let mut addressed = record(5);
     addressed.message.receiver = Some("me".into());
     addressed.delivery_id = 77;
@@ -174,7 +174,7 @@ fn the_writer_bounds_the_properties_repeated_over_a_batch() {
     // 1,000 bytes of properties: at most 65 deliveries share them in one frame.
     let mut d = record(1);
     d.message.body = Bytes::new();
-    d.message.properties = vec![("p".into(), PropertyValue::Str("x".repeat(994)))];
+    d.message.properties = vec![("p".into(), PropertyValue::Str("x".repeat(994)))].into();
     let run: Vec<_> = (0..200).map(|_| (1, d.clone())).collect();
     let frames = decode_all(write(&run, u32::MAX));
     assert!(frames
@@ -281,4 +281,20 @@ fn fewer_entries_than_counted_or_bytes_after_the_last_are_refused() {
         Response::decode(&batch_frame(p)),
         Err(WireError::TrailingBytes(1))
     );
+}
+
+#[test]
+fn a_batch_decodes_into_deliveries_sharing_one_copy_of_its_properties() {
+    let deliveries: Vec<(u64, Delivery)> = (1..=50).map(|id| (9, record(id))).collect();
+    let frames = decode_all(write(&deliveries, u32::MAX));
+    assert_eq!(frames.len(), 1, "one frame");
+    let got = &frames[0].2;
+    assert_eq!(got.len(), 50);
+    for (d, (_, want)) in got.iter().zip(&deliveries) {
+        assert_eq!(d, want, "each delivery reads its properties");
+        assert!(
+            d.message.properties.ptr_eq(&got[0].message.properties),
+            "one allocation for the batch, not one per delivery"
+        );
+    }
 }

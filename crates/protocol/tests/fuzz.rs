@@ -129,8 +129,15 @@ impl Tally {
         );
     }
 
+    /// Properties, once per allocation (a decoded batch's messages share them).
     fn properties(&mut self, p: &Properties) {
-        self.list(p, p.capacity(), min::PROPERTY);
+        let at = p.as_ptr() as usize;
+        if p.is_empty() || self.names.contains(&at) {
+            return;
+        }
+        self.names.push(at);
+        // Decoded into a vector of exactly their count.
+        self.list(p, p.len(), min::PROPERTY);
         for (name, value) in p {
             self.string(name);
             if let ferry_protocol::PropertyValue::Str(s) = value {
@@ -707,7 +714,7 @@ fn a_full_frame_of_smallest_elements_stays_within_the_bound() {
             receiver: None,
             priority: 0,
             context: 0,
-            properties: vec![],
+            properties: vec![].into(),
             body: Bytes::new(),
             ttl_ms: 0,
             delay_ms: 0,

@@ -297,7 +297,7 @@ fn a_delivery_without_receiver_or_properties_is_pinned_through_both_encoders() {
             receiver: None,
             priority: 9,
             context: 1,
-            properties: Vec::new(),
+            properties: Default::default(),
             body: bytes::Bytes::from_static(b"hi"),
             created_at: 2,
             delivery_count: 5,

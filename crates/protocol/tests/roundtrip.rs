@@ -324,7 +324,8 @@ fn strings_over_the_u16_limit_are_cut_at_a_character_boundary() {
             "é".repeat(40_000),
             ferry_protocol::PropertyValue::Str(long.clone()),
         ),
-    ];
+    ]
+    .into();
     let mut out = BytesMut::new();
     ferry_protocol::requests::put_outgoing(&mut out, &m);
     assert_eq!(

@@ -91,7 +91,7 @@ impl SimpleMessage {
             receiver: None,
             context: 0,
             created_at: 0,
-            properties: Vec::new(),
+            properties: Default::default(),
         }
     }
 

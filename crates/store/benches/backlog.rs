@@ -173,7 +173,7 @@ fn main() {
         receiver: None,
         priority: 4,
         context: 0,
-        properties: properties(i),
+        properties: properties(i).into(),
         body: body.clone(),
         created_at: 1,
         deliver_at_ms: 0,

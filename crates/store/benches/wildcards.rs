@@ -51,7 +51,7 @@ fn publish(i: u64) -> NewMessage {
         receiver: None,
         priority: 5,
         context: i,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: Bytes::from(vec![7u8; 128]),
         created_at: 1_700_000_000_000,
         deliver_at_ms: 0,

@@ -48,7 +48,8 @@ fn message(i: i64) -> NewMessage {
             ("price".into(), PropertyValue::Int(150)),
             ("seq".into(), PropertyValue::Int(i)),
             ("region".into(), PropertyValue::Str(region.into())),
-        ],
+        ]
+        .into(),
         body: Bytes::from(vec![7u8; 128]),
         created_at: 1_700_000_000_000,
         deliver_at_ms: 0,

@@ -82,7 +82,8 @@ mod tests {
                 ("n".into(), PropertyValue::Int(3)),
                 ("x".into(), PropertyValue::Float(0.5)),
                 ("ok".into(), PropertyValue::Bool(true)),
-            ],
+            ]
+            .into(),
             body: Bytes::new(),
             created_at: 1_700_000_000_000,
             delivery_count: 0,

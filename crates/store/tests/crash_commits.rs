@@ -48,7 +48,7 @@ impl Commit {
                 let selected = rng.gen_bool(0.5);
                 let mut m = msg(&[], &body);
                 m.topic = Some("t".into());
-                m.properties = vec![("k".into(), PropertyValue::Int(i64::from(selected)))];
+                m.properties = vec![("k".into(), PropertyValue::Int(i64::from(selected)))].into();
                 let on = if selected {
                     vec!["t:a", "t:b"]
                 } else {

@@ -48,7 +48,7 @@ fn publish(topic: &str, body: &str, k: i64) -> NewMessage {
     NewMessage {
         queues: Vec::new(),
         topic: Some(topic.into()),
-        properties: vec![("k".into(), PropertyValue::Int(k))],
+        properties: vec![("k".into(), PropertyValue::Int(k))].into(),
         ..msg(&[], body)
     }
 }

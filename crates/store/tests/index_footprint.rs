@@ -43,7 +43,7 @@ async fn a_queued_message_costs_the_embedded_index_about_a_hundred_bytes() {
         receiver: None,
         priority: 4,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: body.clone(),
         created_at: 1,
         deliver_at_ms: 0,

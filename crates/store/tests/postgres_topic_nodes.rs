@@ -43,7 +43,7 @@ fn durable(selector: &str) -> SubscriptionOptions {
 /// A publish to `t` with an int property `n`.
 fn numbered(n: i64) -> NewMessage {
     NewMessage {
-        properties: vec![("n".into(), PropertyValue::Int(n))],
+        properties: vec![("n".into(), PropertyValue::Int(n))].into(),
         ..publish("t", "p", &format!("m{n}"))
     }
 }

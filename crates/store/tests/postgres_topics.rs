@@ -77,7 +77,7 @@ async fn a_subscription_made_on_one_node_gets_what_another_publishes() {
         .unwrap();
     for n in [1, 2] {
         let mut m = publish("t", "p", &format!("n{n}"));
-        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        m.properties = vec![("n".into(), PropertyValue::Int(n))].into();
         b.queues().send(m).await.unwrap();
     }
     let heard = tokio::time::timeout(Duration::from_secs(10), changes.recv())
@@ -86,7 +86,7 @@ async fn a_subscription_made_on_one_node_gets_what_another_publishes() {
         .unwrap();
     assert_eq!(heard, vec!["t:s".to_owned()]);
     let mut m = publish("t", "p", "n3");
-    m.properties = vec![("n".into(), PropertyValue::Int(3))];
+    m.properties = vec![("n".into(), PropertyValue::Int(3))].into();
     a.queues().send(m).await.unwrap();
     let got = a.queues().receive(&take("t:s", "c"), 10).await.unwrap();
     assert_eq!(bodies(&got), vec!["n2", "n3"]);

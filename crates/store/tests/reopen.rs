@@ -33,7 +33,7 @@ async fn reopen_keeps_everything() {
     rich.priority = 8;
     rich.context = 99;
     rich.created_at = 123_456;
-    rich.properties = vec![("k".into(), PropertyValue::Str("v".into()))];
+    rich.properties = vec![("k".into(), PropertyValue::Str("v".into()))].into();
     let rich_id = store.queues().send(rich.clone()).await.unwrap();
     let mut last = 0;
     for i in 0..20 {

@@ -35,7 +35,7 @@ fn publish(topic: &str, body: &str) -> NewMessage {
 /// `m` with a string property `region`.
 fn in_region(m: NewMessage, region: &str) -> NewMessage {
     NewMessage {
-        properties: vec![("region".into(), PropertyValue::Str(region.into()))],
+        properties: vec![("region".into(), PropertyValue::Str(region.into()))].into(),
         ..m
     }
 }

@@ -37,7 +37,7 @@ async fn producer_and_consumer_move_every_message() {
                         receiver: None,
                         priority: 5,
                         context: 0,
-                        properties: Vec::new(),
+                        properties: Default::default(),
                         body: body.clone(),
                         created_at: 0,
                         deliver_at_ms: 0,

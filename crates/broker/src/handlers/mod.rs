@@ -40,10 +40,11 @@ pub fn with_topic(
         if properties.is_empty() {
             // Most publishes carry no properties of their own: one allocation of one slot,
             // not a vector grown to four (this runs once per message published).
-            return vec![named];
+            return vec![named].into();
         }
-        properties.retain(|(name, _)| name != TOPIC_PROPERTY);
-        properties.push(named);
+        let own = properties.to_mut();
+        own.retain(|(name, _)| name != TOPIC_PROPERTY);
+        own.push(named);
     }
     properties
 }

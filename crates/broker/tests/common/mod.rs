@@ -55,7 +55,7 @@ pub fn msg(queues: &[&str], body: &str, priority: u8) -> OutgoingMessage {
         receiver: None,
         priority,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: Bytes::copy_from_slice(body.as_bytes()),
         ttl_ms: 0,
         delay_ms: 0,

@@ -18,7 +18,8 @@ pub fn regional(q: &str, body: &str, region: &str, n: i64) -> ferry_protocol::Ou
             ferry_protocol::PropertyValue::Str(region.into()),
         ),
         ("n".into(), ferry_protocol::PropertyValue::Int(n)),
-    ];
+    ]
+    .into();
     m
 }
 

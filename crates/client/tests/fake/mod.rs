@@ -190,7 +190,7 @@ pub fn delivery(delivery_id: u64, n: u64) -> ferry_client::Delivery {
             receiver: None,
             priority: 5,
             context: 0,
-            properties: vec![],
+            properties: vec![].into(),
             body: n.to_string().into(),
             created_at: 0,
             delivery_count: 0,

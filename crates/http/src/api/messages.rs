@@ -295,7 +295,7 @@ fn outgoing(b: SendBody) -> ApiResult<(String, OutgoingMessage)> {
     m.receiver = b.to;
     m.priority = b.priority.unwrap_or(DEFAULT_PRIORITY);
     m.context = b.context;
-    m.properties = properties;
+    m.properties = properties.into();
     m.ttl_ms = b.ttl_ms;
     m.delay_ms = b.delay_ms;
     m.persistent = !b.non_persistent;

@@ -436,7 +436,7 @@ mod tests {
             context: 0,
             created_at: 1000,
             delivery_count: 1,
-            properties: &props,
+            properties: &props.into(),
             body: b"bin\0ary",
             expires_at: 5000,
         };

@@ -39,7 +39,8 @@ fn backlog_message(queues: &[&str], i: usize) -> NewMessage {
                 "parity".into(),
                 PropertyValue::Str(if i.is_multiple_of(2) { "even" } else { "odd" }.into()),
             ),
-        ],
+        ]
+        .into(),
         body: body_of(i),
         ..msg(queues, "s0", "")
     }

@@ -272,7 +272,7 @@ pub async fn browse_with_selector_pages_past_the_budget(store: Arc<dyn Store>) {
             } else {
                 0
             };
-            m.properties = vec![("n".into(), ferry_protocol::PropertyValue::Int(n))];
+            m.properties = vec![("n".into(), ferry_protocol::PropertyValue::Int(n))].into();
             m
         })
         .collect();

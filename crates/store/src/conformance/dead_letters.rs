@@ -35,7 +35,7 @@ pub async fn dead_lettered_after_max_deliveries_with_history(store: Arc<dyn Stor
         .await
         .unwrap();
     let mut m = msg(&["q"], "p", "poison");
-    m.properties = vec![("k".into(), PropertyValue::Int(1))];
+    m.properties = vec![("k".into(), PropertyValue::Int(1))].into();
     m.priority = 7;
     let id = store.queues().send(m).await.unwrap();
     let d = store.queues().receive(&lease("q", "c"), 1).await.unwrap();

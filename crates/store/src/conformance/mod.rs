@@ -253,7 +253,7 @@ pub fn msg(queues: &[&str], sender: &str, body: &str) -> NewMessage {
         receiver: None,
         priority: 5,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: Bytes::copy_from_slice(body.as_bytes()),
         created_at: NOW,
         deliver_at_ms: 0,
@@ -413,6 +413,7 @@ pub fn sample_properties() -> ferry_protocol::Properties {
         ("x".into(), PropertyValue::Float(2.5)),
         ("s".into(), PropertyValue::Str("héllo".into())),
     ]
+    .into()
 }
 
 /// A delivery time no test reaches: the message stays delayed on every engine, whatever the

@@ -19,7 +19,8 @@ fn regional(queues: &[&str], sender: &str, body: &str, region: &str, n: i64) -> 
         properties: vec![
             ("region".into(), PropertyValue::Str(region.into())),
             ("n".into(), PropertyValue::Int(n)),
-        ],
+        ]
+        .into(),
         ..msg(queues, sender, body)
     }
 }

@@ -110,7 +110,7 @@ async fn prepared(store: &Arc<dyn Store>) -> (DeliveryId, DeliveryId, DeliveryId
 /// A published message of `kind`.
 fn kind(body: &str, kind: &str) -> NewMessage {
     NewMessage {
-        properties: vec![("kind".into(), PropertyValue::Str(kind.into()))],
+        properties: vec![("kind".into(), PropertyValue::Str(kind.into()))].into(),
         ..publish("t", "p", body)
     }
 }
@@ -258,7 +258,7 @@ pub async fn commit_with_missing_topic_changes_nothing(store: Arc<dyn Store>) {
     let (held1, _, _, sub_held) = prepared(&store).await;
     let (mut msgs, acks) = good_start(held1, sub_held);
     let mut lost = publish("nope", "p", "third");
-    lost.properties = vec![("kind".into(), PropertyValue::Str("x".into()))];
+    lost.properties = vec![("kind".into(), PropertyValue::Str("x".into()))].into();
     msgs.push(lost);
     fails_and_changes_nothing(
         &store,
@@ -471,7 +471,7 @@ pub async fn commits_racing_deletes_are_all_or_nothing(store: Arc<dyn Store>) {
         } else {
             msg(&[&victim], "p", "racing")
         };
-        racing.properties = vec![("round".into(), PropertyValue::Int(round))];
+        racing.properties = vec![("round".into(), PropertyValue::Int(round))].into();
         let msgs = vec![msg(&["keep"], "p", &format!("keep{round}")), racing];
         let committing = {
             let store = store.clone();
@@ -560,7 +560,7 @@ pub async fn large_commit_is_all_or_nothing(store: Arc<dyn Store>) {
                 } else {
                     publish("t", "p", &format!("p{i}"))
                 };
-                m.properties = vec![("n".into(), PropertyValue::Int(i / 2))];
+                m.properties = vec![("n".into(), PropertyValue::Int(i / 2))].into();
                 m
             })
             .collect()

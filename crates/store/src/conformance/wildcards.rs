@@ -307,7 +307,7 @@ pub async fn pattern_subscriptions_are_durable_shared_and_selecting(store: Arc<d
     );
     for (topic, amount) in [("orders.eu", 50), ("orders.us", 500)] {
         let mut m = publish(topic, "p", &format!("{topic} {amount}"));
-        m.properties = vec![("amount".into(), PropertyValue::Int(amount))];
+        m.properties = vec![("amount".into(), PropertyValue::Int(amount))].into();
         store.queues().send(m).await.unwrap();
     }
     assert_eq!(
@@ -448,7 +448,7 @@ pub async fn durable_pattern_subscriptions_survive_restart(reopen: Reopen) {
         .await
         .unwrap();
     let mut m = publish("prices.eu.fish", "p", "before");
-    m.properties = vec![("region".into(), PropertyValue::Str("eu".into()))];
+    m.properties = vec![("region".into(), PropertyValue::Str("eu".into()))].into();
     store.queues().send(m.clone()).await.unwrap();
     store.upkeep().flush().await.unwrap();
     drop(store);

@@ -42,7 +42,7 @@ fn message(queues: &[&str], k: i64, persistent: bool, body: String) -> NewMessag
         receiver: None,
         priority: 5,
         context: 0,
-        properties: vec![("k".into(), PropertyValue::Int(k))],
+        properties: vec![("k".into(), PropertyValue::Int(k))].into(),
         body: Bytes::from(body),
         created_at: 1,
         deliver_at_ms: 0,

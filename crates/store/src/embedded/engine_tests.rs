@@ -48,7 +48,7 @@ pub(super) fn message(
         receiver: None,
         priority: 5,
         context: 0,
-        properties: vec![("region".into(), PropertyValue::Str(region.into()))],
+        properties: vec![("region".into(), PropertyValue::Str(region.into()))].into(),
         body: Bytes::copy_from_slice(body.as_bytes()),
         created_at: 1,
         deliver_at_ms: 0,

@@ -69,7 +69,8 @@ async fn run(subs: usize, persistent: bool, selectors: bool, fsync: FsyncPolicy,
                 properties: vec![
                     ("region".into(), PropertyValue::Str("eu".into())),
                     ("n".into(), PropertyValue::Int((b * BATCH + i) as i64)),
-                ],
+                ]
+                .into(),
                 body: body.clone(),
                 created_at: 0,
                 deliver_at_ms: 0,

@@ -38,7 +38,8 @@ fn numbered(i: i64) -> NewMessage {
             "label".into(),
             PropertyValue::Str(format!("étiquette-{i}-✓")),
         ),
-    ];
+    ]
+    .into();
     m.body = Bytes::from(format!("m{i}"));
     m
 }

@@ -71,7 +71,7 @@ pub fn decode(text: &str) -> Result<Properties, StoreError> {
         };
         out.push((name, value));
     }
-    Ok(out)
+    Ok(out.into())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -107,7 +107,8 @@ mod tests {
             ("inf".into(), PropertyValue::Float(f64::INFINITY)),
             ("s".into(), PropertyValue::Str("héllo".into())),
             ("nul\0name".into(), PropertyValue::Str("a\0b".into())),
-        ];
+        ]
+        .into();
         let back = decode(&encode(&props)).unwrap();
         assert_eq!(back.len(), props.len());
         for ((n1, v1), (n2, v2)) in props.iter().zip(&back) {

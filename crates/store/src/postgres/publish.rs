@@ -203,7 +203,7 @@ mod tests {
             receiver: None,
             priority: 7,
             context: 9,
-            properties: vec![("region".into(), PropertyValue::Str("eu".into()))],
+            properties: vec![("region".into(), PropertyValue::Str("eu".into()))].into(),
             body: Bytes::new(),
             created_at: 1_700_000_000_000,
             deliver_at_ms: 0,

@@ -46,7 +46,7 @@ pub fn msg(queues: &[&str], body: &str) -> NewMessage {
         receiver: None,
         priority: 5,
         context: 0,
-        properties: Vec::new(),
+        properties: Default::default(),
         body: Bytes::copy_from_slice(body.as_bytes()),
         created_at: 1,
         deliver_at_ms: 0,

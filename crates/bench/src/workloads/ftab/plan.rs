@@ -73,7 +73,7 @@ impl Plan {
             priority: Some(self.priority.pick()),
             to,
             persistent: true,
-            properties: Vec::new(),
+            properties: Default::default(),
             routing_key: None,
         }
     }

@@ -106,7 +106,8 @@ async fn lane(
                     m.properties = vec![
                         ("region".to_string(), PropertyValue::Str(region)),
                         ("amount".to_string(), PropertyValue::Int(amount)),
-                    ];
+                    ]
+                    .into();
                 }
                 m
             })

@@ -163,7 +163,7 @@ pub async fn list_topics_shows_subscriptions_sorted_with_counts(store: Arc<dyn S
     subscribe(&store, "t", "mid", &durable("")).await;
     for n in 1..=3 {
         let mut m = publish("t", "p", &format!("m{n}"));
-        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        m.properties = vec![("n".into(), PropertyValue::Int(n))].into();
         store.queues().send(m).await.unwrap();
     }
     // zeta: one leased, one taken, one ready.

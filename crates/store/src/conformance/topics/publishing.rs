@@ -126,7 +126,7 @@ pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
         store
             .queues()
             .send(NewMessage {
-                properties,
+                properties: properties.into(),
                 ..publish("t", sender, body)
             })
             .await
@@ -134,14 +134,14 @@ pub async fn selectors_pick_messages_per_subscription(store: Arc<dyn Store>) {
     }
     let mut high = publish("t", "bank", "high");
     high.priority = 9;
-    high.properties = vec![region("eu"), amount(101)];
+    high.properties = vec![region("eu"), amount(101)].into();
     store.queues().send(high).await.unwrap();
     let mut to_bob = publish("t", "shop", "to-bob");
     to_bob.receiver = Some("bob".into());
     store.queues().send(to_bob).await.unwrap();
     let mut ctx = publish("t", "bank", "ctx7");
     ctx.context = 7;
-    ctx.properties = vec![("ratio".into(), PropertyValue::Str("1.0".into()))];
+    ctx.properties = vec![("ratio".into(), PropertyValue::Str("1.0".into()))].into();
     store.queues().send(ctx).await.unwrap();
 
     let expect: [(&str, &[&str]); 7] = [
@@ -300,7 +300,8 @@ pub async fn many_publishes_reach_exactly_the_matching_subscriptions(store: Arc<
             properties: vec![
                 ("n".into(), PropertyValue::Int(n)),
                 ("m".into(), PropertyValue::Int(n % 3)),
-            ],
+            ]
+            .into(),
             ..publish("t", "p", &format!("{n}"))
         })
         .collect();

@@ -24,7 +24,7 @@ pub async fn resubscribe_checks_settings_and_keeps_backlog(store: Arc<dyn Store>
     assert_eq!(queue, "t:s");
     assert_eq!(queue, subscription_queue("t", "s"));
     let numbered = |n: i64| NewMessage {
-        properties: vec![("n".into(), PropertyValue::Int(n))],
+        properties: vec![("n".into(), PropertyValue::Int(n))].into(),
         ..publish("t", "p", &format!("m{n}"))
     };
     store.queues().send(numbered(1)).await.unwrap();
@@ -308,7 +308,7 @@ pub async fn non_durable_subscription_lifecycle(store: Arc<dyn Store>) {
     );
     for n in [0, 1] {
         let mut m = publish("t", "p", &format!("m{n}"));
-        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        m.properties = vec![("n".into(), PropertyValue::Int(n))].into();
         store.queues().send(m).await.unwrap();
     }
     let d = store
@@ -338,7 +338,7 @@ pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
     subscribe(&store, "t", "~c.1", &non_durable("n = 1")).await;
     for n in [1, 1] {
         let mut m = publish("t", "p", "old");
-        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        m.properties = vec![("n".into(), PropertyValue::Int(n))].into();
         store.queues().send(m).await.unwrap();
     }
     let d = store
@@ -366,7 +366,7 @@ pub async fn non_durable_resubscribe_replaces_it(store: Arc<dyn Store>) {
     );
     for n in [1, 2] {
         let mut m = publish("t", "p", &format!("new{n}"));
-        m.properties = vec![("n".into(), PropertyValue::Int(n))];
+        m.properties = vec![("n".into(), PropertyValue::Int(n))].into();
         store.queues().send(m).await.unwrap();
     }
     assert_eq!(bodies(&peek_all(&store, "t:~c.1").await), vec!["new2"]);

@@ -204,7 +204,7 @@ impl<'a> Reader<'a> {
             };
             props.push((name, value));
         }
-        Ok(props)
+        Ok(props.into())
     }
 }
 
@@ -219,7 +219,8 @@ mod tests {
             ("i".into(), PropertyValue::Int(-7)),
             ("f".into(), PropertyValue::Float(1.5)),
             ("s".into(), PropertyValue::Str("héllo".into())),
-        ];
+        ]
+        .into();
         let mut out = Vec::new();
         put_properties(&mut out, &props);
         assert_eq!(out.len(), properties_len(&props));

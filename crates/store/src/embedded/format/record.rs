@@ -604,7 +604,7 @@ mod tests {
 
     fn sample(out: &mut Vec<u8>) -> (u32, MessageFields<'static>) {
         static PROPS: std::sync::OnceLock<Properties> = std::sync::OnceLock::new();
-        let props = PROPS.get_or_init(|| vec![("k".into(), PropertyValue::Int(3))]);
+        let props = PROPS.get_or_init(|| vec![("k".into(), PropertyValue::Int(3))].into());
         let m = MessageFields {
             id: 9,
             created_at: 1234,
@@ -730,9 +730,10 @@ mod tests {
             ("i".into(), PropertyValue::Int(-5)),
             ("f".into(), PropertyValue::Float(1.5)),
             ("s".into(), PropertyValue::Str("text".into())),
-        ];
+        ]
+        .into();
         for (receiver, props, timed) in [
-            (None, Vec::new(), false),
+            (None, Properties::new(), false),
             (Some("bob"), props.clone(), true),
         ] {
             let mut out = Vec::new();

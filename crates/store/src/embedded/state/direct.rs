@@ -150,7 +150,6 @@ impl State {
         let Some(q) = self.queues.get(&qk) else {
             return false;
         };
-        let name = q.name.clone();
         if q.ready_count == 0 {
             if !consumer.try_reserve(1) {
                 return false;
@@ -158,7 +157,10 @@ impl State {
         } else if !self.drain_to_direct(qk, &consumer, msg.priority) {
             return false;
         }
-        self.direct.push(&consumer, &name, id, m);
+        // The queue's name borrowed, not copied: this runs once per message published.
+        if let Some(q) = self.queues.get(&qk) {
+            self.direct.push(&consumer, &q.name, id, m);
+        }
         true
     }
 

@@ -241,9 +241,9 @@ fn selectable<'a>(
     msg: &'a Stored,
 ) -> Selectable<'a> {
     let properties = if msg.has_properties() {
-        Some(properties.get(&id).map_or(&[][..], Vec::as_slice))
+        Some(properties.get(&id).map_or(&[][..], |p| &p[..]))
     } else if msg.properties_logged() {
-        known.and_then(|k| k.get(&id)).map(Vec::as_slice)
+        known.and_then(|k| k.get(&id)).map(|p| &p[..])
     } else {
         Some(&[][..])
     };

@@ -92,7 +92,7 @@ impl State {
                 .filter_map(|s| Some((self.queues.get(&s.queue)?.name.clone(), s.count)))
                 .collect();
             let (old_segment, old_size) = (e.segment(), e.place.size);
-            static NONE: Properties = Vec::new();
+            static NONE: Properties = Properties::new();
             let properties = match logged.get(&id) {
                 Some(p) => p,
                 None => self.properties.get(&id).unwrap_or(&NONE),
