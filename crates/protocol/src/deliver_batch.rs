@@ -34,7 +34,8 @@ const ENTRY_FIXED: usize = 16 + 1 + 21 + 4 + 8;
 pub const MAX_BATCH_FRAME_BYTES: usize = 64 * 1024;
 
 /// The most bytes a batch's properties (beyond their count) may take repeated once per
-/// delivery: every decoded delivery gets its own copy of them, and this keeps a small frame
+/// delivery: a reader may give every decoded delivery its own copy of them (this crate's
+/// readers share one, see [`crate::properties`]), and this keeps a small frame
 /// from decoding into much more memory than a frame of `Deliver`s could (the writer keeps to
 /// it, the readers refuse batches beyond it).
 pub const MAX_REPEATED_PROPERTY_BYTES: usize = 64 * 1024;

@@ -15,8 +15,9 @@
 //!
 //! A body takes 4 bytes of the frame at least and a decoded body handle more, so the count is
 //! held to [`MAX_PUBLISH_BATCH_BODIES`] whatever the frame's size; the broker then applies its
-//! `max_batch`. The broker gives each message its own copy of the properties, so they are held
-//! to [`MAX_REPEATED_PROPERTY_BYTES`] repeated over the batch, as a `DeliverBatch`'s are.
+//! `max_batch`. A broker may give each message its own copy of the properties (Ferry's share
+//! one, see [`crate::properties`]), so they are held to [`MAX_REPEATED_PROPERTY_BYTES`]
+//! repeated over the batch, as a `DeliverBatch`'s are.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
