@@ -1,7 +1,8 @@
 //! What a result was measured with, recorded in every JSON report: the harness's version and
 //! git commit, the host (CPU model, cores, kernel), when the run started, the Ferry broker's
-//! fsync policy, and the command line (every parameter as given). A figure without these
-//! cannot be compared with another one.
+//! fsync policy, and the command line (every parameter as given; the program by its name and
+//! paths under the current directory relative to it, so that no result names the machine). A
+//! figure without these cannot be compared with another one.
 
 use std::time::SystemTime;
 
@@ -51,9 +52,36 @@ impl Environment {
             date: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             host: Host::this(),
             fsync: common.broker_fsync.clone(),
-            command: std::env::args().collect(),
+            command: command_line(),
         }
     }
+}
+
+/// The harness's command line as a reader would type it in the project: the program by its
+/// name (`ferry-bench`, not the build directory it was run from) and a path under the current
+/// directory relative to it, so that a result names nothing of the machine it ran on.
+pub fn command_line() -> Vec<String> {
+    let here = std::env::current_dir().ok();
+    portable_command(std::env::args().collect(), here.as_deref())
+}
+
+/// [`command_line`] of `args`, run from `here`.
+fn portable_command(args: Vec<String>, here: Option<&std::path::Path>) -> Vec<String> {
+    args.into_iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            let path = std::path::Path::new(&arg);
+            if i == 0 {
+                return path
+                    .file_name()
+                    .map_or(arg.clone(), |n| n.to_string_lossy().into_owned());
+            }
+            match here.and_then(|h| path.strip_prefix(h).ok()) {
+                Some(inside) if path.is_absolute() => inside.to_string_lossy().into_owned(),
+                _ => arg,
+            }
+        })
+        .collect()
 }
 
 impl Host {
@@ -93,6 +121,34 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_command_names_the_program_and_paths_inside_the_project_only() {
+        let args = [
+            "/somewhere/build/target/release/ferry-bench",
+            "stream",
+            "--json",
+            "/home/me/ferry/docs/benchmarks/results/stream.json",
+            "--data-dir",
+            "/scratch/data",
+            "relative/out.json",
+        ]
+        .map(String::from)
+        .to_vec();
+        let here = std::path::Path::new("/home/me/ferry");
+        assert_eq!(
+            portable_command(args, Some(here)),
+            [
+                "ferry-bench",
+                "stream",
+                "--json",
+                "docs/benchmarks/results/stream.json",
+                "--data-dir",
+                "/scratch/data",
+                "relative/out.json",
+            ]
+        );
+    }
 
     #[test]
     fn cpu_models() {

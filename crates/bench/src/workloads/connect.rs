@@ -119,7 +119,7 @@ pub async fn run(args: ConnectArgs) -> Result<()> {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let result = json!({
         "benchmark": "connect",
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "command": crate::report::environment::command_line().join(" "),
         "server": args.server,
         "tls": args.ca.is_some(),
         "user": args.user.is_some(),
