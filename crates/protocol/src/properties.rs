@@ -12,7 +12,18 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::types::PropertyValue;
+/// A message property value, as selectors see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PropertyValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A 64-bit signed integer.
+    Int(i64),
+    /// A 64-bit float.
+    Float(f64),
+    /// A UTF-8 string.
+    Str(String),
+}
 
 /// One property: its name and value.
 pub type Property = (String, PropertyValue);

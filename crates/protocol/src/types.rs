@@ -17,20 +17,7 @@ pub const MAX_PRIORITY: u8 = 10;
 /// Priority of a message whose sender did not choose one.
 pub const DEFAULT_PRIORITY: u8 = 5;
 
-/// A message property value, as selectors see it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PropertyValue {
-    /// `true` or `false`.
-    Bool(bool),
-    /// A 64-bit signed integer.
-    Int(i64),
-    /// A 64-bit float.
-    Float(f64),
-    /// A UTF-8 string.
-    Str(String),
-}
-
-pub use crate::properties::{Properties, Property};
+pub use crate::properties::{Properties, Property, PropertyValue};
 
 /// The order in which a receive picks among ready messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
