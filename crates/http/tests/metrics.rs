@@ -325,6 +325,29 @@ async fn the_datagram_ingest_counts_what_it_reads_drops_and_publishes() {
         ferry_testkit::BinaryServer::start(&["--udp-listen", &listen, "--udp-topic", "monitoring"])
             .expect("ferry serve starts with the datagram ingest");
     let api = Api::of(&server);
+    // The broker answers on its TCP listener before its datagram socket is bound: a datagram
+    // sent before then is gone (UDP), so wait until the kernel lists the socket.
+    let bound = |port: u16| {
+        std::fs::read_to_string("/proc/net/udp")
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .nth(1)?
+                    .rsplit_once(':')
+                    .map(|(_, p)| p.to_owned())
+            })
+            .any(|p| u16::from_str_radix(&p, 16) == Ok(port))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !bound(port) {
+        assert!(
+            Instant::now() < deadline,
+            "the datagram socket is never bound"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut packer = ferry_udp::Packer::new(None, 1400).unwrap();
     assert!(packer.push(b"first record"));
     assert!(packer.push(b"second record"));
