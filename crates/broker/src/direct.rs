@@ -38,6 +38,10 @@ impl DirectConsumer for DirectPush {
         !self.out.is_closed() && self.out.has_room() && self.credit.try_spend(n)
     }
 
+    fn unreserve(&self, n: u32) {
+        self.credit.grant(n);
+    }
+
     fn begin_take(&self) -> u32 {
         self.credit.begin_take()
     }
@@ -85,12 +89,16 @@ impl DirectBatch for PushBatch {
     fn push(&mut self, delivery: &DeliveryView<'_>) {
         if self.count == 0 {
             // Publishes of one batch are mostly alike: size the buffer for all of them once
-            // instead of growing it by copies.
+            // instead of growing it by copies. The slack covers the heads of the frames a
+            // run shares (names and properties once a frame), which `encoded_len` leaves out:
+            // without it the last delivery regrew (and copied) the whole buffer.
             let reserve = self
                 .encoder
                 .encoded_len(delivery)
                 .saturating_mul(self.expected);
-            self.frames.reserve(reserve.min(MAX_RESERVE));
+            let slack = reserve / 32 + 1024;
+            self.frames
+                .reserve(reserve.saturating_add(slack).min(MAX_RESERVE));
         }
         self.encoder
             .encode_in_run(&mut self.run, &mut self.frames, self.subscription, delivery);

@@ -85,6 +85,64 @@ pub struct NewMessage {
     pub expires_at_ms: u64,
 }
 
+/// A run of messages published to one topic that differ only in their bodies (a
+/// `PublishBatch`): every other field is given once. See [`Queues::publish_run`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishRun {
+    /// The topic (see [`NewMessage::topic`]).
+    pub topic: Name,
+    /// As [`NewMessage::persistent`], for every message.
+    pub persistent: bool,
+    /// The sending client.
+    pub sender: Arc<str>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// Properties every message carries (the broker's topic property among them).
+    pub properties: Properties,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+    /// As [`NewMessage::deliver_at_ms`].
+    pub deliver_at_ms: u64,
+    /// As [`NewMessage::expires_at_ms`].
+    pub expires_at_ms: u64,
+    /// One message each, in order.
+    pub bodies: Vec<Bytes>,
+}
+
+impl PublishRun {
+    /// The run as one [`NewMessage`] per body.
+    pub fn into_messages(self) -> Vec<NewMessage> {
+        let PublishRun {
+            topic,
+            persistent,
+            sender,
+            priority,
+            properties,
+            created_at,
+            deliver_at_ms,
+            expires_at_ms,
+            bodies,
+        } = self;
+        bodies
+            .into_iter()
+            .map(|body| NewMessage {
+                queues: Vec::new(),
+                topic: Some(topic.clone()),
+                persistent,
+                sender: sender.clone(),
+                receiver: None,
+                priority,
+                context: 0,
+                properties: properties.clone(),
+                body,
+                created_at,
+                deliver_at_ms,
+                expires_at_ms,
+            })
+            .collect()
+    }
+}
+
 /// What a receive asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReceiveSpec {
@@ -246,6 +304,14 @@ pub trait Queues: Send + Sync {
 
     /// Stores many messages; each succeeds or fails on its own. One durability wait covers all.
     async fn send_batch(&self, msgs: Vec<NewMessage>) -> Vec<Result<MessageId, StoreError>>;
+
+    /// Publishes a run of bodies that share every other field: exactly
+    /// [`Queues::send_batch`] of [`PublishRun::into_messages`], which is what engines without
+    /// a faster way do. The embedded engine hands a run its subscribers can take directly
+    /// over in one step, without a message of its own per body.
+    async fn publish_run(&self, run: PublishRun) -> Vec<Result<MessageId, StoreError>> {
+        self.send_batch(run.into_messages()).await
+    }
 
     /// Receives up to `max` messages (at least one is asked for) matching `spec` (its source,
     /// the receiving client and its selector), in order.

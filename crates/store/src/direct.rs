@@ -33,6 +33,10 @@ pub trait DirectConsumer: Send + Sync {
     /// is gone, and between [`DirectConsumer::begin_take`] and [`DirectConsumer::end_take`].
     fn try_reserve(&self, n: u32) -> bool;
 
+    /// Gives back room for `n` deliveries reserved with [`DirectConsumer::try_reserve`] that
+    /// will not be handed over after all (another consumer of the same publish had none).
+    fn unreserve(&self, n: u32);
+
     /// The consumer's push task is taking a batch from its queue: returns how many messages
     /// the batch may take, and refuses direct deliveries until [`DirectConsumer::end_take`],
     /// because the batch must reach the consumer first and the engine cannot see it on its

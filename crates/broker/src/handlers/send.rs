@@ -1,7 +1,7 @@
 //! send and send_batch.
 
 use ferry_protocol::{ErrorCode, ErrorReply, Name, OutgoingMessage, PublishBatch, Response};
-use ferry_store::{NewMessage, StoreError};
+use ferry_store::{PublishRun, StoreError};
 
 use super::{store_error, to_new, txn, validate, with_topic};
 use crate::session::Session;
@@ -201,10 +201,9 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         0 => 0,
         t => now.saturating_add(t),
     };
-    let properties = with_topic(batch.properties, Some(&batch.topic));
     let max_body = shared.limits.max_body_bytes as usize;
     let mut results: Vec<Option<Result<u64, ErrorReply>>> = Vec::with_capacity(batch.bodies.len());
-    let mut valid = Vec::with_capacity(batch.bodies.len());
+    let mut bodies = Vec::with_capacity(batch.bodies.len());
     for body in batch.bodies {
         if body.len() > max_body {
             results.push(Some(Err(validate::body_too_large(
@@ -214,25 +213,23 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
             continue;
         }
         results.push(None);
-        valid.push(NewMessage {
-            queues: Vec::new(),
-            topic: Some(batch.topic.clone()),
+        bodies.push(body);
+    }
+    let stored = if bodies.is_empty() {
+        Vec::new()
+    } else {
+        let run = PublishRun {
+            topic: batch.topic.clone(),
             persistent: batch.persistent,
             sender: session.sender.clone(),
-            receiver: None,
             priority: batch.priority,
-            context: 0,
-            properties: properties.clone(),
-            body,
+            properties: with_topic(batch.properties, Some(&batch.topic)),
             created_at: now,
             deliver_at_ms,
             expires_at_ms,
-        });
-    }
-    let stored = if valid.is_empty() {
-        Vec::new()
-    } else {
-        shared.store.queues().send_batch(valid).await
+            bodies,
+        };
+        shared.store.queues().publish_run(run).await
     };
     let (results, ok) = merge_results(results, stored);
     if ok > 0 {

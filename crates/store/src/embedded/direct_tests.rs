@@ -12,23 +12,29 @@ use crate::conformance::{self, durable};
 use crate::direct::{DirectBatch, DirectConsumer};
 
 /// A consumer that records the batches of deliveries it is handed, as their bodies.
-struct Recorder {
-    credit: AtomicU32,
+pub(super) struct Recorder {
+    pub(super) credit: AtomicU32,
     taking: AtomicBool,
-    batches: Arc<Mutex<Vec<Vec<String>>>>,
+    pub(super) batches: Arc<Mutex<Vec<Vec<String>>>>,
+    /// Calls of `try_reserve` (a publish run reserves once for all its bodies).
+    pub(super) reservations: AtomicU32,
+    /// The message ids delivered so far, in order.
+    pub(super) ids: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Recorder {
-    fn new(credit: u32) -> Arc<Recorder> {
+    pub(super) fn new(credit: u32) -> Arc<Recorder> {
         Arc::new(Recorder {
             credit: AtomicU32::new(credit),
             taking: AtomicBool::new(false),
             batches: Arc::default(),
+            reservations: AtomicU32::new(0),
+            ids: Arc::default(),
         })
     }
 
     /// The bodies delivered so far, in order.
-    fn bodies(&self) -> Vec<String> {
+    pub(super) fn bodies(&self) -> Vec<String> {
         self.batches.lock().unwrap().concat()
     }
 }
@@ -37,12 +43,14 @@ impl Recorder {
 struct RecordedBatch {
     bodies: Vec<String>,
     batches: Arc<Mutex<Vec<Vec<String>>>>,
+    ids: Arc<Mutex<Vec<u64>>>,
 }
 
 impl DirectBatch for RecordedBatch {
     fn push(&mut self, d: &DeliveryView<'_>) {
         assert_eq!(d.delivery_id, 0, "auto ack");
-        assert_eq!(d.queue, "t:s");
+        assert!(d.queue.starts_with("t:"), "{}", d.queue);
+        self.ids.lock().unwrap().push(d.id);
         self.bodies
             .push(String::from_utf8(d.body.to_vec()).unwrap());
     }
@@ -55,11 +63,16 @@ impl DirectBatch for RecordedBatch {
 
 impl DirectConsumer for Recorder {
     fn try_reserve(&self, n: u32) -> bool {
+        self.reservations.fetch_add(1, Ordering::SeqCst);
         !self.taking.load(Ordering::SeqCst)
             && self
                 .credit
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(n))
                 .is_ok()
+    }
+
+    fn unreserve(&self, n: u32) {
+        self.credit.fetch_add(n, Ordering::SeqCst);
     }
 
     fn begin_take(&self) -> u32 {
@@ -77,11 +90,12 @@ impl DirectConsumer for Recorder {
         Box::new(RecordedBatch {
             bodies: Vec::new(),
             batches: self.batches.clone(),
+            ids: self.ids.clone(),
         })
     }
 }
 
-async fn store_with_subscription() -> Arc<EmbeddedStore> {
+pub(super) async fn store_with_subscription() -> Arc<EmbeddedStore> {
     let mut cfg = EmbeddedConfig::new("/data");
     cfg.backend = Arc::new(FaultyBackend::new());
     cfg.fsync = FsyncPolicy::Always;
@@ -116,7 +130,7 @@ fn take_spec() -> ReceiveSpec {
 }
 
 /// Messages waiting on the subscription's queue.
-async fn queued(store: &EmbeddedStore) -> u64 {
+pub(super) async fn queued(store: &EmbeddedStore) -> u64 {
     store.topics().list_topics().await.unwrap()[0].subscriptions[0].ready
 }
 

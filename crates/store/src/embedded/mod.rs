@@ -14,6 +14,7 @@
 //! - `space`: the disk space reserve that lets a full disk still drain;
 //! - `store`: [`EmbeddedStore`], the [`Store`](crate::Store) implementation tying them together;
 //! - `receiving`: receives, picked in bounded steps and handed out once durable;
+//! - `runs`: a run of publishes its subscribers all take directly, handed over at once;
 //! - `figures`: the engine's figures kept outside the state lock.
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,9 @@ mod receiving;
 mod recovery;
 #[cfg(test)]
 mod registry_tests;
+#[cfg(test)]
+mod run_tests;
+mod runs;
 mod space;
 #[cfg(test)]
 mod spare_tests;

@@ -44,7 +44,7 @@ impl fmt::Debug for DirectTaps {
 
 impl DirectTaps {
     /// The one consumer of `qk`, if it has exactly one.
-    fn only(&self, qk: QueueKey) -> Option<&Arc<dyn DirectConsumer>> {
+    pub(super) fn only(&self, qk: QueueKey) -> Option<&Arc<dyn DirectConsumer>> {
         match self.by_queue.get(&qk).map(Vec::as_slice) {
             Some([one]) => Some(one),
             _ => None,
@@ -93,8 +93,17 @@ impl DirectTaps {
             body: &m.body,
             expires_at: m.expires_at_ms,
         };
+        self.push_view(consumer, &view);
+    }
+
+    /// Hands `view` to `consumer`, which reserved room for it.
+    pub(super) fn push_view(
+        &mut self,
+        consumer: &Arc<dyn DirectConsumer>,
+        view: &DeliveryView<'_>,
+    ) {
         if let Some(batch) = self.batch_for(consumer) {
-            batch.push(&view);
+            batch.push(view);
         }
     }
 }

@@ -251,7 +251,7 @@ impl State {
     }
 
     /// The key of `sender`, registering it if it is new.
-    fn sender_key(
+    pub(super) fn sender_key(
         &mut self,
         log: &mut LogGuard<'_>,
         sender: &Arc<str>,

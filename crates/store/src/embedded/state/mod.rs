@@ -7,6 +7,7 @@
 //! - [`messages`]: send, publish and receive; `settling`: acks, nacks, dead letters, leases
 //!   released or expired;
 //! - `direct`: push consumers that take non-persistent publishes without queueing them;
+//!   `run`: a run of publishes sharing all but their bodies, handed to them in one step;
 //! - [`topics`]: topics and subscriptions (each backed by a queue of its own);
 //! - [`txn`]: transactions, whose records form one group in the log;
 //! - [`registry`]: client names, permanent or in memory, what they hold, their expiry;
@@ -53,6 +54,7 @@ mod queues;
 pub mod registry;
 mod replay;
 mod rewrite;
+mod run;
 mod settling;
 pub mod topics;
 pub mod txn;

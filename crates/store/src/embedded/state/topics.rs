@@ -466,6 +466,21 @@ impl State {
         (keys, for_any)
     }
 
+    /// The queues of every subscription of `topic` (its own and those of patterns it matches),
+    /// when none has a selector, so that every message published to it goes to all of them;
+    /// `None` otherwise, or when the topic cannot be published to.
+    pub(super) fn unfiltered_targets(&self, topic: &str) -> Option<QueueKeys> {
+        let audience = self.audience(topic).ok()?;
+        let mut keys = QueueKeys::with_capacity(audience.iter().map(|t| t.subs.len()).sum());
+        for s in audience.iter().flat_map(|t| t.subs.values()) {
+            if !matches!(s.filter, Filter::All) {
+                return None;
+            }
+            keys.push(s.queue);
+        }
+        Some(keys)
+    }
+
     /// Adds topic `name` unless it exists (creation, replay, snapshots).
     pub(super) fn insert_topic(&mut self, name: &str) {
         if !self.topics.contains_key(name) {

@@ -1,0 +1,46 @@
+//! The embedded engine's fast way for a [`PublishRun`] (see [`crate::api::Queues::publish_run`]):
+//! a run its subscribers can all take directly is handed to them under one hold of the state
+//! lock (see the state's `run` module); any other goes message by message.
+
+use ferry_protocol::MessageId;
+
+use super::store::{Class, EmbeddedStore};
+use super::writer;
+use crate::api::PublishRun;
+use crate::error::StoreError;
+
+impl EmbeddedStore {
+    /// Publishes `run` directly when it can go that way; `None`, with nothing done, when it
+    /// must go message by message.
+    pub(super) async fn publish_run_direct(
+        &self,
+        run: &PublishRun,
+    ) -> Option<Vec<Result<MessageId, StoreError>>> {
+        if run.persistent {
+            return None;
+        }
+        // What `send_batch` checks first; a refusal is its to give, for every message.
+        if self.admit(Class::Quiet).await.is_err() || self.writable().await.is_err() {
+            return None;
+        }
+        let (ids, ticket) = {
+            let mut st = self.state();
+            let mut log = self.log.lock();
+            let ids = st.publish_run_direct(&mut log, run)?;
+            st.flush_direct();
+            // Only a new sender's registration is written.
+            let ticket = if log.appended() {
+                log.ticket_if_pending()
+            } else {
+                None
+            };
+            (ids, ticket)
+        };
+        let waited = writer::wait(ticket).await;
+        Some(
+            ids.into_iter()
+                .map(|id| waited.clone().map(|()| id))
+                .collect(),
+        )
+    }
+}
