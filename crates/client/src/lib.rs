@@ -37,6 +37,7 @@
 //!   pushes, and concurrent single sends gathered into batch requests by the writer;
 //! - `subscription`: [`Client::subscribe`] and [`Subscription`], pushed deliveries as a stream,
 //!   with automatic credit;
+//! - `batch`: [`DeliveryBatch`], pushed deliveries as the reader decoded them, read in place;
 //! - `checks`: client-side checks against the limits the broker advertised;
 //! - `options`: [`ConnectOptions`];
 //! - `error`: [`ClientError`].
@@ -46,6 +47,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod auth;
+mod batch;
 mod checks;
 mod client;
 mod connection;
@@ -56,6 +58,7 @@ mod subscription;
 mod topics;
 mod transactions;
 
+pub use batch::{DeliveryBatch, DeliveryRef, IntoDeliveries};
 pub use client::Client;
 pub use error::ClientError;
 pub use ferry_tls::ClientTls;

@@ -7,16 +7,18 @@
 //! in the order the broker pushed them, and nothing waits on a delivery held back.
 
 use bytes::Bytes;
-use ferry_protocol::deliver_batch::{read_batch_entry, read_batch_head};
-use ferry_protocol::responses::read_delivery_after;
+use ferry_protocol::deliver_batch::{read_batch_entry_fields, read_batch_head_like, BatchEntry};
 use ferry_protocol::wire::Reader;
-use ferry_protocol::{
-    Delivery, FrameAt, FrameKind, Message, SubscriptionId, WireError, HEADER_LEN,
-};
+use ferry_protocol::{FrameAt, FrameKind, Name, Properties, SubscriptionId, WireError, HEADER_LEN};
+
+use crate::batch::DeliveryBatch;
 
 /// If `frame` (of `run`, cut by `split_frames`) is a pushed delivery (kind `Deliver` or
 /// `DeliverBatch`, request id 0), decodes it into `batches` and returns `true`; `false` for
 /// any other frame. `more_bytes`: how much was read behind this frame (to size a new batch).
+///
+/// A batch's bodies are places in the run it was started with: a frame of another run starts
+/// a batch of its own (the reader drains `batches` after each run, so that is rare).
 pub(crate) fn decode_push(
     run: &Bytes,
     frame: &FrameAt,
@@ -27,16 +29,19 @@ pub(crate) fn decode_push(
         return Ok(false);
     }
     // The same fields and checks as `Response::decode` for these kinds, without building (and
-    // then moving out of) a `Response`, and read in place in the run: the body is a slice of
+    // then moving out of) a `Response`, and read in place in the run: a body is a place in
     // it, and no frame of its own is cut.
     let mut r = Reader::window(run, frame.payload.clone());
     let frame_len = frame.payload.len() + HEADER_LEN;
     if frame.kind == FrameKind::Deliver as u16 {
         let subscription = r.u64()?;
-        let delivery = read_delivery_after(&mut r, batches.last_message(subscription))?;
+        let (queue, sender) = batches.last_names(subscription);
+        let (head, entry) = read_deliver(&mut r, queue.as_ref(), sender.as_ref())?;
         r.finish()?;
         // Frames behind this one are likely deliveries of about its size.
-        batches.push(subscription, delivery, 1 + more_bytes / frame_len);
+        let batch = batches.batch_for(subscription, run, 1 + more_bytes / frame_len);
+        batch.push_head(head.0, head.1, head.2);
+        batch.push(entry);
         return Ok(true);
     }
     if frame.kind != FrameKind::DeliverBatch as u16 {
@@ -44,50 +49,78 @@ pub(crate) fn decode_push(
     }
     // The subscription comes first: peek at it to find the names the batch likely repeats.
     let subscription = Reader::window(run, frame.payload.clone()).u64()?;
-    let head = read_batch_head(&mut r, batches.last_message(subscription))?;
+    let (queue, sender) = batches.last_names(subscription);
+    let head = read_batch_head_like(&mut r, queue.as_ref(), sender.as_ref())?;
     // Frames behind this one are likely batches of about as many deliveries.
     let expected = head.count * (1 + more_bytes / frame_len);
-    let batch = batches.batch_for(subscription, expected);
+    let batch = batches.batch_for(subscription, run, expected);
     batch.reserve(head.count);
+    batch.push_head(head.queue, head.sender, head.properties);
     for _ in 0..head.count {
-        batch.push(read_batch_entry(&mut r, &head)?);
+        batch.push(read_batch_entry_fields(&mut r)?);
     }
     r.finish()?;
     Ok(true)
+}
+
+/// Reads a `Deliver` payload after its subscription: the fields of
+/// `ferry_protocol::responses::read_delivery_after`, in its order, the body as a place in the
+/// run. `queue` and `sender`: the names it likely repeats (then shared, not allocated).
+fn read_deliver(
+    r: &mut Reader<'_>,
+    queue: Option<&Name>,
+    sender: Option<&Name>,
+) -> Result<((Name, Name, Properties), BatchEntry), WireError> {
+    let mut ids = r.fixed::<16>()?;
+    let (delivery_id, id) = (ids.u64(), ids.u64());
+    let queue = r.name_like("queue name", queue)?;
+    let sender = r.name_like("sender", sender)?;
+    let receiver = r.opt_string("receiver")?;
+    let mut fixed = r.fixed::<21>()?;
+    let (priority, context, created_at, delivery_count) =
+        (fixed.u8(), fixed.u64(), fixed.u64(), fixed.u32());
+    let properties = r.properties()?;
+    let entry = BatchEntry {
+        delivery_id,
+        id,
+        receiver,
+        priority,
+        context,
+        created_at,
+        delivery_count,
+        body: r.bytes_range()?,
+        expires_at: r.u64()?,
+    };
+    Ok(((queue, sender, properties), entry))
 }
 
 /// Deliveries not handed to their subscriptions yet, per subscription in order of first
 /// arrival. Almost always one subscription: a connection usually carries one consumer.
 #[derive(Default)]
 pub(crate) struct PushBatches {
-    batches: Vec<(SubscriptionId, Vec<Delivery>)>,
+    batches: Vec<(SubscriptionId, DeliveryBatch)>,
 }
 
 impl PushBatches {
-    /// Adds a delivery for `subscription` behind the ones it already has. A new batch starts
-    /// with room for `expected` deliveries, so that it is not regrown (its deliveries copied
-    /// each time) as it fills.
-    pub(crate) fn push(
+    /// The deliveries waiting for `subscription`, a new batch in `run` with room for
+    /// `expected` if it has none (so that it is not regrown, its deliveries copied each time,
+    /// as it fills).
+    fn batch_for(
         &mut self,
         subscription: SubscriptionId,
-        delivery: Delivery,
+        run: &Bytes,
         expected: usize,
-    ) {
-        self.batch_for(subscription, expected).push(delivery);
-    }
-
-    /// The deliveries waiting for `subscription`, a new batch with room for `expected` if it
-    /// has none.
-    fn batch_for(&mut self, subscription: SubscriptionId, expected: usize) -> &mut Vec<Delivery> {
-        // The last subscription is the likeliest: look there first.
+    ) -> &mut DeliveryBatch {
+        // The last subscription is the likeliest: look there first. A batch of another run
+        // (the batches were not drained in between) is left as it is, its places in its run.
         let at = match self
             .batches
             .iter()
             .rposition(|(sub, _)| *sub == subscription)
         {
-            Some(at) => at,
-            None => {
-                let batch = Vec::with_capacity(expected.clamp(1, MAX_EXPECTED));
+            Some(at) if self.batches.get(at).is_some_and(|(_, b)| b.is_in(run)) => at,
+            _ => {
+                let batch = DeliveryBatch::new(run.clone(), expected.clamp(1, MAX_EXPECTED));
                 self.batches.push((subscription, batch));
                 self.batches.len() - 1
             }
@@ -97,14 +130,18 @@ impl PushBatches {
         &mut self.batches[at].1
     }
 
-    /// The message of the last delivery waiting for `subscription`, if any.
-    pub(crate) fn last_message(&self, subscription: SubscriptionId) -> Option<&Message> {
-        self.batches
+    /// The queue and sender of the last delivery waiting for `subscription`, if any.
+    fn last_names(&self, subscription: SubscriptionId) -> (Option<Name>, Option<Name>) {
+        match self
+            .batches
             .iter()
             .rev()
             .find(|(sub, _)| *sub == subscription)
-            .and_then(|(_, batch)| batch.last())
-            .map(|d| &d.message)
+            .and_then(|(_, batch)| batch.last_names())
+        {
+            Some((q, s)) => (Some(q.clone()), Some(s.clone())),
+            None => (None, None),
+        }
     }
 
     /// Whether nothing waits to be handed over.
@@ -113,7 +150,7 @@ impl PushBatches {
     }
 
     /// Takes every batch, leaving this empty.
-    pub(crate) fn drain(&mut self) -> std::vec::Drain<'_, (SubscriptionId, Vec<Delivery>)> {
+    pub(crate) fn drain(&mut self) -> std::vec::Drain<'_, (SubscriptionId, DeliveryBatch)> {
         self.batches.drain(..)
     }
 }
@@ -126,7 +163,14 @@ const MAX_EXPECTED: usize = 2048;
 mod tests {
     use super::*;
     use bytes::BytesMut;
-    use ferry_protocol::{frames_in, split_frames, Message, Response};
+    use ferry_protocol::{frames_in, split_frames, Delivery, Message, Response};
+
+    /// What `b` holds, as owned deliveries per subscription.
+    fn drained(b: &mut PushBatches) -> Vec<(u64, Vec<Delivery>)> {
+        b.drain()
+            .map(|(sub, batch)| (sub, batch.into_iter().collect()))
+            .collect()
+    }
 
     fn delivery(id: u64) -> Delivery {
         Delivery {
@@ -180,8 +224,7 @@ mod tests {
         // A reply (request id set) or another kind is not a push.
         assert!(!decode(&frame(9, &push), &mut b, 0).unwrap());
         assert!(!decode(&frame(0, &Response::Pong), &mut b, 0).unwrap());
-        let got: Vec<_> = b.drain().collect();
-        assert_eq!(got, vec![(7, vec![delivery(3)])]);
+        assert_eq!(drained(&mut b), vec![(7, vec![delivery(3)])]);
     }
 
     #[test]
@@ -214,21 +257,30 @@ mod tests {
         for f in frames_in(&run) {
             assert!(decode_push(&run, &f, &mut b, 0).unwrap());
         }
-        let got: Vec<_> = b.drain().collect();
         assert_eq!(
-            got,
+            drained(&mut b),
             vec![(7, vec![delivery(1), delivery(3)]), (8, vec![delivery(2)])]
         );
     }
 
     #[test]
     fn batches_keep_order_per_subscription() {
-        let mut b = PushBatches::default();
+        let mut buf = BytesMut::new();
         for (sub, id) in [(1, 1), (2, 2), (1, 3), (2, 4), (1, 5)] {
-            b.push(sub, delivery(id), 2);
+            Response::Deliver {
+                subscription: sub,
+                delivery: delivery(id),
+            }
+            .encode(0, &mut buf);
         }
-        let got: Vec<(u64, Vec<u64>)> = b
-            .drain()
+        let (run, outcome) = split_frames(&mut buf, u32::MAX);
+        outcome.unwrap();
+        let mut b = PushBatches::default();
+        for f in frames_in(&run) {
+            assert!(decode_push(&run, &f, &mut b, 0).unwrap());
+        }
+        let got: Vec<(u64, Vec<u64>)> = drained(&mut b)
+            .into_iter()
             .map(|(sub, ds)| (sub, ds.iter().map(|d| d.delivery_id).collect()))
             .collect();
         assert_eq!(got, vec![(1, vec![1, 3, 5]), (2, vec![2, 4])]);
@@ -250,8 +302,8 @@ mod tests {
         for push in [on("qa", "sa", 1), on("qa", "sa", 2), on("qb", "sa", 3)] {
             assert!(decode(&frame(0, &push), &mut b, 0).unwrap());
         }
-        let ms: Vec<Message> = b
-            .drain()
+        let ms: Vec<Message> = drained(&mut b)
+            .into_iter()
             .flat_map(|(_, ds)| ds)
             .map(|d| d.message)
             .collect();

@@ -7,6 +7,8 @@ use std::task::{Context, Poll};
 
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{AckMode, Delivery, DeliveryId, Request, Response, SubscriptionId};
+
+use crate::batch::DeliveryBatch;
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
@@ -44,8 +46,9 @@ impl Client {
 /// A push subscription on one queue, or on one subscription of a topic (whose messages are
 /// held by the queue `topic:name`, see [`Subscription::queue`]).
 ///
-/// Read it with [`Subscription::next`], as a [`Stream`], or many at a time with
-/// [`Subscription::next_batch`]. The broker pushes at most `prefetch` deliveries ahead of the
+/// Read it with [`Subscription::next`], as a [`Stream`], many at a time with
+/// [`Subscription::next_batch`], or as the broker pushed them, read in place, with
+/// [`Subscription::next_deliveries`] (the cheapest per delivery). The broker pushes at most `prefetch` deliveries ahead of the
 /// application:
 /// - with [`AckMode::Auto`], this subscription grants credit back by itself as deliveries are
 ///   consumed (a `Credit` request each time at least half the prefetch has been taken);
@@ -67,8 +70,8 @@ pub struct Subscription {
     queue: String,
     client: Client,
     events: mpsc::UnboundedReceiver<SubEvent>,
-    /// Deliveries received and not yet handed to the application: the rest of the last batch.
-    buffer: VecDeque<Delivery>,
+    /// Deliveries received and not yet handed to the application (no batch here is empty).
+    buffer: VecDeque<DeliveryBatch>,
     /// Why the subscription ended, received while a batch was being handed over: reported
     /// once the deliveries before it have been.
     ended: Option<ClientError>,
@@ -157,15 +160,16 @@ impl Subscription {
         let max = max.max(1);
         let mut taken = 0;
         loop {
-            if !self.buffer.is_empty() {
-                let n = self.buffer.len().min(max - taken);
-                out.extend(self.buffer.drain(..n));
-                taken += n;
-                if taken == max {
+            while taken < max {
+                let Some(front) = self.buffer.front_mut() else {
                     break;
+                };
+                taken += front.take_into(out, max - taken);
+                if front.is_empty() {
+                    self.buffer.pop_front();
                 }
             }
-            if self.finished {
+            if taken == max || self.finished {
                 break;
             }
             if let Some(e) = self.ended.take() {
@@ -177,19 +181,7 @@ impl Subscription {
                 return Poll::Ready(Some(Err(e)));
             }
             match self.events.poll_recv(cx) {
-                Poll::Ready(Some(SubEvent::Batch(batch))) => {
-                    if out.is_empty() && batch.len() <= max - taken {
-                        // The whole batch fits: hand it over as it is, without moving a
-                        // delivery (`out` is empty, so `taken` is 0).
-                        taken += batch.len();
-                        *out = batch;
-                    } else if self.buffer.is_empty() {
-                        // Keeps the batch's allocation: no delivery moves until taken.
-                        self.buffer = batch.into();
-                    } else {
-                        self.buffer.extend(batch);
-                    }
-                }
+                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer.push_back(batch),
                 Poll::Ready(Some(SubEvent::Closed(e))) => self.ended = Some(e),
                 Poll::Ready(None) => self.finished = true,
                 Poll::Pending => break,
@@ -202,6 +194,50 @@ impl Subscription {
             Poll::Ready(None)
         } else {
             Poll::Pending
+        }
+    }
+
+    /// The deliveries at hand as one [`DeliveryBatch`], as the broker pushed them (waits for
+    /// some when none is there): read them in place with [`DeliveryBatch::iter`], without a
+    /// [`Delivery`] built (and its names, properties and body reference-counted) per delivery.
+    /// The cheapest way to read many small deliveries.
+    ///
+    /// A batch is what arrived for this subscription in one read from the connection (up to a
+    /// few thousand deliveries), or the rest of it when [`Subscription::next`] or
+    /// [`Subscription::next_batch`] took some of it; it is never empty. The deliveries count
+    /// as consumed (for an auto-ack subscription's credit) when the batch is handed over.
+    ///
+    /// `Some(Err(_))` when the subscription has ended (after the deliveries received before
+    /// the end), and `None` after that. A pending call dropped before it completes takes
+    /// nothing.
+    pub async fn next_deliveries(&mut self) -> Option<Result<DeliveryBatch, ClientError>> {
+        std::future::poll_fn(|cx| self.poll_next_deliveries(cx)).await
+    }
+
+    /// Polls for [`Subscription::next_deliveries`]: the deliveries at hand as one batch, or
+    /// registers `cx` to be woken when there are some.
+    pub fn poll_next_deliveries(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<DeliveryBatch, ClientError>>> {
+        loop {
+            if let Some(batch) = self.buffer.pop_front() {
+                self.consumed(batch.len());
+                return Poll::Ready(Some(Ok(batch)));
+            }
+            if self.finished {
+                return Poll::Ready(None);
+            }
+            if let Some(e) = self.ended.take() {
+                self.finished = true;
+                return Poll::Ready(Some(Err(e)));
+            }
+            match self.events.poll_recv(cx) {
+                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer.push_back(batch),
+                Poll::Ready(Some(SubEvent::Closed(e))) => self.ended = Some(e),
+                Poll::Ready(None) => self.finished = true,
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 
@@ -262,9 +298,16 @@ impl Stream for Subscription {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
-            if let Some(d) = self.buffer.pop_front() {
-                self.consumed(1);
-                return Poll::Ready(Some(Ok(d)));
+            if let Some(front) = self.buffer.front_mut() {
+                let d = front.pop_front();
+                if front.is_empty() {
+                    self.buffer.pop_front();
+                }
+                if let Some(d) = d {
+                    self.consumed(1);
+                    return Poll::Ready(Some(Ok(d)));
+                }
+                continue;
             }
             if self.finished {
                 return Poll::Ready(None);
@@ -274,8 +317,7 @@ impl Stream for Subscription {
                 return Poll::Ready(Some(Err(e)));
             }
             match self.events.poll_recv(cx) {
-                // `buffer` is empty: taking the batch's allocation moves nothing.
-                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer = batch.into(),
+                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer.push_back(batch),
                 Poll::Ready(Some(SubEvent::Closed(e))) => {
                     self.finished = true;
                     return Poll::Ready(Some(Err(e)));
@@ -303,10 +345,11 @@ impl Drop for Subscription {
             );
         }
         // Client-ack deliveries received but never read go back to their queue.
-        let mut unread: Vec<DeliveryId> = self.buffer.iter().map(|d| d.delivery_id).collect();
+        let mut unread: Vec<DeliveryId> =
+            self.buffer.iter().flat_map(|b| b.delivery_ids()).collect();
         while let Ok(event) = self.events.try_recv() {
             if let SubEvent::Batch(ds) = event {
-                unread.extend(ds.iter().map(|d| d.delivery_id));
+                unread.extend(ds.delivery_ids());
             }
         }
         unread.retain(|&id| id != 0);

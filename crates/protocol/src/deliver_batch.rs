@@ -59,9 +59,19 @@ pub struct BatchHead {
 /// Reads a batch's head. `prev` is the last message decoded on the same connection, whose
 /// names a batch likely repeats (then they are shared, not allocated again).
 pub fn read_batch_head(r: &mut Reader<'_>, prev: Option<&Message>) -> Result<BatchHead, WireError> {
+    read_batch_head_like(r, prev.map(|p| &p.queue), prev.map(|p| &p.sender))
+}
+
+/// Reads a batch's head as [`read_batch_head`] does, given the names it likely repeats
+/// (`queue`, `sender`: then they are shared, not allocated again) rather than a message.
+pub fn read_batch_head_like(
+    r: &mut Reader<'_>,
+    queue: Option<&Name>,
+    sender: Option<&Name>,
+) -> Result<BatchHead, WireError> {
     let subscription = r.u64()?;
-    let queue = r.name_like("queue name", prev.map(|p| &p.queue))?;
-    let sender = r.name_like("sender", prev.map(|p| &p.sender))?;
+    let queue = r.name_like("queue name", queue)?;
+    let sender = r.name_like("sender", sender)?;
     let before = r.remaining();
     let properties = r.properties()?;
     let property_bytes = before - r.remaining() - 2;
@@ -109,6 +119,51 @@ pub fn read_batch_entry(r: &mut Reader<'_>, head: &BatchHead) -> Result<Delivery
             body: r.bytes()?,
             expires_at: r.u64()?,
         },
+    })
+}
+
+/// A batch entry's own fields as [`read_batch_entry_fields`] reads them: its body as a range
+/// of the buffer read, the rest as [`Delivery`] has them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchEntry {
+    /// The id to ack or nack; 0 for auto-ack deliveries.
+    pub delivery_id: u64,
+    /// The message's id.
+    pub id: u64,
+    /// The addressed client, if any.
+    pub receiver: Option<String>,
+    /// 1 to 10.
+    pub priority: u8,
+    /// As set by the sender.
+    pub context: u64,
+    /// Arrival time, ms since the Unix epoch.
+    pub created_at: u64,
+    /// How often it was handed out before.
+    pub delivery_count: u32,
+    /// Where the body is in the buffer read ([`Reader::bytes_range`]).
+    pub body: std::ops::Range<usize>,
+    /// When it expires, ms since the Unix epoch; 0 = never.
+    pub expires_at: u64,
+}
+
+/// Reads the next entry of a batch as [`read_batch_entry`] does, without building a
+/// [`Delivery`]: for a reader that keeps the buffer and a batch's head itself, and so takes
+/// no reference to them per delivery.
+pub fn read_batch_entry_fields(r: &mut Reader<'_>) -> Result<BatchEntry, WireError> {
+    let mut ids = r.fixed::<16>()?;
+    let (delivery_id, id) = (ids.u64(), ids.u64());
+    let receiver = r.opt_string("receiver")?;
+    let mut fixed = r.fixed::<21>()?;
+    Ok(BatchEntry {
+        delivery_id,
+        id,
+        receiver,
+        priority: fixed.u8(),
+        context: fixed.u64(),
+        created_at: fixed.u64(),
+        delivery_count: fixed.u32(),
+        body: r.bytes_range()?,
+        expires_at: r.u64()?,
     })
 }
 

@@ -253,10 +253,20 @@ impl<'a> Reader<'a> {
     /// A byte string: u32 length, then the bytes (a zero-copy slice of the frame).
     #[inline]
     pub fn bytes(&mut self) -> Result<Bytes, WireError> {
+        let at = self.bytes_range()?;
+        Ok(self.buf.slice(at))
+    }
+    /// A byte string read as [`Reader::bytes`] reads it, given as its range in the buffer
+    /// read (the one given to [`Reader::new`] or [`Reader::window`]) rather than as a slice of
+    /// it: no reference to the buffer is taken, for a reader that keeps the buffer and
+    /// hands out slices of it itself (a reference per body, taken on one thread and dropped
+    /// on another, costs more than the rest of decoding a small delivery).
+    #[inline]
+    pub fn bytes_range(&mut self) -> Result<std::ops::Range<usize>, WireError> {
         let len = self.u32()? as usize;
         let start = self.pos;
         self.take(len)?;
-        Ok(self.buf.slice(start..start + len))
+        Ok(start..start + len)
     }
     /// A u16 element count, checked against the bytes left: each element takes at least
     /// `min_elem_bytes`, so a hostile count cannot force a large allocation.

@@ -53,10 +53,9 @@ impl Shared {
             .into_values()
             .flatten()
             .flat_map(|e| match e {
-                SubEvent::Batch(ds) => ds,
+                SubEvent::Batch(ds) => ds.delivery_ids().collect::<Vec<DeliveryId>>(),
                 SubEvent::Closed(_) => Vec::new(),
             })
-            .map(|d| d.delivery_id)
             .filter(|&id| id != 0)
             .collect();
         self.give_back(ids);

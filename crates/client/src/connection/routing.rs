@@ -12,7 +12,7 @@ use crate::pushes::PushBatches;
 /// What the reader hands a subscription.
 pub(crate) enum SubEvent {
     /// Pushed deliveries, in the order the broker pushed them (never empty).
-    Batch(Vec<ferry_protocol::Delivery>),
+    Batch(crate::batch::DeliveryBatch),
     /// The subscription ended: closed by the broker, or the connection is gone.
     Closed(ClientError),
 }
@@ -61,7 +61,7 @@ impl Shared {
                 };
                 tracing::debug!("deliveries for unknown subscription {subscription}");
                 if let SubEvent::Batch(ds) = rejected {
-                    unwanted.extend(ds.iter().map(|d| d.delivery_id).filter(|&id| id != 0));
+                    unwanted.extend(ds.delivery_ids().filter(|&id| id != 0));
                 }
             }
         }
