@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use ferry_client::protocol::requests::SubscribeTopic;
 use ferry_client::protocol::{
     AckMode, DeliveryId, ErrorCode, Name, Order, OutgoingMessage, PublishBatch, Source,
@@ -37,8 +38,8 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::{
-    AckOutcome, AckToken, Capabilities, Connection, Consumer, Driver, DriverError, DriverLimits,
-    From, OutMessage, ReceiveOne, Received, TopicSubscription,
+    AckOutcome, AckToken, Bodies, Capabilities, Connection, Consumer, Driver, DriverError,
+    DriverLimits, From, OutMessage, ReceiveOne, Received, TopicSubscription,
 };
 
 /// Deliveries per ack request, at most.
@@ -308,6 +309,23 @@ impl Connection for FerryConnection {
             .collect())
     }
 
+    async fn publish_bodies(
+        &self,
+        topic: &str,
+        persistent: bool,
+        bodies: Vec<Bytes>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let batch = PublishBatch {
+            persistent,
+            ..PublishBatch::new(topic, bodies)
+        };
+        let results = self.client.publish_batch(batch).await.map_err(error)?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.map(drop).map_err(error))
+            .collect())
+    }
+
     async fn subscribe_topic(
         &self,
         topic: &str,
@@ -454,6 +472,40 @@ impl Consumer for FerryConsumer {
         out.extend(taken.drain(..).map(|d| Ok(received_delivery(d))));
         self.taken = taken;
         open
+    }
+
+    async fn next_bodies(&mut self, body: &mut (dyn for<'b> FnMut(&'b [u8]) + Send)) -> Bodies {
+        // The bodies are read in place in the batch the client decoded: no `Delivery` (nor
+        // `Received`) is built per delivery. Nothing is taken until the call completes.
+        let got = match self.sub.next_deliveries().now_or_never() {
+            Some(got) => got,
+            None => {
+                self.hand_over_acks();
+                self.sub.next_deliveries().await
+            }
+        };
+        match got {
+            Some(Ok(batch)) => {
+                for d in batch.iter() {
+                    body(d.body);
+                    if d.delivery_id != 0 {
+                        self.ack(d.delivery_id);
+                    }
+                }
+                Bodies {
+                    open: true,
+                    error: None,
+                }
+            }
+            Some(Err(e)) => Bodies {
+                open: true,
+                error: Some(error(e)),
+            },
+            None => Bodies {
+                open: false,
+                error: None,
+            },
+        }
     }
 
     fn ack(&mut self, token: AckToken) {

@@ -290,6 +290,24 @@ pub trait Connection: Send + Sync {
         let _ = (topic, msgs);
         Err(DriverError::no_topics())
     }
+    /// Publishes each of `bodies` to `topic` as a message of its own, persistent or not, with
+    /// nothing else set: [`Connection::publish_batch`] without an [`OutMessage`] built per
+    /// body, for drivers that can send bodies as they are. Results as `publish_batch`'s.
+    async fn publish_bodies(
+        &self,
+        topic: &str,
+        persistent: bool,
+        bodies: Vec<Bytes>,
+    ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
+        let msgs = bodies
+            .into_iter()
+            .map(|body| OutMessage {
+                persistent,
+                ..OutMessage::for_topic(body)
+            })
+            .collect();
+        self.publish_batch(topic, msgs).await
+    }
     /// Subscribes to `topic`; returns once the subscription is live (messages published from
     /// then on reach it).
     async fn subscribe_topic(
@@ -364,12 +382,45 @@ pub trait Consumer: Send {
             }
         }
     }
+    /// Hands the body of each delivery at hand to `body` (at least one: waits for the first
+    /// when none is there), in the order they came, acknowledging each that needs it once
+    /// `body` has returned for it: what a workload that only reads bodies does with
+    /// [`Consumer::next_batch`], for drivers that can lend bodies without building a
+    /// [`Received`] per delivery. Returns `false` once the subscription ended, and the error
+    /// that ended it, if any (after the bodies received before it). Dropping a pending call
+    /// loses nothing.
+    async fn next_bodies(&mut self, body: &mut (dyn for<'b> FnMut(&'b [u8]) + Send)) -> Bodies {
+        let mut got = Vec::new();
+        let open = self.next_batch(&mut got, 1024).await;
+        let mut error = None;
+        for item in got {
+            match item {
+                Ok(d) => {
+                    body(&d.body);
+                    if let Some(token) = d.ack {
+                        self.ack(token);
+                    }
+                }
+                Err(e) => error = error.or(Some(e)),
+            }
+        }
+        Bodies { open, error }
+    }
     /// Acknowledges a handled delivery. Drivers may batch acknowledgements; failures are
     /// counted and reported by [`Consumer::finish`].
     fn ack(&mut self, token: AckToken);
     /// Sends the acknowledgements still pending and ends the subscription. Returns how many
     /// acknowledgements failed and the first failure.
     async fn finish(self: Box<Self>) -> AckOutcome;
+}
+
+/// What [`Consumer::next_bodies`] ends with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bodies {
+    /// Whether the subscription may bring more.
+    pub open: bool,
+    /// The error the subscription ended with, if it did.
+    pub error: Option<DriverError>,
 }
 
 /// How the acknowledgements of one consumer went.

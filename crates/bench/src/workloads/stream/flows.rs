@@ -261,33 +261,38 @@ pub async fn broker(
                 flow.records(first, batch, &mut buf);
                 let body = Bytes::from(std::mem::take(&mut buf));
                 let step = per_message * RECORD_LEN;
-                let msgs: Vec<OutMessage> = (0..body.len())
+                let bodies: Vec<Bytes> = (0..body.len())
                     .step_by(step)
-                    .map(|at| {
-                        let mut m =
-                            OutMessage::for_topic(body.slice(at..(at + step).min(body.len())));
-                        m.persistent = persistent;
-                        if let Dest::Queue(q) = &dest {
-                            m.queues = vec![q.clone()];
-                        }
-                        m
-                    })
+                    .map(|at| body.slice(at..(at + step).min(body.len())))
                     .collect();
-                let sizes: Vec<u64> = msgs
-                    .iter()
-                    .map(|m| (m.body.len() / RECORD_LEN) as u64)
-                    .collect();
+                // Records per message: every message has `per_message` but the last.
+                let records = |i: usize| {
+                    bodies
+                        .get(i)
+                        .map_or(0, |b: &Bytes| (b.len() / RECORD_LEN) as u64)
+                };
                 let results = match &dest {
-                    Dest::Topic(t) => conn.publish_batch(t, msgs).await,
-                    Dest::Queue(_) => conn.send_batch(msgs).await,
+                    // Bodies as they are: no message built per body.
+                    Dest::Topic(t) => conn.publish_bodies(t, persistent, bodies.clone()).await,
+                    Dest::Queue(q) => {
+                        let msgs = bodies
+                            .iter()
+                            .map(|b| OutMessage {
+                                persistent,
+                                queues: vec![q.clone()],
+                                ..OutMessage::for_topic(b.clone())
+                            })
+                            .collect();
+                        conn.send_batch(msgs).await
+                    }
                 };
                 match results {
                     Ok(rs) => {
                         let ok = rs
                             .iter()
-                            .zip(&sizes)
-                            .filter(|(r, _)| r.is_ok())
-                            .map(|(_, n)| n)
+                            .enumerate()
+                            .filter(|(_, r)| r.is_ok())
+                            .map(|(i, _)| records(i))
                             .sum();
                         flow.sent(ok);
                         if let Some(Err(e)) = rs.into_iter().find(Result::is_err) {
@@ -323,29 +328,30 @@ async fn read_consumer(
     mut tally: Tally,
     mut stop: watch::Receiver<bool>,
 ) -> ReaderEnd {
-    let mut batch = Vec::with_capacity(1024);
     loop {
-        batch.clear();
-        let open = tokio::select! {
-            open = consumer.next_batch(&mut batch, 1024) => open,
+        // The bodies are counted as the consumer hands them over, inside the call: the
+        // batch (and its clock) starts with the first of them, once the wait is over.
+        let mut begun = false;
+        let mut count = |body: &[u8]| {
+            if !begun {
+                tally.begin_batch();
+                begun = true;
+            }
+            for r in body.chunks(RECORD_LEN) {
+                tally.record(r);
+            }
+        };
+        let got = tokio::select! {
+            got = consumer.next_bodies(&mut count) => got,
             _ = stop.wait_for(|s| *s) => break,
         };
-        tally.begin_batch();
-        for item in batch.drain(..) {
-            match item {
-                Ok(d) => {
-                    for r in d.body.chunks(RECORD_LEN) {
-                        tally.record(r);
-                    }
-                    if let Some(token) = d.ack {
-                        consumer.ack(token);
-                    }
-                }
-                Err(e) => tally.flow.shared.note_error(e.message),
-            }
+        if begun {
+            tally.end_batch();
         }
-        tally.end_batch();
-        if !open {
+        if let Some(e) = got.error {
+            tally.flow.shared.note_error(e.message);
+        }
+        if !got.open {
             break;
         }
     }
