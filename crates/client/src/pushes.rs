@@ -264,6 +264,29 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_of_another_run_starts_a_batch_of_its_own_with_its_bodies() {
+        let on = |id: u64, body: &'static [u8]| {
+            let mut d = delivery(id);
+            d.message.body = Bytes::from_static(body);
+            Response::Deliver {
+                subscription: 7,
+                delivery: d,
+            }
+        };
+        let mut b = PushBatches::default();
+        // Not drained in between: the second body is a place in the second run.
+        assert!(decode(&frame(0, &on(1, b"first")), &mut b, 0).unwrap());
+        assert!(decode(&frame(0, &on(2, b"other")), &mut b, 0).unwrap());
+        let got = drained(&mut b);
+        assert_eq!(got.len(), 2, "one batch per run");
+        let bodies: Vec<&[u8]> = got
+            .iter()
+            .flat_map(|(_, ds)| ds.iter().map(|d| &d.message.body[..]))
+            .collect();
+        assert_eq!(bodies, [&b"first"[..], &b"other"[..]]);
+    }
+
+    #[test]
     fn batches_keep_order_per_subscription() {
         let mut buf = BytesMut::new();
         for (sub, id) in [(1, 1), (2, 2), (1, 3), (2, 4), (1, 5)] {

@@ -265,22 +265,26 @@ pub async fn broker(
                     .step_by(step)
                     .map(|at| body.slice(at..(at + step).min(body.len())))
                     .collect();
-                // Records per message: every message has `per_message` but the last.
+                // Records per message: `per_message`, but for the last (what is left).
+                let messages = bodies.len();
+                let last = bodies.last().map_or(0, |b| (b.len() / RECORD_LEN) as u64);
                 let records = |i: usize| {
-                    bodies
-                        .get(i)
-                        .map_or(0, |b: &Bytes| (b.len() / RECORD_LEN) as u64)
+                    if i + 1 < messages {
+                        per_message as u64
+                    } else {
+                        last
+                    }
                 };
                 let results = match &dest {
                     // Bodies as they are: no message built per body.
-                    Dest::Topic(t) => conn.publish_bodies(t, persistent, bodies.clone()).await,
+                    Dest::Topic(t) => conn.publish_bodies(t, persistent, bodies).await,
                     Dest::Queue(q) => {
                         let msgs = bodies
-                            .iter()
-                            .map(|b| OutMessage {
+                            .into_iter()
+                            .map(|body| OutMessage {
                                 persistent,
                                 queues: vec![q.clone()],
-                                ..OutMessage::for_topic(b.clone())
+                                ..OutMessage::for_topic(body)
                             })
                             .collect();
                         conn.send_batch(msgs).await
