@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use ferry_protocol::deliver_batch::BatchEntry;
-use ferry_protocol::{Delivery, DeliveryId, Message, MessageId, Name, Properties};
+use ferry_protocol::{Delivery, DeliveryId, DeliveryView, Name, Properties};
 
 /// Deliveries pushed for one subscription, in the order the broker pushed them, handed over
 /// whole by [`Subscription::next_deliveries`](crate::Subscription::next_deliveries).
@@ -66,36 +66,6 @@ struct Entry {
     head: usize,
 }
 
-/// One delivery of a [`DeliveryBatch`], borrowed from it: the fields of a [`Delivery`] and its
-/// [`Message`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DeliveryRef<'a> {
-    /// The id to ack or nack; 0 for auto-ack deliveries.
-    pub delivery_id: DeliveryId,
-    /// The message's id.
-    pub id: MessageId,
-    /// The queue it came from.
-    pub queue: &'a Name,
-    /// The sending client's name.
-    pub sender: &'a Name,
-    /// The addressed client, if any.
-    pub receiver: Option<&'a str>,
-    /// 1 to 10.
-    pub priority: u8,
-    /// As set by the sender.
-    pub context: u64,
-    /// As set by the sender.
-    pub properties: &'a Properties,
-    /// The payload.
-    pub body: &'a [u8],
-    /// Arrival time, ms since the Unix epoch.
-    pub created_at: u64,
-    /// How often it was handed out (client ack) before this delivery.
-    pub delivery_count: u32,
-    /// When it expires, ms since the Unix epoch; 0 = never.
-    pub expires_at: u64,
-}
-
 impl DeliveryBatch {
     /// An empty batch whose bodies will be in `run`.
     pub(crate) fn new(run: Bytes, capacity: usize) -> Self {
@@ -118,7 +88,7 @@ impl DeliveryBatch {
     }
 
     /// The deliveries, borrowed, in the order they were pushed.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = DeliveryRef<'_>> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = DeliveryView<'_>> + '_ {
         self.entries
             .get(self.next..)
             .unwrap_or_default()
@@ -136,10 +106,10 @@ impl DeliveryBatch {
             .map(|e| e.fields.delivery_id)
     }
 
-    fn view<'a>(&'a self, e: &'a Entry) -> DeliveryRef<'a> {
+    fn view<'a>(&'a self, e: &'a Entry) -> DeliveryView<'a> {
         let f = &e.fields;
         let head = self.head(e);
-        DeliveryRef {
+        DeliveryView {
             delivery_id: f.delivery_id,
             id: f.id,
             queue: &head.queue,
@@ -163,24 +133,13 @@ impl DeliveryBatch {
 
     /// `e` as an owned delivery.
     fn delivery(&self, e: &Entry) -> Delivery {
-        let f = &e.fields;
         let head = self.head(e);
-        Delivery {
-            delivery_id: f.delivery_id,
-            message: Message {
-                id: f.id,
-                queue: head.queue.clone(),
-                sender: head.sender.clone(),
-                receiver: f.receiver.clone(),
-                priority: f.priority,
-                context: f.context,
-                properties: head.properties.clone(),
-                body: self.body(&f.body),
-                created_at: f.created_at,
-                delivery_count: f.delivery_count,
-                expires_at: f.expires_at,
-            },
-        }
+        e.fields.clone().into_delivery(
+            head.queue.clone(),
+            head.sender.clone(),
+            head.properties.clone(),
+            self.body(&e.fields.body),
+        )
     }
 
     fn body(&self, at: &Range<usize>) -> Bytes {

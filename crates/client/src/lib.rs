@@ -58,7 +58,7 @@ mod subscription;
 mod topics;
 mod transactions;
 
-pub use batch::{DeliveryBatch, DeliveryRef, IntoDeliveries};
+pub use batch::{DeliveryBatch, IntoDeliveries};
 pub use client::Client;
 pub use error::ClientError;
 pub use ferry_tls::ClientTls;
@@ -68,8 +68,8 @@ pub use subscription::Subscription;
 pub use ferry_protocol as protocol;
 pub use ferry_protocol::requests::{Receive, Subscribe, SubscribeTopic};
 pub use ferry_protocol::{
-    subscription_queue, AckMode, Delivery, DeliveryId, ErrorCode, ErrorReply, Limits, Message,
-    MessageId, Order, OutgoingMessage, Properties, PropertyValue, PublishBatch, QueueInfo,
+    subscription_queue, AckMode, Delivery, DeliveryId, DeliveryView, ErrorCode, ErrorReply, Limits,
+    Message, MessageId, Order, OutgoingMessage, Properties, PropertyValue, PublishBatch, QueueInfo,
     QueueOptions, ReceiveMode, Source, SubscriptionId, SubscriptionInfo, SubscriptionOptions,
     TopicInfo, WireError,
 };

@@ -205,6 +205,26 @@ mod tests {
         (run, f)
     }
 
+    /// `Deliver` pushes of `(subscription, delivery id)`, encoded back to back and decoded
+    /// from one read, as the reader does.
+    fn decoded_in_one_run(pushes: &[(u64, u64)]) -> PushBatches {
+        let mut buf = BytesMut::new();
+        for &(subscription, id) in pushes {
+            Response::Deliver {
+                subscription,
+                delivery: delivery(id),
+            }
+            .encode(0, &mut buf);
+        }
+        let (run, outcome) = split_frames(&mut buf, u32::MAX);
+        outcome.unwrap();
+        let mut b = PushBatches::default();
+        for f in frames_in(&run) {
+            assert!(decode_push(&run, &f, &mut b, 0).unwrap());
+        }
+        b
+    }
+
     fn decode(
         (run, f): &(Bytes, FrameAt),
         b: &mut PushBatches,
@@ -243,20 +263,7 @@ mod tests {
 
     #[test]
     fn pushes_cut_in_one_run_decode_each_from_its_own_frame() {
-        let mut buf = BytesMut::new();
-        for (sub, id) in [(7, 1), (8, 2), (7, 3)] {
-            Response::Deliver {
-                subscription: sub,
-                delivery: delivery(id),
-            }
-            .encode(0, &mut buf);
-        }
-        let (run, outcome) = split_frames(&mut buf, u32::MAX);
-        outcome.unwrap();
-        let mut b = PushBatches::default();
-        for f in frames_in(&run) {
-            assert!(decode_push(&run, &f, &mut b, 0).unwrap());
-        }
+        let mut b = decoded_in_one_run(&[(7, 1), (8, 2), (7, 3)]);
         assert_eq!(
             drained(&mut b),
             vec![(7, vec![delivery(1), delivery(3)]), (8, vec![delivery(2)])]
@@ -288,20 +295,7 @@ mod tests {
 
     #[test]
     fn batches_keep_order_per_subscription() {
-        let mut buf = BytesMut::new();
-        for (sub, id) in [(1, 1), (2, 2), (1, 3), (2, 4), (1, 5)] {
-            Response::Deliver {
-                subscription: sub,
-                delivery: delivery(id),
-            }
-            .encode(0, &mut buf);
-        }
-        let (run, outcome) = split_frames(&mut buf, u32::MAX);
-        outcome.unwrap();
-        let mut b = PushBatches::default();
-        for f in frames_in(&run) {
-            assert!(decode_push(&run, &f, &mut b, 0).unwrap());
-        }
+        let mut b = decoded_in_one_run(&[(1, 1), (2, 2), (1, 3), (2, 4), (1, 5)]);
         let got: Vec<(u64, Vec<u64>)> = drained(&mut b)
             .into_iter()
             .map(|(sub, ds)| (sub, ds.iter().map(|d| d.delivery_id).collect()))

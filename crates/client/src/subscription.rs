@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use ferry_protocol::requests::Subscribe;
 use ferry_protocol::{AckMode, Delivery, DeliveryId, Request, Response, SubscriptionId};
@@ -180,11 +180,8 @@ impl Subscription {
                 self.finished = true;
                 return Poll::Ready(Some(Err(e)));
             }
-            match self.events.poll_recv(cx) {
-                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer.push_back(batch),
-                Poll::Ready(Some(SubEvent::Closed(e))) => self.ended = Some(e),
-                Poll::Ready(None) => self.finished = true,
-                Poll::Pending => break,
+            if self.poll_event(cx).is_pending() {
+                break;
             }
         }
         if taken > 0 {
@@ -225,20 +222,33 @@ impl Subscription {
                 self.consumed(batch.len());
                 return Poll::Ready(Some(Ok(batch)));
             }
-            if self.finished {
-                return Poll::Ready(None);
+            if let Some(end) = self.end() {
+                return Poll::Ready(end);
             }
-            if let Some(e) = self.ended.take() {
-                self.finished = true;
-                return Poll::Ready(Some(Err(e)));
-            }
-            match self.events.poll_recv(cx) {
-                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer.push_back(batch),
-                Poll::Ready(Some(SubEvent::Closed(e))) => self.ended = Some(e),
-                Poll::Ready(None) => self.finished = true,
-                Poll::Pending => return Poll::Pending,
-            }
+            ready!(self.poll_event(cx));
         }
+    }
+
+    /// Waits for the reader's next event for this subscription: a batch joins the buffer, its
+    /// end is noted (and taken by [`Subscription::end`] once the buffer is empty).
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match ready!(self.events.poll_recv(cx)) {
+            Some(SubEvent::Batch(batch)) => self.buffer.push_back(batch),
+            Some(SubEvent::Closed(e)) => self.ended = Some(e),
+            None => self.finished = true,
+        }
+        Poll::Ready(())
+    }
+
+    /// With nothing buffered: the subscription's end if it has come (`Some(Err(_))` the first
+    /// time, then `None`), or `None` when there may be more.
+    fn end<T>(&mut self) -> Option<Option<Result<T, ClientError>>> {
+        if self.finished {
+            return Some(None);
+        }
+        let e = self.ended.take()?;
+        self.finished = true;
+        Some(Some(Err(e)))
     }
 
     /// Settles client-ack deliveries (same as [`Client::ack`]), giving their credit back.
@@ -309,25 +319,10 @@ impl Stream for Subscription {
                 }
                 continue;
             }
-            if self.finished {
-                return Poll::Ready(None);
+            if let Some(end) = self.end() {
+                return Poll::Ready(end);
             }
-            if let Some(e) = self.ended.take() {
-                self.finished = true;
-                return Poll::Ready(Some(Err(e)));
-            }
-            match self.events.poll_recv(cx) {
-                Poll::Ready(Some(SubEvent::Batch(batch))) => self.buffer.push_back(batch),
-                Poll::Ready(Some(SubEvent::Closed(e))) => {
-                    self.finished = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(None) => {
-                    self.finished = true;
-                    return Poll::Ready(None);
-                }
-                Poll::Pending => return Poll::Pending,
-            }
+            ready!(self.poll_event(cx));
         }
     }
 }

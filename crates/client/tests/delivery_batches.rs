@@ -7,7 +7,7 @@ mod fake;
 
 use bytes::Bytes;
 use fake::*;
-use ferry_client::{AckMode, Delivery, DeliveryBatch, DeliveryRef, Limits};
+use ferry_client::{AckMode, Delivery, DeliveryBatch, Limits};
 use ferry_protocol::{PropertyValue, Response};
 
 /// Deliveries `ns` of one `DeliverBatch` on `subscription`, client-ack ids `100 + n`, the
@@ -28,25 +28,6 @@ fn batched(n: u64) -> Delivery {
     d.message.properties = vec![("ferry_topic".into(), PropertyValue::Str("t".into()))].into();
     d.message.body = Bytes::from(format!("record {n} {}", "x".repeat(n as usize)));
     d
-}
-
-/// `d` borrowed as a batch lends it.
-fn view(d: &Delivery) -> DeliveryRef<'_> {
-    let m = &d.message;
-    DeliveryRef {
-        delivery_id: d.delivery_id,
-        id: m.id,
-        queue: &m.queue,
-        sender: &m.sender,
-        receiver: m.receiver.as_deref(),
-        priority: m.priority,
-        context: m.context,
-        properties: &m.properties,
-        body: &m.body,
-        created_at: m.created_at,
-        delivery_count: m.delivery_count,
-        expires_at: m.expires_at,
-    }
 }
 
 #[tokio::test]
@@ -89,7 +70,7 @@ async fn batches_hold_what_next_would_yield_in_order_amid_single_deliveries() {
     assert_eq!(got_owned, want);
     let want_views: Vec<_> = want
         .iter()
-        .map(view)
+        .map(Delivery::view)
         .map(|d| {
             (
                 d.delivery_id,
@@ -126,7 +107,7 @@ async fn a_batch_lends_each_delivery_equal_to_the_owned_one() {
         let owned: Vec<Delivery> = b.clone().into_iter().collect();
         assert_eq!(owned.len(), b.len());
         for (lent, own) in b.iter().zip(&owned) {
-            assert_eq!(lent, view(own));
+            assert_eq!(lent, own.view());
         }
         assert_eq!(b, b.clone());
         seen += b.len();

@@ -218,6 +218,27 @@ async fn never_reads_from(
     s
 }
 
+/// Queue `wide` with 24 messages of 64 KiB, and the path of a page of all of them (1.5 MiB of
+/// JSON): an answer large enough to fill a reader's socket buffers.
+async fn wide_queue(server: &BinaryServer, addr: SocketAddr) -> &'static str {
+    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
+    fill(server, "filler", &["wide"], 24, 64 << 10).await;
+    "/api/queues/wide/messages?limit=24"
+}
+
+/// Waits until a request from `source` is served again, failing after `within`.
+async fn served_within(source: [u8; 4], addr: SocketAddr, within: Duration, why: &str) {
+    let deadline = Instant::now() + within;
+    loop {
+        let a = call_from(source, addr, "GET", "/api/overview", b"").await;
+        if a.status == 200 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{why}: {}", a.head);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
     // The default bounds but a write timeout of 30 s (not 10), which leaves time to fill every
@@ -229,9 +250,7 @@ async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
             .unwrap()
             .count()
     };
-    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
-    // A page of 24 messages of 64 KiB: 1.5 MiB of JSON.
-    fill(&server, "filler", &["wide"], 24, 64 << 10).await;
+    let page = wide_queue(&server, addr).await;
     let base_fds = fds();
     let before = rss_bytes(pid).unwrap();
     // More connections than the API serves at once, from three clients (whose shares
@@ -239,7 +258,6 @@ async fn readers_that_never_read_hold_bounded_slots_and_are_cut_off() {
     // socket buffers fill, and each connection's answer waits with its slot.
     let mut stuck = Vec::new();
     for i in 0..MAX_REQUESTS + 8 {
-        let page = "/api/queues/wide/messages?limit=24";
         stuck.push(never_reads_from(one_of_three(i), addr, page, 8).await);
     }
     // Every slot is held: a fourth client is refused at once, precisely.
@@ -412,9 +430,7 @@ async fn one_address_over_its_share_is_refused_while_other_addresses_are_served(
         "--http-write-timeout-ms",
         "60000",
     ]);
-    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
-    fill(&server, "filler", &["wide"], 24, 64 << 10).await;
-    let page = "/api/queues/wide/messages?limit=24";
+    let page = wide_queue(&server, addr).await;
     // One client (127.0.0.1) asks for large answers on two connections and reads none.
     let mut stuck = Vec::new();
     for _ in 0..2 {
@@ -465,19 +481,13 @@ async fn one_address_over_its_share_is_refused_while_other_addresses_are_served(
     );
     // Gone, the stuck clients give their slots and shares back.
     drop(stuck);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = get(addr, "/api/overview").await;
-        if a.status == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the share is never given back: {}",
-            a.head
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    served_within(
+        [127, 0, 0, 1],
+        addr,
+        Duration::from_secs(10),
+        "the share is never given back",
+    )
+    .await;
     assert_eq!(get(addr, "/api/queues/wide").await.json()["ready"], 24);
 }
 
@@ -495,9 +505,7 @@ async fn slots_and_timeouts_follow_the_command_line() {
         "--http-body-timeout-ms",
         "1000",
     ]);
-    assert_eq!(call(addr, "PUT", "/api/queues/wide", b"").await.status, 200);
-    fill(&server, "filler", &["wide"], 24, 64 << 10).await;
-    let page = "/api/queues/wide/messages?limit=24";
+    let page = wide_queue(&server, addr).await;
     let mut stuck = Vec::new();
     for _ in 0..2 {
         stuck.push(never_reads_from([127, 0, 0, 1], addr, page, 8).await);
@@ -512,19 +520,13 @@ async fn slots_and_timeouts_follow_the_command_line() {
     let message = full.json()["message"].as_str().unwrap().to_owned();
     assert!(message.contains("serving 2 requests already"), "{message}");
     // The readers that never read are cut off after a second, and the API serves again.
-    let refused_at = Instant::now();
-    loop {
-        let a = call_from([127, 0, 0, 2], addr, "GET", "/api/overview", b"").await;
-        if a.status == 200 {
-            break;
-        }
-        assert!(
-            refused_at.elapsed() < Duration::from_secs(6),
-            "readers that never read still hold the slots: {}",
-            a.head
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    served_within(
+        [127, 0, 0, 2],
+        addr,
+        Duration::from_secs(6),
+        "readers that never read still hold the slots",
+    )
+    .await;
     // A body that stops half way is answered 408 after a second.
     let mut slow = TcpStream::connect(addr).await.unwrap();
     slow.write_all(

@@ -18,7 +18,7 @@
 //! The broker sends `DeliverBatch` only to sessions that connected with version 5 or later;
 //! a version 4 session gets the same deliveries as `Deliver` frames.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use crate::name::Name;
 use crate::types::{Delivery, DeliveryView, Message, Properties, SubscriptionId};
@@ -100,26 +100,14 @@ pub fn read_batch_head_like(
 
 /// Reads the next delivery of the batch `head` began.
 pub fn read_batch_entry(r: &mut Reader<'_>, head: &BatchHead) -> Result<Delivery, WireError> {
-    let mut ids = r.fixed::<16>()?;
-    let (delivery_id, id) = (ids.u64(), ids.u64());
-    let receiver = r.opt_string("receiver")?;
-    let mut fixed = r.fixed::<21>()?;
-    Ok(Delivery {
-        delivery_id,
-        message: Message {
-            id,
-            queue: head.queue.clone(),
-            sender: head.sender.clone(),
-            receiver,
-            priority: fixed.u8(),
-            context: fixed.u64(),
-            created_at: fixed.u64(),
-            delivery_count: fixed.u32(),
-            properties: head.properties.clone(),
-            body: r.bytes()?,
-            expires_at: r.u64()?,
-        },
-    })
+    let entry = read_batch_entry_fields(r)?;
+    let body = r.slice(entry.body.clone());
+    Ok(entry.into_delivery(
+        head.queue.clone(),
+        head.sender.clone(),
+        head.properties.clone(),
+        body,
+    ))
 }
 
 /// A batch entry's own fields as [`read_batch_entry_fields`] reads them: its body as a range
@@ -144,6 +132,35 @@ pub struct BatchEntry {
     pub body: std::ops::Range<usize>,
     /// When it expires, ms since the Unix epoch; 0 = never.
     pub expires_at: u64,
+}
+
+impl BatchEntry {
+    /// The entry as an owned delivery, with the names and properties of its batch's head and
+    /// its body.
+    pub fn into_delivery(
+        self,
+        queue: Name,
+        sender: Name,
+        properties: Properties,
+        body: Bytes,
+    ) -> Delivery {
+        Delivery {
+            delivery_id: self.delivery_id,
+            message: Message {
+                id: self.id,
+                queue,
+                sender,
+                receiver: self.receiver,
+                priority: self.priority,
+                context: self.context,
+                properties,
+                body,
+                created_at: self.created_at,
+                delivery_count: self.delivery_count,
+                expires_at: self.expires_at,
+            },
+        }
+    }
 }
 
 /// Reads the next entry of a batch as [`read_batch_entry`] does, without building a

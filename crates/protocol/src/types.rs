@@ -258,7 +258,7 @@ pub struct TopicInfo {
 /// A delivery's fields, borrowed: what `responses::put_delivery_view` writes. A store that holds its
 /// messages in memory encodes deliveries from it directly, without building an owned
 /// [`Delivery`] (and its strings) for each message first.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DeliveryView<'a> {
     /// The id to ack or nack; 0 for peeks and auto-ack takes.
     pub delivery_id: DeliveryId,

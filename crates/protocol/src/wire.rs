@@ -256,6 +256,15 @@ impl<'a> Reader<'a> {
         let at = self.bytes_range()?;
         Ok(self.buf.slice(at))
     }
+    /// The bytes at `at` in the buffer read (a range [`Reader::bytes_range`] gave), shared
+    /// with it; empty for a range outside it.
+    pub fn slice(&self, at: std::ops::Range<usize>) -> Bytes {
+        if at.start <= at.end && at.end <= self.buf.len() {
+            self.buf.slice(at)
+        } else {
+            Bytes::new()
+        }
+    }
     /// A byte string read as [`Reader::bytes`] reads it, given as its range in the buffer
     /// read (the one given to [`Reader::new`] or [`Reader::window`]) rather than as a slice of
     /// it: no reference to the buffer is taken, for a reader that keeps the buffer and

@@ -29,11 +29,7 @@ impl EmbeddedStore {
             let ids = st.publish_run_direct(&mut log, run)?;
             st.flush_direct();
             // Only a new sender's registration is written.
-            let ticket = if log.appended() {
-                log.ticket_if_pending()
-            } else {
-                None
-            };
+            let ticket = log.ticket_if_appended();
             (ids, ticket)
         };
         let waited = writer::wait(ticket).await;

@@ -361,11 +361,7 @@ impl EmbeddedStore {
             let value = f(&mut st, &mut log);
             st.flush_direct();
             let value = value?;
-            let ticket = if log.appended() {
-                log.ticket_if_pending()
-            } else {
-                None
-            };
+            let ticket = log.ticket_if_appended();
             (value, ticket)
         };
         writer::wait(ticket).await?;
@@ -451,11 +447,7 @@ impl Queues for EmbeddedStore {
                 .map(|m| st.send_next(&mut log, m, &mut last))
                 .collect();
             st.flush_direct();
-            let ticket = if log.appended() {
-                log.ticket_if_pending()
-            } else {
-                None
-            };
+            let ticket = log.ticket_if_appended();
             (results, ticket)
         };
         if let Err(e) = writer::wait(ticket).await {

@@ -383,6 +383,16 @@ impl LogGuard<'_> {
         }
         p.inflight.clone().map(Ticket)
     }
+
+    /// The ticket to wait for when this hold appended anything ([`LogGuard::appended`]), as
+    /// [`LogGuard::ticket_if_pending`] gives it; `None` when it appended nothing.
+    pub fn ticket_if_appended(&mut self) -> Option<Ticket> {
+        if self.appended() {
+            self.ticket_if_pending()
+        } else {
+            None
+        }
+    }
 }
 
 impl Drop for LogGuard<'_> {
