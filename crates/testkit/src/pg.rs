@@ -1,7 +1,7 @@
 //! [`PgCluster`]: a throwaway PostgreSQL server for tests, never a shared or existing one.
 //!
 //! It runs the Debian binaries (`/usr/lib/postgresql/<version>/bin`, or `FERRY_PG_BINDIR`):
-//! `initdb` a cluster in a temporary directory, start it with `pg_ctl` on a free loopback port
+//! `initdb` a cluster in a temporary directory, start it with `pg_ctl` on a free loopback port below the ephemeral range
 //! (fsync on, unix sockets in the temp dir), stop it with `pg_ctl stop -m immediate` on drop.
 //! PostgreSQL refuses to run as root, so as root the server runs as the `postgres` system user
 //! (via `runuser`) and owns the temp dir. A small watcher process stops the server and removes
@@ -100,11 +100,38 @@ fn running_as_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// Ports for test servers come from below Linux's ephemeral range (32768 and up): a port
+/// the kernel hands to some other socket bound to port 0, or to a client's outgoing
+/// connection, can never collide with a test server's, even while that server is stopped.
+const TEST_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// How often a first start picks another port when its port was taken meanwhile.
+const START_ATTEMPTS: u32 = 5;
+
+/// A loopback port in [`TEST_PORTS`] that nothing listens on right now.
 fn free_port() -> Result<u16, String> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("finding a free port: {e}"))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("finding a free port: {e}"))
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let span = u64::from(TEST_PORTS.end - TEST_PORTS.start);
+    for _ in 0..200 {
+        // Random enough that parallel test processes start from different places.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
+        let offset = u16::try_from(h.finish() % span).unwrap_or(0);
+        let port = TEST_PORTS.start + offset;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(format!(
+        "finding a free port: none free among 200 tries in {TEST_PORTS:?}"
+    ))
+}
+
+/// Whether a failed start failed because its port was taken.
+fn port_taken(error: &str) -> bool {
+    error.contains("Address already in use")
 }
 
 impl PgCluster {
@@ -116,6 +143,11 @@ impl PgCluster {
 
     /// Creates and starts a cluster.
     pub fn try_start() -> Result<PgCluster, String> {
+        PgCluster::try_start_on(free_port()?)
+    }
+
+    /// Creates and starts a cluster, trying `port` first.
+    fn try_start_on(port: u16) -> Result<PgCluster, String> {
         let bin = find_bindir()?;
         let dir = tempfile::Builder::new()
             .prefix("ferry-pg-")
@@ -130,7 +162,7 @@ impl PgCluster {
         let mut cluster = PgCluster {
             dir,
             bin,
-            port: free_port()?,
+            port,
             as_postgres,
             watcher: None,
             next_db: AtomicU64::new(1),
@@ -152,7 +184,18 @@ impl PgCluster {
                 .arg("--no-sync"),
             "initdb",
         )?;
-        cluster.start_again()?;
+        // The port was free when picked; another process may take it before the server
+        // binds it. A first start then simply picks another.
+        let mut attempt = 1;
+        while let Err(e) = cluster.start_again() {
+            if !port_taken(&e) || attempt == START_ATTEMPTS {
+                return Err(e);
+            }
+            attempt += 1;
+            cluster.port = free_port()?;
+            // A fresh log, so the next failure is judged by its own lines.
+            let _ = std::fs::remove_file(cluster.dir.path().join("server.log"));
+        }
         cluster.watcher = cluster.spawn_watcher();
         Ok(cluster)
     }
@@ -285,5 +328,27 @@ impl Drop for PgCluster {
             let _ = w.kill();
             let _ = w.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn free_ports_come_from_below_the_ephemeral_range() {
+        for _ in 0..20 {
+            assert!(TEST_PORTS.contains(&free_port().unwrap()));
+        }
+    }
+
+    #[test]
+    fn a_first_start_on_a_taken_port_moves_to_another() {
+        let taken = TcpListener::bind(("127.0.0.1", free_port().unwrap())).unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        let pg = PgCluster::try_start_on(taken_port).unwrap();
+        assert_ne!(pg.port(), taken_port);
+        assert_eq!(pg.psql("postgres", "SELECT 1").unwrap().trim(), "1");
     }
 }
