@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use ferry_protocol::{DeliveryView, SubscriptionId};
+use bytes::{Bytes, BytesMut};
+use ferry_protocol::{DeliveryView, MessageId, SubscriptionId};
 use ferry_store::{DirectBatch, DirectConsumer, Store};
 
 use crate::credit::Credit;
@@ -85,8 +85,9 @@ struct PushBatch {
     count: u32,
 }
 
-impl DirectBatch for PushBatch {
-    fn push(&mut self, delivery: &DeliveryView<'_>) {
+impl PushBatch {
+    /// Sizes the buffer at the batch's first delivery.
+    fn reserve_for(&mut self, delivery: &DeliveryView<'_>) {
         if self.count == 0 {
             // Publishes of one batch are mostly alike: size the buffer for all of them once
             // instead of growing it by copies. The slack covers the heads of the frames a
@@ -100,9 +101,36 @@ impl DirectBatch for PushBatch {
             self.frames
                 .reserve(reserve.saturating_add(slack).min(MAX_RESERVE));
         }
+    }
+}
+
+impl DirectBatch for PushBatch {
+    fn push(&mut self, delivery: &DeliveryView<'_>) {
+        self.reserve_for(delivery);
         self.encoder
             .encode_in_run(&mut self.run, &mut self.frames, self.subscription, delivery);
         self.count += 1;
+    }
+
+    fn push_run(&mut self, template: &DeliveryView<'_>, first_id: MessageId, bodies: &[Bytes]) {
+        let Some(first) = bodies.first() else {
+            return;
+        };
+        self.reserve_for(&DeliveryView {
+            body: first,
+            ..*template
+        });
+        self.encoder.encode_bodies_in_run(
+            &mut self.run,
+            &mut self.frames,
+            self.subscription,
+            template,
+            first_id,
+            bodies,
+        );
+        self.count = self
+            .count
+            .saturating_add(u32::try_from(bodies.len()).unwrap_or(u32::MAX));
     }
 
     fn hand_over(mut self: Box<Self>) {

@@ -5,7 +5,7 @@
 //! to the gateway's socket in one encoding, with the store's, credit's and writer's paths
 //! unchanged. The broker knows no protocol but its own: the encoder is the gateway's.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferry_protocol::batch_writer::DeliverBatchWriter;
 use ferry_protocol::size::batch_entry_len;
 use ferry_protocol::{
@@ -37,6 +37,27 @@ pub trait DeliveryEncoder: Send + Sync + 'static {
     ) {
         let _ = run;
         self.encode(out, subscription, d);
+    }
+    /// Appends one delivery per body of `bodies` as the next of the run: `template`'s
+    /// fields with ids from `first_id` on (see [`ferry_store::direct::DirectBatch::push_run`]).
+    /// By default each goes through [`DeliveryEncoder::encode_in_run`].
+    fn encode_bodies_in_run(
+        &self,
+        run: &mut Run,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &[Bytes],
+    ) {
+        for (id, body) in (first_id..).zip(bodies) {
+            let d = DeliveryView {
+                id,
+                body,
+                ..*template
+            };
+            self.encode_in_run(run, out, subscription, &d);
+        }
     }
     /// Completes what [`DeliveryEncoder::encode_in_run`] left open in `out`.
     fn finish_run(&self, run: &mut Run, out: &mut BytesMut) {
@@ -106,6 +127,20 @@ impl DeliveryEncoder for NativeBatched {
         run.0
             .get_or_insert_with(|| DeliverBatchWriter::new(self.max_frame_bytes))
             .push(out, subscription, d);
+    }
+
+    fn encode_bodies_in_run(
+        &self,
+        run: &mut Run,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &[Bytes],
+    ) {
+        run.0
+            .get_or_insert_with(|| DeliverBatchWriter::new(self.max_frame_bytes))
+            .push_run(out, subscription, template, first_id, bodies);
     }
 
     fn finish_run(&self, run: &mut Run, out: &mut BytesMut) {

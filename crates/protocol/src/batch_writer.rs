@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use crate::deliver_batch::{put_entry, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES};
 use crate::frame::{begin_frame, end_frame, FrameKind, HEADER_LEN};
@@ -81,6 +81,42 @@ impl DeliverBatchWriter {
         put_entry(out, d);
         if let Some(open) = &mut self.open {
             open.count += 1;
+        }
+    }
+
+    /// Appends one delivery per body of `bodies`: `template`'s fields, with ids from
+    /// `first_id` on and each body in turn. The first is pushed as [`DeliverBatchWriter::push`]
+    /// does; the others share its fields, so while they fit the open frame they go in without
+    /// comparing names and properties again.
+    pub fn push_run(
+        &mut self,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &[Bytes],
+    ) {
+        for (id, body) in (first_id..).zip(bodies) {
+            let d = DeliveryView {
+                id,
+                body,
+                ..*template
+            };
+            let open_fits = self.open.as_ref().is_some_and(|open| {
+                open.subscription == subscription
+                    && id != first_id
+                    && out.len() - open.start + batch_entry_len(&d) <= self.max_frame
+                    && (open.count as usize + 1) * open.property_bytes
+                        <= MAX_REPEATED_PROPERTY_BYTES
+            });
+            if !open_fits {
+                self.push(out, subscription, &d);
+                continue;
+            }
+            put_entry(out, &d);
+            if let Some(open) = &mut self.open {
+                open.count += 1;
+            }
         }
     }
 

@@ -70,12 +70,15 @@ pub struct Reader<'a> {
 /// A run of fixed-size fields read by [`Reader::fixed`], handed out in order. The run's size is
 /// a constant of the code that reads it, so a field past its end is that code's mistake, not
 /// the peer's: it reads as zero (and the decoder's tests catch it), never as a panic.
-pub struct Fixed<const N: usize> {
-    bytes: [u8; N],
+pub struct Fixed<'a, const N: usize> {
+    /// The run's `N` bytes, read where they lie: copying them to the stack first made each
+    /// unaligned field a load across two earlier stores, which the CPU cannot forward (a
+    /// stall per field, the largest cost of decoding a delivery).
+    bytes: &'a [u8],
     pos: usize,
 }
 
-impl<const N: usize> Fixed<N> {
+impl<const N: usize> Fixed<'_, N> {
     fn next<const K: usize>(&mut self) -> [u8; K] {
         let mut a = [0u8; K];
         if let Some(s) = self.bytes.get(self.pos..self.pos + K) {
@@ -160,9 +163,9 @@ impl<'a> Reader<'a> {
 
     /// A run of neighbouring fixed-size fields, `N` bytes in all, taken with one bounds check
     /// instead of one per field; read the fields from it in order with [`Fixed`].
-    pub fn fixed<const N: usize>(&mut self) -> Result<Fixed<N>, WireError> {
+    pub fn fixed<const N: usize>(&mut self) -> Result<Fixed<'a, N>, WireError> {
         Ok(Fixed {
-            bytes: self.array()?,
+            bytes: self.take(N)?,
             pos: 0,
         })
     }

@@ -298,3 +298,89 @@ fn a_batch_decodes_into_deliveries_sharing_one_copy_of_its_properties() {
         );
     }
 }
+
+/// A run of `bodies` written with `push_run` after `before` (pushed one by one), and the same
+/// deliveries all pushed one by one: both buffers.
+fn run_both_ways(
+    before: &[(u64, Delivery)],
+    template: &Delivery,
+    bodies: &[Bytes],
+    limit: u32,
+) -> (BytesMut, BytesMut) {
+    let mut w = DeliverBatchWriter::new(limit);
+    let mut by_run = BytesMut::new();
+    for (sub, d) in before {
+        w.push(&mut by_run, *sub, &d.view());
+    }
+    w.push_run(&mut by_run, 1, &template.view(), 500, bodies);
+    w.finish(&mut by_run);
+    let mut each: Vec<(u64, Delivery)> = before.to_vec();
+    for (id, body) in (500..).zip(bodies) {
+        let mut d = template.clone();
+        d.message.id = id;
+        d.message.body = body.clone();
+        each.push((1, d));
+    }
+    (by_run, write(&each, limit))
+}
+
+/// A case of a run: its name, the deliveries before it, its bodies, the frame limit.
+type RunCase<'a> = (&'a str, Vec<(u64, Delivery)>, &'a [Bytes], u32);
+
+#[test]
+fn a_run_of_bodies_is_written_byte_for_byte_as_its_deliveries_one_by_one() {
+    let template = record(7);
+    let bodies: Vec<Bytes> = (0..300u32)
+        .map(|i| Bytes::from(vec![i as u8; 100 + (i as usize % 90)]))
+        .collect();
+    let mut big = bodies.clone();
+    big[150] = Bytes::from(vec![9u8; 5000]);
+    let mut other_fields = record(1);
+    other_fields.message.sender = "someone else".into();
+    let cases: Vec<RunCase> = vec![
+        ("alone, one frame", vec![], &bodies, u32::MAX),
+        (
+            "after a frame of other fields",
+            vec![(1, other_fields)],
+            &bodies,
+            u32::MAX,
+        ),
+        (
+            "after one of another subscription",
+            vec![(2, record(2))],
+            &bodies,
+            u32::MAX,
+        ),
+        (
+            "continuing a frame of the same fields",
+            vec![(1, template.clone())],
+            &bodies,
+            u32::MAX,
+        ),
+        ("cut into frames by the limit", vec![], &bodies, 4096),
+        ("with a body too large for a batch", vec![], &big, 4096),
+    ];
+    for (case, before, bodies, limit) in cases {
+        let (by_run, each) = run_both_ways(&before, &template, bodies, limit);
+        assert_eq!(by_run, each, "{case}");
+        let delivered = flatten(decode_all(by_run));
+        assert_eq!(delivered.len(), before.len() + bodies.len(), "{case}");
+        assert_eq!(
+            delivered.last().unwrap().1.message.id,
+            500 + bodies.len() as u64 - 1
+        );
+    }
+}
+
+#[test]
+fn a_run_keeps_to_the_bound_on_repeated_properties() {
+    let mut template = record(1);
+    template.message.properties = vec![("p".into(), PropertyValue::Str("x".repeat(994)))].into();
+    let bodies: Vec<Bytes> = (0..200).map(|_| Bytes::new()).collect();
+    let (by_run, each) = run_both_ways(&[], &template, &bodies, u32::MAX);
+    assert_eq!(by_run, each);
+    let frames = decode_all(by_run);
+    assert!(frames
+        .iter()
+        .all(|f| f.2.len() * 1000 <= MAX_REPEATED_PROPERTY_BYTES));
+}

@@ -22,7 +22,8 @@
 //! - the consumer accepts it ([`DirectConsumer::try_reserve`]): it has room for it and is not
 //!   in the middle of taking a batch from the queue.
 
-use ferry_protocol::DeliveryView;
+use bytes::Bytes;
+use ferry_protocol::{DeliveryView, MessageId};
 
 /// A push consumer that can take deliveries straight from a publish.
 ///
@@ -57,6 +58,19 @@ pub trait DirectBatch: Send {
     /// Adds a delivery reserved with [`DirectConsumer::try_reserve`] (delivery id 0: direct
     /// deliveries are never held for an ack).
     fn push(&mut self, delivery: &DeliveryView<'_>);
+
+    /// Adds one delivery per body of `bodies`, all reserved: `template`'s fields, with ids
+    /// from `first_id` on and each body in turn (a run of publishes alike but for their
+    /// bodies). By default each is a [`DirectBatch::push`]; a batch may write the run in one go.
+    fn push_run(&mut self, template: &DeliveryView<'_>, first_id: MessageId, bodies: &[Bytes]) {
+        for (id, body) in (first_id..).zip(bodies) {
+            self.push(&DeliveryView {
+                id,
+                body,
+                ..*template
+            });
+        }
+    }
 
     /// Hands the deliveries over, in order, ahead of anything the consumer receives later.
     /// Called before the engine's lock is released.

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use ferry_protocol::{DeliveryView, Order, Properties};
 
 use super::{IdMap, QueueKey, State, Stored};
@@ -94,6 +95,20 @@ impl DirectTaps {
             expires_at: m.expires_at_ms,
         };
         self.push_view(consumer, &view);
+    }
+
+    /// Hands `consumer`, which reserved room for them, one delivery per body of `bodies`:
+    /// `template`'s fields with ids from `first_id` on (see [`DirectBatch::push_run`]).
+    pub(super) fn push_run(
+        &mut self,
+        consumer: &Arc<dyn DirectConsumer>,
+        template: &DeliveryView<'_>,
+        first_id: MessageId,
+        bodies: &[Bytes],
+    ) {
+        if let Some(batch) = self.batch_for(consumer) {
+            batch.push_run(template, first_id, bodies);
+        }
     }
 
     /// Hands `view` to `consumer`, which reserved room for it.

@@ -81,23 +81,22 @@ impl State {
         self.next_id += u64::from(n);
         self.expect_publishes(run.bodies.len());
         for (consumer, queue) in &consumers {
-            for (id, body) in (first..).zip(&run.bodies) {
-                let view = DeliveryView {
-                    delivery_id: 0,
-                    id,
-                    queue,
-                    sender: &run.sender,
-                    receiver: None,
-                    priority: run.priority,
-                    context: 0,
-                    created_at: run.created_at,
-                    delivery_count: 0,
-                    properties: &run.properties,
-                    body,
-                    expires_at: run.expires_at_ms,
-                };
-                self.direct.push_view(consumer, &view);
-            }
+            let template = DeliveryView {
+                delivery_id: 0,
+                id: first,
+                queue,
+                sender: &run.sender,
+                receiver: None,
+                priority: run.priority,
+                context: 0,
+                created_at: run.created_at,
+                delivery_count: 0,
+                properties: &run.properties,
+                body: &[],
+                expires_at: run.expires_at_ms,
+            };
+            self.direct
+                .push_run(consumer, &template, first, &run.bodies);
         }
         Some((first..first + u64::from(n)).collect())
     }
