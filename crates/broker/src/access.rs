@@ -18,6 +18,7 @@ use ferry_store::{Store, StoreError};
 use rand::RngCore;
 use tracing::warn;
 
+use crate::admission::client_key;
 use crate::config::BrokerConfig;
 
 /// How often the grants are read again from the store.
@@ -181,13 +182,14 @@ impl Access {
             return None;
         }
         let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let f = failures.get(&ip)?;
+        let f = failures.get(&client_key(ip))?;
         let age = f.since.elapsed();
         (age < FAILURE_WINDOW && f.count >= self.max_failures).then(|| FAILURE_WINDOW - age)
     }
 
     /// Counts a failed authentication from `ip`.
     pub fn record_failure(&self, ip: IpAddr) {
+        let ip = client_key(ip);
         let now = Instant::now();
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         if failures.len() >= MAX_TRACKED_ADDRESSES && !failures.contains_key(&ip) {
@@ -249,6 +251,17 @@ mod tests {
         assert!(a.blocked(ip).is_some());
         assert_eq!(a.blocked("10.0.0.2".parse().unwrap()), None);
         assert_eq!(access(0).blocked(ip), None, "0 means no limit");
+    }
+
+    #[test]
+    fn failures_count_per_ipv6_network_not_per_address() {
+        let a = access(3);
+        // Three failures from three addresses of one /64: one client trying addresses.
+        for host in ["2001:db8::1", "2001:db8::2", "2001:db8::ffff:3"] {
+            a.record_failure(host.parse().unwrap());
+        }
+        assert!(a.blocked("2001:db8::77".parse().unwrap()).is_some());
+        assert_eq!(a.blocked("2001:db8:0:1::1".parse().unwrap()), None);
     }
 
     #[test]

@@ -7,11 +7,25 @@
 //! one is refused with `LimitExceeded` (names already known are never refused). One connection
 //! carries one session, so it registers at most one name: the per-address bucket is what bounds
 //! a client that opens connection after connection.
+//!
+//! Every limit "per address" (these, the failed authentications of [`crate::access`], the HTTP
+//! listener's shares) counts by [`client_key`]: an IPv6 client counts by its /64 network.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
+
+/// The key under which limits per client address count `ip`: an IPv4 address as it is (an
+/// IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address as its /64 network. One
+/// IPv6 host is usually given a whole /64 and may use any address in it, so counting each
+/// address on its own would let one client take as many shares as it likes.
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+        v4 => v4,
+    }
+}
 
 /// Seconds of the rate a bucket holds (the largest burst).
 const BURST_SECONDS: f64 = 10.0;
@@ -63,6 +77,7 @@ impl Admission {
 
     /// Takes a connection slot for `ip`; `None` when the address is at its limit.
     pub fn connect(self: &Arc<Self>, ip: IpAddr) -> Option<AddressSlot> {
+        let ip = client_key(ip);
         let mut map = self.addresses();
         if map.len() >= self.prune_at && !map.contains_key(&ip) {
             map.retain(|_, e| e.connections > 0);
@@ -88,6 +103,7 @@ impl Admission {
         if self.new_per_sec == 0 {
             return true;
         }
+        let ip = client_key(ip);
         let capacity = self.capacity();
         let mut map = self.addresses();
         let now = Instant::now();
@@ -158,6 +174,24 @@ mod tests {
         let unlimited = Arc::new(Admission::new(0, 0, 10));
         let slots: Vec<_> = (0..100).map(|_| unlimited.connect(ip(1))).collect();
         assert!(slots.iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn an_ipv6_client_counts_by_its_64_and_a_mapped_ipv4_as_ipv4() {
+        let key = |s: &str| client_key(s.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2:3:4:5:6"), key("2001:db8:1:2::"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+        assert_eq!(key("192.0.2.7"), "192.0.2.7".parse::<IpAddr>().unwrap());
+        assert_eq!(key("::1"), key("::2"), "loopback is one /64 like any other");
+        let a = Arc::new(Admission::new(2, 0, 10));
+        let _one = a.connect("2001:db8::1".parse().unwrap()).expect("first");
+        let _two = a.connect("2001:db8::2".parse().unwrap()).expect("second");
+        assert!(
+            a.connect("2001:db8::3".parse().unwrap()).is_none(),
+            "a third address of the same /64"
+        );
+        assert!(a.connect("2001:db8:0:1::1".parse().unwrap()).is_some());
     }
 
     #[test]

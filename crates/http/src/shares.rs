@@ -44,7 +44,7 @@ impl Shares {
 
     /// A place for one more request from `ip`; `None` when its share is full.
     pub fn take(self: &Arc<Self>, ip: IpAddr) -> Option<Share> {
-        let ip = ip.to_canonical();
+        let ip = ferry_broker::admission::client_key(ip);
         let mut counts = self.counts();
         let count = counts.entry(ip).or_insert(0);
         if *count >= self.per_address {
@@ -62,7 +62,10 @@ impl Shares {
 
     /// The requests `ip` has in progress.
     pub fn in_progress(&self, ip: IpAddr) -> usize {
-        self.counts().get(&ip.to_canonical()).copied().unwrap_or(0)
+        self.counts()
+            .get(&ferry_broker::admission::client_key(ip))
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -112,5 +115,16 @@ mod tests {
             shares.counts().is_empty(),
             "an address with nothing in progress is kept"
         );
+    }
+
+    #[test]
+    fn the_addresses_of_one_ipv6_network_share_one_share() {
+        let shares = Shares::new(1);
+        let one: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let same_64: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other_64: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let _held = shares.take(one).unwrap();
+        assert!(shares.take(same_64).is_none(), "another address of the /64");
+        assert!(shares.take(other_64).is_some(), "another /64");
     }
 }
