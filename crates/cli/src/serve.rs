@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use ferry_broker::{shutdown, Broker, BrokerConfig, ConfigLayer};
-use ferry_udp::{UdpConfig, UdpGateway};
+use ferry_udp::{BoundUdp, UdpConfig, UdpGateway};
 use tracing_subscriber::EnvFilter;
 
 /// Flags of `ferry serve`: one per broker setting (declared in
@@ -69,13 +69,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let runtime = builder.build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let udp = config.udp_listen.clone().map(|listen| {
-            let mut udp = UdpConfig::new(listen, config.udp_topic.clone());
-            udp.persistent = config.udp_persistent;
-            udp.user = config.udp_user.clone();
-            udp.receive_buffer = usize::try_from(config.udp_receive_buffer).unwrap_or(usize::MAX);
-            udp
-        });
+        // Every listener is bound before any answers: the broker binds its own (native, HTTP,
+        // STOMP) before serving, and the datagram ingest's socket is bound here, first, so
+        // that an address it cannot have stops the start before a client could connect.
+        let udp = config
+            .udp_listen
+            .clone()
+            .map(|listen| {
+                let mut udp = UdpConfig::new(listen, config.udp_topic.clone());
+                udp.persistent = config.udp_persistent;
+                udp.user = config.udp_user.clone();
+                udp.receive_buffer =
+                    usize::try_from(config.udp_receive_buffer).unwrap_or(usize::MAX);
+                BoundUdp::bind(udp)
+            })
+            .transpose()?;
         let mut stomp_settings = ferry_stomp::Settings::from_config(&config);
         let http_limits = ferry_http::HttpLimits::from(&config.http);
         let broker = Broker::start(config).await?;
@@ -89,7 +97,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             _ => None,
         };
         let udp = match udp {
-            Some(udp) => match UdpGateway::start(&broker, udp).await {
+            Some(udp) => match UdpGateway::start_bound(&broker, udp).await {
                 Ok(gateway) => Some(gateway),
                 Err(e) => {
                     broker.shutdown().await?;

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{start, start_with};
+use common::{refused_at_start, start, start_with};
 use ferry_hostile::rss_bytes;
 use ferry_protocol::OutgoingMessage;
 use ferry_testkit::BinaryServer;
@@ -561,45 +561,6 @@ async fn the_page_size_follows_the_command_line() {
     let (counts, ids) = every_page(addr, "/api/queues/wide/messages?limit=24").await;
     assert_eq!(counts, vec![2; 12]);
     assert_eq!(ids, sent);
-}
-
-/// `ferry serve` with `flags` on a fresh data directory, which must refuse to start: its
-/// standard error.
-fn refused_at_start(flags: &[&str], env: &[(&str, &str)]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(ferry_testkit::ferry_bin())
-        .arg("serve")
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
-        .args(["--stomp-listen", "off"])
-        .args(flags)
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ferry serve runs (cargo build -p ferry)");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            let _ = child.wait();
-            panic!("ferry serve {flags:?} {env:?} started");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(!status.success(), "{flags:?}: {status}, {err}");
-    assert!(
-        !dir.path().join("runtime.toml").exists(),
-        "{flags:?} got as far as serving"
-    );
-    err
 }
 
 #[test]

@@ -7,6 +7,8 @@
 // Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod common;
+
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -347,4 +349,15 @@ async fn the_real_binary_takes_a_flood_of_large_datagrams_with_bounded_memory_an
         );
     }
     client.disconnect().await.unwrap();
+}
+
+#[test]
+fn an_ingest_address_already_taken_stops_the_start_before_any_listener_answers() {
+    let holder = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap().to_string();
+    let err = common::refused_at_start(&["--udp-listen", &taken], &[]);
+    assert!(
+        err.contains(&format!("cannot receive datagrams on {taken}")),
+        "{err}"
+    );
 }

@@ -122,19 +122,54 @@ struct Parsed {
     charge: OwnedSemaphorePermit,
 }
 
+/// The ingest's socket, bound but not yet read: `ferry serve` binds it before the broker
+/// starts, so that an address it cannot have stops the broker before any listener answers.
+pub struct BoundUdp {
+    socket: std::net::UdpSocket,
+    addr: SocketAddr,
+    config: UdpConfig,
+}
+
+impl BoundUdp {
+    /// Binds `config.listen`.
+    pub fn bind(config: UdpConfig) -> Result<BoundUdp, UdpError> {
+        let failed = |source| UdpError::Bind {
+            addr: config.listen.clone(),
+            source,
+        };
+        let socket = bind(&config.listen, config.receive_buffer).map_err(failed)?;
+        let addr = socket.local_addr().map_err(failed)?;
+        Ok(BoundUdp {
+            socket,
+            addr,
+            config,
+        })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
 impl UdpGateway {
     /// Binds the socket, opens the ingest's session (creating the configured topic when
     /// missing) and starts receiving.
     pub async fn start(broker: &RunningBroker, config: UdpConfig) -> Result<UdpGateway, UdpError> {
-        let socket =
-            bind(&config.listen, config.receive_buffer).map_err(|source| UdpError::Bind {
-                addr: config.listen.clone(),
-                source,
-            })?;
-        let addr = socket.local_addr().map_err(|source| UdpError::Bind {
-            addr: config.listen.clone(),
-            source,
-        })?;
+        UdpGateway::start_bound(broker, BoundUdp::bind(config)?).await
+    }
+
+    /// Opens the ingest's session on `bound` (creating the configured topic when missing) and
+    /// starts receiving.
+    pub async fn start_bound(
+        broker: &RunningBroker,
+        bound: BoundUdp,
+    ) -> Result<UdpGateway, UdpError> {
+        let BoundUdp {
+            socket,
+            addr,
+            config,
+        } = bound;
         let session = match &config.user {
             Some(user) => broker.local_session_as(CLIENT_NAME, user).await,
             None => broker.local_session(CLIENT_NAME).await,

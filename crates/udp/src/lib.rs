@@ -16,4 +16,4 @@ pub mod datagram;
 pub mod gateway;
 
 pub use datagram::{parse, Datagram, Malformed, Packer, MAX_DATAGRAM};
-pub use gateway::{UdpConfig, UdpError, UdpGateway};
+pub use gateway::{BoundUdp, UdpConfig, UdpError, UdpGateway};
