@@ -572,3 +572,74 @@ async fn a_websocket_reader_that_pauses_is_held_to_stomps_write_timeout_not_the_
         }
     }
 }
+
+/// An auto-ack reader over WebSocket that reads a few messages and is cut off: what `ack:auto`
+/// promises (`docs/stomp.md`) holds there as over TCP. Only what was written to the connection
+/// is settled, so the queue keeps what never left the broker, bounded by the session's
+/// outbound byte budget (and the socket buffers), and nothing comes twice.
+#[tokio::test]
+async fn a_websocket_auto_ack_reader_cut_off_loses_only_what_was_written_to_it() {
+    let (server, addr) = start(&["--max-outbound-bytes", "1048576"]);
+    let http = server.http_addr().expect("HTTP on");
+    let mut p = Raw::connected(addr, "").await;
+    let body = "w".repeat(100 * 1024);
+    for i in 0..400 {
+        let receipt = if i == 399 { "receipt:all\n" } else { "" };
+        p.write(format!("SEND\ndestination:/queue/wscut\n{receipt}\n{body}\0").as_bytes())
+            .await;
+    }
+    p.receipt("all").await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{http}/stomp"))
+        .await
+        .expect("upgrade");
+    ws.send(Message::text("CONNECT\naccept-version:1.2\n\n\0"))
+        .await
+        .expect("send");
+    ws.send(Message::text(
+        "SUBSCRIBE\nid:1\ndestination:/queue/wscut\nack:auto\nactivemq.prefetchSize:10000\n\n\0",
+    ))
+    .await
+    .expect("send");
+    let mut read = 0u64;
+    while read < 5 {
+        let m = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("open")
+            .expect("a frame");
+        let text = match m {
+            Message::Text(t) => t.to_string(),
+            Message::Binary(b) => String::from_utf8_lossy(&b).into_owned(),
+            _ => continue,
+        };
+        if text.starts_with("MESSAGE") {
+            read += 1;
+        }
+    }
+    // Cut off: no DISCONNECT, no close frame.
+    drop(ws);
+    let counter = ferry_client::Client::connect(&server.addr().to_string(), "counter")
+        .await
+        .expect("connect");
+    let deadline = Instant::now() + WAIT;
+    let left = loop {
+        let q = counter
+            .list_queues()
+            .await
+            .expect("list")
+            .into_iter()
+            .find(|q| q.name == "wscut")
+            .expect("the queue");
+        // The cut session's unsettled deliveries are back once it is gone.
+        if q.in_flight == 0 || Instant::now() > deadline {
+            break q.ready + q.in_flight;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(left <= 400 - read, "{left} left after {read} were read");
+    assert!(
+        left >= 300,
+        "{left} of 400 left: the cut reader took more than its budget's worth"
+    );
+    still_serves(addr).await;
+}
