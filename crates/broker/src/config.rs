@@ -349,7 +349,30 @@ impl BrokerConfig {
         }
         env.apply(&mut cfg, "environment")?;
         flags.apply(&mut cfg, "command line")?;
-        cfg.validate()?;
+        // A value out of range is named with the layer that set it last: the operator then
+        // knows which flag, variable or line to change.
+        cfg.validate().map_err(|e| match e {
+            ConfigError::Invalid {
+                key, value, reason, ..
+            } => {
+                let origin = if flags.sets(key) {
+                    "command line"
+                } else if env.sets(key) {
+                    "environment"
+                } else if file.is_some_and(|f| f.sets(key)) {
+                    "config file"
+                } else {
+                    "default"
+                };
+                ConfigError::Invalid {
+                    key,
+                    value,
+                    origin,
+                    reason,
+                }
+            }
+            other => other,
+        })?;
         Ok(cfg)
     }
 

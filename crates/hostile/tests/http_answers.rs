@@ -569,12 +569,12 @@ fn zero_and_absurd_http_bounds_refuse_to_start_naming_the_setting() {
         (
             &["--http-max-requests", "0"][..],
             &[][..],
-            "invalid http_max_requests = '0' (from resolved configuration): must be between 1 and 100000",
+            "invalid http_max_requests = '0' (from command line): must be between 1 and 100000",
         ),
         (
             &["--http-max-requests", "4", "--http-max-requests-per-address", "5"][..],
             &[][..],
-            "invalid http_max_requests_per_address = '5' (from resolved configuration): must be between 1 and http_max_requests (4)",
+            "invalid http_max_requests_per_address = '5' (from command line): must be between 1 and http_max_requests (4)",
         ),
         (
             &["--http-max-requests-per-address", "0"][..],
@@ -584,7 +584,7 @@ fn zero_and_absurd_http_bounds_refuse_to_start_naming_the_setting() {
         (
             &[][..],
             &[("FERRY_HTTP_WRITE_TIMEOUT_MS", "0")][..],
-            "invalid http_write_timeout_ms = '0' (from resolved configuration): must be between 100 and 3600000",
+            "invalid http_write_timeout_ms = '0' (from environment): must be between 100 and 3600000",
         ),
         (
             &["--http-body-timeout-ms", "86400000"][..],
@@ -594,7 +594,7 @@ fn zero_and_absurd_http_bounds_refuse_to_start_naming_the_setting() {
         (
             &["--http-max-page-bytes", "100"][..],
             &[][..],
-            "invalid http_max_page_bytes = '100' (from resolved configuration): must be between 65536 and 1073741824",
+            "invalid http_max_page_bytes = '100' (from command line): must be between 65536 and 1073741824",
         ),
     ] {
         let err = refused_at_start(flags, env);

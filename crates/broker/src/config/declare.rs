@@ -343,6 +343,14 @@ macro_rules! settings {
                 Ok(layer)
             }
 
+            /// Whether this layer gives setting `key` a value.
+            pub fn sets(&self, key: &str) -> bool {
+                match key {
+                    $(stringify!($name) => self.$name.is_some(),)*
+                    _ => false,
+                }
+            }
+
             /// Applies the values this layer has to `cfg`; `origin` names the layer in errors.
             pub(crate) fn apply(
                 &self,

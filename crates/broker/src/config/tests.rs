@@ -639,7 +639,7 @@ fn zero_and_absurd_http_bounds_are_refused_naming_the_setting_and_its_range() {
         ("http_max_body_bytes = 10", "must be between 65536 and"),
         (
             "http_max_requests = 0",
-            "invalid http_max_requests = '0' (from resolved configuration): must be between 1 and 100000",
+            "invalid http_max_requests = '0' (from config file): must be between 1 and 100000",
         ),
         ("http_max_requests_per_address = 0", "invalid http_max_requests_per_address = '0'"),
         (
@@ -649,11 +649,50 @@ fn zero_and_absurd_http_bounds_are_refused_naming_the_setting_and_its_range() {
         ("http_body_timeout_ms = 99", "invalid http_body_timeout_ms = '99'"),
         (
             "http_write_timeout_ms = 4000000",
-            "invalid http_write_timeout_ms = '4000000' (from resolved configuration): must be between 100 and 3600000",
+            "invalid http_write_timeout_ms = '4000000' (from config file): must be between 100 and 3600000",
         ),
         ("http_max_page_bytes = 0", "invalid http_max_page_bytes = '0'"),
     ] {
         let err = refused(toml);
         assert!(err.contains(want), "{toml}: {err}");
     }
+}
+
+#[test]
+fn a_value_out_of_range_is_named_with_the_layer_that_set_it_last() {
+    let file: ConfigLayer = toml::from_str("http_max_requests = 0").unwrap();
+    let env =
+        ConfigLayer::from_env([("FERRY_HTTP_MAX_REQUESTS".to_owned(), "0".to_owned())]).unwrap();
+    let flags = ConfigLayer {
+        http_max_requests: Some(0),
+        ..ConfigLayer::default()
+    };
+    let none = ConfigLayer::default();
+    for (file, env, flags, origin) in [
+        (Some(&file), &none, &none, "config file"),
+        (Some(&file), &env, &none, "environment"),
+        (Some(&file), &env, &flags, "command line"),
+        (None, &none, &flags, "command line"),
+    ] {
+        let err = BrokerConfig::resolve(file, env, flags)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("invalid http_max_requests = '0' (from {origin})")),
+            "{err}"
+        );
+    }
+    // Set elsewhere, refused for another: named by where the refused one came from.
+    let pair: ConfigLayer = toml::from_str("http_max_requests = 4").unwrap();
+    let share = ConfigLayer {
+        http_max_requests_per_address: Some(5),
+        ..ConfigLayer::default()
+    };
+    let err = BrokerConfig::resolve(Some(&pair), &none, &share)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("invalid http_max_requests_per_address = '5' (from command line)"),
+        "{err}"
+    );
 }
