@@ -1,5 +1,7 @@
 //! The management API against the real `ferry` binary: every area of the API, with the
 //! behaviour each test is named after checked through the API and the native protocol.
+// Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
@@ -431,6 +433,44 @@ async fn force_disconnect_ends_a_session_waiting_in_a_long_poll() {
     assert!(offline, "the session is gone");
 }
 
+/// Every page of listing `path` (`key`: its array) in pages of `limit`: the page sizes and
+/// the names shown, checking that each `next` is the last name shown.
+async fn every_page(api: &Api, path: &str, key: &str, limit: usize) -> (Vec<usize>, Vec<String>) {
+    let (mut seen, mut sizes, mut after) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let url = match &after {
+            None => format!("{path}?limit={limit}"),
+            Some(a) => format!("{path}?limit={limit}&after={a}"),
+        };
+        let page = api.get(&url).await;
+        let entries = page[key].as_array().expect("an array of entries");
+        sizes.push(entries.len());
+        seen.extend(
+            entries
+                .iter()
+                .map(|e| e["name"].as_str().expect("a name").to_owned()),
+        );
+        match page["next"].as_str() {
+            Some(n) => {
+                assert_eq!(Some(n), seen.last().map(String::as_str));
+                after = Some(n.to_owned());
+            }
+            None => return (sizes, seen),
+        }
+    }
+}
+
+/// A limit out of range is refused precisely.
+async fn bad_limits_are_refused(api: &Api, path: &str) {
+    for bad in ["0", "10001", "ten"] {
+        let (status, body) = api
+            .call(reqwest::Method::GET, &format!("{path}?limit={bad}"), None)
+            .await;
+        assert_eq!(status, 400, "{path} {bad}: {body}");
+        assert_eq!(body["error"], "InvalidArgument", "{path} {bad}: {body}");
+    }
+}
+
 #[tokio::test]
 async fn the_queue_list_pages_by_name_when_asked() {
     let server = start();
@@ -446,40 +486,51 @@ async fn the_queue_list_pages_by_name_when_asked() {
     assert_eq!(all["queues"].as_array().unwrap().len(), 25);
     assert_eq!(all["next"], serde_json::Value::Null);
     // Pages of ten: 10, 10, 5, each `next` the last name shown, every queue once, by name.
-    let (mut seen, mut sizes, mut after) = (Vec::new(), Vec::new(), None::<String>);
-    loop {
-        let path = match &after {
-            None => "/api/queues?limit=10".to_owned(),
-            Some(a) => format!("/api/queues?limit=10&after={a}"),
-        };
-        let page = api.get(&path).await;
-        let queues = page["queues"].as_array().unwrap();
-        sizes.push(queues.len());
-        seen.extend(
-            queues
-                .iter()
-                .map(|q| q["name"].as_str().unwrap().to_owned()),
-        );
-        match page["next"].as_str() {
-            Some(n) => {
-                assert_eq!(Some(n), seen.last().map(String::as_str));
-                after = Some(n.to_owned());
-            }
-            None => break,
-        }
-    }
+    let (sizes, seen) = every_page(&api, "/api/queues", "queues", 10).await;
     assert_eq!(sizes, vec![10, 10, 5]);
     assert_eq!(seen, names);
-    // A limit out of range is refused precisely.
-    for bad in ["0", "10001", "ten"] {
-        let (status, body) = api
-            .call(
-                reqwest::Method::GET,
-                &format!("/api/queues?limit={bad}"),
-                None,
-            )
-            .await;
-        assert_eq!(status, 400, "{bad}: {body}");
-        assert_eq!(body["error"], "InvalidArgument", "{bad}: {body}");
+    bad_limits_are_refused(&api, "/api/queues").await;
+}
+
+#[tokio::test]
+async fn the_topic_and_client_lists_page_by_name_when_asked() {
+    let server = start();
+    let api = Api::of(&server);
+    let c = client(&server, "maker").await;
+    let mut topics: Vec<String> = (0..12).map(|i| format!("paged-{i:02}")).collect();
+    for t in topics.iter().rev() {
+        c.create_topic(t).await.unwrap();
     }
+    topics.sort();
+    let all = api.get("/api/topics").await;
+    assert_eq!(all["topics"].as_array().unwrap().len(), 12);
+    assert_eq!(all["next"], serde_json::Value::Null);
+    let (sizes, seen) = every_page(&api, "/api/topics", "topics", 5).await;
+    assert_eq!(sizes, vec![5, 5, 2]);
+    assert_eq!(seen, topics);
+    bad_limits_are_refused(&api, "/api/topics").await;
+    // Clients: seven online besides the maker; the counts cover every client on every page.
+    let mut held = Vec::new();
+    for i in 0..7 {
+        held.push(client(&server, &format!("pager-{i}")).await);
+    }
+    let all = api.get("/api/clients").await;
+    let every: Vec<String> = all["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(every.windows(2).all(|w| w[0] < w[1]), "by name: {every:?}");
+    let (sizes, seen) = every_page(&api, "/api/clients", "clients", 3).await;
+    assert_eq!(seen, every);
+    assert!(sizes.iter().all(|&n| n <= 3), "{sizes:?}");
+    let first = api.get("/api/clients?limit=3").await;
+    assert_eq!(first["in_system"], all["in_system"]);
+    assert_eq!(first["online"], all["online"]);
+    assert_eq!(
+        first["clients"][0]["online"], true,
+        "a page still says who is online"
+    );
+    bad_limits_are_refused(&api, "/api/clients").await;
 }

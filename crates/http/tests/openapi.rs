@@ -317,6 +317,14 @@ async fn answers_match_the_documented_schemas() {
     // Errors: each documented status answers the Error schema.
     let errors: Vec<(&str, &str, &str, u16, Option<Value>)> = vec![
         ("get", "/api/queues", "/api/queues?limit=0", 400, None),
+        ("get", "/api/topics", "/api/topics?limit=0", 400, None),
+        (
+            "get",
+            "/api/clients",
+            "/api/clients?after=a&bogus=1",
+            400,
+            None,
+        ),
         ("get", "/api/queues/{name}", "/api/queues/nope", 404, None),
         ("put", "/api/queues/{name}", "/api/queues/orders", 409, None),
         (

@@ -1,25 +1,37 @@
 //! `/api/clients`: every registered client (FTaB's "in system"), which are online and where,
 //! with their sessions' subscriptions; force-disconnect; forgetting an offline registration.
 
-use axum::extract::Path;
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query};
 use axum::Json;
 use ferry_protocol::ErrorCode;
 use serde_json::{json, Value};
 
+use super::paging::ListQuery;
 use super::St;
 use crate::error::{ApiError, ApiResult};
 
-/// Every registered client with online/offline, node, and (for sessions on this node) the
-/// peer address, connection time, in-flight deliveries and subscriptions.
-pub async fn list(state: St) -> ApiResult<Json<Value>> {
+/// The registered clients by name (all of them, or a page of them) with online/offline,
+/// node, and (for sessions on this node) the peer address, connection time, in-flight
+/// deliveries and subscriptions; `in_system` and `online` count every client.
+pub async fn list(
+    state: St,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let page = ListQuery::checked(q)?;
     let mgmt = &state.mgmt;
     let records = mgmt.store().admin().list_clients().await?;
-    let sessions = mgmt.sessions();
+    let in_system = records.len();
     let online = records.iter().filter(|c| c.node.is_some()).count();
+    let (records, next) = page.page(records, |c| c.name.as_str());
+    let sessions = mgmt.sessions();
+    // Looked up by name: a search per client made a listing cost clients times sessions.
+    let sessions: HashMap<&str, _> = sessions.iter().map(|s| (s.client.as_str(), s)).collect();
     let clients: Vec<Value> = records
         .iter()
         .map(|c| {
-            let local = sessions.iter().find(|s| s.client == c.name);
+            let local = sessions.get(c.name.as_str());
             let node = match (&c.node, local) {
                 (_, Some(_)) => Some(mgmt.node().to_owned()),
                 (Some(n), None) if !n.is_empty() => Some(n.clone()),
@@ -42,9 +54,10 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
         })
         .collect();
     Ok(Json(json!({
-        "in_system": records.len(),
+        "in_system": in_system,
         "online": online,
         "clients": clients,
+        "next": next,
     })))
 }
 

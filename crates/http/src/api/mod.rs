@@ -5,6 +5,7 @@ pub mod clients;
 pub mod definitions;
 pub mod messages;
 pub mod overview;
+pub mod paging;
 pub mod queues;
 pub mod topics;
 pub mod users;

@@ -8,6 +8,7 @@ use ferry_store::QueueDetails;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::paging::ListQuery;
 use super::topics::Force;
 use super::St;
 use crate::error::{ApiError, ApiResult};
@@ -72,47 +73,19 @@ async fn details(state: &St, name: &str) -> ApiResult<QueueDetails> {
         .ok_or_else(|| ApiError::from(ferry_store::StoreError::QueueNotFound(name.to_owned())))
 }
 
-/// Most queues a page of `GET /api/queues?limit=N` holds.
-pub const MAX_LIST_PAGE: usize = 10_000;
-
-/// `GET /api/queues` parameters: without `limit`, every queue at once.
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    /// Queues per page, 1 to [`MAX_LIST_PAGE`].
-    pub limit: Option<usize>,
-    /// Only queues named after this (a previous page's `next`).
-    pub after: Option<String>,
-}
-
 /// The queues (not subscriptions' queues), by name: all of them, or a page of them.
 pub async fn list(
     state: St,
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Value>> {
-    let Query(page) = q?;
-    if page.limit.is_some_and(|l| l == 0 || l > MAX_LIST_PAGE) {
-        return Err(ApiError::invalid(format!(
-            "limit must be 1 to {MAX_LIST_PAGE}"
-        )));
-    }
+    let page = ListQuery::checked(q)?;
     let now = state.mgmt.now_ms();
     let all = state.mgmt.store().admin().queue_details().await?;
-    let mut shown: Vec<&QueueDetails> = all
+    let queues: Vec<&QueueDetails> = all
         .iter()
         .filter(|q| ferry_protocol::split_subscription_queue(&q.name).is_none())
-        .filter(|q| page.after.as_deref().is_none_or(|a| q.name.as_str() > a))
         .collect();
-    shown.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    let more = page.limit.is_some_and(|l| shown.len() > l);
-    if let Some(l) = page.limit {
-        shown.truncate(l);
-    }
-    let next = if more {
-        shown.last().map(|q| q.name.clone())
-    } else {
-        None
-    };
+    let (shown, next) = page.page(queues, |q| q.name.as_str());
     let queues: Vec<Value> = shown
         .iter()
         .map(|q| queue_json(q, &state.rates, now))

@@ -1,10 +1,16 @@
-//! `/api/topics`: topics with their subscriptions (backlog, consumers, selector, settings).
+//! `/api/topics`: topics with their subscriptions (backlog, consumers, selector, settings),
+//! all at once or paged by name.
 
 use axum::extract::{Path, Query};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use std::collections::HashMap;
+
+use ferry_store::QueueDetails;
+
+use super::paging::ListQuery;
 use super::St;
 use crate::error::ApiResult;
 
@@ -16,12 +22,21 @@ pub struct Force {
     pub force: bool,
 }
 
-/// Every topic with its subscriptions.
-pub async fn list(state: St) -> ApiResult<Json<Value>> {
+/// The topics with their subscriptions, by name: all of them, or a page of them.
+pub async fn list(
+    state: St,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let page = ListQuery::checked(q)?;
     let mgmt = &state.mgmt;
     let topics = mgmt.store().topics().list_topics().await?;
+    let (topics, next) = page.page(topics, |t| t.name.as_str());
     let details = mgmt.store().admin().queue_details().await?;
-    let mut consumers = std::collections::HashMap::<String, u64>::new();
+    // Looked up by name: a search per subscription made a listing of many subscriptions
+    // cost their number squared.
+    let details: HashMap<&str, &QueueDetails> =
+        details.iter().map(|d| (d.name.as_str(), d)).collect();
+    let mut consumers = HashMap::<String, u64>::new();
     for s in mgmt.sessions() {
         for sub in s.subscriptions {
             *consumers.entry(sub.queue).or_default() += 1;
@@ -34,7 +49,7 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
                 "name": t.name,
                 "subscriptions": t.subscriptions.iter().map(|s| {
                     let queue = ferry_protocol::subscription_queue(&t.name, &s.name);
-                    let d = details.iter().find(|d| d.name == queue);
+                    let d = details.get(queue.as_str());
                     json!({
                         "name": s.name,
                         "queue": queue,
@@ -53,7 +68,7 @@ pub async fn list(state: St) -> ApiResult<Json<Value>> {
             })
         })
         .collect();
-    Ok(Json(json!({"topics": out})))
+    Ok(Json(json!({"topics": out, "next": next})))
 }
 
 /// Creates a topic.
