@@ -50,12 +50,7 @@ pub trait DeliveryEncoder: Send + Sync + 'static {
         first_id: u64,
         bodies: &[Bytes],
     ) {
-        for (id, body) in (first_id..).zip(bodies) {
-            let d = DeliveryView {
-                id,
-                body,
-                ..*template
-            };
+        for d in template.run(first_id, bodies) {
             self.encode_in_run(run, out, subscription, &d);
         }
     }

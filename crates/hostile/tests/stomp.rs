@@ -329,18 +329,25 @@ async fn a_client_that_vanishes_gives_its_unacknowledged_messages_back_at_once()
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
+/// Sends `n` messages of 100 KiB of `fill` to `/queue/{queue}` over STOMP and waits for them
+/// all to be stored.
+async fn fill(addr: SocketAddr, queue: &str, n: usize, fill: u8) {
+    let mut p = Raw::connected(addr, "").await;
+    let body = String::from_utf8(vec![fill; 100 * 1024]).expect("ASCII");
+    for i in 0..n {
+        let receipt = if i + 1 == n { "receipt:all\n" } else { "" };
+        p.write(format!("SEND\ndestination:/queue/{queue}\n{receipt}\n{body}\0").as_bytes())
+            .await;
+    }
+    p.receipt("all").await;
+}
+
 #[tokio::test]
 async fn a_slow_reader_costs_bounded_memory_and_loses_nothing() {
     let (server, addr) = start(&[]);
     let pid = server.pid().expect("pid");
-    let mut p = Raw::connected(addr, "").await;
+    fill(addr, "slow", 300, b'z').await;
     let body = "z".repeat(100 * 1024);
-    for i in 0..300 {
-        let receipt = if i == 299 { "receipt:all\n" } else { "" };
-        p.write(format!("SEND\ndestination:/queue/slow\n{receipt}\n{body}\0").as_bytes())
-            .await;
-    }
-    p.receipt("all").await;
     let before = rss_bytes(pid).expect("rss");
     // Subscribes to 30 MB and reads nothing: the broker holds at most the subscription's
     // prefetch (100 messages, 10 MB) and the writer's short queue for it.
@@ -375,14 +382,7 @@ async fn a_slow_reader_costs_bounded_memory_and_loses_nothing() {
 async fn an_auto_ack_reader_of_nothing_is_held_to_the_byte_budget() {
     let (server, addr) = start(&["--max-outbound-bytes", "1048576"]);
     let pid = server.pid().expect("pid");
-    let mut p = Raw::connected(addr, "").await;
-    let body = "y".repeat(100 * 1024);
-    for i in 0..400 {
-        let receipt = if i == 399 { "receipt:all\n" } else { "" };
-        p.write(format!("SEND\ndestination:/queue/budget\n{receipt}\n{body}\0").as_bytes())
-            .await;
-    }
-    p.receipt("all").await;
+    fill(addr, "budget", 400, b'y').await;
     let before = rss_bytes(pid).expect("rss");
     let mut slow = Raw::connected(addr, "").await;
     slow.write(
@@ -581,14 +581,7 @@ async fn a_websocket_reader_that_pauses_is_held_to_stomps_write_timeout_not_the_
 async fn a_websocket_auto_ack_reader_cut_off_loses_only_what_was_written_to_it() {
     let (server, addr) = start(&["--max-outbound-bytes", "1048576"]);
     let http = server.http_addr().expect("HTTP on");
-    let mut p = Raw::connected(addr, "").await;
-    let body = "w".repeat(100 * 1024);
-    for i in 0..400 {
-        let receipt = if i == 399 { "receipt:all\n" } else { "" };
-        p.write(format!("SEND\ndestination:/queue/wscut\n{receipt}\n{body}\0").as_bytes())
-            .await;
-    }
-    p.receipt("all").await;
+    fill(addr, "wscut", 400, b'w').await;
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{http}/stomp"))
         .await
         .expect("upgrade");

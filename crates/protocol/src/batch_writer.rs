@@ -96,15 +96,10 @@ impl DeliverBatchWriter {
         first_id: u64,
         bodies: &[Bytes],
     ) {
-        for (id, body) in (first_id..).zip(bodies) {
-            let d = DeliveryView {
-                id,
-                body,
-                ..*template
-            };
+        for d in template.run(first_id, bodies) {
             let open_fits = self.open.as_ref().is_some_and(|open| {
                 open.subscription == subscription
-                    && id != first_id
+                    && d.id != first_id
                     && out.len() - open.start + batch_entry_len(&d) <= self.max_frame
                     && (open.count as usize + 1) * open.property_bytes
                         <= MAX_REPEATED_PROPERTY_BYTES

@@ -286,6 +286,28 @@ pub struct DeliveryView<'a> {
     pub expires_at: u64,
 }
 
+impl<'a> DeliveryView<'a> {
+    /// A run of deliveries alike but for their ids and bodies: this one's fields, with ids
+    /// from `first_id` on and each of `bodies` in turn (its own id and body are not used).
+    pub fn run<'s>(
+        &self,
+        first_id: MessageId,
+        bodies: &'s [Bytes],
+    ) -> impl Iterator<Item = DeliveryView<'s>> + 's
+    where
+        'a: 's,
+    {
+        let template: DeliveryView<'s> = *self;
+        (first_id..)
+            .zip(bodies)
+            .map(move |(id, body)| DeliveryView {
+                id,
+                body,
+                ..template
+            })
+    }
+}
+
 impl Delivery {
     /// This delivery, borrowed.
     pub fn view(&self) -> DeliveryView<'_> {

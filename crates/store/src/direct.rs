@@ -63,12 +63,8 @@ pub trait DirectBatch: Send {
     /// from `first_id` on and each body in turn (a run of publishes alike but for their
     /// bodies). By default each is a [`DirectBatch::push`]; a batch may write the run in one go.
     fn push_run(&mut self, template: &DeliveryView<'_>, first_id: MessageId, bodies: &[Bytes]) {
-        for (id, body) in (first_id..).zip(bodies) {
-            self.push(&DeliveryView {
-                id,
-                body,
-                ..*template
-            });
+        for d in template.run(first_id, bodies) {
+            self.push(&d);
         }
     }
 
