@@ -360,4 +360,9 @@ fn an_ingest_address_already_taken_stops_the_start_before_any_listener_answers()
         err.contains(&format!("cannot receive datagrams on {taken}")),
         "{err}"
     );
+    assert_eq!(
+        err.matches("Address already in use").count(),
+        1,
+        "the cause once: {err}"
+    );
 }

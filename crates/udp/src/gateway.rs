@@ -93,7 +93,7 @@ impl UdpConfig {
 #[derive(Debug, Error)]
 pub enum UdpError {
     /// The address could not be bound.
-    #[error("cannot receive datagrams on {addr}: {source}")]
+    #[error("cannot receive datagrams on {addr}")]
     Bind {
         /// The address.
         addr: String,
