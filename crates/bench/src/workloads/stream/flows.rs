@@ -27,6 +27,8 @@ pub struct Flow {
     pub next_seq: AtomicU64,
     /// This run's session id in every record.
     pub session: [u8; SESSION_LEN],
+    /// Makes this run's records.
+    pub encoder: record::Encoder,
     /// Records per second offered (0: as fast as possible).
     pub rate: u64,
     /// Records per send.
@@ -60,7 +62,7 @@ impl Flow {
     fn records(&self, first: u64, n: usize, out: &mut Vec<u8>) {
         let now = record::now_ns();
         for seq in first..first + n as u64 {
-            record::encode(seq, now, &self.session, out);
+            self.encoder.encode(seq, now, out);
         }
     }
 

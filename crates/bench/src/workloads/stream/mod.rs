@@ -157,10 +157,12 @@ async fn run_one(args: &StreamArgs, t: Transport, ferry: Option<&FerryAt>) -> Re
         windows,
         WindowLatency::EndToEnd,
     ));
+    let session = record::session(run_id);
     let flow = Arc::new(Flow {
         shared: shared.clone(),
         next_seq: std::sync::atomic::AtomicU64::new(0),
-        session: record::session(run_id),
+        session,
+        encoder: record::Encoder::new(&session),
         rate: args.rate,
         batch: args.batch as usize,
         per_message: args.records_per_message as usize,
