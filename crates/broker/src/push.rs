@@ -64,11 +64,14 @@ pub trait DeliveryEncoder: Send + Sync + 'static {
 }
 
 /// The encoder of a native session's pushes: [`NativeBatched`] for a session that speaks
-/// version 5 or later (frames within `max_frame_bytes`, the client's limit), [`Native`]
-/// otherwise.
+/// version 5 or later (frames within `max_frame_bytes`, the client's limit; runs as
+/// `DeliverRun` frames from version 7), [`Native`] otherwise.
 pub fn native(version: u16, max_frame_bytes: u32) -> std::sync::Arc<dyn DeliveryEncoder> {
     if version >= ferry_protocol::DELIVER_BATCH_VERSION {
-        std::sync::Arc::new(NativeBatched { max_frame_bytes })
+        std::sync::Arc::new(NativeBatched {
+            max_frame_bytes,
+            runs: version >= ferry_protocol::DELIVER_RUN_VERSION,
+        })
     } else {
         std::sync::Arc::new(Native)
     }
@@ -96,10 +99,25 @@ impl DeliveryEncoder for Native {
 }
 
 /// The native protocol from version 5: a run of deliveries goes out as `DeliverBatch` frames
-/// (names and properties once per frame), a single delivery as `Deliver`.
+/// (names and properties once per frame), a single delivery as `Deliver`; from version 7, a
+/// publish run to an auto-ack subscription as `DeliverRun` frames (only its bodies repeated).
 pub struct NativeBatched {
     /// The largest frame the client takes.
     pub max_frame_bytes: u32,
+    /// Whether the client takes `DeliverRun` frames (version 7).
+    pub runs: bool,
+}
+
+impl NativeBatched {
+    /// A frame writer for this session.
+    fn writer(&self) -> DeliverBatchWriter {
+        let w = DeliverBatchWriter::new(self.max_frame_bytes);
+        if self.runs {
+            w.with_runs()
+        } else {
+            w
+        }
+    }
 }
 
 impl DeliveryEncoder for NativeBatched {
@@ -120,7 +138,7 @@ impl DeliveryEncoder for NativeBatched {
         d: &DeliveryView<'_>,
     ) {
         run.0
-            .get_or_insert_with(|| DeliverBatchWriter::new(self.max_frame_bytes))
+            .get_or_insert_with(|| self.writer())
             .push(out, subscription, d);
     }
 
@@ -133,9 +151,13 @@ impl DeliveryEncoder for NativeBatched {
         first_id: u64,
         bodies: &[Bytes],
     ) {
-        run.0
-            .get_or_insert_with(|| DeliverBatchWriter::new(self.max_frame_bytes))
-            .push_run(out, subscription, template, first_id, bodies);
+        run.0.get_or_insert_with(|| self.writer()).push_run(
+            out,
+            subscription,
+            template,
+            first_id,
+            bodies,
+        );
     }
 
     fn finish_run(&self, run: &mut Run, out: &mut BytesMut) {

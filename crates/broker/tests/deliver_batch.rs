@@ -1,6 +1,7 @@
 //! `DeliverBatch` pushes: a version 5 session gets a run of deliveries (a publish batch handed
 //! straight to its subscriber, a push of a queued backlog) as batch frames carrying exactly
-//! the deliveries, in order; a version 4 session gets the same deliveries as `Deliver` frames.
+//! the deliveries, in order; a version 4 session gets the same deliveries as `Deliver` frames;
+//! a version 7 session gets a publish batch handed straight to it as `DeliverRun` frames.
 // Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -85,6 +86,10 @@ async fn deliveries(raw: &mut RawConn, n: usize) -> (Vec<Delivery>, Vec<(FrameKi
                 frames.push((FrameKind::DeliverBatch, deliveries.len()));
                 got.extend(deliveries);
             }
+            Response::DeliverRun { deliveries, .. } => {
+                frames.push((FrameKind::DeliverRun, deliveries.len()));
+                got.extend(deliveries);
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -136,6 +141,39 @@ async fn a_version_5_subscriber_gets_a_non_persistent_publish_batch_as_batch_fra
         .await
         .unwrap()
         .is_none());
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_version_7_subscriber_gets_a_published_batch_as_run_frames_a_version_6_as_batches() {
+    let s = TestServer::start().await;
+    let p = s.client("pub").await;
+    p.create_topic("ticks").await.unwrap();
+    let mut runs = subscriber(&s, 7, "reader7", "r").await;
+    let mut batches = subscriber(&s, 6, "reader6", "r6").await;
+    let publish_bodies = |range: std::ops::Range<usize>| {
+        ferry_protocol::PublishBatch::new("ticks", range.map(body).collect()).non_persistent()
+    };
+    for range in [0..300, 300..310] {
+        for r in p.publish_batch(publish_bodies(range)).await.unwrap() {
+            r.unwrap();
+        }
+    }
+    let (got, frames) = deliveries(&mut runs, 310).await;
+    assert_published(&got, 0);
+    assert!(
+        frames.iter().all(|(k, _)| *k == FrameKind::DeliverRun),
+        "{frames:?}"
+    );
+    let ids: Vec<u64> = got.iter().map(|d| d.message.id).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+    let (got6, frames) = deliveries(&mut batches, 310).await;
+    assert!(
+        frames.iter().all(|(k, _)| *k == FrameKind::DeliverBatch),
+        "{frames:?}"
+    );
+    let ids6: Vec<u64> = got6.iter().map(|d| d.message.id).collect();
+    assert_eq!(ids6, ids, "the same messages either way");
     s.shutdown().await;
 }
 

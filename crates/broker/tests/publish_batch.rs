@@ -1,7 +1,8 @@
 //! `PublishBatch` requests (protocol version 6): every body becomes a message of its own with
 //! the batch's shared fields, delivered exactly as the `SendBatch` of those publishes would be;
 //! bodies fail on their own, a batch over `max_batch` fails whole, older sessions get
-//! `UnknownRequest`, and malformed batches close the connection.
+//! `UnknownRequest`, and malformed batches close the connection. A version 7 session whose
+//! every body went in gets the results as one `PublishedRun`.
 // Test code: a panic is how a check reports failure, so unwrap and indexing are fine here.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -205,6 +206,59 @@ async fn each_body_fails_alone_and_a_batch_over_max_batch_fails_whole() {
 }
 
 #[tokio::test]
+async fn a_version_7_session_gets_a_published_run_when_every_body_went_in_a_version_6_batch_sent() {
+    let s = TestServer::start().await;
+    let (mut raw, c) = raw_with_topic(&s).await;
+    let bodies: Vec<Bytes> = (0..5).map(body).collect();
+    let reply = ask(
+        &mut raw,
+        &Request::PublishBatch(PublishBatch::new("ticks", bodies.clone())),
+    )
+    .await;
+    let Response::PublishedRun { first_id, count } = reply else {
+        panic!("not PublishedRun: {reply:?}")
+    };
+    assert_eq!(count, 5);
+    assert_eq!(held(&c, "ticks", "d").await, 5);
+    // The ids it stands for are the messages' own.
+    let mut sub = c
+        .subscribe_topic(SubscribeTopic::new("ticks").durable("d"))
+        .await
+        .unwrap();
+    for (i, want) in (first_id..first_id + 5).enumerate() {
+        let d = sub.next().await.unwrap().unwrap();
+        assert_eq!((d.message.id, &d.message.body), (want, &body(i)));
+        c.ack(&[d.delivery_id]).await.unwrap();
+    }
+
+    // A version 6 session gets one result per body, the same way.
+    let mut old = RawConn::open(&s.addr_string()).await.unwrap();
+    let reply = old
+        .handshake(Connect {
+            version: 6,
+            client: "six".into(),
+            mechanism: String::new(),
+            credentials: String::new(),
+            keepalive_ms: 0,
+            flags: 0,
+        })
+        .await
+        .unwrap();
+    assert!(matches!(reply, Response::Connected(ref c) if c.version == 6));
+    let reply = ask(
+        &mut old,
+        &Request::PublishBatch(PublishBatch::new("ticks", bodies)),
+    )
+    .await;
+    let Response::BatchSent(results) = reply else {
+        panic!("not BatchSent: {reply:?}")
+    };
+    let ids: Vec<u64> = results.into_iter().map(Result::unwrap).collect();
+    assert_eq!(ids, (first_id + 5..first_id + 10).collect::<Vec<_>>());
+    s.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_version_5_session_gets_unknown_request_and_goes_on() {
     let s = TestServer::start().await;
     let c = s.client("owner").await;
@@ -292,7 +346,7 @@ async fn malformed_publish_batches_close_the_connection_and_store_nothing() {
     let (rid, reply) = raw.recv().await.unwrap();
     assert_eq!(rid, 9);
     assert!(
-        matches!(&reply, Response::BatchSent(r) if r.len() == 2 && r.iter().all(Result::is_ok)),
+        matches!(&reply, Response::PublishedRun { count: 2, .. }),
         "{reply:?}"
     );
     assert_eq!(held(&c, "ti", "d").await, 2);

@@ -455,10 +455,9 @@ impl Client {
     }
 }
 
-/// The encoded length of `msgs` as one `SendBatch` request when there are some, each passes
-/// the limit checks and together they fit `room`; `None` otherwise.
 /// The per-message results of a batch request of `n` messages (`SendBatch` or
-/// `PublishBatch`), from its reply; a reply with another count is a protocol error.
+/// `PublishBatch`), from its reply (`BatchSent`, or for a `PublishBatch` whose every body went
+/// in, `PublishedRun`); a reply with another count is a protocol error.
 pub(crate) fn batch_results(
     reply: Response,
     n: usize,
@@ -468,14 +467,21 @@ pub(crate) fn batch_results(
             .into_iter()
             .map(|r| r.map_err(ClientError::Server))
             .collect()),
-        Response::BatchSent(_) => Err(ClientError::Protocol(WireError::InvalidValue {
-            field: "batch result count",
-            value: 0,
-        })),
+        Response::PublishedRun { first_id, count } if count as usize == n => {
+            Ok((first_id..first_id + u64::from(count)).map(Ok).collect())
+        }
+        Response::BatchSent(_) | Response::PublishedRun { .. } => {
+            Err(ClientError::Protocol(WireError::InvalidValue {
+                field: "batch result count",
+                value: 0,
+            }))
+        }
         other => Err(ClientError::unexpected(other.kind())),
     }
 }
 
+/// The encoded length of `msgs` as one `SendBatch` request when there are some, each passes
+/// the limit checks and together they fit `room`; `None` otherwise.
 fn whole_batch_len(msgs: &[OutgoingMessage], limits: &Limits, room: usize) -> Option<usize> {
     if msgs.is_empty() {
         return None;

@@ -8,13 +8,14 @@
 
 use bytes::Bytes;
 use ferry_protocol::deliver_batch::{read_batch_entry_fields, read_batch_head_like, BatchEntry};
+use ferry_protocol::deliver_run::read_run_head_like;
 use ferry_protocol::wire::Reader;
 use ferry_protocol::{FrameAt, FrameKind, Name, Properties, SubscriptionId, WireError, HEADER_LEN};
 
 use crate::batch::DeliveryBatch;
 
-/// If `frame` (of `run`, cut by `split_frames`) is a pushed delivery (kind `Deliver` or
-/// `DeliverBatch`, request id 0), decodes it into `batches` and returns `true`; `false` for
+/// If `frame` (of `run`, cut by `split_frames`) is a pushed delivery (kind `Deliver`,
+/// `DeliverBatch` or `DeliverRun`, request id 0), decodes it into `batches` and returns `true`; `false` for
 /// any other frame. `more_bytes`: how much was read behind this frame (to size a new batch).
 ///
 /// A batch's bodies are places in the run it was started with: a frame of another run starts
@@ -42,6 +43,24 @@ pub(crate) fn decode_push(
         let batch = batches.batch_for(subscription, run, 1 + more_bytes / frame_len);
         batch.push_head(head.0, head.1, head.2);
         batch.push(entry);
+        return Ok(true);
+    }
+    if frame.kind == FrameKind::DeliverRun as u16 {
+        let subscription = Reader::window(run, frame.payload.clone()).u64()?;
+        let (queue, sender) = batches.last_names(subscription);
+        let head = read_run_head_like(&mut r, queue.as_ref(), sender.as_ref())?;
+        let expected = head.count * (1 + more_bytes / frame_len);
+        let batch = batches.batch_for(subscription, run, expected);
+        batch.reserve(head.count);
+        batch.push_head(
+            head.queue.clone(),
+            head.sender.clone(),
+            head.properties.clone(),
+        );
+        for i in 0..head.count {
+            batch.push(head.entry(i, r.bytes_range()?));
+        }
+        r.finish()?;
         return Ok(true);
     }
     if frame.kind != FrameKind::DeliverBatch as u16 {
@@ -245,6 +264,35 @@ mod tests {
         assert!(!decode(&frame(9, &push), &mut b, 0).unwrap());
         assert!(!decode(&frame(0, &Response::Pong), &mut b, 0).unwrap());
         assert_eq!(drained(&mut b), vec![(7, vec![delivery(3)])]);
+    }
+
+    #[test]
+    fn a_run_decodes_like_the_response_with_its_names_shared() {
+        let deliveries: Vec<Delivery> = (10..13)
+            .map(|id| {
+                let mut d = delivery(0);
+                d.message.id = id;
+                d.message.body = Bytes::from(vec![id as u8; id as usize]);
+                d
+            })
+            .collect();
+        let push = Response::DeliverRun {
+            subscription: 7,
+            deliveries: deliveries.clone(),
+        };
+        let mut b = PushBatches::default();
+        assert!(decode(&frame(0, &push), &mut b, 0).unwrap());
+        let got = drained(&mut b);
+        assert_eq!(got, vec![(7, deliveries)]);
+        let [d1, d2, ..] = &got[0].1[..] else {
+            panic!("three deliveries")
+        };
+        assert!(d2.message.queue.same_allocation(&d1.message.queue));
+        // A run cut short is an error (the reader then closes the connection).
+        let (run, mut f) = frame(0, &push);
+        f.payload.end -= 1;
+        let mut b = PushBatches::default();
+        assert!(decode_push(&run, &f, &mut b, 0).is_err());
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! [`DeliverBatchWriter`]: how a broker writes a run of deliveries as `DeliverBatch` frames
-//! ([`crate::deliver_batch`] has the frame's layout and readers).
+//! ([`crate::deliver_batch`] has the frame's layout and readers) or, to a version 7 receiver,
+//! `DeliverRun` frames ([`crate::deliver_run`]).
 
 use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
 use crate::deliver_batch::{put_entry, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES};
+use crate::deliver_run::{put_run_body, put_run_head, MAX_RUN_DELIVERIES};
 use crate::frame::{begin_frame, end_frame, FrameKind, HEADER_LEN};
 use crate::responses::encode_deliver;
-use crate::size::{batch_entry_len, properties_len};
+use crate::size::{batch_entry_len, properties_len, run_head_len};
 use crate::types::{DeliveryView, Properties, SubscriptionId};
 use crate::wire::{fitting, put_properties, put_string};
 
@@ -33,6 +35,8 @@ struct Open {
 pub struct DeliverBatchWriter {
     open: Option<Open>,
     max_frame: usize,
+    /// Whether auto-ack runs go out as `DeliverRun` frames (the receiver speaks version 7).
+    runs: bool,
 }
 
 impl DeliverBatchWriter {
@@ -42,7 +46,16 @@ impl DeliverBatchWriter {
         DeliverBatchWriter {
             open: None,
             max_frame: (max_frame_bytes as usize).min(MAX_BATCH_FRAME_BYTES),
+            runs: false,
         }
+    }
+
+    /// This writer, writing the runs of [`DeliverBatchWriter::push_run`] whose deliveries
+    /// settle nothing (delivery id 0) as `DeliverRun` frames: for a receiver of version 7 or
+    /// later ([`crate::DELIVER_RUN_VERSION`]).
+    pub fn with_runs(mut self) -> DeliverBatchWriter {
+        self.runs = true;
+        self
     }
 
     /// Appends `d` on `subscription` to the open frame if it shares its fields and fits,
@@ -85,9 +98,12 @@ impl DeliverBatchWriter {
     }
 
     /// Appends one delivery per body of `bodies`: `template`'s fields, with ids from
-    /// `first_id` on and each body in turn. The first is pushed as [`DeliverBatchWriter::push`]
-    /// does; the others share its fields, so while they fit the open frame they go in without
-    /// comparing names and properties again.
+    /// `first_id` on and each body in turn.
+    ///
+    /// Written [`DeliverBatchWriter::with_runs`], a run that settles nothing (delivery id 0)
+    /// goes out as `DeliverRun` frames. Otherwise the first is pushed as
+    /// [`DeliverBatchWriter::push`] does; the others share its fields, so while they fit the
+    /// open frame they go in without comparing names and properties again.
     pub fn push_run(
         &mut self,
         out: &mut BytesMut,
@@ -96,6 +112,11 @@ impl DeliverBatchWriter {
         first_id: u64,
         bodies: &[Bytes],
     ) {
+        if self.runs && template.delivery_id == 0 {
+            self.finish(out);
+            self.put_runs(out, subscription, template, first_id, bodies);
+            return;
+        }
         for d in template.run(first_id, bodies) {
             let open_fits = self.open.as_ref().is_some_and(|open| {
                 open.subscription == subscription
@@ -115,6 +136,55 @@ impl DeliverBatchWriter {
         }
     }
 
+    /// Writes `bodies` as `DeliverRun` frames of `template`'s fields, ids from `first_id` on,
+    /// each frame within [`MAX_RUN_DELIVERIES`] and the size and repeated-property bounds of a
+    /// batch; a body too large
+    /// for any run frame goes out as a `Deliver` of its own.
+    fn put_runs(
+        &self,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &[Bytes],
+    ) {
+        let head = HEADER_LEN + run_head_len(template);
+        let property_bytes = properties_len(template.properties) - 2;
+        let max_count = MAX_REPEATED_PROPERTY_BYTES
+            .checked_div(property_bytes)
+            .unwrap_or(usize::MAX)
+            .min(MAX_RUN_DELIVERIES);
+        // The frame being filled: where it starts, where its count lies, the count.
+        let mut open: Option<(usize, usize, u32)> = None;
+        for (d, body) in template.run(first_id, bodies).zip(bodies) {
+            if let Some((start, count_at, count)) = open {
+                if out.len() - start + 4 + body.len() > self.max_frame
+                    || count as usize >= max_count
+                {
+                    close_run(out, start, count_at, count);
+                    open = None;
+                }
+            }
+            let (start, count_at, count) = match open {
+                Some(frame) => frame,
+                None if head + 4 + body.len() > self.max_frame || max_count == 0 => {
+                    encode_deliver(out, subscription, &d);
+                    continue;
+                }
+                None => {
+                    let start = begin_frame(out, FrameKind::DeliverRun, 0);
+                    put_run_head(out, subscription, &d, 0);
+                    (start, out.len() - 4, 0)
+                }
+            };
+            put_run_body(out, body);
+            open = Some((start, count_at, count + 1));
+        }
+        if let Some((start, count_at, count)) = open {
+            close_run(out, start, count_at, count);
+        }
+    }
+
     /// Closes the open frame, if any: patches its count and length.
     pub fn finish(&mut self, out: &mut BytesMut) {
         if let Some(open) = self.open.take() {
@@ -124,6 +194,14 @@ impl DeliverBatchWriter {
             end_frame(out, open.start);
         }
     }
+}
+
+/// Ends the run frame begun at `start`: patches its count (at `count_at`) and length.
+fn close_run(out: &mut BytesMut, start: usize, count_at: usize, count: u32) {
+    if let Some(slot) = out.get_mut(count_at..count_at + 4) {
+        slot.copy_from_slice(&count.to_le_bytes());
+    }
+    end_frame(out, start);
 }
 
 /// Begins a frame for deliveries like `d`: header and shared fields, the count left to patch.

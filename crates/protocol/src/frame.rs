@@ -83,6 +83,9 @@ numbered_enum! {
         Sent = 0x8020,
         /// Reply to send batch.
         BatchSent = 0x8021,
+        /// Reply to a publish batch whose every body was published, with consecutive ids
+        /// (version 7).
+        PublishedRun = 0x8022,
         /// Reply to receive.
         Received = 0x8030,
         /// Reply to waiting queues.
@@ -94,6 +97,9 @@ numbered_enum! {
         /// Push: several deliveries on a subscription sharing queue, sender and properties
         /// (request id 0; version 5, see [`crate::deliver_batch`]).
         DeliverBatch = 0x8043,
+        /// Push: deliveries on an auto-ack subscription alike but for their consecutive ids
+        /// and bodies (request id 0; version 7, see [`crate::deliver_run`]).
+        DeliverRun = 0x8044,
         /// Push: the broker ended a subscription (request id 0).
         SubscriptionClosed = 0x8042,
         /// Reply to list topics.

@@ -9,6 +9,7 @@
 //! - [`responses`]: every reply and pushed delivery the broker sends;
 //! - [`size`]: the exact encoded size of every frame, for buffers sized ahead of encoding;
 //! - [`deliver_batch`]: the `DeliverBatch` push, many deliveries sharing names in one frame;
+//! - [`deliver_run`]: the `DeliverRun` push, a publish run's deliveries with only their bodies;
 //! - [`publish_batch`]: the `PublishBatch` request, many bodies to one topic sharing the rest;
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
@@ -25,6 +26,7 @@
 pub mod batch_writer;
 pub mod codes;
 pub mod deliver_batch;
+pub mod deliver_run;
 pub mod frame;
 pub mod limits;
 pub mod name;
@@ -49,7 +51,7 @@ pub use responses::{encode_deliver, ErrorReply, Response};
 pub use size::deliver_encoded_len;
 pub use types::*;
 pub use version::{
-    speaks_version, DELIVER_BATCH_VERSION, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
-    PUBLISH_BATCH_VERSION,
+    speaks_version, DELIVER_BATCH_VERSION, DELIVER_RUN_VERSION, MIN_PROTOCOL_VERSION,
+    PROTOCOL_VERSION, PUBLISH_BATCH_VERSION,
 };
 pub use wire::WireError;

@@ -484,7 +484,7 @@ const MIN_OUTGOING_BYTES: usize = 2 + 1 + 1 + 8 + 2 + 4 + 8 + 8 + 1 + 2;
 /// The version is the first field of the first frame in every protocol version, now and later,
 /// so that a broker can always answer a client it cannot understand with `UnsupportedVersion`
 /// instead of closing the connection on a frame it cannot parse. So when the version is not one
-/// this build speaks ([`crate::speaks_version`]: versions 4 and 5 share this layout), the rest
+/// this build speaks ([`crate::speaks_version`]: versions 4 to 7 share this layout), the rest
 /// of the payload is decoded only if it happens to have this layout; otherwise the name and credentials come back empty and the caller, which
 /// must check the version first, refuses the session.
 fn decode_connect(r: &mut Reader<'_>) -> Result<Request, WireError> {

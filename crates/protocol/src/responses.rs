@@ -4,6 +4,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::codes::ErrorCode;
 use crate::deliver_batch::{put_deliver_batch, read_deliver_batch};
+use crate::deliver_run::{put_deliver_run, read_deliver_run};
 use crate::frame::{begin_frame, end_frame, FrameKind, RawFrame, HEADER_LEN};
 use crate::limits::Limits;
 pub use crate::types::DeliveryView;
@@ -85,6 +86,15 @@ pub enum Response {
     },
     /// One result per batch item, in order.
     BatchSent(Vec<Result<MessageId, ErrorReply>>),
+    /// Reply to a `PublishBatch` (version 7) whose every body was published, with
+    /// consecutive ids: the `BatchSent` of `count` results `Ok(first_id)`, `Ok(first_id + 1)`,
+    /// ... in 12 bytes.
+    PublishedRun {
+        /// The first body's message id.
+        first_id: MessageId,
+        /// Bodies published (at least 1).
+        count: u32,
+    },
     /// A receive's result: a delivery or none.
     Received(Option<Delivery>),
     /// Queues holding messages addressed to this client.
@@ -107,6 +117,14 @@ pub enum Response {
         /// The subscription.
         subscription: SubscriptionId,
         /// The deliveries (at least one).
+        deliveries: Vec<Delivery>,
+    },
+    /// Push (version 7): deliveries on an auto-ack subscription alike but for their
+    /// consecutive message ids and their bodies (see [`crate::deliver_run`]).
+    DeliverRun {
+        /// The subscription.
+        subscription: SubscriptionId,
+        /// The deliveries (at least one, [`crate::deliver_run::is_run`]).
         deliveries: Vec<Delivery>,
     },
     /// Push: the broker ended a subscription (e.g. its queue was deleted).
@@ -284,11 +302,13 @@ impl Response {
             Response::Queues(_) => FrameKind::Queues,
             Response::Sent { .. } => FrameKind::Sent,
             Response::BatchSent(_) => FrameKind::BatchSent,
+            Response::PublishedRun { .. } => FrameKind::PublishedRun,
             Response::Received(_) => FrameKind::Received,
             Response::WaitingQueues(_) => FrameKind::WaitingQueuesList,
             Response::Subscribed { .. } => FrameKind::Subscribed,
             Response::Deliver { .. } => FrameKind::Deliver,
             Response::DeliverBatch { .. } => FrameKind::DeliverBatch,
+            Response::DeliverRun { .. } => FrameKind::DeliverRun,
             Response::SubscriptionClosed { .. } => FrameKind::SubscriptionClosed,
             Response::Topics(_) => FrameKind::Topics,
             Response::TopicSubscribed { .. } => FrameKind::TopicSubscribed,
@@ -324,6 +344,10 @@ impl Response {
                 }
             }
             Response::Sent { id } => out.put_u64_le(*id),
+            Response::PublishedRun { first_id, count } => {
+                out.put_u64_le(*first_id);
+                out.put_u32_le(*count);
+            }
             Response::BatchSent(results) => {
                 out.put_u32_le(results.len() as u32);
                 for res in results {
@@ -359,6 +383,10 @@ impl Response {
                 subscription,
                 deliveries,
             } => put_deliver_batch(out, *subscription, deliveries),
+            Response::DeliverRun {
+                subscription,
+                deliveries,
+            } => put_deliver_run(out, *subscription, deliveries),
             Response::SubscriptionClosed {
                 subscription,
                 error,
@@ -424,6 +452,17 @@ impl Response {
                 Response::Queues(qs)
             }
             FrameKind::Sent => Response::Sent { id: r.u64()? },
+            FrameKind::PublishedRun => {
+                let first_id = r.u64()?;
+                let count = r.u32()?;
+                if count == 0 || first_id.checked_add(u64::from(count) - 1).is_none() {
+                    return Err(WireError::InvalidValue {
+                        field: "published run",
+                        value: u64::from(count),
+                    });
+                }
+                Response::PublishedRun { first_id, count }
+            }
             FrameKind::BatchSent => {
                 let n = r.count32("batch results", 1 + 2 + 2)?;
                 let mut results = Vec::with_capacity(n);
@@ -459,6 +498,13 @@ impl Response {
             FrameKind::DeliverBatch => {
                 let (subscription, deliveries) = read_deliver_batch(&mut r)?;
                 Response::DeliverBatch {
+                    subscription,
+                    deliveries,
+                }
+            }
+            FrameKind::DeliverRun => {
+                let (subscription, deliveries) = read_deliver_run(&mut r)?;
+                Response::DeliverRun {
                     subscription,
                     deliveries,
                 }

@@ -4,6 +4,7 @@
 //! the frame limit), the size comes from here, so it can never drift from the encoder: the
 //! tests encode a sample of every frame kind and compare.
 
+use crate::deliver_run::RUN_FIXED;
 use crate::frame::HEADER_LEN;
 use crate::publish_batch::PublishBatch;
 use crate::requests::{outgoing_encoded_len, Request};
@@ -77,6 +78,16 @@ pub fn delivery_len(d: &DeliveryView<'_>) -> usize {
 /// delivery takes besides the names and properties its batch carries once.
 pub fn batch_entry_len(d: &DeliveryView<'_>) -> usize {
     16 + opt_string(d.receiver) + 21 + 4 + d.body.len() + 8
+}
+
+/// Bytes of a `DeliverRun` payload ([`crate::deliver_run`]) besides its bodies, for a run of
+/// deliveries like `d` (each body then takes 4 + its length).
+pub fn run_head_len(d: &DeliveryView<'_>) -> usize {
+    8 + string(d.queue)
+        + string(d.sender)
+        + properties_len(d.properties)
+        + opt_string(d.receiver)
+        + RUN_FIXED
 }
 
 /// Bytes of the `Deliver` push frame of `d` ([`crate::encode_deliver`]), header included.
@@ -167,6 +178,7 @@ impl Response {
                     4 + qs.iter().map(|q| string(&q.name) + 8 + 8).sum::<usize>()
                 }
                 Response::Sent { .. } | Response::Subscribed { .. } => 8,
+                Response::PublishedRun { .. } => 8 + 4,
                 Response::BatchSent(results) => {
                     4 + results
                         .iter()
@@ -185,6 +197,15 @@ impl Response {
                         + deliveries
                             .iter()
                             .map(|d| batch_entry_len(&d.view()))
+                            .sum::<usize>()
+                }
+                Response::DeliverRun { deliveries, .. } => {
+                    deliveries
+                        .first()
+                        .map_or(8 + 4 + 4 + 2 + 1 + RUN_FIXED, |d| run_head_len(&d.view()))
+                        + deliveries
+                            .iter()
+                            .map(|d| 4 + d.message.body.len())
                             .sum::<usize>()
                 }
                 Response::SubscriptionClosed { error: e, .. } => 8 + error(e),

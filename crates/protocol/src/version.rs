@@ -12,8 +12,10 @@
 /// message in `Connected`. Version 5 added the `DeliverBatch` push
 /// ([`crate::deliver_batch`]), which a broker sends only to sessions of version 5 or later.
 /// Version 6 added the `PublishBatch` request ([`crate::publish_batch`]), which a broker
-/// refuses from sessions of an older version.
-pub const PROTOCOL_VERSION: u16 = 6;
+/// refuses from sessions of an older version. Version 7 added the `DeliverRun` push
+/// ([`crate::deliver_run`]) and the `PublishedRun` reply to a `PublishBatch`, which a broker
+/// sends only to sessions of version 7 or later.
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// The oldest version a broker of this build still speaks: version 4 clients get their
 /// deliveries as `Deliver` frames only, version 4 and 5 clients publish with `Send` and
@@ -25,6 +27,9 @@ pub const DELIVER_BATCH_VERSION: u16 = 5;
 
 /// The first version whose sessions may send `PublishBatch` requests.
 pub const PUBLISH_BATCH_VERSION: u16 = 6;
+
+/// The first version whose sessions receive `DeliverRun` pushes and `PublishedRun` replies.
+pub const DELIVER_RUN_VERSION: u16 = 7;
 
 /// Whether a broker of this build speaks `version`.
 pub fn speaks_version(version: u16) -> bool {

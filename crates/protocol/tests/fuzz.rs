@@ -66,6 +66,8 @@ mod min {
     /// A `DeliverBatch` entry: two ids (16), receiver tag (1), fixed fields (21), body length
     /// (4), expiry (8).
     pub const BATCH_ENTRY: usize = 50;
+    /// A body of a `DeliverRun`: its length (4).
+    pub const RUN_BODY: usize = 4;
     /// A body of a `PublishBatch`: its length (4).
     pub const BODY: usize = 4;
     /// A queue listing entry: name length (2), ready (8), in flight (8).
@@ -264,8 +266,12 @@ impl Tally {
                 }
             }
             Response::Received(Some(d)) | Response::Deliver { delivery: d, .. } => self.delivery(d),
-            Response::DeliverBatch { deliveries, .. } => {
-                self.list(deliveries, deliveries.capacity(), min::BATCH_ENTRY);
+            Response::DeliverBatch { deliveries, .. } | Response::DeliverRun { deliveries, .. } => {
+                let min_entry = match r {
+                    Response::DeliverRun { .. } => min::RUN_BODY,
+                    _ => min::BATCH_ENTRY,
+                };
+                self.list(deliveries, deliveries.capacity(), min_entry);
                 // The batch's properties are on the wire once and copied into each delivery,
                 // within a bound of their own (checked here, outside the payload's count).
                 let shared = deliveries.first().map(|d| d.message.properties.clone());
@@ -305,6 +311,7 @@ impl Tally {
             Response::Ok
             | Response::Pong
             | Response::Sent { .. }
+            | Response::PublishedRun { .. }
             | Response::Received(None)
             | Response::Subscribed { .. } => {}
         }
@@ -809,4 +816,9 @@ fn memory_per_minimal_encoded_byte_is_bounded_for_every_list_element() {
             "{what}: {size} bytes in memory for {min} encoded"
         );
     }
+    // A run's body may be empty (4 bytes) while its delivery takes far more: its count is
+    // capped instead, so that a run frame decodes into no more than 12 times a 64 KiB frame
+    // (the most a batch or run frame grows to).
+    let run = ferry_protocol::deliver_run::MAX_RUN_DELIVERIES * size_of::<Delivery>();
+    assert!(run <= 12 * 64 * 1024, "a full run decodes into {run} bytes");
 }

@@ -65,11 +65,13 @@ const FRAME_KINDS: &[(FrameKind, u16)] = &[
     (FrameKind::Queues, 0x8012),
     (FrameKind::Sent, 0x8020),
     (FrameKind::BatchSent, 0x8021),
+    (FrameKind::PublishedRun, 0x8022),
     (FrameKind::Received, 0x8030),
     (FrameKind::WaitingQueuesList, 0x8033),
     (FrameKind::Subscribed, 0x8040),
     (FrameKind::Deliver, 0x8041),
     (FrameKind::DeliverBatch, 0x8043),
+    (FrameKind::DeliverRun, 0x8044),
     (FrameKind::SubscriptionClosed, 0x8042),
     (FrameKind::Topics, 0x8052),
     (FrameKind::TopicSubscribed, 0x8053),
@@ -137,16 +139,18 @@ fn frame_kind_numbers_are_pinned() {
 }
 
 #[test]
-fn protocol_version_is_6_and_4_is_still_spoken() {
-    assert_eq!(PROTOCOL_VERSION, 6);
+fn protocol_version_is_7_and_4_is_still_spoken() {
+    assert_eq!(PROTOCOL_VERSION, 7);
     assert_eq!(ferry_protocol::MIN_PROTOCOL_VERSION, 4);
     assert_eq!(ferry_protocol::DELIVER_BATCH_VERSION, 5);
     assert_eq!(ferry_protocol::PUBLISH_BATCH_VERSION, 6);
+    assert_eq!(ferry_protocol::DELIVER_RUN_VERSION, 7);
     assert!(!ferry_protocol::speaks_version(3));
     assert!(ferry_protocol::speaks_version(4));
     assert!(ferry_protocol::speaks_version(5));
     assert!(ferry_protocol::speaks_version(6));
-    assert!(!ferry_protocol::speaks_version(7));
+    assert!(ferry_protocol::speaks_version(7));
+    assert!(!ferry_protocol::speaks_version(8));
     assert_eq!(ferry_protocol::requests::CONNECT_EPHEMERAL, 1);
     assert_eq!(ferry_protocol::requests::CONNECT_FLAGS, 1);
 }

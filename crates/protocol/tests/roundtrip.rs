@@ -253,9 +253,9 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     let frame = RawFrame {
         kind: 0x0001,
         request_id: 1,
-        payload: Bytes::from(hex("07 00 | ff ff ff | 01")),
+        payload: Bytes::from(hex("08 00 | ff ff ff | 01")),
     };
-    assert_eq!(Request::decode(&frame), Ok(foreign_connect(7)));
+    assert_eq!(Request::decode(&frame), Ok(foreign_connect(8)));
     // Version 1 and 2 clients (before topics) are refused the same way.
     let frame = RawFrame {
         kind: 0x0001,
@@ -281,7 +281,7 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
     assert_eq!(Request::decode(&frame), Ok(foreign_connect(3)));
     // If the rest does have this version's layout it is kept.
     let req = Request::Connect(Connect {
-        version: 6,
+        version: 7,
         client: "app".into(),
         mechanism: String::new(),
         credentials: String::new(),
@@ -289,8 +289,8 @@ fn a_connect_of_another_version_decodes_from_its_version_alone() {
         flags: 0,
     });
     assert_eq!(Request::decode(&one_frame(&req_bytes(&req, 1))), Ok(req));
-    // The connect of a version this build speaks (4 and 5 share its layout) must be whole.
-    for version in ["04 00", "05 00"] {
+    // The connect of a version this build speaks (4 to 7 share its layout) must be whole.
+    for version in ["04 00", "05 00", "06 00", "07 00"] {
         let frame = RawFrame {
             kind: 0x0001,
             request_id: 1,

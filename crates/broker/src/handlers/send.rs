@@ -160,7 +160,8 @@ fn merge_results(
 
 /// publish_batch (version 6): every body a message of its own to one topic, the rest shared.
 /// Each body succeeds or fails on its own, as in a `SendBatch`; the shared fields are checked
-/// once, and the topic property is built once for the batch.
+/// once, and the topic property is built once for the batch. A version 7 session whose every
+/// body went in with consecutive ids gets `PublishedRun` instead of `BatchSent`.
 pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBatch) -> Response {
     if session.version() < ferry_protocol::PUBLISH_BATCH_VERSION {
         // What a broker of the session's version answers: it does not know the request.
@@ -231,7 +232,18 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         };
         shared.store.queues().publish_run(run).await
     };
-    let (results, ok) = merge_results(results, stored);
+    // A version 7 client takes a run of consecutive ids, every body stored, in 12 bytes.
+    let run = (session.version() >= ferry_protocol::DELIVER_RUN_VERSION
+        && results.len() == stored.len())
+    .then(|| published_run(&stored))
+    .flatten();
+    let (reply, ok) = match run {
+        Some((first_id, count)) => (Response::PublishedRun { first_id, count }, u64::from(count)),
+        None => {
+            let (results, ok) = merge_results(results, stored);
+            (Response::BatchSent(results), ok)
+        }
+    };
     if ok > 0 {
         if deliver_at_ms > 0 {
             shared.delayed_sent.notify_one();
@@ -240,5 +252,15 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         Stats::add(&shared.stats.messages_published, ok);
         shared.wakers.notify_topic(&batch.topic);
     }
-    Response::BatchSent(results)
+    reply
+}
+
+/// The first id and count of `stored` if every body was stored, with consecutive ids.
+fn published_run(stored: &[Result<u64, StoreError>]) -> Option<(u64, u32)> {
+    let first = *stored.first()?.as_ref().ok()?;
+    let consecutive = stored
+        .iter()
+        .zip(first..)
+        .all(|(r, want)| matches!(r, Ok(id) if *id == want));
+    Some((first, u32::try_from(stored.len()).ok()?)).filter(|_| consecutive)
 }

@@ -15,6 +15,8 @@ use ferry_protocol::{
 };
 use proptest::prelude::*;
 
+pub mod pushes;
+
 /// The request id every sample frame is encoded with.
 pub const RID: u32 = 7;
 
@@ -141,6 +143,29 @@ pub fn pushed_delivery() -> Delivery {
             expires_at: 0,
         },
     }
+}
+
+/// Two auto-ack deliveries alike but for their consecutive ids and their bodies: a
+/// `DeliverRun`'s (addressed to 'me', delivered once before, expiring).
+pub fn run_deliveries() -> Vec<Delivery> {
+    let first = Message {
+        body: Bytes::from_static(b"a"),
+        delivery_count: 1,
+        expires_at: 9,
+        ..pushed_delivery().message
+    };
+    let second = Message {
+        id: 8,
+        body: Bytes::from_static(b"bc"),
+        ..first.clone()
+    };
+    [first, second]
+        .into_iter()
+        .map(|message| Delivery {
+            delivery_id: 0,
+            message,
+        })
+        .collect()
 }
 
 /// Two pushed deliveries sharing queue, sender and property: a `DeliverBatch`'s; the second
@@ -303,6 +328,10 @@ pub fn pinned_responses() -> Vec<Response> {
             in_flight: 1,
         }]),
         Response::Sent { id: 42 },
+        Response::PublishedRun {
+            first_id: 9,
+            count: 3,
+        },
         Response::BatchSent(vec![
             Ok(9),
             Err(ErrorReply::new(ErrorCode::TooLarge, "big")),
@@ -322,6 +351,10 @@ pub fn pinned_responses() -> Vec<Response> {
         Response::DeliverBatch {
             subscription: 3,
             deliveries: batched_deliveries(),
+        },
+        Response::DeliverRun {
+            subscription: 3,
+            deliveries: run_deliveries(),
         },
         Response::Topics(vec![TopicInfo {
             name: "t".into(),
@@ -538,6 +571,29 @@ pub fn all_responses() -> Vec<Response> {
             ],
         },
     ]);
+    v.push(Response::PublishedRun {
+        first_id: u64::MAX - 1,
+        count: 2,
+    });
+    // A run at the ends of the number ranges, without a receiver, one large body.
+    v.push(Response::DeliverRun {
+        subscription: u64::MAX,
+        deliveries: [u64::MAX - 2, u64::MAX - 1, u64::MAX]
+            .into_iter()
+            .map(|id| Delivery {
+                delivery_id: 0,
+                message: Message {
+                    id,
+                    receiver: None,
+                    body: Bytes::from(vec![id as u8; if id == u64::MAX { 5000 } else { 1 }]),
+                    delivery_count: u32::MAX,
+                    created_at: u64::MAX,
+                    expires_at: u64::MAX,
+                    ..full_delivery_message()
+                },
+            })
+            .collect(),
+    });
     v.extend(ErrorCode::ALL.iter().map(|c| Response::error(*c, c.name())));
     v
 }
