@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{DeliveryView, MessageId, SubscriptionId};
 use ferry_store::{DirectBatch, DirectConsumer, Store};
 
@@ -112,8 +113,13 @@ impl DirectBatch for PushBatch {
         self.count += 1;
     }
 
-    fn push_run(&mut self, template: &DeliveryView<'_>, first_id: MessageId, bodies: &[Bytes]) {
-        let Some(first) = bodies.first() else {
+    fn push_run(
+        &mut self,
+        template: &DeliveryView<'_>,
+        first_id: MessageId,
+        bodies: &PackedBodies,
+    ) {
+        let Some(first) = bodies.iter().next() else {
             return;
         };
         self.reserve_for(&DeliveryView {

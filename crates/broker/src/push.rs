@@ -5,8 +5,9 @@
 //! to the gateway's socket in one encoding, with the store's, credit's and writer's paths
 //! unchanged. The broker knows no protocol but its own: the encoder is the gateway's.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use ferry_protocol::batch_writer::DeliverBatchWriter;
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::size::batch_entry_len;
 use ferry_protocol::{
     deliver_encoded_len, encode_deliver, DeliveryView, ErrorReply, Response, SubscriptionId,
@@ -48,9 +49,9 @@ pub trait DeliveryEncoder: Send + Sync + 'static {
         subscription: SubscriptionId,
         template: &DeliveryView<'_>,
         first_id: u64,
-        bodies: &[Bytes],
+        bodies: &PackedBodies,
     ) {
-        for d in template.run(first_id, bodies) {
+        for d in template.run(first_id, bodies.iter()) {
             self.encode_in_run(run, out, subscription, &d);
         }
     }
@@ -149,7 +150,7 @@ impl DeliveryEncoder for NativeBatched {
         subscription: SubscriptionId,
         template: &DeliveryView<'_>,
         first_id: u64,
-        bodies: &[Bytes],
+        bodies: &PackedBodies,
     ) {
         run.0.get_or_insert_with(|| self.writer()).push_run(
             out,

@@ -152,7 +152,8 @@ async fn a_version_7_subscriber_gets_a_published_batch_as_run_frames_a_version_6
     let mut runs = subscriber(&s, 7, "reader7", "r").await;
     let mut batches = subscriber(&s, 6, "reader6", "r6").await;
     let publish_bodies = |range: std::ops::Range<usize>| {
-        ferry_protocol::PublishBatch::new("ticks", range.map(body).collect()).non_persistent()
+        ferry_protocol::PublishBatch::new("ticks", range.map(body).collect::<Vec<_>>())
+            .non_persistent()
     };
     for range in [0..300, 300..310] {
         for r in p.publish_batch(publish_bodies(range)).await.unwrap() {

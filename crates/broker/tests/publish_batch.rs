@@ -62,7 +62,7 @@ async fn a_publish_batch_is_delivered_like_the_publishes_it_stands_for() {
         priority: 7,
         ttl_ms: 60_000,
         properties: vec![("n".into(), PropertyValue::Str("v".into()))].into(),
-        ..PublishBatch::new("ticks", (0..n).map(body).collect()).non_persistent()
+        ..PublishBatch::new("ticks", (0..n).map(body).collect::<Vec<_>>()).non_persistent()
     };
     let ids: Vec<u64> = p
         .publish_batch(batch)
@@ -425,7 +425,9 @@ async fn a_non_persistent_batch_reaches_direct_queued_and_selecting_subscribers_
             properties: vec![("batch".into(), PropertyValue::Int(b))].into(),
             ..PublishBatch::new(
                 "mix",
-                (0..per).map(|i| body(i + b as usize * per)).collect(),
+                (0..per)
+                    .map(|i| body(i + b as usize * per))
+                    .collect::<Vec<_>>(),
             )
             .non_persistent()
         };

@@ -109,11 +109,7 @@ impl Client {
                 .iter()
                 .all(|b| b.len() <= limits.max_body_bytes as usize);
         if !fits {
-            let items = batch
-                .bodies
-                .iter()
-                .map(|b| batch.message(b.clone()))
-                .collect();
+            let items = batch.bodies.handles().map(|b| batch.message(b)).collect();
             return self.send_batch(items).await;
         }
         let reply = self

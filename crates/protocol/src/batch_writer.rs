@@ -4,11 +4,12 @@
 
 use std::ops::Range;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use crate::deliver_batch::{put_entry, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES};
-use crate::deliver_run::{put_run_body, put_run_head, MAX_RUN_DELIVERIES};
+use crate::deliver_run::{put_run_head, MAX_RUN_DELIVERIES};
 use crate::frame::{begin_frame, end_frame, FrameKind, HEADER_LEN};
+use crate::packed::PackedBodies;
 use crate::responses::encode_deliver;
 use crate::size::{batch_entry_len, properties_len, run_head_len};
 use crate::types::{DeliveryView, Properties, SubscriptionId};
@@ -110,14 +111,14 @@ impl DeliverBatchWriter {
         subscription: SubscriptionId,
         template: &DeliveryView<'_>,
         first_id: u64,
-        bodies: &[Bytes],
+        bodies: &PackedBodies,
     ) {
         if self.runs && template.delivery_id == 0 {
             self.finish(out);
             self.put_runs(out, subscription, template, first_id, bodies);
             return;
         }
-        for d in template.run(first_id, bodies) {
+        for d in template.run(first_id, bodies.iter()) {
             let open_fits = self.open.as_ref().is_some_and(|open| {
                 open.subscription == subscription
                     && d.id != first_id
@@ -146,7 +147,7 @@ impl DeliverBatchWriter {
         subscription: SubscriptionId,
         template: &DeliveryView<'_>,
         first_id: u64,
-        bodies: &[Bytes],
+        bodies: &PackedBodies,
     ) {
         let head = HEADER_LEN + run_head_len(template);
         let property_bytes = properties_len(template.properties) - 2;
@@ -154,34 +155,38 @@ impl DeliverBatchWriter {
             .checked_div(property_bytes)
             .unwrap_or(usize::MAX)
             .min(MAX_RUN_DELIVERIES);
-        // The frame being filled: where it starts, where its count lies, the count.
-        let mut open: Option<(usize, usize, u32)> = None;
-        for (d, body) in template.run(first_id, bodies).zip(bodies) {
-            if let Some((start, count_at, count)) = open {
-                if out.len() - start + 4 + body.len() > self.max_frame
-                    || count as usize >= max_count
-                {
-                    close_run(out, start, count_at, count);
-                    open = None;
-                }
-            }
-            let (start, count_at, count) = match open {
-                Some(frame) => frame,
-                None if head + 4 + body.len() > self.max_frame || max_count == 0 => {
-                    encode_deliver(out, subscription, &d);
-                    continue;
-                }
-                None => {
-                    let start = begin_frame(out, FrameKind::DeliverRun, 0);
-                    put_run_head(out, subscription, &d, 0);
-                    (start, out.len() - 4, 0)
-                }
+        let alone = |out: &mut BytesMut, index: usize, body: &[u8]| {
+            let d = DeliveryView {
+                id: first_id + index as u64,
+                body,
+                ..*template
             };
-            put_run_body(out, body);
-            open = Some((start, count_at, count + 1));
+            encode_deliver(out, subscription, &d);
+        };
+        if max_count == 0 {
+            for (i, body) in bodies.iter().enumerate() {
+                alone(out, i, body);
+            }
+            return;
         }
-        if let Some((start, count_at, count)) = open {
-            close_run(out, start, count_at, count);
+        let room = self.max_frame.saturating_sub(head);
+        for group in bodies.groups(max_count, room) {
+            if group.packed.len() > room {
+                // One body too large for a run frame.
+                for body in PackedBodies::read_all(&group.packed, group.count).iter() {
+                    alone(out, group.first, body);
+                }
+                continue;
+            }
+            let start = begin_frame(out, FrameKind::DeliverRun, 0);
+            let d = DeliveryView {
+                id: first_id + group.first as u64,
+                ..*template
+            };
+            put_run_head(out, subscription, &d, group.count as u32);
+            // The bodies are laid out as the frame carries them: one copy for the group.
+            out.extend_from_slice(&group.packed);
+            end_frame(out, start);
         }
     }
 
@@ -194,14 +199,6 @@ impl DeliverBatchWriter {
             end_frame(out, open.start);
         }
     }
-}
-
-/// Ends the run frame begun at `start`: patches its count (at `count_at`) and length.
-fn close_run(out: &mut BytesMut, start: usize, count_at: usize, count: u32) {
-    if let Some(slot) = out.get_mut(count_at..count_at + 4) {
-        slot.copy_from_slice(&count.to_le_bytes());
-    }
-    end_frame(out, start);
 }
 
 /// Begins a frame for deliveries like `d`: header and shared fields, the count left to patch.

@@ -11,6 +11,7 @@
 //! - [`deliver_batch`]: the `DeliverBatch` push, many deliveries sharing names in one frame;
 //! - [`deliver_run`]: the `DeliverRun` push, a publish run's deliveries with only their bodies;
 //! - [`publish_batch`]: the `PublishBatch` request, many bodies to one topic sharing the rest;
+//! - [`packed`]: [`packed::PackedBodies`], bodies back to back in one buffer (batches, runs);
 //! - [`codes`]: the one [`ErrorCode`] enum with stable numbers;
 //! - [`limits`]: the server limits advertised in the connect reply;
 //! - [`name`]: [`Name`], the shared queue and sender names of received messages;
@@ -31,6 +32,7 @@ pub mod frame;
 pub mod limits;
 pub mod name;
 mod numbered;
+pub mod packed;
 pub mod properties;
 pub mod publish_batch;
 pub mod requests;

@@ -23,8 +23,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::deliver_batch::MAX_REPEATED_PROPERTY_BYTES;
 use crate::name::Name;
+use crate::packed::PackedBodies;
 use crate::types::{OutgoingMessage, Properties, DEFAULT_PRIORITY};
-use crate::wire::{put_bytes, put_properties, put_string, Reader, WireError};
+use crate::wire::{put_properties, put_string, Reader, WireError};
 
 /// The most bodies one `PublishBatch` carries: a frame at the default 16 MiB limit could hold
 /// four million empty bodies, and this keeps what one frame decodes into (a handle of 32 bytes
@@ -50,12 +51,14 @@ pub struct PublishBatch {
     /// Every message's properties.
     pub properties: Properties,
     /// One message each, in order.
-    pub bodies: Vec<Bytes>,
+    pub bodies: PackedBodies,
 }
 
 impl PublishBatch {
     /// Persistent messages of default priority with no properties, one per body, to `topic`.
-    pub fn new(topic: impl Into<Name>, bodies: Vec<Bytes>) -> PublishBatch {
+    /// `bodies`: a `Vec<Bytes>` (packed here, each body copied once) or [`PackedBodies`]
+    /// built in place.
+    pub fn new(topic: impl Into<Name>, bodies: impl Into<PackedBodies>) -> PublishBatch {
         PublishBatch {
             topic: topic.into(),
             priority: DEFAULT_PRIORITY,
@@ -63,7 +66,7 @@ impl PublishBatch {
             delay_ms: 0,
             persistent: true,
             properties: Properties::new(),
-            bodies,
+            bodies: bodies.into(),
         }
     }
 
@@ -105,9 +108,8 @@ pub fn put_publish_batch(out: &mut BytesMut, batch: &PublishBatch) {
     out.put_slice(&fixed);
     put_properties(out, &batch.properties);
     out.put_u32_le(batch.bodies.len() as u32);
-    for body in &batch.bodies {
-        put_bytes(out, body);
-    }
+    // The bodies are already laid out as the frame carries them.
+    out.extend_from_slice(batch.bodies.packed());
 }
 
 /// Reads a whole `PublishBatch` payload: bodies are slices of the frame, not copies.
@@ -142,12 +144,8 @@ pub fn read_publish_batch(r: &mut Reader<'_>) -> Result<PublishBatch, WireError>
             value: repeated as u64,
         });
     }
-    // `count` passed `count32` against the bytes left and the cap above.
-    let mut bodies = Vec::new();
-    bodies.reserve_exact(count);
-    for _ in 0..count {
-        bodies.push(r.bytes()?);
-    }
+    // One slice of the frame for every body: nothing allocated per body.
+    let bodies = PackedBodies::read(r, count)?;
     Ok(PublishBatch {
         topic,
         priority,

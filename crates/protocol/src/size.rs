@@ -107,7 +107,7 @@ impl PublishBatch {
 
     /// Encoded bytes of the whole payload.
     pub fn encoded_len(&self) -> usize {
-        self.head_len() + self.bodies.iter().map(|b| 4 + b.len()).sum::<usize>()
+        self.head_len() + self.bodies.packed().len()
     }
 }
 

@@ -289,13 +289,15 @@ pub struct DeliveryView<'a> {
 impl<'a> DeliveryView<'a> {
     /// A run of deliveries alike but for their ids and bodies: this one's fields, with ids
     /// from `first_id` on and each of `bodies` in turn (its own id and body are not used).
-    pub fn run<'s>(
+    pub fn run<'s, I>(
         &self,
         first_id: MessageId,
-        bodies: &'s [Bytes],
+        bodies: I,
     ) -> impl Iterator<Item = DeliveryView<'s>> + 's
     where
         'a: 's,
+        I: IntoIterator<Item = &'s [u8]>,
+        I::IntoIter: 's,
     {
         let template: DeliveryView<'s> = *self;
         (first_id..)

@@ -13,6 +13,7 @@ use ferry_protocol::batch_writer::DeliverBatchWriter;
 use ferry_protocol::deliver_batch::{
     put_deliver_batch, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES,
 };
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{
     split_frame, Delivery, FrameKind, PropertyValue, RawFrame, Response, WireError,
 };
@@ -263,7 +264,13 @@ fn run_both_ways(
     for (sub, d) in before {
         w.push(&mut by_run, *sub, &d.view());
     }
-    w.push_run(&mut by_run, 1, &template.view(), 500, bodies);
+    w.push_run(
+        &mut by_run,
+        1,
+        &template.view(),
+        500,
+        &PackedBodies::pack(bodies),
+    );
     w.finish(&mut by_run);
     let mut each: Vec<(u64, Delivery)> = before.to_vec();
     for (id, body) in (500..).zip(bodies) {

@@ -12,6 +12,7 @@ use common::pushes::{decode_all, flatten, record};
 use ferry_protocol::batch_writer::DeliverBatchWriter;
 use ferry_protocol::deliver_batch::{MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES};
 use ferry_protocol::deliver_run::{is_run, MAX_RUN_DELIVERIES};
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{Delivery, FrameKind, PropertyValue, RawFrame, Response, WireError};
 
 /// `bodies` as a run of `template`'s fields from id 500 on, after `before` (pushed one by
@@ -29,7 +30,13 @@ fn written(
     for (sub, d) in before {
         w.push(&mut out, *sub, &d.view());
     }
-    w.push_run(&mut out, 1, &template.view(), 500, bodies);
+    w.push_run(
+        &mut out,
+        1,
+        &template.view(),
+        500,
+        &PackedBodies::pack(bodies),
+    );
     w.finish(&mut out);
     out
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{
     AckMode, Delivery, DeliveryId, DeliveryView, MessageId, Name, Order, Properties, QueueInfo,
     QueueOptions, ReceiveMode, Source, SubscriptionOptions, TopicInfo,
@@ -106,7 +107,7 @@ pub struct PublishRun {
     /// As [`NewMessage::expires_at_ms`].
     pub expires_at_ms: u64,
     /// One message each, in order.
-    pub bodies: Vec<Bytes>,
+    pub bodies: PackedBodies,
 }
 
 impl PublishRun {
@@ -124,7 +125,7 @@ impl PublishRun {
             bodies,
         } = self;
         bodies
-            .into_iter()
+            .handles()
             .map(|body| NewMessage {
                 queues: Vec::new(),
                 topic: Some(topic.clone()),

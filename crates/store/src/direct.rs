@@ -22,7 +22,7 @@
 //! - the consumer accepts it ([`DirectConsumer::try_reserve`]): it has room for it and is not
 //!   in the middle of taking a batch from the queue.
 
-use bytes::Bytes;
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{DeliveryView, MessageId};
 
 /// A push consumer that can take deliveries straight from a publish.
@@ -62,8 +62,13 @@ pub trait DirectBatch: Send {
     /// Adds one delivery per body of `bodies`, all reserved: `template`'s fields, with ids
     /// from `first_id` on and each body in turn (a run of publishes alike but for their
     /// bodies). By default each is a [`DirectBatch::push`]; a batch may write the run in one go.
-    fn push_run(&mut self, template: &DeliveryView<'_>, first_id: MessageId, bodies: &[Bytes]) {
-        for d in template.run(first_id, bodies) {
+    fn push_run(
+        &mut self,
+        template: &DeliveryView<'_>,
+        first_id: MessageId,
+        bodies: &PackedBodies,
+    ) {
+        for d in template.run(first_id, bodies.iter()) {
             self.push(&d);
         }
     }

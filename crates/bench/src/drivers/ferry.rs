@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
+use ferry_client::protocol::packed::PackedBodies;
 use ferry_client::protocol::requests::SubscribeTopic;
 use ferry_client::protocol::{
     AckMode, DeliveryId, ErrorCode, Name, Order, OutgoingMessage, PublishBatch, Source,
@@ -313,7 +313,7 @@ impl Connection for FerryConnection {
         &self,
         topic: &str,
         persistent: bool,
-        bodies: Vec<Bytes>,
+        bodies: PackedBodies,
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
         let batch = PublishBatch {
             persistent,

@@ -28,6 +28,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use ferry_client::protocol::packed::PackedBodies;
 use ferry_client::protocol::Name;
 pub use ferry_client::protocol::{Properties, PropertyValue};
 
@@ -297,10 +298,10 @@ pub trait Connection: Send + Sync {
         &self,
         topic: &str,
         persistent: bool,
-        bodies: Vec<Bytes>,
+        bodies: PackedBodies,
     ) -> Result<Vec<Result<(), DriverError>>, DriverError> {
         let msgs = bodies
-            .into_iter()
+            .handles()
             .map(|body| OutMessage {
                 persistent,
                 ..OutMessage::for_topic(body)

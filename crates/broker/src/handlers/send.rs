@@ -1,5 +1,6 @@
 //! send and send_batch.
 
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{ErrorCode, ErrorReply, Name, OutgoingMessage, PublishBatch, Response};
 use ferry_store::{PublishRun, StoreError};
 
@@ -185,8 +186,7 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         );
     }
     if session.in_txn() {
-        let PublishBatch { ref bodies, .. } = batch;
-        let items = bodies.iter().map(|b| batch.message(b.clone())).collect();
+        let items = batch.bodies.handles().map(|b| batch.message(b)).collect();
         return send_batch(shared, session, items).await;
     }
     // The shared fields, checked once with an empty body standing for every message.
@@ -203,19 +203,24 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         t => now.saturating_add(t),
     };
     let max_body = shared.limits.max_body_bytes as usize;
-    let mut results: Vec<Option<Result<u64, ErrorReply>>> = Vec::with_capacity(batch.bodies.len());
-    let mut bodies = Vec::with_capacity(batch.bodies.len());
-    for body in batch.bodies {
-        if body.len() > max_body {
-            results.push(Some(Err(validate::body_too_large(
-                body.len(),
-                &shared.limits,
-            ))));
-            continue;
-        }
-        results.push(None);
-        bodies.push(body);
-    }
+    let fits = |body: &[u8]| body.len() <= max_body;
+    // Almost always every body fits, and the batch's packed bodies go to the store as they
+    // came; otherwise the refused ones get their results here, and the others are packed
+    // again.
+    let n = batch.bodies.len();
+    let (refused, bodies) = if batch.bodies.iter().all(fits) {
+        (None, batch.bodies)
+    } else {
+        let refused: Vec<Option<Result<u64, ErrorReply>>> = batch
+            .bodies
+            .iter()
+            .map(|body| {
+                (!fits(body)).then(|| Err(validate::body_too_large(body.len(), &shared.limits)))
+            })
+            .collect();
+        let kept = PackedBodies::pack(batch.bodies.iter().filter(|b| fits(b)));
+        (Some(refused), kept)
+    };
     let stored = if bodies.is_empty() {
         Vec::new()
     } else {
@@ -233,14 +238,14 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         shared.store.queues().publish_run(run).await
     };
     // A version 7 client takes a run of consecutive ids, every body stored, in 12 bytes.
-    let run = (session.version() >= ferry_protocol::DELIVER_RUN_VERSION
-        && results.len() == stored.len())
-    .then(|| published_run(&stored))
-    .flatten();
+    let run = (session.version() >= ferry_protocol::DELIVER_RUN_VERSION && refused.is_none())
+        .then(|| published_run(&stored))
+        .flatten();
     let (reply, ok) = match run {
         Some((first_id, count)) => (Response::PublishedRun { first_id, count }, u64::from(count)),
         None => {
-            let (results, ok) = merge_results(results, stored);
+            let slots = refused.unwrap_or_else(|| vec![None; n]);
+            let (results, ok) = merge_results(slots, stored);
             (Response::BatchSent(results), ok)
         }
     };

@@ -413,7 +413,7 @@ pub fn all_requests() -> Vec<Request> {
             delay_ms: u64::MAX,
             persistent: true,
             properties: vec![("n".into(), PropertyValue::Str("é".into()))].into(),
-            bodies: vec![Bytes::new(), Bytes::from(vec![0xCD; 3000])],
+            bodies: vec![Bytes::new(), Bytes::from(vec![0xCD; 3000])].into(),
         }),
         Request::Ack { ids: vec![] },
         Request::Nack {
@@ -764,7 +764,7 @@ pub fn request() -> impl Strategy<Value = Request> {
                         delay_ms,
                         persistent,
                         properties: properties.into(),
-                        bodies,
+                        bodies: bodies.into(),
                     })
                 }
             ),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use bytes::Bytes;
+use ferry_client::protocol::packed::{PackedBuilder, LEN_PREFIX};
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -257,32 +257,37 @@ pub async fn broker(
     for _ in 0..in_flight {
         let (conn, flow, dest) = (writer_conn.clone(), flow.clone(), dest.clone());
         writers.push(tokio::spawn(async move {
-            let mut buf = Vec::with_capacity(batch * RECORD_LEN);
+            // Messages per batch, and records in the last (what is left).
+            let messages = batch.div_ceil(per_message);
+            let last = (batch - (messages - 1) * per_message) as u64;
+            let records = |i: usize| {
+                if i + 1 < messages {
+                    per_message as u64
+                } else {
+                    last
+                }
+            };
             while let Some(first) = flow.claim(batch).await {
-                buf.clear();
-                flow.records(first, batch, &mut buf);
-                let body = Bytes::from(std::mem::take(&mut buf));
-                let step = per_message * RECORD_LEN;
-                let bodies: Vec<Bytes> = (0..body.len())
-                    .step_by(step)
-                    .map(|at| body.slice(at..(at + step).min(body.len())))
-                    .collect();
-                // Records per message: `per_message`, but for the last (what is left).
-                let messages = bodies.len();
-                let last = bodies.last().map_or(0, |b| (b.len() / RECORD_LEN) as u64);
-                let records = |i: usize| {
-                    if i + 1 < messages {
-                        per_message as u64
-                    } else {
-                        last
-                    }
-                };
+                // The records are written straight into the packed bodies the publish
+                // carries: no handle per message.
+                let mut packed =
+                    PackedBuilder::reserving(batch * RECORD_LEN + messages * LEN_PREFIX);
+                let now = record::now_ns();
+                let end = first + batch as u64;
+                for start in (first..end).step_by(per_message) {
+                    packed.push_with(|out| {
+                        for seq in start..(start + per_message as u64).min(end) {
+                            flow.encoder.encode(seq, now, out);
+                        }
+                    });
+                }
+                let bodies = packed.finish();
                 let results = match &dest {
                     // Bodies as they are: no message built per body.
                     Dest::Topic(t) => conn.publish_bodies(t, persistent, bodies).await,
                     Dest::Queue(q) => {
                         let msgs = bodies
-                            .into_iter()
+                            .handles()
                             .map(|body| OutMessage {
                                 persistent,
                                 queues: vec![q.clone()],
@@ -316,7 +321,6 @@ pub async fn broker(
                         }
                     }
                 }
-                buf = Vec::with_capacity(batch * RECORD_LEN);
             }
         }));
     }

@@ -10,6 +10,8 @@
 //! | u16 len + operation signature | u16 len + session id | u16 len + host name
 //! ```
 
+use bytes::BufMut;
+
 /// Bytes of one encoded record.
 pub const RECORD_LEN: usize = 150;
 /// Bytes of the session id, which carries the writer's run id (hex), so that the reader
@@ -69,10 +71,11 @@ impl Encoder {
     }
 
     /// Appends record `seq`, made at `now_ns` (ns since the Unix epoch), to `out`.
-    pub fn encode(&self, seq: u64, now_ns: u64, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&self.template);
-        let Some(fields) = out.get_mut(start..start + VARYING) else {
+    pub fn encode<B: BufMut + AsMut<[u8]>>(&self, seq: u64, now_ns: u64, out: &mut B) {
+        out.put_slice(&self.template);
+        let written = out.as_mut();
+        let start = written.len() - RECORD_LEN;
+        let Some(fields) = written.get_mut(start..start + VARYING) else {
             return;
         };
         // A trace of 8 calls: trace id, and the call's place in it.

@@ -5,12 +5,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use ferry_protocol::{DeliveryView, Order, Properties};
 
 use super::{IdMap, QueueKey, State, Stored};
 use crate::api::NewMessage;
 use crate::direct::{DirectBatch, DirectConsumer};
+use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::MessageId;
 
 /// Most ready messages a publish hands over ahead of itself (see
@@ -104,7 +104,7 @@ impl DirectTaps {
         consumer: &Arc<dyn DirectConsumer>,
         template: &DeliveryView<'_>,
         first_id: MessageId,
-        bodies: &[Bytes],
+        bodies: &PackedBodies,
     ) {
         if let Some(batch) = self.batch_for(consumer) {
             batch.push_run(template, first_id, bodies);
