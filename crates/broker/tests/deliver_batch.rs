@@ -219,39 +219,56 @@ async fn a_version_4_subscriber_gets_deliver_frames_only() {
 }
 
 #[tokio::test]
-async fn a_deliver_batch_sent_to_the_broker_is_an_unknown_request_and_the_session_goes_on() {
+async fn pushes_and_replies_sent_to_the_broker_are_unknown_requests_and_the_session_goes_on() {
     let s = TestServer::start().await;
     let (mut raw, _) = RawConn::connect(&s.addr_string(), "hostile").await.unwrap();
-    // A well-formed DeliverBatch (a push kind) sent as if it were a request, request id 5.
-    let mut frame = bytes::BytesMut::new();
-    Response::DeliverBatch {
-        subscription: 1,
-        deliveries: vec![Delivery {
-            delivery_id: 0,
-            message: ferry_protocol::Message {
-                id: 1,
-                queue: "q".into(),
-                sender: "s".into(),
-                receiver: None,
-                priority: 4,
-                context: 0,
-                properties: Default::default(),
-                body: body(1),
-                created_at: 0,
-                delivery_count: 0,
-                expires_at: 0,
-            },
-        }],
+    let deliveries = vec![Delivery {
+        delivery_id: 0,
+        message: ferry_protocol::Message {
+            id: 1,
+            queue: "q".into(),
+            sender: "s".into(),
+            receiver: None,
+            priority: 4,
+            context: 0,
+            properties: Default::default(),
+            body: body(1),
+            created_at: 0,
+            delivery_count: 0,
+            expires_at: 0,
+        },
+    }];
+    // Well-formed pushes and replies sent as if they were requests.
+    let kinds = [
+        Response::DeliverBatch {
+            subscription: 1,
+            deliveries: deliveries.clone(),
+        },
+        Response::DeliverRun {
+            subscription: 1,
+            deliveries,
+        },
+        Response::PublishedRun {
+            first_id: 1,
+            count: 3,
+        },
+    ];
+    for (rid, frame_of) in (5..).zip(kinds) {
+        let mut frame = bytes::BytesMut::new();
+        frame_of.encode(rid, &mut frame);
+        raw.send_bytes(&frame).await.unwrap();
+        let (got, reply) = raw.recv().await.unwrap();
+        assert_eq!(got, rid);
+        let Response::Error(e) = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(
+            e.code,
+            ferry_protocol::ErrorCode::UnknownRequest,
+            "{frame_of:?}"
+        );
     }
-    .encode(5, &mut frame);
-    raw.send_bytes(&frame).await.unwrap();
-    let (rid, reply) = raw.recv().await.unwrap();
-    assert_eq!(rid, 5);
-    let Response::Error(e) = reply else {
-        panic!("{reply:?}")
-    };
-    assert_eq!(e.code, ferry_protocol::ErrorCode::UnknownRequest);
-    raw.send(6, &Request::Ping).await.unwrap();
-    assert_eq!(raw.recv().await.unwrap(), (6, Response::Pong));
+    raw.send(9, &Request::Ping).await.unwrap();
+    assert_eq!(raw.recv().await.unwrap(), (9, Response::Pong));
     s.shutdown().await;
 }
