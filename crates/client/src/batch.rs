@@ -45,6 +45,9 @@ pub struct DeliveryBatch {
     run: Bytes,
     /// What deliveries share: queue, sender, properties.
     heads: Vec<Head>,
+    /// The fields of deliveries besides their bodies: one per delivery of a `Deliver` or a
+    /// `DeliverBatch`, one for all the deliveries of a `DeliverRun`.
+    fields: Vec<Fields>,
     entries: Vec<Entry>,
     /// Entries before this one were handed out already.
     next: usize,
@@ -58,12 +61,25 @@ struct Head {
     properties: Properties,
 }
 
-/// One delivery's own fields.
+/// The fields of one delivery, or of a run of deliveries alike but for their ids and bodies.
 #[derive(Clone)]
-struct Entry {
+struct Fields {
+    /// The fields (the first delivery's id; its body is the entry's).
     fields: BatchEntry,
     /// Its index in `heads`.
     head: usize,
+}
+
+/// One delivery: its body, and where the rest of its fields are. A delivery of a run takes
+/// only this, not a copy of the run's fields.
+#[derive(Clone)]
+struct Entry {
+    /// Its body, a place in the run.
+    body: Range<usize>,
+    /// Its index in `fields`.
+    fields: u32,
+    /// Its place in its run of deliveries: its id is the fields' id plus this.
+    offset: u32,
 }
 
 impl DeliveryBatch {
@@ -72,6 +88,7 @@ impl DeliveryBatch {
         DeliveryBatch {
             run,
             heads: Vec::new(),
+            fields: Vec::new(),
             entries: Vec::with_capacity(capacity),
             next: 0,
         }
@@ -103,42 +120,53 @@ impl DeliveryBatch {
             .get(self.next..)
             .unwrap_or_default()
             .iter()
-            .map(|e| e.fields.delivery_id)
+            .map(|e| self.fields_of(e).fields.delivery_id)
     }
 
     fn view<'a>(&'a self, e: &'a Entry) -> DeliveryView<'a> {
-        let f = &e.fields;
-        let head = self.head(e);
+        let Fields { fields: f, head } = self.fields_of(e);
+        let head = self.head(*head);
         DeliveryView {
             delivery_id: f.delivery_id,
-            id: f.id,
+            id: f.id.wrapping_add(u64::from(e.offset)),
             queue: &head.queue,
             sender: &head.sender,
             receiver: f.receiver.as_deref(),
             priority: f.priority,
             context: f.context,
             properties: &head.properties,
-            body: self.run.get(f.body.clone()).unwrap_or_default(),
+            body: self.run.get(e.body.clone()).unwrap_or_default(),
             created_at: f.created_at,
             delivery_count: f.delivery_count,
             expires_at: f.expires_at,
         }
     }
 
-    /// `e`'s head. Entries are only pushed with the index of a head pushed before them.
-    fn head(&self, e: &Entry) -> &Head {
+    /// The head at `at`. Fields are only pushed with the index of a head pushed before them.
+    fn head(&self, at: usize) -> &Head {
         #[allow(clippy::indexing_slicing)]
-        &self.heads[e.head]
+        &self.heads[at]
+    }
+
+    /// `e`'s fields. Entries are only pushed with the index of fields pushed before them.
+    fn fields_of(&self, e: &Entry) -> &Fields {
+        #[allow(clippy::indexing_slicing)]
+        &self.fields[e.fields as usize]
     }
 
     /// `e` as an owned delivery.
     fn delivery(&self, e: &Entry) -> Delivery {
-        let head = self.head(e);
-        e.fields.clone().into_delivery(
+        let Fields { fields, head } = self.fields_of(e);
+        let head = self.head(*head);
+        BatchEntry {
+            id: fields.id.wrapping_add(u64::from(e.offset)),
+            ..fields.clone()
+        }
+        .into_delivery(
             head.queue.clone(),
             head.sender.clone(),
             head.properties.clone(),
-            self.body(&e.fields.body),
+            self.body(&e.body),
         )
     }
 
@@ -202,8 +230,38 @@ impl DeliveryBatch {
 
     /// Adds a delivery of the last head (see [`DeliveryBatch::push_head`], called first).
     pub(crate) fn push(&mut self, fields: BatchEntry) {
+        let body = fields.body.clone();
+        let at = self.push_fields(fields);
+        self.entries.push(Entry {
+            body,
+            fields: at,
+            offset: 0,
+        });
+    }
+
+    /// Adds a run of deliveries of the last head: `template`'s fields (its body unused), ids
+    /// from its id on, one delivery per body place `bodies` yields, until it yields an error.
+    pub(crate) fn push_run<E>(
+        &mut self,
+        template: BatchEntry,
+        bodies: impl IntoIterator<Item = Result<Range<usize>, E>>,
+    ) -> Result<(), E> {
+        let at = self.push_fields(template);
+        for (offset, body) in (0u32..).zip(bodies) {
+            self.entries.push(Entry {
+                body: body?,
+                fields: at,
+                offset,
+            });
+        }
+        Ok(())
+    }
+
+    /// Keeps `fields` for deliveries of the last head; returns their index.
+    fn push_fields(&mut self, fields: BatchEntry) -> u32 {
         let head = self.heads.len().saturating_sub(1);
-        self.entries.push(Entry { fields, head });
+        self.fields.push(Fields { fields, head });
+        (self.fields.len() - 1) as u32
     }
 }
 

@@ -57,9 +57,11 @@ pub(crate) fn decode_push(
             head.sender.clone(),
             head.properties.clone(),
         );
-        for i in 0..head.count {
-            batch.push(head.entry(i, r.bytes_range()?));
-        }
+        // One copy of the run's fields for all its deliveries; each adds only its body.
+        batch.push_run(
+            head.entry(0, 0..0),
+            (0..head.count).map(|_| r.bytes_range()),
+        )?;
         r.finish()?;
         return Ok(true);
     }
@@ -282,6 +284,22 @@ mod tests {
         };
         let mut b = PushBatches::default();
         assert!(decode(&frame(0, &push), &mut b, 0).unwrap());
+        // Borrowed, each delivery has its own id and body and the run's other fields.
+        let batch = &b.batches[0].1;
+        let views: Vec<(u64, u64, &[u8])> = batch
+            .iter()
+            .map(|d| (d.delivery_id, d.id, d.body))
+            .collect();
+        assert_eq!(
+            views,
+            [
+                (0, 10, &[10u8; 10][..]),
+                (0, 11, &[11u8; 11]),
+                (0, 12, &[12u8; 12])
+            ]
+        );
+        assert!(batch.iter().all(|d| d.queue == "q" && d.priority == 4));
+        assert_eq!(batch.delivery_ids().collect::<Vec<_>>(), [0, 0, 0]);
         let got = drained(&mut b);
         assert_eq!(got, vec![(7, deliveries)]);
         let [d1, d2, ..] = &got[0].1[..] else {
