@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use bytes::Bytes;
-use ferry_protocol::requests::{Connect, SubscribeTopic};
+use ferry_protocol::requests::SubscribeTopic;
 use ferry_protocol::topic::TOPIC_PROPERTY;
 use ferry_protocol::{
     AckMode, Delivery, FrameKind, OutgoingMessage, PropertyValue, Request, Response,
@@ -22,16 +22,7 @@ fn body(i: usize) -> Bytes {
 /// A raw session of protocol `version` named `client`, subscribed (auto ack) to topic
 /// `ticks` as `name`.
 async fn subscriber(s: &TestServer, version: u16, client: &str, name: &str) -> RawConn {
-    let mut raw = RawConn::open(&s.addr_string()).await.unwrap();
-    let reply = raw
-        .handshake(Connect {
-            version,
-            client: client.into(),
-            mechanism: String::new(),
-            credentials: String::new(),
-            keepalive_ms: 0,
-            flags: 0,
-        })
+    let (mut raw, reply) = RawConn::connect_version(&s.addr_string(), client, version)
         .await
         .unwrap();
     let Response::Connected(c) = reply else {

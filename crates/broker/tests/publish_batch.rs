@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use ferry_client::SubscribeTopic;
-use ferry_protocol::requests::Connect;
 use ferry_protocol::topic::TOPIC_PROPERTY;
 use ferry_protocol::AckMode;
 use ferry_protocol::{
@@ -232,16 +231,7 @@ async fn a_version_7_session_gets_a_published_run_when_every_body_went_in_a_vers
     }
 
     // A version 6 session gets one result per body, the same way.
-    let mut old = RawConn::open(&s.addr_string()).await.unwrap();
-    let reply = old
-        .handshake(Connect {
-            version: 6,
-            client: "six".into(),
-            mechanism: String::new(),
-            credentials: String::new(),
-            keepalive_ms: 0,
-            flags: 0,
-        })
+    let (mut old, reply) = RawConn::connect_version(&s.addr_string(), "six", 6)
         .await
         .unwrap();
     assert!(matches!(reply, Response::Connected(ref c) if c.version == 6));
@@ -266,16 +256,7 @@ async fn a_version_5_session_gets_unknown_request_and_goes_on() {
     c.ensure_subscription(SubscribeTopic::new("ticks").durable("d"))
         .await
         .unwrap();
-    let mut raw = RawConn::open(&s.addr_string()).await.unwrap();
-    let reply = raw
-        .handshake(Connect {
-            version: 5,
-            client: "old".into(),
-            mechanism: String::new(),
-            credentials: String::new(),
-            keepalive_ms: 0,
-            flags: 0,
-        })
+    let (mut raw, reply) = RawConn::connect_version(&s.addr_string(), "old", 5)
         .await
         .unwrap();
     assert!(

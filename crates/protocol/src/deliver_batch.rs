@@ -69,12 +69,7 @@ pub fn read_batch_head_like(
     queue: Option<&Name>,
     sender: Option<&Name>,
 ) -> Result<BatchHead, WireError> {
-    let subscription = r.u64()?;
-    let queue = r.name_like("queue name", queue)?;
-    let sender = r.name_like("sender", sender)?;
-    let before = r.remaining();
-    let properties = r.properties()?;
-    let property_bytes = before - r.remaining() - 2;
+    let shared = read_shared_head(r, queue, sender)?;
     let count = r.count32("deliveries", ENTRY_FIXED)?;
     if count == 0 {
         return Err(WireError::InvalidValue {
@@ -82,20 +77,65 @@ pub fn read_batch_head_like(
             value: 0,
         });
     }
-    let repeated = property_bytes.saturating_mul(count);
-    if repeated > MAX_REPEATED_PROPERTY_BYTES {
-        return Err(WireError::InvalidValue {
-            field: "bytes of a batch's properties repeated per delivery",
-            value: repeated as u64,
-        });
-    }
+    check_repeated(
+        shared.property_bytes,
+        count,
+        "bytes of a batch's properties repeated per delivery",
+    )?;
     Ok(BatchHead {
+        subscription: shared.subscription,
+        queue: shared.queue,
+        sender: shared.sender,
+        properties: shared.properties,
+        count,
+    })
+}
+
+/// What every push of several deliveries (`DeliverBatch`, `DeliverRun`) begins with.
+pub(crate) struct SharedHead {
+    pub(crate) subscription: SubscriptionId,
+    pub(crate) queue: Name,
+    pub(crate) sender: Name,
+    pub(crate) properties: Properties,
+    /// Bytes the properties take beyond their count.
+    pub(crate) property_bytes: usize,
+}
+
+/// Reads a [`SharedHead`]; `queue`, `sender`: the names it likely repeats.
+pub(crate) fn read_shared_head(
+    r: &mut Reader<'_>,
+    queue: Option<&Name>,
+    sender: Option<&Name>,
+) -> Result<SharedHead, WireError> {
+    let subscription = r.u64()?;
+    let queue = r.name_like("queue name", queue)?;
+    let sender = r.name_like("sender", sender)?;
+    let before = r.remaining();
+    let properties = r.properties()?;
+    Ok(SharedHead {
         subscription,
         queue,
         sender,
         properties,
-        count,
+        property_bytes: before - r.remaining() - 2,
     })
+}
+
+/// Refuses properties of `property_bytes` repeated `count` times beyond
+/// [`MAX_REPEATED_PROPERTY_BYTES`], naming `field`.
+pub(crate) fn check_repeated(
+    property_bytes: usize,
+    count: usize,
+    field: &'static str,
+) -> Result<(), WireError> {
+    let repeated = property_bytes.saturating_mul(count);
+    if repeated > MAX_REPEATED_PROPERTY_BYTES {
+        return Err(WireError::InvalidValue {
+            field,
+            value: repeated as u64,
+        });
+    }
+    Ok(())
 }
 
 /// Reads the next delivery of the batch `head` began.

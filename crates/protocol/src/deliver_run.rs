@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::deliver_batch::{BatchEntry, MAX_REPEATED_PROPERTY_BYTES};
+use crate::deliver_batch::{check_repeated, read_shared_head, BatchEntry};
 use crate::name::Name;
 use crate::types::{Delivery, DeliveryView, Properties, SubscriptionId};
 use crate::wire::{put_opt_string, put_properties, put_string, Reader, WireError};
@@ -93,12 +93,7 @@ pub fn read_run_head_like(
     queue: Option<&Name>,
     sender: Option<&Name>,
 ) -> Result<RunHead, WireError> {
-    let subscription = r.u64()?;
-    let queue = r.name_like("queue name", queue)?;
-    let sender = r.name_like("sender", sender)?;
-    let before = r.remaining();
-    let properties = r.properties()?;
-    let property_bytes = before - r.remaining() - 2;
+    let shared = read_shared_head(r, queue, sender)?;
     let receiver = r.opt_string("receiver")?;
     let mut fixed = r.fixed::<{ RUN_FIXED - 4 }>()?;
     let (priority, context, created_at, delivery_count, expires_at, first_id) = (
@@ -123,18 +118,16 @@ pub fn read_run_head_like(
             value: first_id,
         });
     }
-    let repeated = property_bytes.saturating_mul(count);
-    if repeated > MAX_REPEATED_PROPERTY_BYTES {
-        return Err(WireError::InvalidValue {
-            field: "bytes of a run's properties repeated per delivery",
-            value: repeated as u64,
-        });
-    }
+    check_repeated(
+        shared.property_bytes,
+        count,
+        "bytes of a run's properties repeated per delivery",
+    )?;
     Ok(RunHead {
-        subscription,
-        queue,
-        sender,
-        properties,
+        subscription: shared.subscription,
+        queue: shared.queue,
+        sender: shared.sender,
+        properties: shared.properties,
         receiver,
         priority,
         context,

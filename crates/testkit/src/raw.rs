@@ -79,11 +79,21 @@ impl RawConn {
 
     /// Connects and completes the handshake as `client`; returns the connect reply too.
     pub async fn connect(addr: &str, client: &str) -> std::io::Result<(RawConn, Response)> {
+        RawConn::connect_version(addr, client, PROTOCOL_VERSION).await
+    }
+
+    /// Connects speaking protocol `version` and completes the handshake as `client`; returns
+    /// the connect reply too.
+    pub async fn connect_version(
+        addr: &str,
+        client: &str,
+        version: u16,
+    ) -> std::io::Result<(RawConn, Response)> {
         let mut c = RawConn::open(addr).await?;
         c.send(
             1,
             &Request::Connect(Connect {
-                version: PROTOCOL_VERSION,
+                version,
                 client: client.into(),
                 mechanism: String::new(),
                 credentials: String::new(),
