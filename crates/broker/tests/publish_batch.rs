@@ -297,7 +297,7 @@ async fn malformed_publish_batches_close_the_connection_and_store_nothing() {
     let s = TestServer::start().await;
     let mut long_property = vec![1, 0, 1, 0, b'p', 3, 200, 0];
     long_property.resize(long_property.len() + 200, b'x');
-    let cases: Vec<(&str, Vec<u8>)> = vec![
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
         ("a count of 0", raw_batch(&[0, 0], 0, 0)),
         ("a count above the cap", raw_batch(&[0, 0], 65_537, 65_537)),
         ("a count beyond the bytes", raw_batch(&[0, 0], u32::MAX, 1)),
@@ -306,6 +306,17 @@ async fn malformed_publish_batches_close_the_connection_and_store_nothing() {
             raw_batch(&long_property, 400, 400),
         ),
     ];
+    // The bodies are read as one packed slice: a length past the frame, or a byte left after
+    // the last body, must still be refused.
+    let mut past_the_frame = raw_batch(&[0, 0], 2, 2);
+    let at = past_the_frame.len() - 4;
+    past_the_frame[at..].copy_from_slice(&1000u32.to_le_bytes());
+    let mut trailing = raw_batch(&[0, 0], 1, 1);
+    trailing.push(7);
+    let len = (trailing.len() - 4) as u32;
+    trailing[..4].copy_from_slice(&len.to_le_bytes());
+    cases.push(("a body length past the frame", past_the_frame));
+    cases.push(("a byte after the last body", trailing));
     let c = s.client("owner").await;
     c.create_topic("ti").await.unwrap();
     c.ensure_subscription(SubscribeTopic::new("ti").durable("d"))
