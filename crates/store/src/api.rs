@@ -144,6 +144,61 @@ impl PublishRun {
     }
 }
 
+/// What [`Queues::publish_run`] did with a run's bodies.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStored {
+    /// Every body went in, with the ids `first`, `first + 1`, ... (`count` of them): what a
+    /// run handed straight to its subscribers gets, without a result built per body.
+    Consecutive {
+        /// The first body's id.
+        first: MessageId,
+        /// How many bodies (all of them).
+        count: u32,
+    },
+    /// Each body's own result, in order.
+    Each(Vec<Result<MessageId, StoreError>>),
+}
+
+impl RunStored {
+    /// The first id and count when every body went in with consecutive ids.
+    pub fn consecutive(&self) -> Option<(MessageId, u32)> {
+        match self {
+            RunStored::Consecutive { first, count } => Some((*first, *count)),
+            RunStored::Each(results) => {
+                let first = *results.first()?.as_ref().ok()?;
+                let consecutive = results
+                    .iter()
+                    .zip(first..)
+                    .all(|(r, want)| matches!(r, Ok(id) if *id == want));
+                Some((first, u32::try_from(results.len()).ok()?)).filter(|_| consecutive)
+            }
+        }
+    }
+
+    /// How many bodies it covers.
+    pub fn len(&self) -> usize {
+        match self {
+            RunStored::Consecutive { count, .. } => *count as usize,
+            RunStored::Each(results) => results.len(),
+        }
+    }
+
+    /// Whether it covers none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each body's result, in order.
+    pub fn into_results(self) -> Vec<Result<MessageId, StoreError>> {
+        match self {
+            RunStored::Consecutive { first, count } => {
+                (first..first + u64::from(count)).map(Ok).collect()
+            }
+            RunStored::Each(results) => results,
+        }
+    }
+}
+
 /// What a receive asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReceiveSpec {
@@ -310,8 +365,8 @@ pub trait Queues: Send + Sync {
     /// [`Queues::send_batch`] of [`PublishRun::into_messages`], which is what engines without
     /// a faster way do. The embedded engine hands a run its subscribers can take directly
     /// over in one step, without a message of its own per body.
-    async fn publish_run(&self, run: PublishRun) -> Vec<Result<MessageId, StoreError>> {
-        self.send_batch(run.into_messages()).await
+    async fn publish_run(&self, run: PublishRun) -> RunStored {
+        RunStored::Each(self.send_batch(run.into_messages()).await)
     }
 
     /// Receives up to `max` messages (at least one is asked for) matching `spec` (its source,

@@ -2,7 +2,7 @@
 
 use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{ErrorCode, ErrorReply, Name, OutgoingMessage, PublishBatch, Response};
-use ferry_store::{PublishRun, StoreError};
+use ferry_store::{PublishRun, RunStored, StoreError};
 
 use super::{store_error, to_new, txn, validate, with_topic};
 use crate::session::Session;
@@ -222,7 +222,7 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         (Some(refused), kept)
     };
     let stored = if bodies.is_empty() {
-        Vec::new()
+        RunStored::Each(Vec::new())
     } else {
         let run = PublishRun {
             topic: batch.topic.clone(),
@@ -239,13 +239,13 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
     };
     // A version 7 client takes a run of consecutive ids, every body stored, in 12 bytes.
     let run = (session.version() >= ferry_protocol::DELIVER_RUN_VERSION && refused.is_none())
-        .then(|| published_run(&stored))
+        .then(|| stored.consecutive())
         .flatten();
     let (reply, ok) = match run {
         Some((first_id, count)) => (Response::PublishedRun { first_id, count }, u64::from(count)),
         None => {
             let slots = refused.unwrap_or_else(|| vec![None; n]);
-            let (results, ok) = merge_results(slots, stored);
+            let (results, ok) = merge_results(slots, stored.into_results());
             (Response::BatchSent(results), ok)
         }
     };
@@ -258,14 +258,4 @@ pub async fn publish_batch(shared: &Shared, session: &Session, batch: PublishBat
         shared.wakers.notify_topic(&batch.topic);
     }
     reply
-}
-
-/// The first id and count of `stored` if every body was stored, with consecutive ids.
-fn published_run(stored: &[Result<u64, StoreError>]) -> Option<(u64, u32)> {
-    let first = *stored.first()?.as_ref().ok()?;
-    let consecutive = stored
-        .iter()
-        .zip(first..)
-        .all(|(r, want)| matches!(r, Ok(id) if *id == want));
-    Some((first, u32::try_from(stored.len()).ok()?)).filter(|_| consecutive)
 }

@@ -29,8 +29,13 @@ fn run(bodies: &[&str]) -> PublishRun {
     }
 }
 
-fn ids(results: &[Result<u64, crate::StoreError>]) -> Vec<u64> {
-    results.iter().map(|r| *r.as_ref().unwrap()).collect()
+fn ids(stored: &crate::RunStored) -> Vec<u64> {
+    stored
+        .clone()
+        .into_results()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
 }
 
 #[tokio::test]
@@ -38,7 +43,12 @@ async fn a_run_goes_to_its_direct_consumer_in_one_batch_with_ids_in_one_range() 
     let store = store_with_subscription().await;
     let consumer = Recorder::new(10);
     assert!(store.topics().attach_direct("t:s", consumer.clone()));
-    let first = ids(&store.queues().publish_run(run(&["a", "b", "c"])).await);
+    let stored = store.queues().publish_run(run(&["a", "b", "c"])).await;
+    assert!(
+        matches!(stored, crate::RunStored::Consecutive { count: 3, .. }),
+        "a range, not a result a body: {stored:?}"
+    );
+    let first = ids(&stored);
     let second = ids(&store.queues().publish_run(run(&["d"])).await);
     assert_eq!(first.len(), 3);
     assert_eq!(first[1], first[0] + 1);
@@ -126,7 +136,7 @@ async fn a_run_to_a_topic_that_does_not_exist_is_refused_for_every_body() {
     assert!(store.topics().attach_direct("t:s", consumer.clone()));
     let mut missing = run(&["a", "b"]);
     missing.topic = Name::from("nope");
-    let results = store.queues().publish_run(missing).await;
+    let results = store.queues().publish_run(missing).await.into_results();
     assert_eq!(results.len(), 2);
     assert!(results
         .iter()
@@ -158,4 +168,26 @@ async fn a_run_never_overtakes_what_is_queued_for_its_subscription() {
     );
     assert_eq!(consumer.bodies(), ["a", "b", "c", "d"]);
     assert_eq!(queued(&store).await, 0);
+}
+
+#[test]
+fn stored_results_are_a_run_only_when_every_body_went_in_with_the_next_id() {
+    use crate::RunStored::{Consecutive, Each};
+    let refused = || Err(crate::StoreError::TopicNotFound("t".into()));
+    assert_eq!(
+        Consecutive { first: 7, count: 2 }.consecutive(),
+        Some((7, 2))
+    );
+    assert_eq!(
+        Consecutive { first: 7, count: 2 }.into_results(),
+        [Ok(7), Ok(8)]
+    );
+    assert_eq!(Each(vec![Ok(4), Ok(5), Ok(6)]).consecutive(), Some((4, 3)));
+    assert_eq!(Each(vec![Ok(4), Ok(6)]).consecutive(), None, "a gap");
+    assert_eq!(Each(vec![Ok(5), Ok(4)]).consecutive(), None, "out of order");
+    assert_eq!(Each(vec![Ok(4), refused()]).consecutive(), None);
+    assert_eq!(Each(vec![refused(), Ok(4)]).consecutive(), None);
+    assert_eq!(Each(Vec::new()).consecutive(), None);
+    assert!(Each(Vec::new()).is_empty());
+    assert_eq!(Consecutive { first: 1, count: 3 }.len(), 3);
 }

@@ -2,20 +2,14 @@
 //! a run its subscribers can all take directly is handed to them under one hold of the state
 //! lock (see the state's `run` module); any other goes message by message.
 
-use ferry_protocol::MessageId;
-
 use super::store::{Class, EmbeddedStore};
 use super::writer;
-use crate::api::PublishRun;
-use crate::error::StoreError;
+use crate::api::{PublishRun, RunStored};
 
 impl EmbeddedStore {
     /// Publishes `run` directly when it can go that way; `None`, with nothing done, when it
     /// must go message by message.
-    pub(super) async fn publish_run_direct(
-        &self,
-        run: &PublishRun,
-    ) -> Option<Vec<Result<MessageId, StoreError>>> {
+    pub(super) async fn publish_run_direct(&self, run: &PublishRun) -> Option<RunStored> {
         if run.persistent {
             return None;
         }
@@ -23,20 +17,19 @@ impl EmbeddedStore {
         if self.admit(Class::Quiet).await.is_err() || self.writable().await.is_err() {
             return None;
         }
-        let (ids, ticket) = {
+        let (first, ticket) = {
             let mut st = self.state();
             let mut log = self.log.lock();
-            let ids = st.publish_run_direct(&mut log, run)?;
+            let first = st.publish_run_direct(&mut log, run)?;
             st.flush_direct();
             // Only a new sender's registration is written.
             let ticket = log.ticket_if_appended();
-            (ids, ticket)
+            (first, ticket)
         };
-        let waited = writer::wait(ticket).await;
-        Some(
-            ids.into_iter()
-                .map(|id| waited.clone().map(|()| id))
-                .collect(),
-        )
+        let count = u32::try_from(run.bodies.len()).ok()?;
+        Some(match writer::wait(ticket).await {
+            Ok(()) => RunStored::Consecutive { first, count },
+            Err(e) => RunStored::Each(vec![Err(e); run.bodies.len()]),
+        })
     }
 }

@@ -37,8 +37,8 @@ use super::state::State;
 use super::writer::{self, Files, Log};
 use super::SEGMENTS_DIR;
 use crate::api::{
-    Heartbeat, NewMessage, PublishRun, Queues, ReceiveSpec, Registration, SessionId, Sessions,
-    Topics, Transactions, Upkeep,
+    Heartbeat, NewMessage, PublishRun, Queues, ReceiveSpec, Registration, RunStored, SessionId,
+    Sessions, Topics, Transactions, Upkeep,
 };
 use crate::direct::DirectConsumer;
 use crate::error::StoreError;
@@ -458,11 +458,11 @@ impl Queues for EmbeddedStore {
         results
     }
 
-    async fn publish_run(&self, run: PublishRun) -> Vec<Result<MessageId, StoreError>> {
-        if let Some(ids) = self.publish_run_direct(&run).await {
-            return ids;
+    async fn publish_run(&self, run: PublishRun) -> RunStored {
+        if let Some(stored) = self.publish_run_direct(&run).await {
+            return stored;
         }
-        self.send_batch(run.into_messages()).await
+        RunStored::Each(self.send_batch(run.into_messages()).await)
     }
 
     async fn receive(&self, spec: &ReceiveSpec, max: usize) -> Result<Vec<Delivery>, StoreError> {

@@ -17,8 +17,8 @@ use crate::direct::DirectConsumer;
 
 impl State {
     /// Publishes `run` straight to the direct consumers of its topic's subscriptions and
-    /// returns the ids its bodies got, in order; `None`, with nothing changed, unless
-    /// [`crate::direct`]'s conditions hold for every body and every subscription: the run is
+    /// returns the id its first body got (the others follow it); `None`, with nothing changed,
+    /// unless [`crate::direct`]'s conditions hold for every body and every subscription: the run is
     /// non-persistent and visible at once, its fields would be accepted, no subscription has a
     /// selector, each has exactly one direct consumer and nothing ready on its queue, and every
     /// consumer has room for the whole run. A topic with no subscription takes the run too: its
@@ -27,7 +27,7 @@ impl State {
         &mut self,
         log: &mut LogGuard<'_>,
         run: &PublishRun,
-    ) -> Option<Vec<MessageId>> {
+    ) -> Option<MessageId> {
         let n = u32::try_from(run.bodies.len()).ok()?;
         if n == 0
             || run.persistent
@@ -98,6 +98,6 @@ impl State {
             self.direct
                 .push_run(consumer, &template, first, &run.bodies);
         }
-        Some((first..first + u64::from(n)).collect())
+        Some(first)
     }
 }
