@@ -112,11 +112,7 @@ impl Client {
             let items = batch.bodies.handles().map(|b| batch.message(b)).collect();
             return self.send_batch(items).await;
         }
-        let reply = self
-            .shared()
-            .submit_sized(&Request::PublishBatch(batch), len)?
-            .reply()
-            .await?;
+        let reply = self.shared().submit_publish_batch(&batch)?.reply().await?;
         batch_results(reply, n)
     }
 

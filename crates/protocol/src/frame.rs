@@ -271,7 +271,14 @@ pub fn begin_frame(out: &mut BytesMut, kind: FrameKind, request_id: u32) -> usiz
 
 /// Patches the length of the frame begun at `start` now that its payload is written.
 pub fn end_frame(out: &mut BytesMut, start: usize) {
-    let len = (out.len() - start - 4) as u32;
+    end_frame_before(out, start, 0);
+}
+
+/// Patches the length of the frame begun at `start` whose payload is written up to the
+/// `tail` bytes that end it, which are written after `out`'s (see
+/// [`crate::publish_batch::encode_publish_batch_head`]).
+pub fn end_frame_before(out: &mut BytesMut, start: usize, tail: usize) {
+    let len = (out.len() - start - 4 + tail) as u32;
     if let Some(slot) = out.get_mut(start..start + 4) {
         slot.copy_from_slice(&len.to_le_bytes());
     }

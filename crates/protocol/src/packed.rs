@@ -189,6 +189,18 @@ impl Iterator for Groups<'_> {
         let bytes = &self.packed.bytes;
         let start = self.at;
         let first = self.index;
+        let left = self.packed.count - self.index;
+        if left > 0 && left <= self.max_count && bytes.len().saturating_sub(start) <= self.max_bytes
+        {
+            // The rest fits one group (a batch usually does whole): no lengths to walk.
+            self.index = self.packed.count;
+            self.at = bytes.len();
+            return Some(Group {
+                first,
+                count: left,
+                packed: bytes.slice(start..),
+            });
+        }
         let mut end = start;
         let mut count = 0;
         while self.index < self.packed.count && count < self.max_count {
@@ -318,6 +330,18 @@ mod tests {
         assert_eq!(groups, [(0, 2, 9), (2, 1, 304), (3, 1, 8)]);
         let whole: Vec<usize> = p.groups(10, 1000).map(|g| g.count).collect();
         assert_eq!(whole, [4]);
+        // Exactly the rest's 321 bytes is one group; a byte less cuts off the last body.
+        let counts = |max_bytes| -> Vec<(usize, usize)> {
+            p.groups(4, max_bytes)
+                .map(|g| (g.count, g.packed.len()))
+                .collect()
+        };
+        assert_eq!(counts(321), [(4, 321)]);
+        assert_eq!(counts(320), [(3, 313), (1, 8)]);
+        assert_eq!(
+            p.groups(3, 1000).map(|g| g.count).collect::<Vec<_>>(),
+            [3, 1]
+        );
         let joined: Vec<u8> = p.groups(1, 0).flat_map(|g| g.packed.to_vec()).collect();
         assert_eq!(&joined[..], &p.packed()[..]);
     }

@@ -95,6 +95,29 @@ impl PublishBatch {
 
 /// Writes the payload of `batch`.
 pub fn put_publish_batch(out: &mut BytesMut, batch: &PublishBatch) {
+    put_publish_batch_head(out, batch);
+    // The bodies are already laid out as the frame carries them.
+    out.extend_from_slice(batch.bodies.packed());
+}
+
+/// Writes `batch` as a `PublishBatch` frame of request `request_id`, all but its packed
+/// bodies, which end the frame: they are returned (a handle on the batch's own buffer, not a
+/// copy) to be written right after `out`'s bytes, and the frame's length counts them. For a
+/// writer that sends both with one vectored write: a batch's bodies are most of its bytes.
+pub fn encode_publish_batch_head(
+    request_id: u32,
+    batch: &PublishBatch,
+    out: &mut BytesMut,
+) -> Bytes {
+    let start = crate::frame::begin_frame(out, crate::frame::FrameKind::PublishBatch, request_id);
+    put_publish_batch_head(out, batch);
+    let bodies = batch.bodies.packed().clone();
+    crate::frame::end_frame_before(out, start, bodies.len());
+    bodies
+}
+
+/// Writes the payload of `batch` up to its packed bodies.
+fn put_publish_batch_head(out: &mut BytesMut, batch: &PublishBatch) {
     put_string(out, &batch.topic);
     let mut fixed = [0u8; 18];
     fixed[0] = batch.priority;
@@ -108,8 +131,6 @@ pub fn put_publish_batch(out: &mut BytesMut, batch: &PublishBatch) {
     out.put_slice(&fixed);
     put_properties(out, &batch.properties);
     out.put_u32_le(batch.bodies.len() as u32);
-    // The bodies are already laid out as the frame carries them.
-    out.extend_from_slice(batch.bodies.packed());
 }
 
 /// Reads a whole `PublishBatch` payload: bodies are slices of the frame, not copies.

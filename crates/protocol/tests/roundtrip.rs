@@ -26,6 +26,29 @@ fn samples_cover_every_kind() {
 }
 
 #[test]
+fn a_publish_batch_head_and_its_bodies_are_the_frame_encode_writes() {
+    let mut seen = 0;
+    for req in all_requests() {
+        let Request::PublishBatch(batch) = &req else {
+            continue;
+        };
+        let mut head = BytesMut::new();
+        let bodies = ferry_protocol::publish_batch::encode_publish_batch_head(7, batch, &mut head);
+        assert_eq!(
+            bodies.as_ptr(),
+            batch.bodies.packed().as_ptr(),
+            "not a copy"
+        );
+        assert_eq!(
+            [&head[..], &bodies[..]].concat(),
+            req_bytes(&req, 7).to_vec()
+        );
+        seen += 1;
+    }
+    assert!(seen > 0, "no PublishBatch among the samples");
+}
+
+#[test]
 fn encoded_len_is_the_size_the_encoder_writes_for_every_frame_kind() {
     for req in all_requests() {
         assert_eq!(req.encoded_len(), req_bytes(&req, 7).len(), "{req:?}");

@@ -4,8 +4,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use ferry_protocol::{Request, Response, SubscriptionId, WireError};
+use bytes::{Bytes, BytesMut};
+use ferry_protocol::publish_batch::encode_publish_batch_head;
+use ferry_protocol::{PublishBatch, Request, Response, SubscriptionId, WireError, HEADER_LEN};
 use tokio::sync::{mpsc, oneshot};
 
 use super::routing::SubEvent;
@@ -92,10 +93,26 @@ impl Shared {
         pending: Pending,
         capacity: usize,
     ) -> Result<u32, ClientError> {
+        self.submit_encoded(pending, capacity, |id, frame| {
+            req.encode(id, frame);
+            None
+        })
+    }
+
+    /// Registers `pending` under a fresh id and queues the frame `encode` writes for that id
+    /// into a buffer of `capacity` bytes, followed by the tail it returns, if any (bytes the
+    /// frame ends with, written without a copy).
+    fn submit_encoded(
+        &self,
+        pending: Pending,
+        capacity: usize,
+        encode: impl FnOnce(u32, &mut BytesMut) -> Option<Bytes>,
+    ) -> Result<u32, ClientError> {
         let mut id = self.next_id();
         let mut frame = BytesMut::with_capacity(capacity);
-        req.encode(id, &mut frame);
-        check_frame(frame.len(), self.send_limit.load(Ordering::Relaxed))?;
+        let tail = encode(id, &mut frame);
+        let len = frame.len() + tail.as_ref().map_or(0, Bytes::len);
+        check_frame(len, self.send_limit.load(Ordering::Relaxed))?;
         {
             let mut st = self.lock();
             if let Some(reason) = &st.closed {
@@ -110,7 +127,11 @@ impl Shared {
             }
             st.pending.insert(id, pending);
         }
-        if self.out.send(Out::Frame(frame.freeze())).is_err() {
+        let out = match tail {
+            None => Out::Frame(frame.freeze()),
+            Some(tail) => Out::Split(frame.freeze(), tail),
+        };
+        if self.out.send(out).is_err() {
             self.lock().pending.remove(&id);
             return Err(self.close_error());
         }
@@ -138,6 +159,24 @@ impl Shared {
     ) -> Result<InFlight, ClientError> {
         let (tx, rx) = oneshot::channel();
         let id = self.submit_with_capacity(req, Pending::Call(tx), capacity)?;
+        Ok(InFlight {
+            shared: self.clone(),
+            id,
+            rx: Some(rx),
+        })
+    }
+
+    /// Sends `batch` as a `PublishBatch`; await the returned [`InFlight`] for the reply. Its
+    /// packed bodies are written from the batch's own buffer, not copied into the frame.
+    pub(crate) fn submit_publish_batch(
+        self: &Arc<Self>,
+        batch: &PublishBatch,
+    ) -> Result<InFlight, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let head = HEADER_LEN + batch.encoded_len() - batch.bodies.packed().len();
+        let id = self.submit_encoded(Pending::Call(tx), head, |id, frame| {
+            Some(encode_publish_batch_head(id, batch, frame))
+        })?;
         Ok(InFlight {
             shared: self.clone(),
             id,

@@ -93,6 +93,9 @@ struct State {
 enum Out {
     /// An encoded frame.
     Frame(Bytes),
+    /// An encoded frame in two parts written back to back: a publish batch's head and its
+    /// packed bodies, which are the caller's own buffer (written without a copy).
+    Split(Bytes, Bytes),
     /// A send to coalesce with the sends queued next to it.
     Send(QueuedSend),
     /// Write what was queued before, then shut the socket down.
