@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::{DeliveryView, MessageId, SubscriptionId};
 use ferry_store::{DirectBatch, DirectConsumer, Store};
@@ -60,6 +60,7 @@ impl DirectConsumer for DirectPush {
             credit: self.credit_on_push.then(|| self.credit.clone()),
             expected,
             frames: BytesMut::new(),
+            pieces: Vec::new(),
             run: Run::default(),
             count: 0,
         })
@@ -81,6 +82,9 @@ struct PushBatch {
     /// Deliveries the store expects in this batch: the buffer is sized for them at the first.
     expected: usize,
     frames: BytesMut,
+    /// What goes out before `frames`: frames moved out of it, and runs' bodies handed over
+    /// uncopied (see [`DeliveryEncoder::encode_bodies_in_run`]).
+    pieces: Vec<Bytes>,
     /// The frame being filled (a batch's deliveries share frames where the encoder can).
     run: Run,
     count: u32,
@@ -129,6 +133,7 @@ impl DirectBatch for PushBatch {
         self.encoder.encode_bodies_in_run(
             &mut self.run,
             &mut self.frames,
+            &mut self.pieces,
             self.subscription,
             template,
             first_id,
@@ -144,7 +149,14 @@ impl DirectBatch for PushBatch {
         Stats::add(&self.stats.deliveries, u64::from(self.count));
         // Direct deliveries are final here (non-persistent, never queued): the writer is gone
         // only with the connection, and they are lost with it.
-        let _ = self.out.send(self.frames.freeze());
+        if self.pieces.is_empty() {
+            let _ = self.out.send(self.frames.freeze());
+        } else {
+            if !self.frames.is_empty() {
+                self.pieces.push(self.frames.split().freeze());
+            }
+            let _ = self.out.send_pieces(std::mem::take(&mut self.pieces));
+        }
         if let Some(credit) = &self.credit {
             credit.grant(self.count);
         }

@@ -68,8 +68,32 @@ enum Holds {
 
 /// One item for the writer.
 struct Outgoing {
-    frames: Bytes,
+    frames: Frames,
     holds: Holds,
+}
+
+/// An item's frames: one buffer, or several written back to back (a push batch whose runs'
+/// bodies are slices of their publishers' frames, not copies).
+enum Frames {
+    One(Bytes),
+    Pieces(Vec<Bytes>),
+}
+
+impl Frames {
+    fn len(&self) -> usize {
+        match self {
+            Frames::One(b) => b.len(),
+            Frames::Pieces(pieces) => pieces.iter().map(Bytes::len).sum(),
+        }
+    }
+
+    fn into_pieces(self) -> impl Iterator<Item = Bytes> {
+        let (one, many) = match self {
+            Frames::One(b) => (Some(b), Vec::new()),
+            Frames::Pieces(pieces) => (None, pieces),
+        };
+        one.into_iter().chain(many)
+    }
 }
 
 /// What the handles and the writer share.
@@ -164,7 +188,18 @@ impl Outbound {
     /// Queues encoded frames.
     pub fn send(&self, frames: Bytes) -> Result<(), Closed> {
         self.queue(Outgoing {
-            frames,
+            frames: Frames::One(frames),
+            holds: Holds::None,
+        })
+    }
+
+    /// Queues frames in pieces, written back to back in order. A piece may be a slice of a
+    /// publisher's frame (a run's bodies): it keeps that frame's buffer alive until written,
+    /// which is why only slices of at least
+    /// [`ferry_protocol::batch_writer::SHARE_AT_LEAST`] bytes are queued so.
+    pub fn send_pieces(&self, pieces: Vec<Bytes>) -> Result<(), Closed> {
+        self.queue(Outgoing {
+            frames: Frames::Pieces(pieces),
             holds: Holds::None,
         })
     }
@@ -177,7 +212,7 @@ impl Outbound {
         request_id: u32,
     ) -> Result<(), Closed> {
         self.queue(Outgoing {
-            frames,
+            frames: Frames::One(frames),
             holds: Holds::Reply {
                 delivery,
                 request_id,
@@ -188,7 +223,7 @@ impl Outbound {
     /// Queues a push batch whose deliveries `held` are held (see the module docs).
     pub fn send_held_push(&self, frames: Bytes, held: Vec<DeliveryId>) -> Result<(), Closed> {
         self.queue(Outgoing {
-            frames,
+            frames: Frames::One(frames),
             holds: Holds::Push(held),
         })
     }
@@ -381,7 +416,11 @@ impl Writer {
                         Response::Received(None).encode(request_id, &mut small);
                     }
                     Holds::Push(_) if !settled => {}
-                    _ => gather(&mut small, &mut chunks, item.frames),
+                    _ => {
+                        for piece in item.frames.into_pieces() {
+                            gather(&mut small, &mut chunks, piece);
+                        }
+                    }
                 }
             }
             if !small.is_empty() {
@@ -449,7 +488,7 @@ impl Writer {
                 // Not settled: back in their queues when the session ends (a gateway's
                 // sessions make no held replies).
                 Holds::Reply { .. } | Holds::Push(_) if !settled => {}
-                _ => frames.push(item.frames),
+                _ => frames.extend(item.frames.into_pieces()),
             }
         }
         Some(bytes)

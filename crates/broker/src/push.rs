@@ -5,7 +5,7 @@
 //! to the gateway's socket in one encoding, with the store's, credit's and writer's paths
 //! unchanged. The broker knows no protocol but its own: the encoder is the gateway's.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferry_protocol::batch_writer::DeliverBatchWriter;
 use ferry_protocol::packed::PackedBodies;
 use ferry_protocol::size::batch_entry_len;
@@ -41,16 +41,21 @@ pub trait DeliveryEncoder: Send + Sync + 'static {
     }
     /// Appends one delivery per body of `bodies` as the next of the run: `template`'s
     /// fields with ids from `first_id` on (see [`ferry_store::direct::DirectBatch::push_run`]).
-    /// By default each goes through [`DeliveryEncoder::encode_in_run`].
+    /// An encoder may hand large stretches of `bodies` over uncopied: it moves what `out`
+    /// holds to `pieces`, then the slice, and goes on in `out`; the frames are `pieces`, then
+    /// `out`. By default each delivery goes through [`DeliveryEncoder::encode_in_run`].
+    #[allow(clippy::too_many_arguments)]
     fn encode_bodies_in_run(
         &self,
         run: &mut Run,
         out: &mut BytesMut,
+        pieces: &mut Vec<Bytes>,
         subscription: SubscriptionId,
         template: &DeliveryView<'_>,
         first_id: u64,
         bodies: &PackedBodies,
     ) {
+        let _ = pieces;
         for d in template.run(first_id, bodies.iter()) {
             self.encode_in_run(run, out, subscription, &d);
         }
@@ -147,17 +152,21 @@ impl DeliveryEncoder for NativeBatched {
         &self,
         run: &mut Run,
         out: &mut BytesMut,
+        pieces: &mut Vec<Bytes>,
         subscription: SubscriptionId,
         template: &DeliveryView<'_>,
         first_id: u64,
         bodies: &PackedBodies,
     ) {
-        run.0.get_or_insert_with(|| self.writer()).push_run(
+        // A run's bodies go out as the publisher's frame carried them, without a copy (see
+        // `DeliverBatchWriter::push_run_sharing`).
+        run.0.get_or_insert_with(|| self.writer()).push_run_sharing(
             out,
             subscription,
             template,
             first_id,
             bodies,
+            pieces,
         );
     }
 

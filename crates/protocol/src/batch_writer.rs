@@ -4,16 +4,21 @@
 
 use std::ops::Range;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use crate::deliver_batch::{put_entry, MAX_BATCH_FRAME_BYTES, MAX_REPEATED_PROPERTY_BYTES};
 use crate::deliver_run::{put_run_head, MAX_RUN_DELIVERIES};
-use crate::frame::{begin_frame, end_frame, FrameKind, HEADER_LEN};
+use crate::frame::{begin_frame, end_frame, end_frame_before, FrameKind, HEADER_LEN};
 use crate::packed::PackedBodies;
 use crate::responses::encode_deliver;
 use crate::size::{batch_entry_len, properties_len, run_head_len};
 use crate::types::{DeliveryView, Properties, SubscriptionId};
 use crate::wire::{fitting, put_properties, put_string};
+
+/// A run frame's packed bodies of at least this many bytes are handed over as they are by
+/// [`DeliverBatchWriter::push_run_sharing`]; fewer are cheaper to copy than to write as a
+/// slice of their own.
+pub const SHARE_AT_LEAST: usize = 16 * 1024;
 
 /// The frame being filled: where it and its fields lie in the output buffer.
 #[derive(Debug)]
@@ -115,7 +120,7 @@ impl DeliverBatchWriter {
     ) {
         if self.runs && template.delivery_id == 0 {
             self.finish(out);
-            self.put_runs(out, subscription, template, first_id, bodies);
+            self.put_runs(out, subscription, template, first_id, bodies, None);
             return;
         }
         for d in template.run(first_id, bodies.iter()) {
@@ -137,6 +142,27 @@ impl DeliverBatchWriter {
         }
     }
 
+    /// As [`DeliverBatchWriter::push_run`], except that the bodies of a `DeliverRun` frame,
+    /// when they take at least [`SHARE_AT_LEAST`] bytes, are not copied: what `out` holds (up
+    /// to the frame's head) moves to `pieces`, then the bodies (a handle on `bodies`' buffer),
+    /// and `out` goes on empty. The frames are `pieces`, then `out`, in that order.
+    pub fn push_run_sharing(
+        &mut self,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &PackedBodies,
+        pieces: &mut Vec<Bytes>,
+    ) {
+        if self.runs && template.delivery_id == 0 {
+            self.finish(out);
+            self.put_runs(out, subscription, template, first_id, bodies, Some(pieces));
+            return;
+        }
+        self.push_run(out, subscription, template, first_id, bodies);
+    }
+
     /// Writes `bodies` as `DeliverRun` frames of `template`'s fields, ids from `first_id` on,
     /// each frame within [`MAX_RUN_DELIVERIES`] and the size and repeated-property bounds of a
     /// batch; a body too large
@@ -148,6 +174,7 @@ impl DeliverBatchWriter {
         template: &DeliveryView<'_>,
         first_id: u64,
         bodies: &PackedBodies,
+        mut pieces: Option<&mut Vec<Bytes>>,
     ) {
         let head = HEADER_LEN + run_head_len(template);
         let property_bytes = properties_len(template.properties) - 2;
@@ -184,9 +211,19 @@ impl DeliverBatchWriter {
                 ..*template
             };
             put_run_head(out, subscription, &d, group.count as u32);
-            // The bodies are laid out as the frame carries them: one copy for the group.
-            out.extend_from_slice(&group.packed);
-            end_frame(out, start);
+            // The bodies are laid out as the frame carries them: one copy for the group, or
+            // none, as a slice of their own after the frame's head.
+            match pieces.as_deref_mut() {
+                Some(pieces) if group.packed.len() >= SHARE_AT_LEAST => {
+                    end_frame_before(out, start, group.packed.len());
+                    pieces.push(out.split().freeze());
+                    pieces.push(group.packed);
+                }
+                _ => {
+                    out.extend_from_slice(&group.packed);
+                    end_frame(out, start);
+                }
+            }
         }
     }
 

@@ -262,3 +262,52 @@ fn a_published_run_of_no_bodies_or_past_the_last_id_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_shared_run_is_the_bytes_of_a_copied_one_with_large_bodies_as_slices_of_their_own() {
+    use ferry_protocol::batch_writer::SHARE_AT_LEAST;
+    let template = record(7);
+    let (bodies, big) = bodies();
+    let mut other = record(1);
+    other.message.sender = "someone else".into();
+    // Frames of up to 64 KiB (bodies of ~40 KiB: shared), of 4 KiB (never shared), and a run
+    // with a body too large for its frames, after a delivery of other fields.
+    for (limit, bodies) in [(u32::MAX, &bodies), (4096, &bodies), (u32::MAX, &big)] {
+        let packed = PackedBodies::pack(bodies);
+        let copied = written(true, &[(1, other.clone())], &template, bodies, limit);
+        let mut w = DeliverBatchWriter::new(limit).with_runs();
+        let mut out = BytesMut::new();
+        let mut pieces = Vec::new();
+        w.push(&mut out, 1, &other.view());
+        w.push_run_sharing(&mut out, 1, &template.view(), 500, &packed, &mut pieces);
+        w.finish(&mut out);
+        let joined: Vec<u8> = pieces
+            .iter()
+            .flat_map(|p| p.to_vec())
+            .chain(out.to_vec())
+            .collect();
+        assert_eq!(joined, copied.to_vec(), "limit {limit}");
+        let range = packed.packed().as_ptr_range();
+        let shared: Vec<&Bytes> = pieces
+            .iter()
+            .filter(|p| range.contains(&p.as_ptr()))
+            .collect();
+        assert!(shared.iter().all(|p| p.len() >= SHARE_AT_LEAST));
+        if limit == 4096 {
+            assert!(pieces.is_empty(), "4 KiB frames: every group is copied");
+        } else {
+            assert!(
+                !shared.is_empty(),
+                "limit {limit}: no body slice handed over"
+            );
+        }
+    }
+    // A run that settles something goes out as batches, copied.
+    let mut settled = template.clone();
+    settled.delivery_id = 3;
+    let mut w = DeliverBatchWriter::new(u32::MAX).with_runs();
+    let (mut out, mut pieces) = (BytesMut::new(), Vec::new());
+    let packed = PackedBodies::pack(&bodies);
+    w.push_run_sharing(&mut out, 1, &settled.view(), 500, &packed, &mut pieces);
+    assert!(pieces.is_empty());
+}
