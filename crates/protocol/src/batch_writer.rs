@@ -118,9 +118,38 @@ impl DeliverBatchWriter {
         first_id: u64,
         bodies: &PackedBodies,
     ) {
+        self.write_run(out, subscription, template, first_id, bodies, None);
+    }
+
+    /// As [`DeliverBatchWriter::push_run`], except that the bodies of a `DeliverRun` frame,
+    /// when they take at least [`SHARE_AT_LEAST`] bytes, are not copied: what `out` holds (up
+    /// to the frame's head) moves to `pieces`, then the bodies (a handle on `bodies`' buffer),
+    /// and `out` goes on empty. The frames are `pieces`, then `out`, in that order.
+    pub fn push_run_sharing(
+        &mut self,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &PackedBodies,
+        pieces: &mut Vec<Bytes>,
+    ) {
+        self.write_run(out, subscription, template, first_id, bodies, Some(pieces));
+    }
+
+    /// [`DeliverBatchWriter::push_run`], run frames' bodies handed to `pieces` when given.
+    fn write_run(
+        &mut self,
+        out: &mut BytesMut,
+        subscription: SubscriptionId,
+        template: &DeliveryView<'_>,
+        first_id: u64,
+        bodies: &PackedBodies,
+        pieces: Option<&mut Vec<Bytes>>,
+    ) {
         if self.runs && template.delivery_id == 0 {
             self.finish(out);
-            self.put_runs(out, subscription, template, first_id, bodies, None);
+            self.put_runs(out, subscription, template, first_id, bodies, pieces);
             return;
         }
         for d in template.run(first_id, bodies.iter()) {
@@ -140,27 +169,6 @@ impl DeliverBatchWriter {
                 open.count += 1;
             }
         }
-    }
-
-    /// As [`DeliverBatchWriter::push_run`], except that the bodies of a `DeliverRun` frame,
-    /// when they take at least [`SHARE_AT_LEAST`] bytes, are not copied: what `out` holds (up
-    /// to the frame's head) moves to `pieces`, then the bodies (a handle on `bodies`' buffer),
-    /// and `out` goes on empty. The frames are `pieces`, then `out`, in that order.
-    pub fn push_run_sharing(
-        &mut self,
-        out: &mut BytesMut,
-        subscription: SubscriptionId,
-        template: &DeliveryView<'_>,
-        first_id: u64,
-        bodies: &PackedBodies,
-        pieces: &mut Vec<Bytes>,
-    ) {
-        if self.runs && template.delivery_id == 0 {
-            self.finish(out);
-            self.put_runs(out, subscription, template, first_id, bodies, Some(pieces));
-            return;
-        }
-        self.push_run(out, subscription, template, first_id, bodies);
     }
 
     /// Writes `bodies` as `DeliverRun` frames of `template`'s fields, ids from `first_id` on,
